@@ -1,0 +1,84 @@
+//! Blobs as files under a root directory.
+
+use std::path::{Component, Path, PathBuf};
+
+use async_trait::async_trait;
+
+use super::{BlobError, BlobResult, BlobStore};
+
+pub struct FsBlobStore {
+    root: PathBuf,
+}
+
+impl FsBlobStore {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// Refuses keys that would escape the root.
+    fn path(&self, key: &str) -> BlobResult<PathBuf> {
+        let rel = Path::new(key);
+        if key.is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(BlobError(format!("invalid blob key {key:?}")));
+        }
+        Ok(self.root.join(rel))
+    }
+}
+
+fn io(e: std::io::Error) -> BlobError {
+    BlobError(e.to_string())
+}
+
+#[async_trait]
+impl BlobStore for FsBlobStore {
+    async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> BlobResult<()> {
+        let path = self.path(key)?;
+        if let Some(dir) = path.parent() {
+            tokio::fs::create_dir_all(dir).await.map_err(io)?;
+        }
+        // Write then rename, so a reader never sees half a file.
+        let tmp = path.with_extension(format!("tmp{:08x}", rand::random::<u32>()));
+        tokio::fs::write(&tmp, bytes).await.map_err(io)?;
+        tokio::fs::rename(&tmp, &path).await.map_err(io)
+    }
+
+    async fn get(&self, key: &str) -> BlobResult<Option<Vec<u8>>> {
+        match tokio::fs::read(self.path(key)?).await {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> BlobResult<()> {
+        match tokio::fs::remove_file(self.path(key)?).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> BlobResult<Vec<String>> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            let mut entries = match tokio::fs::read_dir(&dir).await {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(e)),
+            };
+            while let Some(entry) = entries.next_entry().await.map_err(io)? {
+                let path = entry.path();
+                if entry.file_type().await.map_err(io)?.is_dir() {
+                    stack.push(path);
+                } else if let Ok(rel) = path.strip_prefix(&self.root) {
+                    let key = rel.to_string_lossy().replace('\\', "/");
+                    if key.starts_with(prefix) && !key.contains(".tmp") {
+                        out.push(key);
+                    }
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}

@@ -1,0 +1,41 @@
+//! Outbound mail: one `Transport` trait, with spool, SMTP and SES v2 backends.
+
+pub mod ses;
+pub mod smtp;
+pub mod spool;
+
+use async_trait::async_trait;
+
+/// A message ready to go: the SMTP envelope and the RFC 5322 bytes.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub envelope_from: String,
+    pub recipients: Vec<String>,
+    pub raw: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("mail transport: {0}")]
+pub struct MailError(pub String);
+
+#[async_trait]
+pub trait Transport: Send + Sync {
+    async fn send(&self, message: &Outgoing) -> Result<(), MailError>;
+}
+
+/// Builds a plain-text message with lettre and returns it ready to send.
+pub fn plain_text(from: &str, to: &str, subject: &str, body: &str) -> Result<Outgoing, MailError> {
+    let bad = |e: &dyn std::fmt::Display| MailError(e.to_string());
+    let message = lettre::Message::builder()
+        .from(from.parse().map_err(|e| bad(&e))?)
+        .to(to.parse().map_err(|e| bad(&e))?)
+        .subject(subject)
+        .header(lettre::message::header::ContentType::TEXT_PLAIN)
+        .body(body.to_string())
+        .map_err(|e| bad(&e))?;
+    Ok(Outgoing {
+        envelope_from: from.to_string(),
+        recipients: vec![to.to_string()],
+        raw: message.formatted(),
+    })
+}

@@ -1,0 +1,198 @@
+//! The one conformance suite every `Store` backend must pass. Backends' tests call
+//! [`run_all`] with a fresh store; `pk`s are prefixed with a random run id so the
+//! suite can share a table with other runs.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Cond, Item, Key, Query, Store, StoreError, Update, Write};
+
+fn obj(v: Value) -> Item {
+    v.as_object().cloned().expect("object")
+}
+
+fn run_id() -> String {
+    format!("t{:016x}", rand::random::<u64>())
+}
+
+pub async fn run_all(store: Arc<dyn Store>) {
+    put_get_and_conditions(store.as_ref()).await;
+    update_adds_atomically_and_creates(store.as_ref()).await;
+    delete_with_condition(store.as_ref()).await;
+    query_ranges_directions_and_continuation(store.as_ref()).await;
+    transactions_apply_all_or_nothing(store.as_ref()).await;
+    concurrent_conditional_adds_never_pass_the_limit(store.clone()).await;
+    concurrent_creates_have_one_winner(store.clone()).await;
+}
+
+pub async fn put_get_and_conditions(store: &dyn Store) {
+    let pk = run_id();
+    let key = Key::new(&pk, "a");
+    assert!(store.get(&key).await.unwrap().is_none());
+    let item = obj(json!({"pk": pk, "sk": "a", "n": 1, "s": "x", "b": true, "l": ["p", 2], "m": {"k": "v"}}));
+    store.put(item.clone(), Some(Cond::NotExists)).await.unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), Some(item.clone()));
+    let again = store.put(item.clone(), Some(Cond::NotExists)).await;
+    assert!(matches!(again, Err(StoreError::ConditionFailed)));
+    let wrong = store.put(item.clone(), Some(Cond::eq("s", "y"))).await;
+    assert!(matches!(wrong, Err(StoreError::ConditionFailed)));
+    let mut changed = item.clone();
+    changed.insert("s".into(), json!("z"));
+    store
+        .put(changed.clone(), Some(Cond::And(vec![Cond::eq("s", "x"), Cond::Ge("n".into(), 1), Cond::missing("nope")])))
+        .await
+        .unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), Some(changed));
+}
+
+pub async fn update_adds_atomically_and_creates(store: &dyn Store) {
+    let pk = run_id();
+    let key = Key::new(&pk, "counter");
+    let refused = store.update(&key, Update::new().add("n", 1), Some(Cond::Exists)).await;
+    assert!(matches!(refused, Err(StoreError::ConditionFailed)));
+    assert!(store.get(&key).await.unwrap().is_none(), "a failed update writes nothing");
+    let created = store.update(&key, Update::new().add("n", 2).set("s", "v"), None).await.unwrap();
+    assert_eq!(created.get("n"), Some(&json!(2)));
+    assert_eq!(created.get("pk"), Some(&json!(pk)));
+    let limited = Cond::Or(vec![Cond::missing("n"), Cond::Lt("n".into(), 3)]);
+    let third = store.update(&key, Update::new().add("n", 1), Some(limited.clone())).await.unwrap();
+    assert_eq!(third.get("n"), Some(&json!(3)));
+    let over = store.update(&key, Update::new().add("n", 1), Some(limited)).await;
+    assert!(matches!(over, Err(StoreError::ConditionFailed)));
+    let down = store
+        .update(&key, Update::new().add("n", -3).remove("s"), Some(Cond::Ge("n".into(), 3)))
+        .await
+        .unwrap();
+    assert_eq!(down.get("n"), Some(&json!(0)));
+    assert!(!down.contains_key("s"));
+}
+
+pub async fn delete_with_condition(store: &dyn Store) {
+    let pk = run_id();
+    let key = Key::new(&pk, "d");
+    store.put(obj(json!({"pk": pk, "sk": "d", "v": 1})), None).await.unwrap();
+    let refused = store.delete(&key, Some(Cond::eq("v", 2))).await;
+    assert!(matches!(refused, Err(StoreError::ConditionFailed)));
+    let old = store.delete(&key, Some(Cond::eq("v", 1))).await.unwrap();
+    assert_eq!(old.and_then(|i| i.get("v").cloned()), Some(json!(1)));
+    assert!(store.get(&key).await.unwrap().is_none());
+    assert!(store.delete(&key, None).await.unwrap().is_none());
+}
+
+async fn collect(store: &dyn Store, mut q: Query) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let page = store.query(&q).await.unwrap();
+        assert!(page.items.len() <= q.limit);
+        out.extend(page.items.iter().map(|i| i["sk"].as_str().unwrap().to_string()));
+        match page.next {
+            Some(token) => q = q.after(Some(token)),
+            None => return out,
+        }
+    }
+}
+
+pub async fn query_ranges_directions_and_continuation(store: &dyn Store) {
+    let pk = run_id();
+    let other = run_id();
+    for sk in ["a#1", "a#2", "a#3", "b#1", "b#2", "c"] {
+        store.put(obj(json!({"pk": pk, "sk": sk})), None).await.unwrap();
+    }
+    store.put(obj(json!({"pk": other, "sk": "a#9"})), None).await.unwrap();
+    let all = collect(store, Query::partition(&pk).limit(2)).await;
+    assert_eq!(all, ["a#1", "a#2", "a#3", "b#1", "b#2", "c"]);
+    let back = collect(store, Query::partition(&pk).backward().limit(4)).await;
+    assert_eq!(back, ["c", "b#2", "b#1", "a#3", "a#2", "a#1"]);
+    let a = collect(store, Query::partition(&pk).prefix("a#").limit(1)).await;
+    assert_eq!(a, ["a#1", "a#2", "a#3"]);
+    let a_back = collect(store, Query::partition(&pk).prefix("a#").backward().limit(2)).await;
+    assert_eq!(a_back, ["a#3", "a#2", "a#1"]);
+    let mid = collect(store, Query::partition(&pk).between("a#2", "b#1")).await;
+    assert_eq!(mid, ["a#2", "a#3", "b#1"]);
+    let first = store.query(&Query::partition(&pk).limit(1)).await.unwrap();
+    assert_eq!(first.items.len(), 1);
+    assert!(first.next.is_some());
+    let none = store.query(&Query::partition(run_id())).await.unwrap();
+    assert!(none.items.is_empty() && none.next.is_none());
+}
+
+pub async fn transactions_apply_all_or_nothing(store: &dyn Store) {
+    let pk = run_id();
+    let a = Key::new(&pk, "a");
+    let b = Key::new(&pk, "b");
+    let c = Key::new(&pk, "c");
+    store.put(obj(json!({"pk": pk, "sk": "c", "v": 1})), None).await.unwrap();
+    let failing = vec![
+        Write::Put { item: obj(json!({"pk": pk, "sk": "a"})), cond: Some(Cond::NotExists) },
+        Write::Update { key: b.clone(), update: Update::new().add("n", 1), cond: None },
+        Write::Check { key: c.clone(), cond: Cond::eq("v", 2) },
+    ];
+    assert!(matches!(store.transact(failing).await, Err(StoreError::ConditionFailed)));
+    assert!(store.get(&a).await.unwrap().is_none());
+    assert!(store.get(&b).await.unwrap().is_none());
+    let passing = vec![
+        Write::Put { item: obj(json!({"pk": pk, "sk": "a"})), cond: Some(Cond::NotExists) },
+        Write::Update { key: b.clone(), update: Update::new().add("n", 1), cond: None },
+        Write::Delete { key: c.clone(), cond: Some(Cond::eq("v", 1)) },
+    ];
+    store.transact(passing).await.unwrap();
+    assert!(store.get(&a).await.unwrap().is_some());
+    assert_eq!(store.get(&b).await.unwrap().unwrap()["n"], json!(1));
+    assert!(store.get(&c).await.unwrap().is_none());
+}
+
+/// Twenty writers race to add to a counter capped at 5: exactly 5 succeed.
+pub async fn concurrent_conditional_adds_never_pass_the_limit(store: Arc<dyn Store>) {
+    let key = Key::new(run_id(), "window");
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let store = store.clone();
+            let key = key.clone();
+            tokio::spawn(async move {
+                let cond = Cond::Or(vec![Cond::missing("count"), Cond::Lt("count".into(), 5)]);
+                store.update(&key, Update::new().add("count", 1), Some(cond)).await
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(StoreError::ConditionFailed) => {}
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    assert_eq!(ok, 5);
+    assert_eq!(store.get(&key).await.unwrap().unwrap()["count"], json!(5));
+}
+
+/// Ten writers race to create the same claim inside a transaction: one wins.
+pub async fn concurrent_creates_have_one_winner(store: Arc<dyn Store>) {
+    let pk = run_id();
+    let tasks: Vec<_> = (0..10)
+        .map(|i| {
+            let store = store.clone();
+            let pk = pk.clone();
+            tokio::spawn(async move {
+                store
+                    .transact(vec![
+                        Write::Put { item: obj(json!({"pk": pk, "sk": "claim", "owner": i})), cond: Some(Cond::NotExists) },
+                        Write::Put { item: obj(json!({"pk": pk, "sk": format!("owner#{i}")})), cond: None },
+                    ])
+                    .await
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(()) => winners += 1,
+            Err(StoreError::ConditionFailed) => {}
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    assert_eq!(winners, 1);
+    let owners = store.query(&Query::partition(&pk).prefix("owner#")).await.unwrap();
+    assert_eq!(owners.items.len(), 1, "the losers' other writes were not applied");
+}

@@ -1,0 +1,247 @@
+//! The embedded backend: one redb file (or memory), items stored as JSON.
+//!
+//! redb runs one write transaction at a time, so evaluating a condition and
+//! applying the write inside the same write transaction is atomic.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+use super::{Cond, Item, Key, Page, Query, SortRange, Store, StoreError, StoreResult, Update, Write};
+
+const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
+/// Sorts after every sort key the services write.
+const HIGHEST: &str = "\u{10FFFF}";
+
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+}
+
+fn backend<E: std::fmt::Display>(e: E) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+impl EmbeddedStore {
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        Self::init(Database::create(path).map_err(backend)?)
+    }
+
+    pub fn in_memory() -> StoreResult<Self> {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(backend)?;
+        Self::init(db)
+    }
+
+    fn init(db: Database) -> StoreResult<Self> {
+        let txn = db.begin_write().map_err(backend)?;
+        txn.open_table(ITEMS).map_err(backend)?;
+        txn.commit().map_err(backend)?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Database) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || f(&db)).await.map_err(backend)?
+    }
+}
+
+fn decode(bytes: &[u8]) -> StoreResult<Item> {
+    serde_json::from_slice(bytes).map_err(backend)
+}
+
+fn encode(item: &Item) -> StoreResult<Vec<u8>> {
+    serde_json::to_vec(item).map_err(backend)
+}
+
+fn key_parts(item: &Item) -> StoreResult<Key> {
+    super::key_of(item).ok_or_else(|| StoreError::Backend("item without pk and sk".into()))
+}
+
+type Table<'t> = redb::Table<'t, (&'static str, &'static str), &'static [u8]>;
+
+fn read(table: &Table<'_>, key: &Key) -> StoreResult<Option<Item>> {
+    match table.get((key.pk.as_str(), key.sk.as_str())).map_err(backend)? {
+        Some(v) => Ok(Some(decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+fn check(cond: Option<&Cond>, current: Option<&Item>) -> StoreResult<()> {
+    match cond {
+        Some(c) if !c.holds(current) => Err(StoreError::ConditionFailed),
+        _ => Ok(()),
+    }
+}
+
+fn write_item(table: &mut Table<'_>, item: &Item) -> StoreResult<()> {
+    let key = key_parts(item)?;
+    table
+        .insert((key.pk.as_str(), key.sk.as_str()), encode(item)?.as_slice())
+        .map_err(backend)?;
+    Ok(())
+}
+
+fn apply_update(table: &mut Table<'_>, key: &Key, update: &Update, cond: Option<&Cond>) -> StoreResult<Item> {
+    let current = read(table, key)?;
+    check(cond, current.as_ref())?;
+    let item = update.apply(key, current);
+    write_item(table, &item)?;
+    Ok(item)
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    async fn get(&self, key: &Key) -> StoreResult<Option<Item>> {
+        let key = key.clone();
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(backend)?;
+            let table = txn.open_table(ITEMS).map_err(backend)?;
+            match table.get((key.pk.as_str(), key.sk.as_str())).map_err(backend)? {
+                Some(v) => Ok(Some(decode(v.value())?)),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn put(&self, item: Item, cond: Option<Cond>) -> StoreResult<()> {
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(backend)?;
+            {
+                let mut table = txn.open_table(ITEMS).map_err(backend)?;
+                let current = read(&table, &key_parts(&item)?)?;
+                check(cond.as_ref(), current.as_ref())?;
+                write_item(&mut table, &item)?;
+            }
+            txn.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn update(&self, key: &Key, update: Update, cond: Option<Cond>) -> StoreResult<Item> {
+        let key = key.clone();
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(backend)?;
+            let item = {
+                let mut table = txn.open_table(ITEMS).map_err(backend)?;
+                apply_update(&mut table, &key, &update, cond.as_ref())?
+            };
+            txn.commit().map_err(backend)?;
+            Ok(item)
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &Key, cond: Option<Cond>) -> StoreResult<Option<Item>> {
+        let key = key.clone();
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(backend)?;
+            let old = {
+                let mut table = txn.open_table(ITEMS).map_err(backend)?;
+                let current = read(&table, &key)?;
+                check(cond.as_ref(), current.as_ref())?;
+                table.remove((key.pk.as_str(), key.sk.as_str())).map_err(backend)?;
+                current
+            };
+            txn.commit().map_err(backend)?;
+            Ok(old)
+        })
+        .await
+    }
+
+    async fn query(&self, query: &Query) -> StoreResult<Page> {
+        let query = query.clone();
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(backend)?;
+            let table = txn.open_table(ITEMS).map_err(backend)?;
+            let pk = query.pk.as_str();
+            let (lo, hi) = match &query.range {
+                SortRange::All => (String::new(), HIGHEST.to_string()),
+                SortRange::Prefix(p) => (p.clone(), format!("{p}{HIGHEST}")),
+                SortRange::Between(a, b) => (a.clone(), b.clone()),
+            };
+            let mut lower = Bound::Included((pk, lo.as_str()));
+            let mut upper = Bound::Included((pk, hi.as_str()));
+            if let Some(after) = query.after.as_deref() {
+                if query.forward && after >= lo.as_str() {
+                    lower = Bound::Excluded((pk, after));
+                } else if !query.forward && after <= hi.as_str() {
+                    upper = Bound::Excluded((pk, after));
+                }
+            }
+            let range = table.range::<(&str, &str)>((lower, upper)).map_err(backend)?;
+            let mut items = Vec::new();
+            let mut more = false;
+            let mut push = |entry: Result<(redb::AccessGuard<(&str, &str)>, redb::AccessGuard<&[u8]>), redb::StorageError>| -> StoreResult<bool> {
+                let (_, v) = entry.map_err(backend)?;
+                if items.len() == query.limit {
+                    more = true;
+                    return Ok(false);
+                }
+                items.push(decode(v.value())?);
+                Ok(true)
+            };
+            if query.forward {
+                for entry in range {
+                    if !push(entry)? {
+                        break;
+                    }
+                }
+            } else {
+                for entry in range.rev() {
+                    if !push(entry)? {
+                        break;
+                    }
+                }
+            }
+            let next = if more {
+                items.last().and_then(|i| i.get(super::SK)).and_then(|v| v.as_str()).map(String::from)
+            } else {
+                None
+            };
+            Ok(Page { items, next })
+        })
+        .await
+    }
+
+    async fn transact(&self, writes: Vec<Write>) -> StoreResult<()> {
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(backend)?;
+            {
+                let mut table = txn.open_table(ITEMS).map_err(backend)?;
+                // Evaluate every condition before writing anything, so a failure
+                // leaves no partial write even before the abort.
+                for write in &writes {
+                    let (key, cond) = match write {
+                        Write::Put { item, cond } => (key_parts(item)?, cond.as_ref()),
+                        Write::Update { key, cond, .. } | Write::Delete { key, cond } => (key.clone(), cond.as_ref()),
+                        Write::Check { key, cond } => (key.clone(), Some(cond)),
+                    };
+                    check(cond, read(&table, &key)?.as_ref())?;
+                }
+                for write in &writes {
+                    match write {
+                        Write::Put { item, .. } => write_item(&mut table, item)?,
+                        Write::Update { key, update, .. } => {
+                            apply_update(&mut table, key, update, None)?;
+                        }
+                        Write::Delete { key, .. } => {
+                            table.remove((key.pk.as_str(), key.sk.as_str())).map_err(backend)?;
+                        }
+                        Write::Check { .. } => {}
+                    }
+                }
+            }
+            txn.commit().map_err(backend)
+        })
+        .await
+    }
+}
