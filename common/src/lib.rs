@@ -6,3 +6,4 @@ pub mod store;
 pub mod blob;
 pub mod mail;
 pub mod secrets;
+pub mod testing;
