@@ -1,1 +1,65 @@
-fn main(){}
+//! `mailhost`: run the whole service locally, and the tools a developer reaches for.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use common::config::Config;
+use common::secrets::DirSecrets;
+use mailhost::Application;
+
+#[derive(Parser)]
+#[command(version, about = "Hosted mailboxes and mail sending over HTTPS, as one local process")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve every route (the default when no command is given).
+    Serve(Box<Config>),
+    /// Print an identity token that the server on the same data directory accepts.
+    Token {
+        #[arg(long, env = "MAILHOST_DATA_DIR", default_value = ".mailhost")]
+        data_dir: PathBuf,
+        #[arg(long)]
+        email: String,
+        /// Mark the holder as an operator.
+        #[arg(long)]
+        operator: bool,
+        /// Lifetime in seconds.
+        #[arg(long, default_value_t = 3600)]
+        ttl: u64,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        None => serve(Config::from_env()).await,
+        Some(Command::Serve(config)) => serve(*config).await,
+        Some(Command::Token { data_dir, email, operator, ttl }) => {
+            let secrets = DirSecrets::new(data_dir.join("secrets"));
+            let signer = common::auth::identity::LocalSigner::load_or_create(&secrets).await?;
+            println!("{}", signer.mint(&email, operator, Duration::from_secs(ttl))?);
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    common::telemetry::init(false);
+    let app = Application::build(config).await?;
+    if let Some(key) = &app.new_agent_key {
+        // Shown once, on the terminal only: the server keeps just its hash.
+        println!("Agent key (shown once, store it now): {key}");
+    }
+    tracing::info!(addr = %app.addr, data_dir = %app.context.config.data_dir.display(), "serving");
+    tokio::select! {
+        served = app.run() => served?,
+        _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
+    }
+    Ok(())
+}

@@ -1,9 +1,18 @@
 //! Everything the mailhost binaries share. A function's `main` builds a
 //! [`context::Context`] and hands events to [`http`]; all domain logic lives here.
 
-pub mod error;
-pub mod store;
+pub mod auth;
 pub mod blob;
+pub mod clock;
+pub mod config;
+pub mod context;
+pub mod error;
+pub mod http;
 pub mod mail;
+pub mod ratelimit;
 pub mod secrets;
+pub mod service;
+pub mod store;
+pub mod telemetry;
 pub mod testing;
+pub mod validate;

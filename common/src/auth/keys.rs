@@ -1,0 +1,76 @@
+//! API keys: `svc_` plus 32 random bytes, URL-safe. The server keeps only a keyed
+//! hash (HMAC-SHA256 with the server secret) and the last four characters.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+pub const KEY_PREFIX: &str = "svc_";
+
+#[derive(Clone)]
+pub struct KeyHasher {
+    secret: Vec<u8>,
+}
+
+impl KeyHasher {
+    pub fn new(secret: impl Into<Vec<u8>>) -> Self {
+        Self { secret: secret.into() }
+    }
+
+    /// Hex HMAC-SHA256 of a secret value, for storage and lookup. `purpose`
+    /// separates domains so a key and a code with the same text never collide.
+    pub fn digest(&self, purpose: &str, value: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        mac.update(purpose.as_bytes());
+        mac.update(&[0]);
+        mac.update(value.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    pub fn key_digest(&self, key: &str) -> String {
+        self.digest("key", key)
+    }
+}
+
+/// Compares two digests in constant time.
+pub fn same_digest(a: &str, b: &str) -> bool {
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+pub fn new_key() -> String {
+    format!("{KEY_PREFIX}{}", URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>()))
+}
+
+pub fn last4(key: &str) -> String {
+    key.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect()
+}
+
+/// A random secret for HMAC keys, tokens and the like.
+pub fn new_secret() -> String {
+    URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_prefixed_long_and_distinct() {
+        let a = new_key();
+        assert!(a.starts_with("svc_") && a.len() >= 4 + 43);
+        assert_ne!(a, new_key());
+        assert_eq!(last4("svc_abcdef"), "cdef");
+    }
+
+    #[test]
+    fn digests_depend_on_secret_and_purpose() {
+        let h = KeyHasher::new("s1");
+        assert_eq!(h.key_digest("k"), h.key_digest("k"));
+        assert_ne!(h.key_digest("k"), KeyHasher::new("s2").key_digest("k"));
+        assert_ne!(h.digest("key", "k"), h.digest("code", "k"));
+        assert!(same_digest(&h.key_digest("k"), &h.key_digest("k")));
+        assert!(!same_digest(&h.key_digest("k"), &h.key_digest("j")));
+    }
+}

@@ -1,0 +1,87 @@
+//! Who is calling (part 5 of the spec): credential parsing, the credential
+//! classes, and the per-route admission rules that the route table names.
+
+pub mod identity;
+pub mod keys;
+pub mod policy;
+
+use axum::http::HeaderMap;
+
+pub use identity::IdentityUser;
+pub use policy::Access;
+
+pub const MISSING_CREDENTIAL: &str = "Missing Authorization Bearer token or X-Api-Key";
+pub const INVALID_KEY: &str = "Invalid API key";
+pub const INVALID_TOKEN: &str = "Invalid or expired ID token";
+
+/// What the request presented, before anything is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presented {
+    None,
+    /// The X-Api-Key header: when present, the only credential checked.
+    ApiKeyHeader(String),
+    /// `Authorization: Bearer <value>`.
+    Bearer(String),
+}
+
+impl Presented {
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        if let Some(value) = headers.get("x-api-key") {
+            return Presented::ApiKeyHeader(value.to_str().unwrap_or_default().trim().to_string());
+        }
+        let bearer = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, value)| value.trim().to_string())
+            .filter(|value| !value.is_empty());
+        match bearer {
+            Some(value) => Presented::Bearer(value),
+            None => Presented::None,
+        }
+    }
+
+    /// A Bearer value of exactly three dot-separated segments is an identity token.
+    pub fn is_identity_token(value: &str) -> bool {
+        let parts: Vec<&str> = value.split('.').collect();
+        parts.len() == 3 && parts.iter().all(|p| !p.is_empty())
+    }
+}
+
+/// How the credential arrived; some refusals depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    None,
+    ApiKeyHeader,
+    Bearer,
+}
+
+/// A standard customer key, resolved to its account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StandardKey {
+    pub uid: String,
+    pub key_id: String,
+    pub last4: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    Public,
+    Agent,
+    Standard(StandardKey),
+    Identity(IdentityUser),
+    Sync,
+}
+
+impl Caller {
+    pub fn is_operator(&self) -> bool {
+        matches!(self, Caller::Identity(user) if user.operator)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    pub caller: Caller,
+    pub via: Via,
+}

@@ -1,0 +1,120 @@
+//! Handlers: parse the request, call one service, write the response. They
+//! never touch the store.
+
+use axum::Json as Reply;
+use axum::extract::{Query, State};
+use axum::routing::{MethodRouter, on};
+use serde_json::Value;
+
+use super::AppState;
+use super::extract::{Caller, ClientIp, Json};
+use super::routes::Route;
+use crate::auth::{self, IdentityUser};
+use crate::error::ApiError;
+use crate::service::{admin, credits, onboarding};
+use crate::validate::Fields;
+
+type Result<T = Reply<Value>> = std::result::Result<T, ApiError>;
+
+/// The handler of a route in the table.
+pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
+    let filter = axum::routing::MethodFilter::try_from(route.method.clone()).expect("route methods are standard");
+    match (route.method.as_str(), route.path) {
+        ("POST", "/requestAccess") => on(filter, request_access),
+        ("POST", "/verifyAccessRequest") => on(filter, verify_access_request),
+        ("POST", "/getRequestStatus") => on(filter, get_request_status),
+        ("POST", "/getAccountStatus") => on(filter, get_account_status),
+        ("GET", "/credits") => on(filter, get_credits),
+        ("POST", "/credits") => on(filter, post_credits),
+        ("POST", "/admin/requestDecision") => on(filter, request_decision),
+        ("GET", "/admin/domainAllowlist") => on(filter, list_allowlist),
+        ("POST", "/admin/domainAllowlist") => on(filter, add_allowlist),
+        ("DELETE", "/admin/domainAllowlist") => on(filter, remove_allowlist),
+        ("GET", "/admin/domainAllowlist/check") => on(filter, check_allowlist),
+        ("POST", "/admin/requestDelete") => on(filter, request_delete),
+        ("GET", "/admin/requestDuplicates") => on(filter, request_duplicates),
+        (method, path) => panic!("no handler for {method} {path}"),
+    }
+}
+
+fn to_value<T: serde::Serialize>(out: T) -> Result {
+    serde_json::to_value(out).map(Reply).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+async fn request_access(State(ctx): State<AppState>, ClientIp(ip): ClientIp, Json(body): Json) -> Result {
+    let input = onboarding::RequestAccessInput::parse(&body)?;
+    to_value(onboarding::request_access(&ctx, input, &ip).await?)
+}
+
+async fn verify_access_request(State(ctx): State<AppState>, Json(body): Json) -> Result {
+    let (id, code) = onboarding::parse_verify(&body)?;
+    to_value(onboarding::verify_access_request(&ctx, &id, &code).await?)
+}
+
+async fn get_request_status(State(ctx): State<AppState>, ClientIp(ip): ClientIp, Json(body): Json) -> Result {
+    Ok(Reply(onboarding::get_request_status(&ctx, &body, &ip).await?))
+}
+
+async fn get_account_status(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let auth::Caller::Standard(key) = auth.caller else {
+        return Err(ApiError::forbidden(auth::policy::ACCOUNT_KEY_ONLY));
+    };
+    Ok(Reply(onboarding::get_account_status(&ctx, &key.uid, &body).await?))
+}
+
+async fn get_credits(State(ctx): State<AppState>, Caller(auth): Caller) -> Result {
+    Ok(Reply(credits::payload(&ctx, &auth.caller).await?))
+}
+
+async fn post_credits(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let control = credits::Control::parse(&body)?;
+    Ok(Reply(credits::control(&ctx, &auth.caller, control).await?))
+}
+
+fn operator(auth: &auth::Authenticated) -> std::result::Result<&IdentityUser, ApiError> {
+    match &auth.caller {
+        auth::Caller::Identity(user) if user.operator => Ok(user),
+        _ => Err(ApiError::forbidden(auth::policy::OPERATOR_ONLY)),
+    }
+}
+
+async fn request_decision(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    Ok(Reply(admin::request_decision(&ctx, operator(&auth)?, &body).await?))
+}
+
+async fn list_allowlist(State(ctx): State<AppState>) -> Result {
+    Ok(Reply(admin::list_allowlist(&ctx).await?))
+}
+
+async fn add_allowlist(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    Ok(Reply(admin::add_allowlist(&ctx, operator(&auth)?, &body).await?))
+}
+
+/// DELETE takes `{domain}` as a JSON body or as a query parameter.
+async fn remove_allowlist(
+    State(ctx): State<AppState>,
+    Caller(auth): Caller,
+    Query(query): Query<serde_json::Map<String, Value>>,
+    Json(body): Json,
+) -> Result {
+    let fields = if body.has("domain") { body } else { Fields(query) };
+    Ok(Reply(admin::remove_allowlist(&ctx, operator(&auth)?, &fields).await?))
+}
+
+async fn check_allowlist(State(ctx): State<AppState>, Query(query): Query<serde_json::Map<String, Value>>) -> Result {
+    Ok(Reply(admin::check_allowlist(&ctx, &Fields(query)).await?))
+}
+
+async fn request_delete(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    Ok(Reply(admin::request_delete(&ctx, operator(&auth)?, &body).await?))
+}
+
+#[derive(serde::Deserialize)]
+struct DuplicateQuery {
+    email: Option<String>,
+    domain: Option<String>,
+}
+
+async fn request_duplicates(State(ctx): State<AppState>, Query(q): Query<DuplicateQuery>) -> Result {
+    Ok(Reply(admin::request_duplicates(&ctx, q.email.as_deref(), q.domain.as_deref()).await?))
+}

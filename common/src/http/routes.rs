@@ -1,0 +1,65 @@
+//! The route table: every route, its family (which Lambda serves it) and the
+//! credentials it accepts. Written once; the router, the auth middleware, the
+//! SAM template check and the auth-matrix test all read it.
+
+use axum::http::Method;
+
+use crate::auth::Access;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    Onboarding,
+    Credits,
+    Admin,
+}
+
+impl Family {
+    pub const ALL: &[Family] = &[Family::Onboarding, Family::Credits, Family::Admin];
+
+    /// The function crate under `functions/` that serves this family.
+    pub fn function(self) -> &'static str {
+        match self {
+            Family::Onboarding => "onboarding",
+            Family::Credits => "credits",
+            Family::Admin => "admin",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub method: Method,
+    /// The root path; every route also answers under `/api`.
+    pub path: &'static str,
+    pub family: Family,
+    pub access: Access,
+}
+
+const fn route(method: Method, path: &'static str, family: Family, access: Access) -> Route {
+    Route { method, path, family, access }
+}
+
+use Access::*;
+use Family::*;
+
+pub const ROUTES: &[Route] = &[
+    route(Method::POST, "/requestAccess", Onboarding, Public),
+    route(Method::POST, "/verifyAccessRequest", Onboarding, Public),
+    route(Method::POST, "/getRequestStatus", Onboarding, Public),
+    route(Method::POST, "/getAccountStatus", Onboarding, AccountKey),
+    route(Method::GET, "/credits", Credits, CreditsRead),
+    route(Method::POST, "/credits", Credits, CreditsControl),
+    route(Method::POST, "/admin/requestDecision", Admin, Operator),
+    route(Method::GET, "/admin/domainAllowlist", Admin, Operator),
+    route(Method::POST, "/admin/domainAllowlist", Admin, Operator),
+    route(Method::DELETE, "/admin/domainAllowlist", Admin, Operator),
+    route(Method::GET, "/admin/domainAllowlist/check", Admin, Operator),
+    route(Method::POST, "/admin/requestDelete", Admin, Operator),
+    route(Method::GET, "/admin/requestDuplicates", Admin, Operator),
+];
+
+/// The route for a method and a path (with or without the `/api` prefix).
+pub fn find(method: &Method, path: &str) -> Option<&'static Route> {
+    let path = path.strip_prefix("/api").filter(|p| p.starts_with('/')).unwrap_or(path);
+    ROUTES.iter().find(|r| r.method == method && r.path == path)
+}

@@ -1,0 +1,133 @@
+//! Accounts and their standard keys.
+//!
+//! Items: `ACCT#<uid>/A` the account; `EMAIL#<email>/A` the one account of an
+//! email; `KEY#<digest>/K` a key's owner, found by the key's keyed hash.
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::StandardKey;
+use crate::auth::keys::{self, KeyHasher};
+use crate::context::Context;
+use crate::store::{Cond, Key, StoreResult, Update, Write, item, record};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccountStatus {
+    Ready,
+    SettingUp,
+    Unavailable,
+}
+
+impl AccountStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccountStatus::Ready => "ready",
+            AccountStatus::SettingUp => "setting_up",
+            AccountStatus::Unavailable => "unavailable",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Account {
+    pub uid: String,
+    pub email: String,
+    pub status: AccountStatus,
+    pub created_at: String,
+    #[serde(default)]
+    pub key_digest: Option<String>,
+    #[serde(default)]
+    pub key_id: Option<String>,
+    #[serde(default)]
+    pub key_last4: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyRecord {
+    uid: String,
+    key_id: String,
+    last4: String,
+    created_at: String,
+}
+
+pub fn account_key(uid: &str) -> Key {
+    Key::new(format!("ACCT#{uid}"), "A")
+}
+
+pub fn email_key(email: &str) -> Key {
+    Key::new(format!("EMAIL#{email}"), "A")
+}
+
+fn api_key_key(digest: &str) -> Key {
+    Key::new(format!("KEY#{digest}"), "K")
+}
+
+pub fn new_uid() -> String {
+    format!("u_{}", hex::encode(rand::random::<[u8; 12]>()))
+}
+
+pub async fn get(ctx: &Context, uid: &str) -> StoreResult<Option<Account>> {
+    ctx.store.get(&account_key(uid)).await?.map(record).transpose()
+}
+
+pub async fn by_email(ctx: &Context, email: &str) -> StoreResult<Option<Account>> {
+    let Some(index) = ctx.store.get(&email_key(email)).await? else {
+        return Ok(None);
+    };
+    match index.get("uid").and_then(|v| v.as_str()) {
+        Some(uid) => get(ctx, uid).await,
+        None => Ok(None),
+    }
+}
+
+pub async fn key_owner(ctx: &Context, digest: &str) -> StoreResult<Option<StandardKey>> {
+    let Some(found) = ctx.store.get(&api_key_key(digest)).await? else {
+        return Ok(None);
+    };
+    let key: KeyRecord = record(found)?;
+    Ok(Some(StandardKey { uid: key.uid, key_id: key.key_id, last4: key.last4 }))
+}
+
+/// The writes that create an account (and its email index), to go in the same
+/// transaction as whatever decided to create it.
+pub fn create_writes(account: &Account) -> Vec<Write> {
+    vec![
+        Write::Put { item: item(&account_key(&account.uid), account), cond: Some(Cond::NotExists) },
+        Write::Put {
+            item: item(&email_key(&account.email), &serde_json::json!({ "uid": account.uid })),
+            cond: Some(Cond::NotExists),
+        },
+    ]
+}
+
+/// A new standard key for the account and the writes that make it the
+/// account's one key. For an existing account the previous key stops working in
+/// the same transaction; for a new one, create the returned account with
+/// [`create_writes`].
+pub fn issue_key_writes(hasher: &KeyHasher, account: &Account, now: &str, account_is_new: bool) -> (String, Account, Vec<Write>) {
+    let key = keys::new_key();
+    let digest = hasher.key_digest(&key);
+    let key_id = format!("key_{}", hex::encode(rand::random::<[u8; 6]>()));
+    let last4 = keys::last4(&key);
+    let mut updated = account.clone();
+    updated.key_digest = Some(digest.clone());
+    updated.key_id = Some(key_id.clone());
+    updated.key_last4 = Some(last4.clone());
+    let owner = KeyRecord { uid: account.uid.clone(), key_id: key_id.clone(), last4: last4.clone(), created_at: now.into() };
+    let mut writes = vec![Write::Put { item: item(&api_key_key(&digest), &owner), cond: Some(Cond::NotExists) }];
+    if !account_is_new {
+        if let Some(old) = &account.key_digest {
+            writes.push(Write::Delete { key: api_key_key(old), cond: None });
+        }
+        // Fails if another verify replaced the key since this one read it.
+        let unchanged = match &account.key_digest {
+            Some(old) => Cond::eq("keyDigest", old.clone()),
+            None => Cond::And(vec![Cond::Exists, Cond::missing("keyDigest")]),
+        };
+        let update = Update::new().set("keyDigest", digest).set("keyId", key_id).set("keyLast4", last4);
+        writes.push(Write::Update { key: account_key(&account.uid), update, cond: Some(unchanged) });
+    }
+    (key, updated, writes)
+}

@@ -1,0 +1,16 @@
+//! Audit rows: one per operator action, kept by UTC day.
+
+use serde_json::{Value, json};
+
+use crate::context::Context;
+use crate::store::{Key, StoreResult};
+
+pub async fn record(ctx: &Context, action: &str, actor: &str, details: Value) -> StoreResult<()> {
+    let now = ctx.clock.now();
+    let key = Key::new(
+        format!("AUDIT#{}", now.format("%Y-%m-%d")),
+        format!("{}#{:08x}", crate::clock::iso(now), rand::random::<u32>()),
+    );
+    let row = json!({ "action": action, "actor": actor, "at": crate::clock::iso(now), "details": details });
+    ctx.store.put(crate::store::item(&key, &row), None).await
+}

@@ -1,0 +1,205 @@
+//! Credits and the sending switches (spec 2.11, 3.5, 4.6).
+//!
+//! Items: `CREDITS#<bucket>/C` {remaining, initial} per paying caller (the agent
+//! key's bucket is `agent:default`, a standard account's `acct:<uid>`);
+//! `AGENT#default/A` {disabled, frozenUntil}; `SETTING#sending/S` {enabled}.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::auth::policy::CONTROL_REFUSED;
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::store::{Cond, Key, StoreError, StoreResult, Update, Write, item};
+use crate::validate::Fields;
+
+pub const AGENT_BUCKET: &str = "agent:default";
+pub const INITIAL_CREDITS: i64 = 100;
+pub const SEND_PER_MINUTE: i64 = 5;
+pub const SEND_PER_DAY: i64 = 50;
+
+pub fn credits_key(bucket: &str) -> Key {
+    Key::new(format!("CREDITS#{bucket}"), "C")
+}
+
+fn agent_key() -> Key {
+    Key::new("AGENT#default", "A")
+}
+
+fn sending_key() -> Key {
+    Key::new("SETTING#sending", "S")
+}
+
+pub fn account_bucket(uid: &str) -> String {
+    format!("acct:{uid}")
+}
+
+/// Opens a balance at the default credit; fails if one exists.
+pub fn create_write(bucket: &str) -> Write {
+    let balance = json!({ "remaining": INITIAL_CREDITS, "initial": INITIAL_CREDITS });
+    Write::Put { item: item(&credits_key(bucket), &balance), cond: Some(Cond::NotExists) }
+}
+
+/// Opens the agent key's balance on first start; leaves an existing one alone.
+pub async fn ensure_agent_balance(ctx: &Context) -> StoreResult<()> {
+    match ctx.store.transact(vec![create_write(AGENT_BUCKET)]).await {
+        Ok(()) | Err(StoreError::ConditionFailed) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+pub async fn remaining(ctx: &Context, bucket: &str) -> StoreResult<i64> {
+    Ok(balance(ctx, bucket).await?.0)
+}
+
+async fn balance(ctx: &Context, bucket: &str) -> StoreResult<(i64, i64)> {
+    let found = ctx.store.get(&credits_key(bucket)).await?;
+    let num = |name: &str| found.as_ref().and_then(|i| i.get(name)).and_then(Value::as_i64).unwrap_or(0);
+    Ok((num("remaining"), num("initial")))
+}
+
+/// Takes one credit, never going below zero.
+pub async fn spend(ctx: &Context, bucket: &str) -> Result<i64, ApiError> {
+    let taken = ctx
+        .store
+        .update(&credits_key(bucket), Update::new().add("remaining", -1), Some(Cond::Ge("remaining".into(), 1)))
+        .await;
+    match taken {
+        Ok(item) => Ok(item.get("remaining").and_then(Value::as_i64).unwrap_or(0)),
+        Err(StoreError::ConditionFailed) => Err(ApiError::new(429, "Insufficient credits")),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The global switch; on when no setting exists.
+pub async fn sending_enabled(ctx: &Context) -> StoreResult<bool> {
+    let found = ctx.store.get(&sending_key()).await?;
+    Ok(found.and_then(|i| i.get("enabled").and_then(Value::as_bool)).unwrap_or(true))
+}
+
+pub struct AgentSwitch {
+    pub disabled: bool,
+    pub frozen_until: Option<DateTime<Utc>>,
+}
+
+impl AgentSwitch {
+    pub fn frozen(&self, now: DateTime<Utc>) -> bool {
+        self.disabled || self.frozen_until.is_some_and(|t| t > now)
+    }
+}
+
+pub async fn agent_switch(ctx: &Context) -> StoreResult<AgentSwitch> {
+    let found = ctx.store.get(&agent_key()).await?;
+    let disabled = found.as_ref().and_then(|i| i.get("disabled")).and_then(Value::as_bool).unwrap_or(false);
+    let frozen_until = found
+        .as_ref()
+        .and_then(|i| i.get("frozenUntil"))
+        .and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc));
+    Ok(AgentSwitch { disabled, frozen_until })
+}
+
+/// The credits payload for a caller (2.11). A standard key sees its own account's
+/// balance and key; the agent key and identity users see the agent key's.
+pub async fn payload(ctx: &Context, caller: &Caller) -> Result<Value, ApiError> {
+    let now = ctx.clock.now();
+    let agent_key = match caller {
+        Caller::Standard(key) => json!({
+            "id": key.key_id, "last4": key.last4, "status": "active", "disabled": false, "frozenUntil": null,
+        }),
+        _ => {
+            let switch = agent_switch(ctx).await?;
+            let status = if switch.disabled {
+                "disabled"
+            } else if switch.frozen(now) {
+                "frozen"
+            } else {
+                "active"
+            };
+            json!({
+                "id": AGENT_BUCKET,
+                "last4": ctx.agent_key_last4,
+                "status": status,
+                "disabled": switch.disabled,
+                "frozenUntil": switch.frozen_until.map(iso),
+            })
+        }
+    };
+    let bucket = match caller {
+        Caller::Standard(key) => account_bucket(&key.uid),
+        _ => AGENT_BUCKET.to_string(),
+    };
+    let (remaining, initial) = balance(ctx, &bucket).await?;
+    Ok(json!({
+        "ok": true,
+        "credits": { "remaining": remaining, "initial": initial, "humansCharged": false, "authFailureBurnsCredit": false },
+        "agentKey": agent_key,
+        "sending": { "enabled": sending_enabled(ctx).await? },
+        "canControl": matches!(caller, Caller::Agent) || caller.is_operator(),
+        "canPauseAll": caller.is_operator(),
+        "docs": ctx.config.docs_url,
+    }))
+}
+
+/// The fields of POST /credits, each optional.
+#[derive(Debug, Default)]
+pub struct Control {
+    pub disabled: Option<bool>,
+    /// `Some(None)` clears the freeze.
+    pub frozen_until: Option<Option<DateTime<Utc>>>,
+    pub sending_enabled: Option<bool>,
+}
+
+impl Control {
+    pub fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let frozen_until = match fields.0.get("frozenUntil") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(Value::String(s)) => Some(Some(
+                DateTime::parse_from_rfc3339(s.trim())
+                    .map_err(|_| ApiError::bad_request("frozenUntil must be an ISO time string or null"))?
+                    .with_timezone(&Utc),
+            )),
+            Some(_) => return Err(ApiError::bad_request("frozenUntil must be an ISO time string or null")),
+        };
+        Ok(Self { disabled: fields.bool("disabled")?, frozen_until, sending_enabled: fields.bool("sendingEnabled")? })
+    }
+}
+
+pub async fn control(ctx: &Context, caller: &Caller, control: Control) -> Result<Value, ApiError> {
+    if control.sending_enabled.is_some() && !caller.is_operator() {
+        return Err(ApiError::forbidden(CONTROL_REFUSED));
+    }
+    let now = iso(ctx.clock.now());
+    let mut agent = Update::new();
+    if let Some(disabled) = control.disabled {
+        agent = agent.set("disabled", disabled);
+    }
+    match control.frozen_until {
+        Some(Some(t)) => agent = agent.set("frozenUntil", iso(t)),
+        Some(None) => agent = agent.remove("frozenUntil"),
+        None => {}
+    }
+    if agent != Update::new() {
+        ctx.store.update(&agent_key(), agent.set("updatedAt", now.clone()), None).await?;
+    }
+    if let Some(enabled) = control.sending_enabled {
+        ctx.store.update(&sending_key(), Update::new().set("enabled", enabled).set("updatedAt", now), None).await?;
+    }
+    if control.disabled.is_some() || control.frozen_until.is_some() || control.sending_enabled.is_some() {
+        let actor = match caller {
+            Caller::Identity(user) => user.email.clone(),
+            _ => AGENT_BUCKET.to_string(),
+        };
+        let details = json!({
+            "disabled": control.disabled,
+            "frozenUntil": control.frozen_until.map(|t| t.map(iso)),
+            "sendingEnabled": control.sending_enabled,
+        });
+        super::audit::record(ctx, "credits.control", &actor, details).await?;
+    }
+    payload(ctx, caller).await
+}

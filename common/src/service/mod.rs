@@ -1,0 +1,8 @@
+//! One module per capability. A service takes typed input and returns
+//! `Result<T, ApiError>`; it never sees HTTP types.
+
+pub mod accounts;
+pub mod admin;
+pub mod audit;
+pub mod credits;
+pub mod onboarding;

@@ -1,0 +1,39 @@
+//! The local server: every route family in one process, on the embedded store
+//! by default, with the scheduled jobs on an interval. Tests start it on port 0.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use common::config::Config;
+use common::context::{Built, Context, Mode};
+use common::http::{self, Family};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+pub struct Application {
+    pub context: Arc<Context>,
+    pub addr: SocketAddr,
+    /// The agent key created on this start, to be shown once.
+    pub new_agent_key: Option<String>,
+    listener: TcpListener,
+}
+
+impl Application {
+    /// Builds the context and binds the listener (port 0 picks a free port).
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(config.addr).await?;
+        let addr = listener.local_addr()?;
+        let Built { context, new_agent_key } = Context::build(config, Mode::Local).await?;
+        Ok(Self { context, addr, new_agent_key, listener })
+    }
+
+    /// Serves until the task is dropped or aborted.
+    pub fn spawn(self) -> JoinHandle<std::io::Result<()>> {
+        tokio::spawn(self.run())
+    }
+
+    pub async fn run(self) -> std::io::Result<()> {
+        let router = http::router(self.context.clone(), Family::ALL);
+        axum::serve(self.listener, router.into_make_service_with_connect_info::<SocketAddr>()).await
+    }
+}
