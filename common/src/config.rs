@@ -73,7 +73,12 @@ pub struct Config {
     #[arg(long, env = "MAILHOST_SYSTEM_MAIL", value_enum, default_value = "transport")]
     pub system_mail: SystemMailKind,
     /// Hosts exempt from the webhook private-address rule, comma-separated.
-    #[arg(long, env = "MAILHOST_WEBHOOK_ALLOW_HOSTS", value_delimiter = ',', default_value = "")]
+    #[arg(
+        long,
+        env = "MAILHOST_WEBHOOK_ALLOW_HOSTS",
+        value_delimiter = ',',
+        default_value = ""
+    )]
     pub webhook_allow_hosts: Vec<String>,
     /// Seconds between runs of the inbound poller and the mailbox export (local mode).
     #[arg(long, env = "MAILHOST_POLL_INTERVAL", default_value_t = 5)]
@@ -88,22 +93,33 @@ pub struct Config {
     #[arg(long, env = "MAILHOST_TOKEN_AUDIENCE", default_value = crate::auth::identity::LOCAL_AUDIENCE)]
     pub token_audience: String,
     /// Public URL of the API documentation, returned in the credits payload.
-    #[arg(long, env = "MAILHOST_DOCS_URL", default_value = "https://mailhost.localhost/docs/openapi.json")]
+    #[arg(
+        long,
+        env = "MAILHOST_DOCS_URL",
+        default_value = "https://mailhost.localhost/docs/openapi.json"
+    )]
     pub docs_url: String,
 }
 
 impl Config {
     /// Reads the configuration from the environment alone (Lambda).
     pub fn from_env() -> Self {
+        Self::from_env_with(&[])
+    }
+
+    /// Reads the configuration from the environment and the given flags.
+    pub fn from_env_with(args: &[&str]) -> Self {
         #[derive(clap::Parser)]
         struct EnvOnly {
             #[command(flatten)]
             config: Config,
         }
-        <EnvOnly as clap::Parser>::parse_from(["lambda"]).config
+        <EnvOnly as clap::Parser>::parse_from(std::iter::once("mailhost").chain(args.iter().copied())).config
     }
 
     pub fn is_operator_email(&self, email: &str) -> bool {
-        self.operator_emails.iter().any(|o| !o.is_empty() && o.trim().eq_ignore_ascii_case(email))
+        self.operator_emails
+            .iter()
+            .any(|o| !o.is_empty() && o.trim().eq_ignore_ascii_case(email))
     }
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use crate::auth::identity::{IdentityVerifier, LocalSigner};
 use crate::auth::keys::{self, KeyHasher};
-use crate::auth::{Authenticated, Caller, INVALID_KEY, INVALID_TOKEN, IdentityUser, MISSING_CREDENTIAL, Presented, Via};
+use crate::auth::{
+    Authenticated, Caller, INVALID_KEY, INVALID_TOKEN, IdentityUser, MISSING_CREDENTIAL, Presented, Via,
+};
 use crate::blob::BlobStore;
 use crate::blob::fs::FsBlobStore;
 use crate::clock::Clock;
@@ -15,8 +17,8 @@ use crate::error::ApiError;
 use crate::mail::Transport;
 use crate::mail::spool::SpoolTransport;
 use crate::secrets::{DirSecrets, Secrets};
-use crate::store::embedded::EmbeddedStore;
 use crate::store::Store;
+use crate::store::embedded::EmbeddedStore;
 
 /// Where the binary runs: a few defaults differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +59,11 @@ const SYNC_TOKEN: &str = "sync-token";
 
 impl Context {
     pub async fn build(config: Config, mode: Mode) -> anyhow::Result<Built> {
-        let aws = if needs_aws(&config) { Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await) } else { None };
+        let aws = if needs_aws(&config) {
+            Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
+        } else {
+            None
+        };
         let secrets: Box<dyn Secrets> = match config.secrets {
             SecretsKind::Dir => Box::new(DirSecrets::new(config.data_dir.join("secrets"))),
             SecretsKind::Aws => Box::new(crate::secrets::aws::SecretsManagerSecrets::new(
@@ -70,7 +76,10 @@ impl Context {
             async move {
                 match mode {
                     Mode::Local => Ok(crate::secrets::get_or_create(secrets, name, keys::new_secret).await?),
-                    Mode::Lambda => secrets.get(name).await?.ok_or_else(|| anyhow::anyhow!("secret {name} is missing")),
+                    Mode::Lambda => secrets
+                        .get(name)
+                        .await?
+                        .ok_or_else(|| anyhow::anyhow!("secret {name} is missing")),
                 }
             }
         };
@@ -80,7 +89,10 @@ impl Context {
         let (agent_key_digest, agent_key_last4) = match (&config.agent_key, mode) {
             (Some(key), _) => (hasher.key_digest(key), keys::last4(key)),
             (None, Mode::Lambda) => {
-                let key = secrets.get(AGENT_KEY).await?.ok_or_else(|| anyhow::anyhow!("secret {AGENT_KEY} is missing"))?;
+                let key = secrets
+                    .get(AGENT_KEY)
+                    .await?
+                    .ok_or_else(|| anyhow::anyhow!("secret {AGENT_KEY} is missing"))?;
                 (hasher.key_digest(&key), keys::last4(&key))
             }
             (None, Mode::Local) => match secrets.get(AGENT_KEY_DIGEST).await? {
@@ -166,14 +178,31 @@ impl Context {
     pub async fn authenticate(&self, presented: &Presented) -> Result<Authenticated, ApiError> {
         match presented {
             Presented::None => Err(ApiError::unauthorized(MISSING_CREDENTIAL)),
-            Presented::ApiKeyHeader(key) => Ok(Authenticated { caller: self.resolve_key(key).await?, via: Via::ApiKeyHeader }),
+            Presented::ApiKeyHeader(key) => Ok(Authenticated {
+                caller: self.resolve_key(key).await?,
+                via: Via::ApiKeyHeader,
+            }),
             Presented::Bearer(value) if Presented::is_identity_token(value) => {
-                let claims = self.identity.verify(value).await.ok_or_else(|| ApiError::unauthorized(INVALID_TOKEN))?;
+                let claims = self
+                    .identity
+                    .verify(value)
+                    .await
+                    .ok_or_else(|| ApiError::unauthorized(INVALID_TOKEN))?;
                 let email = claims.email.unwrap_or_default().to_ascii_lowercase();
                 let operator = claims.operator || self.config.is_operator_email(&email);
-                Ok(Authenticated { caller: Caller::Identity(IdentityUser { uid: claims.sub, email, operator }), via: Via::Bearer })
+                Ok(Authenticated {
+                    caller: Caller::Identity(IdentityUser {
+                        uid: claims.sub,
+                        email,
+                        operator,
+                    }),
+                    via: Via::Bearer,
+                })
             }
-            Presented::Bearer(key) => Ok(Authenticated { caller: self.resolve_key(key).await?, via: Via::Bearer }),
+            Presented::Bearer(key) => Ok(Authenticated {
+                caller: self.resolve_key(key).await?,
+                via: Via::Bearer,
+            }),
         }
     }
 
@@ -197,7 +226,6 @@ impl Context {
         }
     }
 }
-
 
 fn needs_aws(config: &Config) -> bool {
     config.store == StoreKind::Dynamodb

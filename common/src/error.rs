@@ -21,7 +21,12 @@ pub const RATE_LIMITED: &str = "Rate limit exceeded";
 
 impl ApiError {
     pub fn new(status: u16, error: impl Into<String>) -> Self {
-        Self { status, error: error.into(), code: None, retry_after: None }
+        Self {
+            status,
+            error: error.into(),
+            code: None,
+            retry_after: None,
+        }
     }
     pub fn bad_request(error: impl Into<String>) -> Self {
         Self::new(400, error)
@@ -36,10 +41,16 @@ impl ApiError {
         Self::new(404, NOT_FOUND)
     }
     pub fn conflict(error: impl Into<String>, code: &'static str) -> Self {
-        Self { code: Some(code), ..Self::new(409, error) }
+        Self {
+            code: Some(code),
+            ..Self::new(409, error)
+        }
     }
     pub fn rate_limited(retry_after: u64) -> Self {
-        Self { retry_after: Some(retry_after.max(1)), ..Self::new(429, RATE_LIMITED) }
+        Self {
+            retry_after: Some(retry_after.max(1)),
+            ..Self::new(429, RATE_LIMITED)
+        }
     }
     pub fn internal(error: impl Into<String>) -> Self {
         Self::new(500, error)

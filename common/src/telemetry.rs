@@ -5,5 +5,9 @@ pub fn init(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
-    let _ = if json { builder.json().without_time().try_init() } else { builder.try_init() };
+    let _ = if json {
+        builder.json().without_time().try_init()
+    } else {
+        builder.try_init()
+    };
 }

@@ -53,13 +53,23 @@ pub struct IdentityVerifier {
 
 impl IdentityVerifier {
     pub fn with_jwks(jwks: JwkSet, issuer: &str, audience: &str) -> Self {
-        Self { jwks: RwLock::new(jwks), jwks_url: None, issuer: issuer.into(), audience: audience.into() }
+        Self {
+            jwks: RwLock::new(jwks),
+            jwks_url: None,
+            issuer: issuer.into(),
+            audience: audience.into(),
+        }
     }
 
     /// Fetches the JWKS now and again whenever a token names a key it lacks.
     pub async fn remote(url: &str, issuer: &str, audience: &str) -> anyhow::Result<Self> {
         let jwks = fetch_jwks(url).await?;
-        Ok(Self { jwks: RwLock::new(jwks), jwks_url: Some(url.into()), issuer: issuer.into(), audience: audience.into() })
+        Ok(Self {
+            jwks: RwLock::new(jwks),
+            jwks_url: Some(url.into()),
+            issuer: issuer.into(),
+            audience: audience.into(),
+        })
     }
 
     /// The claims of a valid token whose email is verified, or `None`.
@@ -109,8 +119,7 @@ pub struct LocalSigner {
 impl LocalSigner {
     pub async fn load_or_create(secrets: &dyn Secrets) -> Result<Self, SecretError> {
         let pem = crate::secrets::get_or_create(secrets, SIGNING_KEY_SECRET, || {
-            let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048)
-                .expect("RSA key generation");
+            let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).expect("RSA key generation");
             let der = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&pair).expect("PKCS#8 encoding");
             pem_encode("PRIVATE KEY", der.as_ref())
         })
@@ -129,7 +138,10 @@ impl LocalSigner {
             "e": URL_SAFE_NO_PAD.encode(public.exponent().big_endian_without_leading_zero()),
         });
         let jwks = serde_json::from_value(serde_json::json!({ "keys": [jwk] })).map_err(|e| bad(&e))?;
-        Ok(Self { pem: pem.to_string(), jwks })
+        Ok(Self {
+            pem: pem.to_string(),
+            jwks,
+        })
     }
 
     pub fn jwks(&self) -> JwkSet {
@@ -151,7 +163,11 @@ impl LocalSigner {
         };
         let mut header = Header::new(Algorithm::RS256);
         header.kid = Some(LOCAL_KID.into());
-        Ok(jsonwebtoken::encode(&header, &claims, &EncodingKey::from_rsa_pem(self.pem.as_bytes())?)?)
+        Ok(jsonwebtoken::encode(
+            &header,
+            &claims,
+            &EncodingKey::from_rsa_pem(self.pem.as_bytes())?,
+        )?)
     }
 }
 

@@ -44,7 +44,13 @@ pub fn new_key() -> String {
 }
 
 pub fn last4(key: &str) -> String {
-    key.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect()
+    key.chars()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect()
 }
 
 /// A random secret for HMAC keys, tokens and the like.

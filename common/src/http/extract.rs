@@ -43,7 +43,12 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
             _ => None,
         };
         let ip = from_gateway
-            .or_else(|| parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()))
+            .or_else(|| {
+                parts
+                    .extensions
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|c| c.0.ip().to_string())
+            })
             .unwrap_or_else(|| "unknown".into());
         Ok(ClientIp(ip))
     }

@@ -38,7 +38,9 @@ pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
 }
 
 fn to_value<T: serde::Serialize>(out: T) -> Result {
-    serde_json::to_value(out).map(Reply).map_err(|e| ApiError::internal(e.to_string()))
+    serde_json::to_value(out)
+        .map(Reply)
+        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 async fn request_access(State(ctx): State<AppState>, ClientIp(ip): ClientIp, Json(body): Json) -> Result {
@@ -116,5 +118,7 @@ struct DuplicateQuery {
 }
 
 async fn request_duplicates(State(ctx): State<AppState>, Query(q): Query<DuplicateQuery>) -> Result {
-    Ok(Reply(admin::request_duplicates(&ctx, q.email.as_deref(), q.domain.as_deref()).await?))
+    Ok(Reply(
+        admin::request_duplicates(&ctx, q.email.as_deref(), q.domain.as_deref()).await?,
+    ))
 }

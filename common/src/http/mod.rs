@@ -38,7 +38,9 @@ pub fn router(ctx: AppState, families: &[Family]) -> Router {
     let mut router = Router::new();
     for (path, methods) in by_path {
         let methods = methods.options(preflight).fallback(method_not_allowed);
-        router = router.route(path, methods.clone()).route(&format!("/api{path}"), methods);
+        router = router
+            .route(path, methods.clone())
+            .route(&format!("/api{path}"), methods);
     }
     router
         .fallback(not_found)
@@ -54,7 +56,10 @@ async fn authorize(State(ctx): State<AppState>, mut req: Request, next: Next) ->
         return next.run(req).await;
     };
     let admitted = match route.access {
-        Access::Public => Ok(Authenticated { caller: Caller::Public, via: Via::None }),
+        Access::Public => Ok(Authenticated {
+            caller: Caller::Public,
+            via: Via::None,
+        }),
         access => match ctx.authenticate(&Presented::from_headers(req.headers())).await {
             Ok(auth) => access.admit(&auth).map(|()| auth),
             Err(e) => Err(e),

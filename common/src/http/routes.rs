@@ -36,7 +36,12 @@ pub struct Route {
 }
 
 const fn route(method: Method, path: &'static str, family: Family, access: Access) -> Route {
-    Route { method, path, family, access }
+    Route {
+        method,
+        path,
+        family,
+        access,
+    }
 }
 
 use Access::*;

@@ -1,1 +1,64 @@
+//! Secrets in AWS Secrets Manager, one secret string per name under a prefix
+//! (for example `mailhost/prod/`), so one account can hold several deployments.
 
+use async_trait::async_trait;
+use aws_sdk_secretsmanager::error::DisplayErrorContext;
+
+use super::{SecretError, Secrets};
+
+pub struct SecretsManagerSecrets {
+    client: aws_sdk_secretsmanager::Client,
+    prefix: String,
+}
+
+impl SecretsManagerSecrets {
+    pub fn new(client: aws_sdk_secretsmanager::Client, prefix: impl Into<String>) -> Self {
+        Self {
+            client,
+            prefix: prefix.into(),
+        }
+    }
+
+    fn id(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+}
+
+fn err(e: impl std::error::Error) -> SecretError {
+    SecretError(DisplayErrorContext(e).to_string())
+}
+
+#[async_trait]
+impl Secrets for SecretsManagerSecrets {
+    async fn get(&self, name: &str) -> Result<Option<String>, SecretError> {
+        match self.client.get_secret_value().secret_id(self.id(name)).send().await {
+            Ok(out) => Ok(out.secret_string().map(str::to_string)),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_resource_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    async fn put(&self, name: &str, value: &str) -> Result<(), SecretError> {
+        // Create first: `put` mostly follows a `get` that found nothing, and when
+        // two instances race to create, the loser falls through to an update.
+        let id = self.id(name);
+        match self.client.create_secret().name(&id).secret_string(value).send().await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_resource_exists_exception()) => {}
+            Err(e) => return Err(err(e)),
+        }
+        self.client
+            .put_secret_value()
+            .secret_id(&id)
+            .secret_string(value)
+            .send()
+            .await
+            .map_err(err)?;
+        Ok(())
+    }
+}

@@ -87,14 +87,21 @@ pub async fn key_owner(ctx: &Context, digest: &str) -> StoreResult<Option<Standa
         return Ok(None);
     };
     let key: KeyRecord = record(found)?;
-    Ok(Some(StandardKey { uid: key.uid, key_id: key.key_id, last4: key.last4 }))
+    Ok(Some(StandardKey {
+        uid: key.uid,
+        key_id: key.key_id,
+        last4: key.last4,
+    }))
 }
 
 /// The writes that create an account (and its email index), to go in the same
 /// transaction as whatever decided to create it.
 pub fn create_writes(account: &Account) -> Vec<Write> {
     vec![
-        Write::Put { item: item(&account_key(&account.uid), account), cond: Some(Cond::NotExists) },
+        Write::Put {
+            item: item(&account_key(&account.uid), account),
+            cond: Some(Cond::NotExists),
+        },
         Write::Put {
             item: item(&email_key(&account.email), &serde_json::json!({ "uid": account.uid })),
             cond: Some(Cond::NotExists),
@@ -106,7 +113,12 @@ pub fn create_writes(account: &Account) -> Vec<Write> {
 /// account's one key. For an existing account the previous key stops working in
 /// the same transaction; for a new one, create the returned account with
 /// [`create_writes`].
-pub fn issue_key_writes(hasher: &KeyHasher, account: &Account, now: &str, account_is_new: bool) -> (String, Account, Vec<Write>) {
+pub fn issue_key_writes(
+    hasher: &KeyHasher,
+    account: &Account,
+    now: &str,
+    account_is_new: bool,
+) -> (String, Account, Vec<Write>) {
     let key = keys::new_key();
     let digest = hasher.key_digest(&key);
     let key_id = format!("key_{}", hex::encode(rand::random::<[u8; 6]>()));
@@ -115,19 +127,37 @@ pub fn issue_key_writes(hasher: &KeyHasher, account: &Account, now: &str, accoun
     updated.key_digest = Some(digest.clone());
     updated.key_id = Some(key_id.clone());
     updated.key_last4 = Some(last4.clone());
-    let owner = KeyRecord { uid: account.uid.clone(), key_id: key_id.clone(), last4: last4.clone(), created_at: now.into() };
-    let mut writes = vec![Write::Put { item: item(&api_key_key(&digest), &owner), cond: Some(Cond::NotExists) }];
+    let owner = KeyRecord {
+        uid: account.uid.clone(),
+        key_id: key_id.clone(),
+        last4: last4.clone(),
+        created_at: now.into(),
+    };
+    let mut writes = vec![Write::Put {
+        item: item(&api_key_key(&digest), &owner),
+        cond: Some(Cond::NotExists),
+    }];
     if !account_is_new {
         if let Some(old) = &account.key_digest {
-            writes.push(Write::Delete { key: api_key_key(old), cond: None });
+            writes.push(Write::Delete {
+                key: api_key_key(old),
+                cond: None,
+            });
         }
         // Fails if another verify replaced the key since this one read it.
         let unchanged = match &account.key_digest {
             Some(old) => Cond::eq("keyDigest", old.clone()),
             None => Cond::And(vec![Cond::Exists, Cond::missing("keyDigest")]),
         };
-        let update = Update::new().set("keyDigest", digest).set("keyId", key_id).set("keyLast4", last4);
-        writes.push(Write::Update { key: account_key(&account.uid), update, cond: Some(unchanged) });
+        let update = Update::new()
+            .set("keyDigest", digest)
+            .set("keyId", key_id)
+            .set("keyLast4", last4);
+        writes.push(Write::Update {
+            key: account_key(&account.uid),
+            update,
+            cond: Some(unchanged),
+        });
     }
     (key, updated, writes)
 }

@@ -26,7 +26,9 @@ pub async fn is_allowlisted(ctx: &Context, domain: &str) -> StoreResult<bool> {
 }
 
 fn parse_domain(fields: &Fields) -> Result<String, ApiError> {
-    let raw = fields.str("domain")?.ok_or_else(|| ApiError::bad_request("domain is required"))?;
+    let raw = fields
+        .str("domain")?
+        .ok_or_else(|| ApiError::bad_request("domain is required"))?;
     validate::hostname(&raw).ok_or_else(|| ApiError::bad_request("That domain name is not valid"))
 }
 
@@ -47,7 +49,11 @@ pub async fn list_allowlist(ctx: &Context) -> Result<Value, ApiError> {
 pub async fn add_allowlist(ctx: &Context, by: &IdentityUser, fields: &Fields) -> Result<Value, ApiError> {
     let domain = parse_domain(fields)?;
     let row = json!({ "domain": domain, "addedBy": by.email, "addedAt": iso(ctx.clock.now()) });
-    let added = match ctx.store.put(item(&allow_key(&domain), &row), Some(Cond::NotExists)).await {
+    let added = match ctx
+        .store
+        .put(item(&allow_key(&domain), &row), Some(Cond::NotExists))
+        .await
+    {
         Ok(()) => true,
         Err(StoreError::ConditionFailed) => false,
         Err(e) => return Err(e.into()),
@@ -74,7 +80,9 @@ pub async fn check_allowlist(ctx: &Context, fields: &Fields) -> Result<Value, Ap
 
 /// Approves or denies a verified access request's account.
 pub async fn request_decision(ctx: &Context, by: &IdentityUser, fields: &Fields) -> Result<Value, ApiError> {
-    let id = fields.str("id")?.ok_or_else(|| ApiError::bad_request("id is required"))?;
+    let id = fields
+        .str("id")?
+        .ok_or_else(|| ApiError::bad_request("id is required"))?;
     let approve = match fields.str("decision")?.as_deref() {
         Some("approve") => true,
         Some("deny") => false,
@@ -84,16 +92,23 @@ pub async fn request_decision(ctx: &Context, by: &IdentityUser, fields: &Fields)
         return Err(ApiError::bad_request("id is not a valid request id"));
     }
     let req = onboarding::load(ctx, &id).await?.ok_or_else(ApiError::not_found)?;
-    let (RequestStatus::Ready | RequestStatus::SettingUp | RequestStatus::Unavailable, Some(uid)) = (req.status, &req.uid) else {
+    let (RequestStatus::Ready | RequestStatus::SettingUp | RequestStatus::Unavailable, Some(uid)) =
+        (req.status, &req.uid)
+    else {
         return Err(ApiError::new(409, "This request is not ready for a decision."));
     };
-    let (account_status, request_status) =
-        if approve { (AccountStatus::Ready, "ready") } else { (AccountStatus::Unavailable, "unavailable") };
+    let (account_status, request_status) = if approve {
+        (AccountStatus::Ready, "ready")
+    } else {
+        (AccountStatus::Unavailable, "unavailable")
+    };
     let now = iso(ctx.clock.now());
     let writes = vec![
         Write::Update {
             key: accounts::account_key(uid),
-            update: Update::new().set("status", account_status.as_str()).set("decidedAt", now.clone()),
+            update: Update::new()
+                .set("status", account_status.as_str())
+                .set("decidedAt", now.clone()),
             cond: Some(Cond::Exists),
         },
         Write::Update {
@@ -109,7 +124,9 @@ pub async fn request_decision(ctx: &Context, by: &IdentityUser, fields: &Fields)
     }
     let action = if approve { "request.approve" } else { "request.deny" };
     super::audit::record(ctx, action, &by.email, json!({ "id": id, "uid": uid })).await?;
-    Ok(json!({ "ok": true, "id": id, "decision": if approve { "approve" } else { "deny" }, "status": account_status.as_str() }))
+    Ok(
+        json!({ "ok": true, "id": id, "decision": if approve { "approve" } else { "deny" }, "status": account_status.as_str() }),
+    )
 }
 
 /// Deletes exactly the named access requests; accounts and keys stay.
@@ -126,7 +143,13 @@ pub async fn request_delete(ctx: &Context, by: &IdentityUser, fields: &Fields) -
             Some(req) => {
                 delete_request(ctx, &req).await?;
                 crate::ratelimit::clear(ctx.store.as_ref(), &onboarding::request_email_bucket(&req.email)).await?;
-                super::audit::record(ctx, "request.delete", &by.email, json!({ "id": id, "email": req.email, "found": true })).await?;
+                super::audit::record(
+                    ctx,
+                    "request.delete",
+                    &by.email,
+                    json!({ "id": id, "email": req.email, "found": true }),
+                )
+                .await?;
                 deleted.push(id);
             }
             None => {
@@ -170,8 +193,15 @@ fn parse_ids(fields: &Fields) -> Result<Vec<String>, ApiError> {
 }
 
 async fn delete_request(ctx: &Context, req: &AccessRequest) -> StoreResult<()> {
-    let mut writes = vec![Write::Delete { key: onboarding::request_key(&req.id), cond: None }];
-    writes.extend(onboarding::index_keys(req).into_iter().map(|key| Write::Delete { key, cond: None }));
+    let mut writes = vec![Write::Delete {
+        key: onboarding::request_key(&req.id),
+        cond: None,
+    }];
+    writes.extend(
+        onboarding::index_keys(req)
+            .into_iter()
+            .map(|key| Write::Delete { key, cond: None }),
+    );
     ctx.store.transact(writes).await
 }
 
@@ -198,7 +228,11 @@ pub async fn request_duplicates(ctx: &Context, email: Option<&str>, domain: Opti
     let mut ids = Vec::new();
     for pk in partitions {
         let page = ctx.store.query(&Query::partition(pk).backward().limit(200)).await?;
-        ids.extend(page.items.iter().filter_map(|i| i.get("id").and_then(Value::as_str).map(String::from)));
+        ids.extend(
+            page.items
+                .iter()
+                .filter_map(|i| i.get("id").and_then(Value::as_str).map(String::from)),
+        );
     }
     ids.sort();
     ids.dedup();

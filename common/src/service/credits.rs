@@ -39,7 +39,10 @@ pub fn account_bucket(uid: &str) -> String {
 /// Opens a balance at the default credit; fails if one exists.
 pub fn create_write(bucket: &str) -> Write {
     let balance = json!({ "remaining": INITIAL_CREDITS, "initial": INITIAL_CREDITS });
-    Write::Put { item: item(&credits_key(bucket), &balance), cond: Some(Cond::NotExists) }
+    Write::Put {
+        item: item(&credits_key(bucket), &balance),
+        cond: Some(Cond::NotExists),
+    }
 }
 
 /// Opens the agent key's balance on first start; leaves an existing one alone.
@@ -56,7 +59,13 @@ pub async fn remaining(ctx: &Context, bucket: &str) -> StoreResult<i64> {
 
 async fn balance(ctx: &Context, bucket: &str) -> StoreResult<(i64, i64)> {
     let found = ctx.store.get(&credits_key(bucket)).await?;
-    let num = |name: &str| found.as_ref().and_then(|i| i.get(name)).and_then(Value::as_i64).unwrap_or(0);
+    let num = |name: &str| {
+        found
+            .as_ref()
+            .and_then(|i| i.get(name))
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    };
     Ok((num("remaining"), num("initial")))
 }
 
@@ -64,7 +73,11 @@ async fn balance(ctx: &Context, bucket: &str) -> StoreResult<(i64, i64)> {
 pub async fn spend(ctx: &Context, bucket: &str) -> Result<i64, ApiError> {
     let taken = ctx
         .store
-        .update(&credits_key(bucket), Update::new().add("remaining", -1), Some(Cond::Ge("remaining".into(), 1)))
+        .update(
+            &credits_key(bucket),
+            Update::new().add("remaining", -1),
+            Some(Cond::Ge("remaining".into(), 1)),
+        )
         .await;
     match taken {
         Ok(item) => Ok(item.get("remaining").and_then(Value::as_i64).unwrap_or(0)),
@@ -76,7 +89,9 @@ pub async fn spend(ctx: &Context, bucket: &str) -> Result<i64, ApiError> {
 /// The global switch; on when no setting exists.
 pub async fn sending_enabled(ctx: &Context) -> StoreResult<bool> {
     let found = ctx.store.get(&sending_key()).await?;
-    Ok(found.and_then(|i| i.get("enabled").and_then(Value::as_bool)).unwrap_or(true))
+    Ok(found
+        .and_then(|i| i.get("enabled").and_then(Value::as_bool))
+        .unwrap_or(true))
 }
 
 pub struct AgentSwitch {
@@ -92,7 +107,11 @@ impl AgentSwitch {
 
 pub async fn agent_switch(ctx: &Context) -> StoreResult<AgentSwitch> {
     let found = ctx.store.get(&agent_key()).await?;
-    let disabled = found.as_ref().and_then(|i| i.get("disabled")).and_then(Value::as_bool).unwrap_or(false);
+    let disabled = found
+        .as_ref()
+        .and_then(|i| i.get("disabled"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let frozen_until = found
         .as_ref()
         .and_then(|i| i.get("frozenUntil"))
@@ -165,7 +184,11 @@ impl Control {
             )),
             Some(_) => return Err(ApiError::bad_request("frozenUntil must be an ISO time string or null")),
         };
-        Ok(Self { disabled: fields.bool("disabled")?, frozen_until, sending_enabled: fields.bool("sendingEnabled")? })
+        Ok(Self {
+            disabled: fields.bool("disabled")?,
+            frozen_until,
+            sending_enabled: fields.bool("sendingEnabled")?,
+        })
     }
 }
 
@@ -184,10 +207,18 @@ pub async fn control(ctx: &Context, caller: &Caller, control: Control) -> Result
         None => {}
     }
     if agent != Update::new() {
-        ctx.store.update(&agent_key(), agent.set("updatedAt", now.clone()), None).await?;
+        ctx.store
+            .update(&agent_key(), agent.set("updatedAt", now.clone()), None)
+            .await?;
     }
     if let Some(enabled) = control.sending_enabled {
-        ctx.store.update(&sending_key(), Update::new().set("enabled", enabled).set("updatedAt", now), None).await?;
+        ctx.store
+            .update(
+                &sending_key(),
+                Update::new().set("enabled", enabled).set("updatedAt", now),
+                None,
+            )
+            .await?;
     }
     if control.disabled.is_some() || control.frozen_until.is_some() || control.sending_enabled.is_some() {
         let actor = match caller {

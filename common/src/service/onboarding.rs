@@ -20,10 +20,22 @@ use crate::validate::{self, Fields};
 
 pub const CODE_TTL_SECS: i64 = 86_400;
 pub const MAX_ATTEMPTS: i64 = 5;
-const REQUEST_PER_IP: Limit = Limit { max: 5, period_secs: HOUR };
-const REQUEST_PER_EMAIL: Limit = Limit { max: 3, period_secs: HOUR };
-const STATUS_PER_IP: Limit = Limit { max: 10, period_secs: HOUR };
-const STATUS_PER_EMAIL: Limit = Limit { max: 6, period_secs: HOUR };
+const REQUEST_PER_IP: Limit = Limit {
+    max: 5,
+    period_secs: HOUR,
+};
+const REQUEST_PER_EMAIL: Limit = Limit {
+    max: 3,
+    period_secs: HOUR,
+};
+const STATUS_PER_IP: Limit = Limit {
+    max: 10,
+    period_secs: HOUR,
+};
+const STATUS_PER_EMAIL: Limit = Limit {
+    max: 6,
+    period_secs: HOUR,
+};
 /// Finished requests are kept this long after their code expires.
 const KEEP_FINISHED_SECS: i64 = 30 * 86_400;
 
@@ -65,7 +77,10 @@ pub fn request_key(id: &str) -> Key {
 
 pub fn index_keys(req: &AccessRequest) -> [Key; 2] {
     let sk = format!("{}#{}", req.created_at, req.id);
-    [Key::new(format!("REQBY#email#{}", req.email), sk.clone()), Key::new(format!("REQBY#domain#{}", req.domain), sk)]
+    [
+        Key::new(format!("REQBY#email#{}", req.email), sk.clone()),
+        Key::new(format!("REQBY#domain#{}", req.domain), sk),
+    ]
 }
 
 /// The rate-limit bucket of requestAccess per email, which operators may clear.
@@ -96,20 +111,33 @@ pub struct RequestAccessInput {
 
 impl RequestAccessInput {
     pub fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let (email, domain, agent, usage) =
-            (fields.str("contactEmail")?, fields.str("domain")?, fields.str("agentName")?, fields.str("intendedUse")?);
+        let (email, domain, agent, usage) = (
+            fields.str("contactEmail")?,
+            fields.str("domain")?,
+            fields.str("agentName")?,
+            fields.str("intendedUse")?,
+        );
         let (Some(email), Some(domain), Some(agent_name), Some(intended_use)) = (email, domain, agent, usage) else {
-            return Err(ApiError::bad_request("contactEmail, domain, agentName, and intendedUse are required"));
+            return Err(ApiError::bad_request(
+                "contactEmail, domain, agentName, and intendedUse are required",
+            ));
         };
-        let contact_email = validate::email(&email).ok_or_else(|| ApiError::bad_request("contactEmail is not a valid email address"))?;
-        let domain = validate::hostname(&domain).ok_or_else(|| ApiError::bad_request("domain is not a valid hostname"))?;
+        let contact_email = validate::email(&email)
+            .ok_or_else(|| ApiError::bad_request("contactEmail is not a valid email address"))?;
+        let domain =
+            validate::hostname(&domain).ok_or_else(|| ApiError::bad_request("domain is not a valid hostname"))?;
         if agent_name.chars().count() > 100 || agent_name.chars().any(char::is_control) {
             return Err(ApiError::bad_request("agentName must be at most 100 characters"));
         }
         if intended_use.chars().count() > 1000 {
             return Err(ApiError::bad_request("intendedUse must be at most 1000 characters"));
         }
-        Ok(Self { contact_email, domain, agent_name, intended_use })
+        Ok(Self {
+            contact_email,
+            domain,
+            agent_name,
+            intended_use,
+        })
     }
 }
 
@@ -122,11 +150,26 @@ pub struct RequestAccessOutput {
     pub message: &'static str,
 }
 
-pub async fn request_access(ctx: &Context, input: RequestAccessInput, ip: &str) -> Result<RequestAccessOutput, ApiError> {
+pub async fn request_access(
+    ctx: &Context,
+    input: RequestAccessInput,
+    ip: &str,
+) -> Result<RequestAccessOutput, ApiError> {
     let now = ctx.clock.now();
-    ratelimit::hit(ctx.store.as_ref(), &format!("requestAccess:ip:{ip}"), REQUEST_PER_IP, now.timestamp()).await?;
-    ratelimit::hit(ctx.store.as_ref(), &request_email_bucket(&input.contact_email), REQUEST_PER_EMAIL, now.timestamp())
-        .await?;
+    ratelimit::hit(
+        ctx.store.as_ref(),
+        &format!("requestAccess:ip:{ip}"),
+        REQUEST_PER_IP,
+        now.timestamp(),
+    )
+    .await?;
+    ratelimit::hit(
+        ctx.store.as_ref(),
+        &request_email_bucket(&input.contact_email),
+        REQUEST_PER_EMAIL,
+        now.timestamp(),
+    )
+    .await?;
 
     let id = format!("ar_{}", hex::encode(rand::random::<[u8; 12]>()));
     let code = format!("{:08}", rand::random_range(0..100_000_000u32));
@@ -146,17 +189,30 @@ pub async fn request_access(ctx: &Context, input: RequestAccessInput, ip: &str) 
     };
     let mut row = item(&request_key(&req.id), &req);
     row.insert(TTL.into(), json!(expires_at + KEEP_FINISHED_SECS));
-    let mut writes = vec![Write::Put { item: row, cond: Some(Cond::NotExists) }];
+    let mut writes = vec![Write::Put {
+        item: row,
+        cond: Some(Cond::NotExists),
+    }];
     for key in index_keys(&req) {
-        writes.push(Write::Put { item: item(&key, &json!({ "id": req.id, "ttl": expires_at + KEEP_FINISHED_SECS })), cond: None });
+        writes.push(Write::Put {
+            item: item(&key, &json!({ "id": req.id, "ttl": expires_at + KEEP_FINISHED_SECS })),
+            cond: None,
+        });
     }
     ctx.store.transact(writes).await?;
 
     if let Err(e) = send_code(ctx, &req.email, &code).await {
         tracing::error!(error = %e, request_id = %req.id, "access code email failed");
         // The request is useless without its code: take it back.
-        let mut undo = vec![Write::Delete { key: request_key(&req.id), cond: None }];
-        undo.extend(index_keys(&req).into_iter().map(|key| Write::Delete { key, cond: None }));
+        let mut undo = vec![Write::Delete {
+            key: request_key(&req.id),
+            cond: None,
+        }];
+        undo.extend(
+            index_keys(&req)
+                .into_iter()
+                .map(|key| Write::Delete { key, cond: None }),
+        );
         ctx.store.transact(undo).await?;
         return Err(ApiError::internal(CODE_NOT_SENT));
     }
@@ -169,7 +225,10 @@ pub async fn request_access(ctx: &Context, input: RequestAccessInput, ip: &str) 
 }
 
 async fn send_code(ctx: &Context, to: &str, code: &str) -> anyhow::Result<()> {
-    let transport = ctx.system_mail.as_ref().ok_or_else(|| anyhow::anyhow!("no system mail transport"))?;
+    let transport = ctx
+        .system_mail
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("no system mail transport"))?;
     let from = format!("noreply@{}", ctx.config.service_domain);
     let body = format!(
         "Your access code is {code}\r\n\r\nEnter it with verifyAccessRequest within 24 hours. \
@@ -259,7 +318,10 @@ pub async fn verify_access_request(ctx: &Context, id: &str, code: &str) -> Resul
 
 /// The request is still waiting for its code and not locked.
 fn still_open() -> Cond {
-    Cond::And(vec![Cond::eq("status", "code_sent"), Cond::Lt("attempts".into(), MAX_ATTEMPTS)])
+    Cond::And(vec![
+        Cond::eq("status", "code_sent"),
+        Cond::Lt("attempts".into(), MAX_ATTEMPTS),
+    ])
 }
 
 fn close_request(req: &AccessRequest, status: RequestStatus, uid: &str, now: &str) -> Write {
@@ -267,7 +329,11 @@ fn close_request(req: &AccessRequest, status: RequestStatus, uid: &str, now: &st
         .set("status", serde_json::to_value(status).expect("status serializes"))
         .set("uid", uid)
         .set("finishedAt", now);
-    Write::Update { key: request_key(&req.id), update, cond: Some(still_open()) }
+    Write::Update {
+        key: request_key(&req.id),
+        update,
+        cond: Some(still_open()),
+    }
 }
 
 async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> {
@@ -276,7 +342,11 @@ async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> 
     let (status, api_key, uid, writes) = match existing {
         None => {
             let allowlisted = admin::is_allowlisted(ctx, validate::email_domain(&req.email)).await?;
-            let status = if allowlisted { AccountStatus::Ready } else { AccountStatus::SettingUp };
+            let status = if allowlisted {
+                AccountStatus::Ready
+            } else {
+                AccountStatus::SettingUp
+            };
             let account = Account {
                 uid: accounts::new_uid(),
                 email: req.email.clone(),
@@ -307,7 +377,10 @@ async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> 
             }
             other => {
                 let writes = vec![
-                    Write::Check { key: accounts::account_key(&account.uid), cond: Cond::eq("status", other.as_str()) },
+                    Write::Check {
+                        key: accounts::account_key(&account.uid),
+                        cond: Cond::eq("status", other.as_str()),
+                    },
                     close_request(req, request_status(other), &account.uid, &now),
                 ];
                 (other, None, account.uid, writes)
@@ -320,30 +393,45 @@ async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> 
         Err(e) => return Err(e.into()),
     }
     let out = match (status, api_key) {
-        (AccountStatus::Ready, Some(key)) => {
-            VerifyOutput {
-                ok: true,
-                status: "ready",
-                request_id: req.id.clone(),
-                access: Some("standard"),
-                api_key: Some(key),
-                token_type: Some("Bearer"),
-                message: "Your key is shown once. Store it now; send it as Authorization: Bearer <key>.",
-                quotas: Some(Quotas {
-                    credits: credits::remaining(ctx, &credits::account_bucket(&uid)).await?,
-                    burst_per_minute: credits::SEND_PER_MINUTE,
-                    per_utc_day: credits::SEND_PER_DAY,
-                }),
-            }
-        }
-        (AccountStatus::SettingUp, _) => neutral(req, "setting_up", "Your account is being set up. Check back with getRequestStatus; no key is issued yet."),
-        _ => neutral(req, "unavailable", "This request cannot be completed. No key was issued."),
+        (AccountStatus::Ready, Some(key)) => VerifyOutput {
+            ok: true,
+            status: "ready",
+            request_id: req.id.clone(),
+            access: Some("standard"),
+            api_key: Some(key),
+            token_type: Some("Bearer"),
+            message: "Your key is shown once. Store it now; send it as Authorization: Bearer <key>.",
+            quotas: Some(Quotas {
+                credits: credits::remaining(ctx, &credits::account_bucket(&uid)).await?,
+                burst_per_minute: credits::SEND_PER_MINUTE,
+                per_utc_day: credits::SEND_PER_DAY,
+            }),
+        },
+        (AccountStatus::SettingUp, _) => neutral(
+            req,
+            "setting_up",
+            "Your account is being set up. Check back with getRequestStatus; no key is issued yet.",
+        ),
+        _ => neutral(
+            req,
+            "unavailable",
+            "This request cannot be completed. No key was issued.",
+        ),
     };
     Ok(Finish::Done(out))
 }
 
 fn neutral(req: &AccessRequest, status: &'static str, message: &'static str) -> VerifyOutput {
-    VerifyOutput { ok: true, status, request_id: req.id.clone(), access: None, api_key: None, token_type: None, message, quotas: None }
+    VerifyOutput {
+        ok: true,
+        status,
+        request_id: req.id.clone(),
+        access: None,
+        api_key: None,
+        token_type: None,
+        message,
+        quotas: None,
+    }
 }
 
 fn request_status(status: AccountStatus) -> RequestStatus {
@@ -367,9 +455,21 @@ pub async fn get_request_status(ctx: &Context, fields: &Fields, ip: &str) -> Res
         .map(|e| e.to_ascii_lowercase())
         .unwrap_or_default();
     let now = ctx.clock.epoch();
-    ratelimit::hit(ctx.store.as_ref(), &format!("getRequestStatus:ip:{ip}"), STATUS_PER_IP, now).await?;
+    ratelimit::hit(
+        ctx.store.as_ref(),
+        &format!("getRequestStatus:ip:{ip}"),
+        STATUS_PER_IP,
+        now,
+    )
+    .await?;
     if !email.is_empty() {
-        ratelimit::hit(ctx.store.as_ref(), &format!("getRequestStatus:email:{email}"), STATUS_PER_EMAIL, now).await?;
+        ratelimit::hit(
+            ctx.store.as_ref(),
+            &format!("getRequestStatus:email:{email}"),
+            STATUS_PER_EMAIL,
+            now,
+        )
+        .await?;
     }
     let pending = json!({ "ok": true, "status": "pending", "ready": false });
     if !valid_request_id(&id) {
@@ -398,7 +498,9 @@ pub async fn get_request_status(ctx: &Context, fields: &Fields, ip: &str) -> Res
 pub async fn get_account_status(ctx: &Context, uid: &str, fields: &Fields) -> Result<Value, ApiError> {
     let account = accounts::get(ctx, uid).await?.ok_or_else(ApiError::not_found)?;
     let names_other_uid = fields.str("uid")?.is_some_and(|u| u != account.uid);
-    let names_other_email = fields.str("email")?.is_some_and(|e| !e.eq_ignore_ascii_case(&account.email));
+    let names_other_email = fields
+        .str("email")?
+        .is_some_and(|e| !e.eq_ignore_ascii_case(&account.email));
     if names_other_uid || names_other_email {
         return Err(ApiError::forbidden(crate::auth::policy::ACCOUNT_KEY_ONLY));
     }
@@ -410,7 +512,9 @@ pub async fn get_account_status(ctx: &Context, uid: &str, fields: &Fields) -> Re
     let reason = match account.status {
         AccountStatus::SettingUp => "Your account is being set up. Check back with getRequestStatus.",
         AccountStatus::Unavailable => "This account is not available. Contact support.",
-        AccountStatus::Ready => "Add your domain with POST /addDomain, publish its DNS records, then POST /verifyDomain.",
+        AccountStatus::Ready => {
+            "Add your domain with POST /addDomain, publish its DNS records, then POST /verifyDomain."
+        }
     };
     let mut out = json!({
         "ok": true,

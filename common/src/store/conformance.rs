@@ -40,7 +40,14 @@ pub async fn put_get_and_conditions(store: &dyn Store) {
     let mut changed = item.clone();
     changed.insert("s".into(), json!("z"));
     store
-        .put(changed.clone(), Some(Cond::And(vec![Cond::eq("s", "x"), Cond::Ge("n".into(), 1), Cond::missing("nope")])))
+        .put(
+            changed.clone(),
+            Some(Cond::And(vec![
+                Cond::eq("s", "x"),
+                Cond::Ge("n".into(), 1),
+                Cond::missing("nope"),
+            ])),
+        )
         .await
         .unwrap();
     assert_eq!(store.get(&key).await.unwrap(), Some(changed));
@@ -51,17 +58,30 @@ pub async fn update_adds_atomically_and_creates(store: &dyn Store) {
     let key = Key::new(&pk, "counter");
     let refused = store.update(&key, Update::new().add("n", 1), Some(Cond::Exists)).await;
     assert!(matches!(refused, Err(StoreError::ConditionFailed)));
-    assert!(store.get(&key).await.unwrap().is_none(), "a failed update writes nothing");
-    let created = store.update(&key, Update::new().add("n", 2).set("s", "v"), None).await.unwrap();
+    assert!(
+        store.get(&key).await.unwrap().is_none(),
+        "a failed update writes nothing"
+    );
+    let created = store
+        .update(&key, Update::new().add("n", 2).set("s", "v"), None)
+        .await
+        .unwrap();
     assert_eq!(created.get("n"), Some(&json!(2)));
     assert_eq!(created.get("pk"), Some(&json!(pk)));
     let limited = Cond::Or(vec![Cond::missing("n"), Cond::Lt("n".into(), 3)]);
-    let third = store.update(&key, Update::new().add("n", 1), Some(limited.clone())).await.unwrap();
+    let third = store
+        .update(&key, Update::new().add("n", 1), Some(limited.clone()))
+        .await
+        .unwrap();
     assert_eq!(third.get("n"), Some(&json!(3)));
     let over = store.update(&key, Update::new().add("n", 1), Some(limited)).await;
     assert!(matches!(over, Err(StoreError::ConditionFailed)));
     let down = store
-        .update(&key, Update::new().add("n", -3).remove("s"), Some(Cond::Ge("n".into(), 3)))
+        .update(
+            &key,
+            Update::new().add("n", -3).remove("s"),
+            Some(Cond::Ge("n".into(), 3)),
+        )
         .await
         .unwrap();
     assert_eq!(down.get("n"), Some(&json!(0)));
@@ -71,7 +91,10 @@ pub async fn update_adds_atomically_and_creates(store: &dyn Store) {
 pub async fn delete_with_condition(store: &dyn Store) {
     let pk = run_id();
     let key = Key::new(&pk, "d");
-    store.put(obj(json!({"pk": pk, "sk": "d", "v": 1})), None).await.unwrap();
+    store
+        .put(obj(json!({"pk": pk, "sk": "d", "v": 1})), None)
+        .await
+        .unwrap();
     let refused = store.delete(&key, Some(Cond::eq("v", 2))).await;
     assert!(matches!(refused, Err(StoreError::ConditionFailed)));
     let old = store.delete(&key, Some(Cond::eq("v", 1))).await.unwrap();
@@ -122,19 +145,45 @@ pub async fn transactions_apply_all_or_nothing(store: &dyn Store) {
     let a = Key::new(&pk, "a");
     let b = Key::new(&pk, "b");
     let c = Key::new(&pk, "c");
-    store.put(obj(json!({"pk": pk, "sk": "c", "v": 1})), None).await.unwrap();
+    store
+        .put(obj(json!({"pk": pk, "sk": "c", "v": 1})), None)
+        .await
+        .unwrap();
     let failing = vec![
-        Write::Put { item: obj(json!({"pk": pk, "sk": "a"})), cond: Some(Cond::NotExists) },
-        Write::Update { key: b.clone(), update: Update::new().add("n", 1), cond: None },
-        Write::Check { key: c.clone(), cond: Cond::eq("v", 2) },
+        Write::Put {
+            item: obj(json!({"pk": pk, "sk": "a"})),
+            cond: Some(Cond::NotExists),
+        },
+        Write::Update {
+            key: b.clone(),
+            update: Update::new().add("n", 1),
+            cond: None,
+        },
+        Write::Check {
+            key: c.clone(),
+            cond: Cond::eq("v", 2),
+        },
     ];
-    assert!(matches!(store.transact(failing).await, Err(StoreError::ConditionFailed)));
+    assert!(matches!(
+        store.transact(failing).await,
+        Err(StoreError::ConditionFailed)
+    ));
     assert!(store.get(&a).await.unwrap().is_none());
     assert!(store.get(&b).await.unwrap().is_none());
     let passing = vec![
-        Write::Put { item: obj(json!({"pk": pk, "sk": "a"})), cond: Some(Cond::NotExists) },
-        Write::Update { key: b.clone(), update: Update::new().add("n", 1), cond: None },
-        Write::Delete { key: c.clone(), cond: Some(Cond::eq("v", 1)) },
+        Write::Put {
+            item: obj(json!({"pk": pk, "sk": "a"})),
+            cond: Some(Cond::NotExists),
+        },
+        Write::Update {
+            key: b.clone(),
+            update: Update::new().add("n", 1),
+            cond: None,
+        },
+        Write::Delete {
+            key: c.clone(),
+            cond: Some(Cond::eq("v", 1)),
+        },
     ];
     store.transact(passing).await.unwrap();
     assert!(store.get(&a).await.unwrap().is_some());
@@ -177,8 +226,14 @@ pub async fn concurrent_creates_have_one_winner(store: Arc<dyn Store>) {
             tokio::spawn(async move {
                 store
                     .transact(vec![
-                        Write::Put { item: obj(json!({"pk": pk, "sk": "claim", "owner": i})), cond: Some(Cond::NotExists) },
-                        Write::Put { item: obj(json!({"pk": pk, "sk": format!("owner#{i}")})), cond: None },
+                        Write::Put {
+                            item: obj(json!({"pk": pk, "sk": "claim", "owner": i})),
+                            cond: Some(Cond::NotExists),
+                        },
+                        Write::Put {
+                            item: obj(json!({"pk": pk, "sk": format!("owner#{i}")})),
+                            cond: None,
+                        },
                     ])
                     .await
             })

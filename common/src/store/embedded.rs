@@ -180,7 +180,11 @@ impl Store for EmbeddedStore {
             let range = table.range::<(&str, &str)>((lower, upper)).map_err(backend)?;
             let mut items = Vec::new();
             let mut more = false;
-            let mut push = |entry: Result<(redb::AccessGuard<(&str, &str)>, redb::AccessGuard<&[u8]>), redb::StorageError>| -> StoreResult<bool> {
+            let mut push = |entry: Result<
+                (redb::AccessGuard<(&str, &str)>, redb::AccessGuard<&[u8]>),
+                redb::StorageError,
+            >|
+             -> StoreResult<bool> {
                 let (_, v) = entry.map_err(backend)?;
                 if items.len() == query.limit {
                     more = true;
@@ -203,7 +207,11 @@ impl Store for EmbeddedStore {
                 }
             }
             let next = if more {
-                items.last().and_then(|i| i.get(super::SK)).and_then(|v| v.as_str()).map(String::from)
+                items
+                    .last()
+                    .and_then(|i| i.get(super::SK))
+                    .and_then(|v| v.as_str())
+                    .map(String::from)
             } else {
                 None
             };

@@ -43,7 +43,10 @@ pub struct Key {
 
 impl Key {
     pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
-        Self { pk: pk.into(), sk: sk.into() }
+        Self {
+            pk: pk.into(),
+            sk: sk.into(),
+        }
     }
 }
 
@@ -80,7 +83,13 @@ pub enum SortRange {
 
 impl Query {
     pub fn partition(pk: impl Into<String>) -> Self {
-        Self { pk: pk.into(), range: SortRange::All, limit: 100, forward: true, after: None }
+        Self {
+            pk: pk.into(),
+            range: SortRange::All,
+            limit: 100,
+            forward: true,
+            after: None,
+        }
     }
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.range = SortRange::Prefix(prefix.into());
@@ -123,11 +132,24 @@ pub struct Page {
 /// One write inside a transaction.
 #[derive(Debug, Clone)]
 pub enum Write {
-    Put { item: Item, cond: Option<Cond> },
-    Update { key: Key, update: Update, cond: Option<Cond> },
-    Delete { key: Key, cond: Option<Cond> },
+    Put {
+        item: Item,
+        cond: Option<Cond>,
+    },
+    Update {
+        key: Key,
+        update: Update,
+        cond: Option<Cond>,
+    },
+    Delete {
+        key: Key,
+        cond: Option<Cond>,
+    },
     /// Writes nothing; the transaction fails unless the condition holds.
-    Check { key: Key, cond: Cond },
+    Check {
+        key: Key,
+        cond: Cond,
+    },
 }
 
 #[async_trait]

@@ -1,0 +1,227 @@
+//! The route matrix of spec 5.3, walked for every route in the table, at the root
+//! and under /api, with every credential class.
+
+mod support;
+
+use common::http::ROUTES;
+use serde_json::json;
+use support::{ALLOWED_DOMAIN, Auth, TestApp};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Class {
+    Nothing,
+    BadKeyHeader,
+    BadKeyBearer,
+    BadToken,
+    AgentBearer,
+    AgentHeader,
+    Standard,
+    Identity,
+    Operator,
+    Sync,
+}
+
+const CLASSES: &[Class] = &[
+    Class::Nothing,
+    Class::BadKeyHeader,
+    Class::BadKeyBearer,
+    Class::BadToken,
+    Class::AgentBearer,
+    Class::AgentHeader,
+    Class::Standard,
+    Class::Identity,
+    Class::Operator,
+    Class::Sync,
+];
+
+const MISSING: &str = "Missing Authorization Bearer token or X-Api-Key";
+const INVALID_KEY: &str = "Invalid API key";
+const INVALID_TOKEN: &str = "Invalid or expired ID token";
+const ACCOUNT_ONLY: &str = "This action is limited to the account key, or this key can only read its own account.";
+const CONTROL: &str = "Operator control requires the agent key or an operator account";
+const OPERATOR_ONLY: &str = "This action is limited to operator accounts.";
+
+/// What the spec says a class gets on a route: `None` means admitted (the
+/// route runs), otherwise the status and error string.
+fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str)> {
+    let public = matches!(path, "/requestAccess" | "/verifyAccessRequest" | "/getRequestStatus");
+    if public {
+        return None;
+    }
+    match class {
+        Class::Nothing => return Some((401, MISSING)),
+        Class::BadKeyHeader | Class::BadKeyBearer => return Some((401, INVALID_KEY)),
+        Class::BadToken => return Some((401, INVALID_TOKEN)),
+        _ => {}
+    }
+    use Class::*;
+    match (method, path) {
+        ("POST", "/getAccountStatus") => match class {
+            Standard => None,
+            Sync => Some((401, INVALID_KEY)),
+            _ => Some((403, ACCOUNT_ONLY)),
+        },
+        ("GET", "/credits") => match class {
+            Sync => Some((401, INVALID_KEY)),
+            _ => None,
+        },
+        ("POST", "/credits") => match class {
+            AgentBearer | AgentHeader | Operator => None,
+            Sync => Some((401, INVALID_KEY)),
+            _ => Some((403, CONTROL)),
+        },
+        (_, p) if p.starts_with("/admin/") => match class {
+            Operator => None,
+            _ => Some((403, OPERATOR_ONLY)),
+        },
+        other => panic!("the matrix test does not know {other:?}: add it"),
+    }
+}
+
+async fn credential(app: &TestApp, class: Class, standard: &str) -> Option<(bool, String)> {
+    // (as X-Api-Key?, value)
+    Some(match class {
+        Class::Nothing => return None,
+        Class::BadKeyHeader => (true, "svc_not_a_real_key".into()),
+        Class::BadKeyBearer => (false, "svc_not_a_real_key".into()),
+        Class::BadToken => (false, "aaa.bbb.ccc".into()),
+        Class::AgentBearer => (false, app.agent_key.clone()),
+        Class::AgentHeader => (true, app.agent_key.clone()),
+        Class::Standard => (false, standard.to_string()),
+        Class::Identity => (false, app.token("someone@people.test").await),
+        Class::Operator => (false, app.operator_token().await),
+        Class::Sync => (
+            false,
+            app.ctx.config.sync_token.clone().expect("test sets a sync token"),
+        ),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_admits_and_refuses_each_credential_class_as_the_spec_says() {
+    let app = TestApp::spawn_with(support::Backend::Embedded, |c| {
+        c.sync_token = Some("sync-token-for-tests".into())
+    })
+    .await
+    .unwrap();
+    let standard = app.onboard(&format!("matrix@{ALLOWED_DOMAIN}")).await;
+    let mut checked = 0;
+    for route in ROUTES {
+        for prefix in ["", "/api"] {
+            for &class in CLASSES {
+                let path = format!("{prefix}{}", route.path);
+                let mut req = app.client.request(route.method.clone(), format!("{}{path}", app.base));
+                if let Some((header, value)) = credential(&app, class, &standard).await {
+                    req = if header {
+                        req.header("X-Api-Key", value)
+                    } else {
+                        req.bearer_auth(value)
+                    };
+                }
+                // An empty object changes nothing on any route.
+                let res = app.send(req.json(&json!({}))).await;
+                let method = route.method.as_str();
+                match expected(method, route.path, class) {
+                    Some((status, error)) => {
+                        assert_eq!(
+                            (res.status, res.error()),
+                            (status, error),
+                            "{method} {path} with {class:?}: {}",
+                            res.body
+                        );
+                        assert_eq!(res.body["ok"], false);
+                    }
+                    None => assert!(
+                        res.status != 401 && res.status != 403 && res.status != 405 && res.status != 500,
+                        "{method} {path} with {class:?} should run the route: {} {}",
+                        res.status,
+                        res.body
+                    ),
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, ROUTES.len() * 2 * CLASSES.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x_api_key_wins_over_a_valid_authorization_header() {
+    let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
+    let res = app
+        .send(
+            app.client
+                .get(format!("{}/credits", app.base))
+                .bearer_auth(&app.agent_key)
+                .header("X-Api-Key", "svc_wrong"),
+        )
+        .await;
+    assert_eq!((res.status, res.error()), (401, INVALID_KEY));
+    let ok = app
+        .send(
+            app.client
+                .get(format!("{}/credits", app.base))
+                .bearer_auth("svc_wrong")
+                .header("X-Api-Key", &app.agent_key),
+        )
+        .await;
+    assert_eq!(ok.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_with_three_segments_is_an_identity_token_and_anything_else_a_key() {
+    let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
+    let token = app.operator_token().await;
+    let tampered = format!("{}x", token);
+    for (value, error) in [
+        ("a.b.c", INVALID_TOKEN),
+        (tampered.as_str(), INVALID_TOKEN),
+        ("a.b", INVALID_KEY),
+        ("a.b.c.d", INVALID_KEY),
+        ("a..c", INVALID_KEY),
+    ] {
+        let res = app.get("/credits", Auth::Bearer(value)).await;
+        assert_eq!((res.status, res.error()), (401, error), "{value}");
+    }
+    assert_eq!(app.get("/credits", Auth::Bearer(&token)).await.status, 200);
+    let basic = app
+        .send(
+            app.client
+                .get(format!("{}/credits", app.base))
+                .header("Authorization", format!("Basic {}", app.agent_key)),
+        )
+        .await;
+    assert_eq!((basic.status, basic.error()), (401, MISSING));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_verbs_are_405_options_is_204_and_unknown_paths_404() {
+    let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
+    for path in [
+        "/requestAccess",
+        "/api/requestAccess",
+        "/getAccountStatus",
+        "/admin/requestDelete",
+    ] {
+        let res = app.get(path, Auth::None).await;
+        assert_eq!((res.status, res.error()), (405, "Method not allowed"), "{path}");
+        let res = app
+            .send(
+                app.client
+                    .request(reqwest::Method::OPTIONS, format!("{}{path}", app.base)),
+            )
+            .await;
+        assert_eq!(res.status, 204, "{path}");
+    }
+    let res = app
+        .send(
+            app.client
+                .put(format!("{}/credits", app.base))
+                .bearer_auth(&app.agent_key),
+        )
+        .await;
+    assert_eq!(res.status, 405);
+    let res = app.get("/nope", Auth::None).await;
+    assert_eq!(res.status, 404);
+    assert_eq!(res.body["ok"], false);
+}

@@ -1,0 +1,256 @@
+//! The test harness: the service started in-process on a random port, on the
+//! embedded store or on DynamoDB Local, driven over real HTTP.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::auth::identity::LocalSigner;
+use common::config::{Config, StoreKind};
+use common::context::Context;
+use common::secrets::DirSecrets;
+use mailhost::Application;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+pub const OPERATOR: &str = "ops@operators.test";
+pub const ALLOWED_DOMAIN: &str = "allowed.test";
+
+#[derive(Debug, Clone, Copy)]
+pub enum Backend {
+    Embedded,
+    Dynamodb,
+}
+
+/// Runs each named scenario `async fn name(app: TestApp)` once per backend.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(app) = $crate::support::TestApp::spawn($crate::support::Backend::Embedded).await {
+                        super::$name(app).await;
+                    }
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(app) = $crate::support::TestApp::spawn($crate::support::Backend::Dynamodb).await {
+                        super::$name(app).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Auth<'a> {
+    None,
+    Bearer(&'a str),
+    ApiKey(&'a str),
+}
+
+pub struct Response {
+    pub status: u16,
+    pub body: Value,
+    pub headers: HeaderMap,
+}
+
+impl Response {
+    pub fn error(&self) -> &str {
+        self.body["error"].as_str().unwrap_or_default()
+    }
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub ctx: Arc<Context>,
+    pub agent_key: String,
+    pub data_dir: PathBuf,
+    pub client: reqwest::Client,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.abort();
+        std::fs::remove_dir_all(&self.data_dir).ok();
+    }
+}
+
+pub fn test_config(data_dir: &Path) -> Config {
+    let mut config = Config::from_env_with(&[]);
+    config.addr = "127.0.0.1:0".parse().unwrap();
+    config.data_dir = data_dir.to_path_buf();
+    config.service_domain = "svc.test".into();
+    config.mail_host = "mx.svc.test".into();
+    config.operator_emails = vec![OPERATOR.into()];
+    config.smtp_url = None;
+    config
+}
+
+impl TestApp {
+    /// Starts a fresh service; `None` when the backend's stand-in is not running.
+    pub async fn spawn(backend: Backend) -> Option<TestApp> {
+        Self::spawn_with(backend, |_| {}).await
+    }
+
+    pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<TestApp> {
+        let data_dir = std::env::temp_dir().join(format!("mailhost-test-{:016x}", rand::random::<u64>()));
+        let mut config = test_config(&data_dir);
+        let agent_key = common::auth::keys::new_key();
+        config.agent_key = Some(agent_key.clone());
+        if let Backend::Dynamodb = backend {
+            let endpoint = common::testing::standin("MAILHOST_TEST_DYNAMODB_ENDPOINT")?;
+            assert_eq!(
+                std::env::var("AWS_ENDPOINT_URL_DYNAMODB").ok().as_deref(),
+                Some(endpoint.as_str()),
+                "AWS_ENDPOINT_URL_DYNAMODB must point at DynamoDB Local too (scripts/test sets both)"
+            );
+            config.store = StoreKind::Dynamodb;
+            config.table = format!("mailhost-test-{:016x}", rand::random::<u64>());
+        }
+        adjust(&mut config);
+        let app = Application::build(config).await.expect("the service starts");
+        let base = format!("http://{}", app.addr);
+        let ctx = app.context.clone();
+        let server = app.spawn();
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        Some(TestApp {
+            base,
+            ctx,
+            agent_key,
+            data_dir,
+            client,
+            server,
+        })
+    }
+
+    pub async fn request(&self, method: reqwest::Method, path: &str, auth: Auth<'_>, body: Option<&Value>) -> Response {
+        let mut req = self.client.request(method, format!("{}{}", self.base, path));
+        req = match auth {
+            Auth::None => req,
+            Auth::Bearer(v) => req.header("Authorization", format!("Bearer {v}")),
+            Auth::ApiKey(v) => req.header("X-Api-Key", v),
+        };
+        if let Some(body) = body {
+            req = req.header("Content-Type", "application/json").body(body.to_string());
+        }
+        self.send(req).await
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Response {
+        let res = req.send().await.expect("the server answers");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap();
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Response { status, body, headers }
+    }
+
+    pub async fn post(&self, path: &str, auth: Auth<'_>, body: Value) -> Response {
+        self.request(reqwest::Method::POST, path, auth, Some(&body)).await
+    }
+
+    pub async fn get(&self, path: &str, auth: Auth<'_>) -> Response {
+        self.request(reqwest::Method::GET, path, auth, None).await
+    }
+
+    pub async fn delete(&self, path: &str, auth: Auth<'_>, body: Value) -> Response {
+        self.request(reqwest::Method::DELETE, path, auth, Some(&body)).await
+    }
+
+    /// An identity token the running server accepts.
+    pub async fn token(&self, email: &str) -> String {
+        let signer = LocalSigner::load_or_create(&DirSecrets::new(self.data_dir.join("secrets")))
+            .await
+            .unwrap();
+        signer.mint(email, false, Duration::from_secs(600)).unwrap()
+    }
+
+    pub async fn operator_token(&self) -> String {
+        self.token(OPERATOR).await
+    }
+
+    /// Every message in the outbox addressed to `to`, oldest first.
+    pub fn outbox_for(&self, to: &str) -> Vec<String> {
+        let dir = self.data_dir.join("outbox");
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "eml"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+            .into_iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .filter(|m| m.lines().any(|l| l.eq_ignore_ascii_case(&format!("To: {to}"))))
+            .collect()
+    }
+
+    /// The 8-digit code of the newest access-code email to `to`.
+    pub fn code_for(&self, to: &str) -> String {
+        let messages = self.outbox_for(to);
+        let last = messages.last().unwrap_or_else(|| panic!("no code email to {to}"));
+        let at = last.find("Your access code is ").expect("code line") + "Your access code is ".len();
+        last[at..at + 8].to_string()
+    }
+
+    pub async fn allowlist(&self, domain: &str) {
+        let token = self.operator_token().await;
+        let res = self
+            .post(
+                "/api/admin/domainAllowlist",
+                Auth::Bearer(&token),
+                json!({ "domain": domain }),
+            )
+            .await;
+        assert_eq!(res.status, 200, "{}", res.body);
+    }
+
+    pub async fn request_access(&self, email: &str) -> Response {
+        let body =
+            json!({ "contactEmail": email, "domain": "org.test", "agentName": "test agent", "intendedUse": "tests" });
+        self.post("/requestAccess", Auth::None, body).await
+    }
+
+    /// Requests access and verifies the emailed code: the verify response.
+    pub async fn request_and_verify(&self, email: &str) -> Response {
+        let res = self.request_access(email).await;
+        assert_eq!(res.status, 200, "{}", res.body);
+        let id = res.body["requestId"].as_str().unwrap().to_string();
+        let code = self.code_for(email);
+        self.post(
+            "/verifyAccessRequest",
+            Auth::None,
+            json!({ "requestId": id, "code": code }),
+        )
+        .await
+    }
+
+    /// A ready account's standard key, through the public onboarding flow.
+    pub async fn onboard(&self, email: &str) -> String {
+        let domain = email.rsplit_once('@').unwrap().1;
+        self.allowlist(domain).await;
+        let res = self.request_and_verify(email).await;
+        assert_eq!(res.body["status"], "ready", "{}", res.body);
+        res.body["apiKey"].as_str().unwrap().to_string()
+    }
+}
