@@ -24,7 +24,12 @@ impl Application {
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
         let Built { context, new_agent_key } = Context::build(config, Mode::Local).await?;
-        Ok(Self { context, addr, new_agent_key, listener })
+        Ok(Self {
+            context,
+            addr,
+            new_agent_key,
+            listener,
+        })
     }
 
     /// Serves until the task is dropped or aborted.
@@ -34,6 +39,10 @@ impl Application {
 
     pub async fn run(self) -> std::io::Result<()> {
         let router = http::router(self.context.clone(), Family::ALL);
-        axum::serve(self.listener, router.into_make_service_with_connect_info::<SocketAddr>()).await
+        axum::serve(
+            self.listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
     }
 }

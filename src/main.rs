@@ -9,7 +9,10 @@ use common::secrets::DirSecrets;
 use mailhost::Application;
 
 #[derive(Parser)]
-#[command(version, about = "Hosted mailboxes and mail sending over HTTPS, as one local process")]
+#[command(
+    version,
+    about = "Hosted mailboxes and mail sending over HTTPS, as one local process"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -40,7 +43,12 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         None => serve(Config::from_env()).await,
         Some(Command::Serve(config)) => serve(*config).await,
-        Some(Command::Token { data_dir, email, operator, ttl }) => {
+        Some(Command::Token {
+            data_dir,
+            email,
+            operator,
+            ttl,
+        }) => {
             let secrets = DirSecrets::new(data_dir.join("secrets"));
             let signer = common::auth::identity::LocalSigner::load_or_create(&secrets).await?;
             println!("{}", signer.mint(&email, operator, Duration::from_secs(ttl))?);
