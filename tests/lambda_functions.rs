@@ -1,0 +1,591 @@
+//! The Lambda functions as AWS runs them, and the SAM template that deploys them.
+//!
+//! `lambda_functions_answer_the_sample_events` starts each function under
+//! `cargo lambda watch` (the Lambda runtime API emulator) in `Mode::Lambda`,
+//! on the embedded store, with a real SMTP server (aiosmtpd) receiving the
+//! access codes, and invokes every event in `events/<function>/` with
+//! `cargo lambda invoke`. It needs the Python venv that holds cargo-lambda and
+//! aiosmtpd, named by `MAILHOST_TEST_VENV`, and is skipped without it.
+//!
+//! The other tests need nothing: every route of the route table is in
+//! `template.yaml` at its root path and under `/api`, on its family's function,
+//! and every event file has a case here.
+
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::hash::{BuildHasher, Hasher};
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::http::{Family, ROUTES, routes};
+use serde_json::Value;
+
+/// The agent key the sample events present (`events/README.md`).
+const AGENT_KEY: &str = "svc_test_agent_key_for_events_0000000000000";
+const MISSING_CREDENTIAL: &str = "Missing Authorization Bearer token or X-Api-Key";
+const OPERATOR_ONLY: &str = "This action is limited to operator accounts.";
+
+/// One sample event, the function it is for, and what that function answers.
+struct Case {
+    function: &'static str,
+    event: &'static str,
+    status: u16,
+    check: fn(&Value),
+}
+
+/// Every file under `events/`, in the order they are invoked (per function).
+const CASES: &[Case] = &[
+    Case {
+        function: "onboarding",
+        event: "request-access.json",
+        status: 200,
+        check: access_requested,
+    },
+    Case {
+        function: "onboarding",
+        event: "api-request-access.json",
+        status: 200,
+        check: access_requested,
+    },
+    Case {
+        function: "onboarding",
+        event: "verify-access-request-unknown-id.json",
+        status: 404,
+        check: |body| assert_error(body, "Message not found"),
+    },
+    Case {
+        function: "onboarding",
+        event: "get-request-status.json",
+        status: 200,
+        check: |body| {
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["status"], "pending", "{body}");
+            assert_eq!(body["ready"], false, "{body}");
+        },
+    },
+    Case {
+        function: "onboarding",
+        event: "get-account-status-no-credential.json",
+        status: 401,
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "credits",
+        event: "get-credits-agent-key.json",
+        status: 200,
+        check: |body| {
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["credits"]["remaining"], 100, "{body}");
+            assert_eq!(body["credits"]["initial"], 100, "{body}");
+            assert_eq!(body["agentKey"]["last4"], &AGENT_KEY[AGENT_KEY.len() - 4..], "{body}");
+            assert_eq!(body["canControl"], true, "{body}");
+        },
+    },
+    Case {
+        function: "credits",
+        event: "post-credits-agent-key.json",
+        status: 200,
+        check: |body| {
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["agentKey"]["disabled"], false, "{body}");
+            assert_eq!(body["agentKey"]["status"], "active", "{body}");
+            assert_eq!(body["credits"]["remaining"], 100, "{body}");
+        },
+    },
+    Case {
+        function: "credits",
+        event: "get-credits-no-credential.json",
+        status: 401,
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "admin",
+        event: "get-domain-allowlist-no-credential.json",
+        status: 401,
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "admin",
+        event: "get-domain-allowlist-agent-key.json",
+        status: 403,
+        check: |body| assert_error(body, OPERATOR_ONLY),
+    },
+    Case {
+        function: "admin",
+        event: "check-domain-allowlist-no-credential.json",
+        status: 401,
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+];
+
+fn access_requested(body: &Value) {
+    assert_eq!(body["ok"], true, "{body}");
+    let id = body["requestId"].as_str().unwrap_or_default();
+    assert!(id.starts_with("ar_") && id.len() == 27, "requestId {id:?} in {body}");
+    assert_eq!(body["expiresIn"], 86_400, "{body}");
+}
+
+fn assert_error(body: &Value, error: &str) {
+    assert_eq!(body["ok"], false, "{body}");
+    assert_eq!(body["error"], error, "{body}");
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+// ------------------------------------------------------------ cargo lambda
+
+#[test]
+fn lambda_functions_answer_the_sample_events() {
+    let Some(venv) = common::testing::standin("MAILHOST_TEST_VENV") else {
+        return;
+    };
+    let venv = PathBuf::from(venv);
+    let bin = venv.join("bin");
+    assert!(
+        bin.join("cargo-lambda").exists(),
+        "{} has no cargo-lambda: pip install cargo-lambda",
+        venv.display()
+    );
+    let python = bin.join("python");
+    let has_aiosmtpd = Command::new(&python)
+        .args(["-c", "import aiosmtpd"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(has_aiosmtpd, "{} has no aiosmtpd: pip install aiosmtpd", venv.display());
+
+    let scratch = Scratch::new();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let target_dir = target_dir();
+    let functions: Vec<&str> = Family::ALL.iter().map(|f| f.function()).collect();
+
+    // Build first, so that each watch's `cargo run` finds the binary fresh and
+    // a compile error shows here rather than as a failed invoke.
+    let started = Instant::now();
+    let mut build = cargo();
+    build
+        .current_dir(workspace())
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .arg("build");
+    for function in &functions {
+        build.args(["-p", function]);
+    }
+    let built = output_within(build, Duration::from_secs(20 * 60), "cargo build of the functions");
+    assert!(
+        built.status.success(),
+        "cargo build failed:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    eprintln!("functions built in {:.1}s", started.elapsed().as_secs_f64());
+
+    // A real SMTP server for the access codes; it prints each message it takes.
+    let smtp_port = free_port();
+    let smtp_log = scratch.path("smtp.log");
+    let mut smtp = Command::new(&python);
+    smtp.args(["-u", "-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{smtp_port}")]);
+    let _smtp = Group::spawn(smtp, &smtp_log, "aiosmtpd");
+    wait_for_port(smtp_port, Duration::from_secs(30), "aiosmtpd", &smtp_log);
+
+    let hmac_secret = random_hex();
+    let sync_token = random_hex();
+    let mut watches = BTreeMap::new();
+    for function in &functions {
+        let port = free_port();
+        let data_dir = scratch.path(function);
+        let log = scratch.path(&format!("{function}.log"));
+        let mut watch = Command::new(bin.join("cargo-lambda"));
+        watch
+            .current_dir(workspace())
+            .args(["lambda", "watch", "--ignore-changes", "-p", function, "--bin", function])
+            .args(["-A", "127.0.0.1", "-P", &port.to_string()]);
+        for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("MAILHOST_")) {
+            watch.env_remove(name);
+        }
+        watch
+            .env("PATH", &path)
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .env("MAILHOST_STORE", "embedded")
+            .env("MAILHOST_DATA_DIR", &data_dir)
+            .env("MAILHOST_SECRETS", "dir")
+            .env("MAILHOST_SECRET_HMAC_SECRET", &hmac_secret)
+            .env("MAILHOST_AGENT_KEY", AGENT_KEY)
+            .env("MAILHOST_SYNC_TOKEN", &sync_token)
+            .env("MAILHOST_SYSTEM_MAIL", "transport")
+            .env("MAILHOST_SMTP_URL", format!("smtp://127.0.0.1:{smtp_port}"))
+            .env("RUST_LOG", "info");
+        let group = Group::spawn(watch, &log, function);
+        wait_for_port(port, Duration::from_secs(60), function, &log);
+        watches.insert(*function, (port, log, group));
+    }
+
+    for case in CASES {
+        let (port, log, _) = &watches[case.function];
+        let event = format!("events/{}/{}", case.function, case.event);
+        let mut invoke = Command::new(bin.join("cargo-lambda"));
+        invoke
+            .current_dir(workspace())
+            .env("PATH", &path)
+            .args([
+                "lambda",
+                "invoke",
+                case.function,
+                "-A",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+            ])
+            .args(["--data-file", &event, "--output-format", "json"]);
+        let started = Instant::now();
+        let out = output_within(invoke, Duration::from_secs(5 * 60), &event);
+        let response: Value = match serde_json::from_slice(&out.stdout) {
+            Ok(v) if out.status.success() => v,
+            _ => panic!(
+                "invoke {event} failed ({}):\n{}\n{}\n--- {} log:\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                case.function,
+                read(log)
+            ),
+        };
+        let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{event}: body is not JSON ({e}): {response}"));
+        eprintln!(
+            "{event} -> {} in {:.1}s: {body}",
+            response["statusCode"],
+            started.elapsed().as_secs_f64()
+        );
+        assert_eq!(response["statusCode"], case.status, "{event}: {response}");
+        assert_eq!(
+            response["headers"]["content-type"], "application/json",
+            "{event}: {response}"
+        );
+        (case.check)(&body);
+    }
+
+    // Both access codes reached the SMTP server.
+    let mail = read(&smtp_log);
+    for to in ["dev@example.com", "ops@example.org"] {
+        assert!(mail.contains(&format!("To: {to}")), "no mail to {to} in:\n{mail}");
+    }
+    assert_eq!(mail.matches("Your access code is ").count(), 2, "{mail}");
+}
+
+/// A child in its own process group (the watch runs `cargo run`, which runs
+/// the function), stopped with its whole group on drop, panics included.
+struct Group {
+    child: Child,
+    what: String,
+}
+
+impl Group {
+    fn spawn(mut cmd: Command, log: &Path, what: &str) -> Self {
+        let out = fs::File::create(log).expect("create log");
+        let err = out.try_clone().expect("clone log");
+        cmd.stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("start {what}: {e}"));
+        Group {
+            child,
+            what: what.to_string(),
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let pid = self.child.id();
+        kill_group(pid, "TERM");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                // The leader is gone; make sure nothing of its group lingers.
+                kill_group(pid, "KILL");
+                return;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("{} did not stop on SIGTERM; killing its process group", self.what);
+        kill_group(pid, "KILL");
+        let _ = self.child.wait();
+    }
+}
+
+fn kill_group(pgid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args([&format!("-{signal}"), "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Runs a command to completion within a time limit, killing its process
+/// group when the limit passes.
+fn output_within(mut cmd: Command, limit: Duration, what: &str) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap_or_else(|e| panic!("{what}: {e}")),
+        Err(_) => {
+            kill_group(pid, "KILL");
+            panic!("{what} did not finish within {limit:?}");
+        }
+    }
+}
+
+fn wait_for_port(port: u16, limit: Duration, what: &str, log: &Path) {
+    let deadline = Instant::now() + limit;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} is not listening on {port} after {limit:?}:\n{}",
+            read(log)
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+fn random_hex() -> String {
+    (0..4)
+        .map(|_| format!("{:016x}", RandomState::new().build_hasher().finish()))
+        .collect()
+}
+
+fn read(path: &Path) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = fs::File::open(path) {
+        let _ = file.read_to_string(&mut text);
+    }
+    text
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// The target directory this test was built in (`<target>/debug/deps/<test>`),
+/// unless `CARGO_TARGET_DIR` names one: the functions are built there too.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => {
+            let exe = std::env::current_exe().expect("test executable");
+            exe.ancestors()
+                .nth(3)
+                .expect("target dir above <target>/<profile>/deps/")
+                .to_path_buf()
+        }
+    }
+}
+
+/// A directory for this run's data and logs, removed at the end.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("mailhost-lambda-{}-{}", std::process::id(), &random_hex()[..8]));
+        fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !thread::panicking() {
+            let _ = fs::remove_dir_all(&self.0);
+        } else {
+            eprintln!("logs and data kept in {}", self.0.display());
+        }
+    }
+}
+
+// ------------------------------------------------------------ event files
+
+#[test]
+fn every_event_file_has_a_case() {
+    let mut on_disk = BTreeSet::new();
+    for function in Family::ALL.iter().map(|f| f.function()) {
+        let dir = workspace().join("events").join(function);
+        for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let name = entry.expect("dir entry").file_name().to_string_lossy().into_owned();
+            if name.ends_with(".json") {
+                on_disk.insert(format!("{function}/{name}"));
+            }
+        }
+    }
+    let cased: BTreeSet<String> = CASES.iter().map(|c| format!("{}/{}", c.function, c.event)).collect();
+    assert_eq!(on_disk, cased, "event files and test cases differ");
+}
+
+#[test]
+fn every_event_is_an_http_api_event_for_a_route_of_its_function() {
+    for case in CASES {
+        let file = workspace().join("events").join(case.function).join(case.event);
+        let event: Value = serde_json::from_str(&fs::read_to_string(&file).expect("event file")).expect("event JSON");
+        let method = event["requestContext"]["http"]["method"]
+            .as_str()
+            .expect("requestContext.http.method");
+        let path = event["rawPath"].as_str().expect("rawPath");
+        assert_eq!(event["version"], "2.0", "{}", case.event);
+        assert_eq!(event["routeKey"], format!("{method} {path}"), "{}", case.event);
+        assert_eq!(event["requestContext"]["routeKey"], event["routeKey"], "{}", case.event);
+        assert_eq!(event["requestContext"]["http"]["path"], path, "{}", case.event);
+        assert!(
+            event["requestContext"]["http"]["sourceIp"].is_string(),
+            "{}",
+            case.event
+        );
+        assert_eq!(event["isBase64Encoded"], false, "{}", case.event);
+        let method = method.parse().expect("method");
+        let route = routes::find(&method, path).unwrap_or_else(|| panic!("{}: no route {method} {path}", case.event));
+        assert_eq!(route.family.function(), case.function, "{}", case.event);
+    }
+}
+
+// ------------------------------------------------------------ template.yaml
+
+#[test]
+fn template_routes_every_route_at_its_root_and_under_api_to_its_function() {
+    let text = fs::read_to_string(workspace().join("template.yaml")).expect("template.yaml");
+    let doc = outline(&text);
+    let resources = child(&doc, "Resources").expect("Resources");
+
+    // (METHOD, path) -> function, from every HttpApi event of every function.
+    let mut routed: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut functions = BTreeSet::new();
+    for resource in &resources.children {
+        if value(resource, &["Type"]) != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let function = value(resource, &["Metadata", "BuildProperties", "Binary"])
+            .unwrap_or_else(|| panic!("{} has no Metadata.BuildProperties.Binary", resource.key));
+        assert_eq!(
+            value(resource, &["Metadata", "BuildMethod"]),
+            Some("rust-cargolambda"),
+            "{}",
+            resource.key
+        );
+        assert!(
+            workspace().join("functions").join(function).join("Cargo.toml").exists(),
+            "no functions/{function}"
+        );
+        functions.insert(function.to_string());
+        let events = child(resource, "Properties").and_then(|p| child(p, "Events"));
+        for event in events.map(|e| e.children.as_slice()).unwrap_or_default() {
+            if value(event, &["Type"]) != Some("HttpApi") {
+                continue;
+            }
+            let field =
+                |name| value(event, &["Properties", name]).unwrap_or_else(|| panic!("{} has no {name}", event.key));
+            assert_eq!(field("ApiId"), "!Ref HttpApi", "{}", event.key);
+            let key = (field("Method").to_ascii_uppercase(), field("Path").to_string());
+            if let Some(other) = routed.insert(key.clone(), function.to_string()) {
+                panic!("{key:?} is routed twice: to {other} and to {function}");
+            }
+        }
+    }
+
+    let expected: BTreeSet<String> = Family::ALL.iter().map(|f| f.function().to_string()).collect();
+    assert_eq!(functions, expected, "one function per route family");
+    for route in ROUTES {
+        for path in [route.path.to_string(), format!("/api{}", route.path)] {
+            let key = (route.method.as_str().to_string(), path);
+            assert_eq!(
+                routed.get(&key).map(String::as_str),
+                Some(route.family.function()),
+                "{key:?} in template.yaml"
+            );
+        }
+    }
+    assert_eq!(
+        routed.len(),
+        ROUTES.len() * 2,
+        "template.yaml routes that are not in the route table: {routed:?}"
+    );
+}
+
+/// A line of a YAML block mapping with the lines indented under it: enough of
+/// YAML for template.yaml, which is written in block style.
+#[derive(Debug, Default)]
+struct Node {
+    key: String,
+    value: String,
+    children: Vec<Node>,
+}
+
+fn child<'a>(node: &'a Node, key: &str) -> Option<&'a Node> {
+    node.children.iter().find(|c| c.key == key)
+}
+
+fn value<'a>(node: &'a Node, path: &[&str]) -> Option<&'a str> {
+    path.iter()
+        .try_fold(node, |n, key| child(n, key))
+        .map(|n| n.value.as_str())
+}
+
+fn outline(text: &str) -> Node {
+    // The stack holds (indent, node) for the open ancestors of the next line.
+    let mut stack: Vec<(isize, Node)> = vec![(-1, Node::default())];
+    let mut block_scalar_above: Option<usize> = None;
+    for line in text.lines() {
+        let content = line.trim_start();
+        let indent = line.len() - content.len();
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        match block_scalar_above {
+            Some(above) if indent > above => continue,
+            _ => block_scalar_above = None,
+        }
+        let (key, value) = match content.split_once(": ") {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => (content.trim_end_matches(':').trim(), ""),
+        };
+        let value = value.trim_matches('"');
+        if matches!(value, ">" | ">-" | "|" | "|-") {
+            block_scalar_above = Some(indent);
+        }
+        while stack.last().is_some_and(|(i, _)| *i >= indent as isize) {
+            let (_, done) = stack.pop().expect("non-empty");
+            stack.last_mut().expect("root").1.children.push(done);
+        }
+        stack.push((
+            indent as isize,
+            Node {
+                key: key.to_string(),
+                value: value.to_string(),
+                children: Vec::new(),
+            },
+        ));
+    }
+    while stack.len() > 1 {
+        let (_, done) = stack.pop().expect("non-empty");
+        stack.last_mut().expect("root").1.children.push(done);
+    }
+    stack.pop().expect("root").1
+}
