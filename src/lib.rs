@@ -7,6 +7,7 @@ use std::sync::Arc;
 use common::config::Config;
 use common::context::{Built, Context, Mode};
 use common::http::{self, Family};
+use common::service::mta_export;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -38,11 +39,41 @@ impl Application {
     }
 
     pub async fn run(self) -> std::io::Result<()> {
+        let jobs = tokio::spawn(run_jobs(self.context.clone()));
         let router = http::router(self.context.clone(), Family::ALL);
+        let _stop_jobs = AbortOnDrop(jobs);
         axum::serve(
             self.listener,
             router.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .await
+    }
+}
+
+/// The scheduled jobs, on the local poll interval: the mailbox export (applied
+/// at once when no mail host is attached).
+async fn run_jobs(ctx: Arc<Context>) {
+    let period = std::time::Duration::from_secs(ctx.config.poll_interval.max(1));
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match mta_export::run_once(&ctx).await {
+            Ok(outcome) if ctx.config.mta_self_apply => {
+                if let Err(e) = mta_export::acknowledge(&ctx, outcome.version).await {
+                    tracing::error!(error = %e, "applying the mailbox export failed");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "mailbox export failed"),
+        }
+    }
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -92,6 +92,18 @@ pub struct Config {
     /// Expected `aud` of identity tokens (Firebase: the project id).
     #[arg(long, env = "MAILHOST_TOKEN_AUDIENCE", default_value = crate::auth::identity::LOCAL_AUDIENCE)]
     pub token_audience: String,
+    /// Local parts on the service domain that exist from the start and are protected.
+    #[arg(
+        long,
+        env = "MAILHOST_PROTECTED_ADDRESSES",
+        value_delimiter = ',',
+        default_value = "inbox,noreply,postmaster,abuse"
+    )]
+    pub protected_local_parts: Vec<String>,
+    /// Apply each mailbox export as soon as it is written (local mode with no mail
+    /// host attached); a real mail host acknowledges versions itself.
+    #[arg(long, env = "MAILHOST_MTA_SELF_APPLY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub mta_self_apply: bool,
     /// Public URL of the API documentation, returned in the credits payload.
     #[arg(
         long,

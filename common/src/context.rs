@@ -13,6 +13,7 @@ use crate::blob::BlobStore;
 use crate::blob::fs::FsBlobStore;
 use crate::clock::Clock;
 use crate::config::{Config, SecretsKind, StoreKind, SystemMailKind};
+use crate::dns::Dns;
 use crate::error::ApiError;
 use crate::mail::Transport;
 use crate::mail::spool::SpoolTransport;
@@ -37,6 +38,8 @@ pub struct Context {
     pub customer_mail: Option<Arc<dyn Transport>>,
     /// Access codes and other mail the service itself sends.
     pub system_mail: Option<Arc<dyn Transport>>,
+    pub secrets: Arc<dyn Secrets>,
+    pub dns: Dns,
     pub hasher: KeyHasher,
     pub identity: IdentityVerifier,
     pub agent_key_digest: String,
@@ -64,9 +67,9 @@ impl Context {
         } else {
             None
         };
-        let secrets: Box<dyn Secrets> = match config.secrets {
-            SecretsKind::Dir => Box::new(DirSecrets::new(config.data_dir.join("secrets"))),
-            SecretsKind::Aws => Box::new(crate::secrets::aws::SecretsManagerSecrets::new(
+        let secrets: Arc<dyn Secrets> = match config.secrets {
+            SecretsKind::Dir => Arc::new(DirSecrets::new(config.data_dir.join("secrets"))),
+            SecretsKind::Aws => Arc::new(crate::secrets::aws::SecretsManagerSecrets::new(
                 aws_sdk_secretsmanager::Client::new(aws.as_ref().expect("aws config")),
                 &config.secret_prefix,
             )),
@@ -157,8 +160,11 @@ impl Context {
             ))) as Arc<dyn Transport>),
         };
 
+        let dns = Dns::new(config.dns_server.as_deref())?;
         let context = Arc::new(Context {
             config,
+            secrets,
+            dns,
             store,
             blobs,
             customer_mail,
@@ -171,7 +177,20 @@ impl Context {
             clock: Clock::default(),
         });
         crate::service::credits::ensure_agent_balance(&context).await?;
+        if mode == Mode::Local {
+            context.bootstrap().await?;
+        }
         Ok(Built { context, new_agent_key })
+    }
+
+    /// Creates what exists from the start: the operators' account, the service
+    /// domain with its DKIM key, and its protected mailboxes. Idempotent. The
+    /// local server runs it at start; in AWS the scheduled `mta-export` function
+    /// does (it alone may create secrets).
+    pub async fn bootstrap(&self) -> anyhow::Result<()> {
+        crate::service::accounts::ensure_ops_account(self).await?;
+        crate::service::domains::ensure_service_domain(self).await?;
+        Ok(())
     }
 
     /// Resolves the presented credential to a caller, or the 401 the spec names.

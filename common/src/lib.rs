@@ -6,6 +6,7 @@ pub mod blob;
 pub mod clock;
 pub mod config;
 pub mod context;
+pub mod dns;
 pub mod error;
 pub mod http;
 pub mod mail;

@@ -2,6 +2,8 @@
 //! embedded store or on DynamoDB Local, driven over real HTTP.
 #![allow(dead_code)]
 
+pub mod dns;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +18,7 @@ use serde_json::{Value, json};
 
 pub const OPERATOR: &str = "ops@operators.test";
 pub const ALLOWED_DOMAIN: &str = "allowed.test";
+pub const SYNC_TOKEN: &str = "sync-token-for-tests";
 
 #[derive(Debug, Clone, Copy)]
 pub enum Backend {
@@ -75,6 +78,8 @@ pub struct TestApp {
     pub agent_key: String,
     pub data_dir: PathBuf,
     pub client: reqwest::Client,
+    /// The authoritative DNS server the service's domain checks ask.
+    pub dns: dns::TestDns,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -93,6 +98,10 @@ pub fn test_config(data_dir: &Path) -> Config {
     config.mail_host = "mx.svc.test".into();
     config.operator_emails = vec![OPERATOR.into()];
     config.smtp_url = None;
+    config.sync_token = Some(SYNC_TOKEN.into());
+    // Tests run the export themselves, deterministically.
+    config.poll_interval = 3600;
+    config.mta_self_apply = false;
     config
 }
 
@@ -105,6 +114,8 @@ impl TestApp {
     pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<TestApp> {
         let data_dir = std::env::temp_dir().join(format!("mailhost-test-{:016x}", rand::random::<u64>()));
         let mut config = test_config(&data_dir);
+        let dns = dns::TestDns::start().await;
+        config.dns_server = Some(dns.addr.to_string());
         let agent_key = common::auth::keys::new_key();
         config.agent_key = Some(agent_key.clone());
         if let Backend::Dynamodb = backend {
@@ -132,6 +143,7 @@ impl TestApp {
             agent_key,
             data_dir,
             client,
+            dns,
             server,
         })
     }
@@ -252,5 +264,52 @@ impl TestApp {
         let res = self.request_and_verify(email).await;
         assert_eq!(res.body["status"], "ready", "{}", res.body);
         res.body["apiKey"].as_str().unwrap().to_string()
+    }
+}
+
+impl TestApp {
+    /// Publishes every required record of an addDomain/getDnsInstructions domain view.
+    pub fn publish(&self, domain_view: &Value) {
+        let name = domain_view["name"].as_str().unwrap();
+        let mut txt: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for record in domain_view["dnsInstructions"]["records"].as_array().unwrap() {
+            if record["optional"] == true {
+                continue;
+            }
+            let host = record["host"].as_str().unwrap();
+            let value = record["value"].as_str().unwrap();
+            match record["type"].as_str().unwrap() {
+                "MX" => self
+                    .dns
+                    .set_mx(host, &[(record["priority"].as_u64().unwrap() as u16, value)]),
+                "TXT" => txt.entry(host.to_string()).or_default().push(value.to_string()),
+                other => panic!("unexpected record type {other}"),
+            }
+        }
+        assert_eq!(name, domain_view["id"].as_str().unwrap());
+        for (host, values) in txt {
+            let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+            self.dns.set_txt(&host, &refs);
+        }
+    }
+
+    /// A new ready account with `name` added, published and verified: its key.
+    pub async fn verified_domain(&self, owner: &str, name: &str) -> String {
+        let key = self.onboard(owner).await;
+        let added = self
+            .post("/addDomain", Auth::Bearer(&key), json!({ "domain": name }))
+            .await;
+        assert_eq!(added.status, 200, "{}", added.body);
+        self.publish(&added.body["domain"]);
+        let verified = self
+            .post("/verifyDomain", Auth::Bearer(&key), json!({ "domainId": name }))
+            .await;
+        assert_eq!(verified.body["verified"], true, "{}", verified.body);
+        key
+    }
+
+    pub async fn add_mailbox(&self, key: &str, domain: &str, local: &str, mode: &str, forward: Value) -> Response {
+        let body = json!({ "domainId": domain, "localPart": local, "mode": mode, "forwardTo": forward });
+        self.post("/addMailbox", Auth::Bearer(key), body).await
     }
 }

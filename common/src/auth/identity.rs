@@ -171,7 +171,7 @@ impl LocalSigner {
     }
 }
 
-fn pem_encode(label: &str, der: &[u8]) -> String {
+pub(crate) fn pem_encode(label: &str, der: &[u8]) -> String {
     let b64 = STANDARD.encode(der);
     let mut out = format!("-----BEGIN {label}-----\n");
     for line in b64.as_bytes().chunks(64) {
@@ -197,7 +197,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mh-id-{}", rand::random::<u64>()));
         let signer = LocalSigner::load_or_create(&DirSecrets::new(&dir)).await.unwrap();
         let again = LocalSigner::load_or_create(&DirSecrets::new(&dir)).await.unwrap();
-        assert_eq!(signer.pem, again.pem, "the key pair is kept");
+        assert_eq!(signer.pem.trim_end(), again.pem.trim_end(), "the key pair is kept");
         let verifier = IdentityVerifier::with_jwks(signer.jwks(), LOCAL_ISSUER, LOCAL_AUDIENCE);
         let token = signer.mint("Ops@Example.com", true, Duration::from_secs(60)).unwrap();
         let claims = verifier.verify(&token).await.unwrap();

@@ -58,9 +58,43 @@ pub fn new_secret() -> String {
     URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
 }
 
+/// A mailbox app password: 24 characters from an alphabet without look-alikes.
+pub fn new_password() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    (0..24)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// SHA512-CRYPT (`$6$...`), the hash Dovecot's passwd-file reads.
+pub fn sha512_crypt(password: &str) -> String {
+    use sha_crypt::PasswordHasher;
+    let salt: [u8; 12] = rand::random();
+    sha_crypt::ShaCrypt::SHA512
+        .hash_password_with_salt(password.as_bytes(), &salt)
+        .expect("SHA512-CRYPT takes any password and a 12-byte salt")
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_hash_as_sha512_crypt_and_verify() {
+        use sha_crypt::PasswordVerifier;
+        let password = new_password();
+        assert_eq!(password.len(), 24);
+        let hash = sha512_crypt(&password);
+        assert!(hash.starts_with("$6$"), "{hash}");
+        let parsed = sha_crypt::PasswordHash::new(hash.as_str()).unwrap();
+        assert!(
+            sha_crypt::ShaCrypt::SHA512
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        );
+        assert!(sha_crypt::ShaCrypt::SHA512.verify_password(b"wrong", &parsed).is_err());
+    }
 
     #[test]
     fn keys_are_prefixed_long_and_distinct() {

@@ -12,6 +12,7 @@ pub const ACCOUNT_KEY_ONLY: &str =
     "This action is limited to the account key, or this key can only read its own account.";
 pub const FIREBASE_REQUIRED: &str = "Firebase sign-in required";
 pub const DRAFTS_REFUSED: &str = "Drafts require a signed-in user";
+pub const SYNC_ONLY: &str = "This route is limited to the mail server's sync token.";
 pub const WEBHOOKS_REFUSED: &str = "Webhooks require an agent API key";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,8 @@ pub enum Access {
     Customer,
     /// The agent key, a standard key, or an operator identity token.
     Mail,
+    /// The mail host's sync token.
+    Sync,
 }
 
 impl Access {
@@ -71,6 +74,10 @@ impl Access {
                 Identity(user) if user.operator => Ok(()),
                 Identity(_) => refuse(OPERATOR_MAILBOX),
                 _ => Err(ApiError::unauthorized(INVALID_KEY)),
+            },
+            Access::Sync => match caller {
+                Sync => Ok(()),
+                _ => refuse(SYNC_ONLY),
             },
         }
     }

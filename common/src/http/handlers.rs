@@ -11,7 +11,7 @@ use super::extract::{Caller, ClientIp, Json};
 use super::routes::Route;
 use crate::auth::{self, IdentityUser};
 use crate::error::ApiError;
-use crate::service::{admin, credits, onboarding};
+use crate::service::{accounts, admin, credits, domains, mailboxes, mta_export, onboarding};
 use crate::validate::Fields;
 
 type Result<T = Reply<Value>> = std::result::Result<T, ApiError>;
@@ -33,6 +33,17 @@ pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
         ("GET", "/admin/domainAllowlist/check") => on(filter, check_allowlist),
         ("POST", "/admin/requestDelete") => on(filter, request_delete),
         ("GET", "/admin/requestDuplicates") => on(filter, request_duplicates),
+        ("POST", "/addDomain") => on(filter, add_domain),
+        ("GET", "/getDnsInstructions") => on(filter, get_dns_instructions),
+        ("POST", "/verifyDomain") => on(filter, verify_domain),
+        ("GET", "/listDomains") => on(filter, list_domains),
+        ("POST", "/operatorRemoveDomain") => on(filter, operator_remove_domain),
+        ("POST", "/addMailbox") => on(filter, add_mailbox),
+        ("POST", "/setMailboxMode") => on(filter, set_mailbox_mode),
+        ("POST", "/deleteMailbox") => on(filter, delete_mailbox),
+        ("POST", "/issueMailboxCredential") => on(filter, issue_mailbox_credential),
+        ("GET", "/mtaMailboxExport") => on(filter, get_mta_export),
+        ("POST", "/mtaMailboxExport") => on(filter, ack_mta_export),
         (method, path) => panic!("no handler for {method} {path}"),
     }
 }
@@ -121,4 +132,97 @@ async fn request_duplicates(State(ctx): State<AppState>, Query(q): Query<Duplica
     Ok(Reply(
         admin::request_duplicates(&ctx, q.email.as_deref(), q.domain.as_deref()).await?,
     ))
+}
+
+// ---------------------------------------------------------------- domains
+
+type QueryMap = Query<serde_json::Map<String, Value>>;
+
+async fn add_domain(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let account = accounts::acting(&ctx, &auth.caller).await?;
+    Ok(Reply(domains::add_domain(&ctx, &account, body.str("domain")?).await?))
+}
+
+fn domain_name(fields: &Fields) -> std::result::Result<String, ApiError> {
+    let raw = fields.str("domainId")?.or(fields.str("domain")?);
+    let raw = raw.ok_or_else(|| ApiError::bad_request("domainId is required"))?;
+    crate::validate::hostname(&raw).ok_or_else(|| ApiError::bad_request("That domain name is not valid"))
+}
+
+async fn get_dns_instructions(State(ctx): State<AppState>, Caller(auth): Caller, Query(q): QueryMap) -> Result {
+    let account = accounts::acting(&ctx, &auth.caller).await?;
+    Ok(Reply(
+        domains::dns_instructions(&ctx, &account, &domain_name(&Fields(q))?).await?,
+    ))
+}
+
+async fn verify_domain(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let account = accounts::acting(&ctx, &auth.caller).await?;
+    Ok(Reply(
+        domains::verify_domain(&ctx, &account, &domain_name(&body)?).await?,
+    ))
+}
+
+async fn list_domains(State(ctx): State<AppState>, Caller(auth): Caller, Query(q): QueryMap) -> Result {
+    let account = accounts::acting(&ctx, &auth.caller).await?;
+    // An operator may read another account; everyone else reads their own.
+    let uid = match Fields(q).str("uid")? {
+        Some(uid) if auth.caller.is_operator() => uid,
+        _ => account.uid,
+    };
+    Ok(Reply(domains::list_domains(&ctx, &uid).await?))
+}
+
+async fn operator_remove_domain(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let actor = operator(&auth)?.email.clone();
+    let input = domains::RemoveInput {
+        uid: body.str("uid")?,
+        owner_email: body.str("ownerEmail")?,
+        domain: body.str("domainId")?.or(body.str("domain")?),
+        confirm: body.str("confirm")?,
+    };
+    Ok(Reply(domains::operator_remove_domain(&ctx, &actor, input).await?))
+}
+
+// -------------------------------------------------------------- mailboxes
+
+async fn add_mailbox(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let account = accounts::acting(&ctx, &auth.caller).await?;
+    let input = mailboxes::MailboxInput::parse(&body)?;
+    Ok(Reply(
+        mailboxes::add_mailbox(&ctx, &account, auth.caller.is_operator(), input).await?,
+    ))
+}
+
+async fn set_mailbox_mode(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let account = accounts::acting(&ctx, &auth.caller).await?;
+    let input = mailboxes::MailboxInput::parse(&body)?;
+    Ok(Reply(
+        mailboxes::set_mailbox_mode(&ctx, &account, auth.caller.is_operator(), input).await?,
+    ))
+}
+
+async fn delete_mailbox(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let account = accounts::acting(&ctx, &auth.caller).await?;
+    let target = mailboxes::parse_delete_target(&body)?;
+    Ok(Reply(
+        mailboxes::delete_mailbox(&ctx, &account, auth.caller.is_operator(), target).await?,
+    ))
+}
+
+async fn issue_mailbox_credential(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    let account = accounts::acting(&ctx, &auth.caller).await?;
+    Ok(Reply(
+        mailboxes::issue_credential(&ctx, &account, auth.caller.is_operator(), body.str("address")?).await?,
+    ))
+}
+
+async fn get_mta_export(State(ctx): State<AppState>) -> Result {
+    Ok(Reply(mta_export::latest(&ctx).await?))
+}
+
+async fn ack_mta_export(State(ctx): State<AppState>, Json(body): Json) -> Result {
+    let version = body.0.get("version").and_then(Value::as_i64).filter(|v| *v > 0);
+    let version = version.ok_or_else(|| ApiError::bad_request("version must be a positive integer"))?;
+    Ok(Reply(mta_export::acknowledge(&ctx, version).await?))
 }

@@ -11,10 +11,18 @@ pub enum Family {
     Onboarding,
     Credits,
     Admin,
+    Domains,
+    Mailboxes,
 }
 
 impl Family {
-    pub const ALL: &[Family] = &[Family::Onboarding, Family::Credits, Family::Admin];
+    pub const ALL: &[Family] = &[
+        Family::Onboarding,
+        Family::Credits,
+        Family::Admin,
+        Family::Domains,
+        Family::Mailboxes,
+    ];
 
     /// The function crate under `functions/` that serves this family.
     pub fn function(self) -> &'static str {
@@ -22,6 +30,8 @@ impl Family {
             Family::Onboarding => "onboarding",
             Family::Credits => "credits",
             Family::Admin => "admin",
+            Family::Domains => "domains",
+            Family::Mailboxes => "mailboxes",
         }
     }
 }
@@ -61,6 +71,17 @@ pub const ROUTES: &[Route] = &[
     route(Method::GET, "/admin/domainAllowlist/check", Admin, Operator),
     route(Method::POST, "/admin/requestDelete", Admin, Operator),
     route(Method::GET, "/admin/requestDuplicates", Admin, Operator),
+    route(Method::POST, "/addDomain", Domains, Customer),
+    route(Method::GET, "/getDnsInstructions", Domains, Customer),
+    route(Method::POST, "/verifyDomain", Domains, Customer),
+    route(Method::GET, "/listDomains", Domains, Customer),
+    route(Method::POST, "/operatorRemoveDomain", Domains, Operator),
+    route(Method::POST, "/addMailbox", Mailboxes, Customer),
+    route(Method::POST, "/setMailboxMode", Mailboxes, Customer),
+    route(Method::POST, "/deleteMailbox", Mailboxes, Customer),
+    route(Method::POST, "/issueMailboxCredential", Mailboxes, Customer),
+    route(Method::GET, "/mtaMailboxExport", Mailboxes, Sync),
+    route(Method::POST, "/mtaMailboxExport", Mailboxes, Sync),
 ];
 
 /// The route for a method and a path (with or without the `/api` prefix).

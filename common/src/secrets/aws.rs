@@ -61,4 +61,26 @@ impl Secrets for SecretsManagerSecrets {
             .map_err(err)?;
         Ok(())
     }
+
+    async fn delete(&self, name: &str) -> Result<(), SecretError> {
+        // Immediately: a deleted DKIM key is never wanted back, and a name in its
+        // recovery window could not be created again.
+        let deleted = self
+            .client
+            .delete_secret()
+            .secret_id(self.id(name))
+            .force_delete_without_recovery(true)
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_resource_not_found_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(err(e)),
+        }
+    }
 }

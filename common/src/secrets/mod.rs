@@ -15,6 +15,8 @@ pub struct SecretError(pub String);
 pub trait Secrets: Send + Sync {
     async fn get(&self, name: &str) -> Result<Option<String>, SecretError>;
     async fn put(&self, name: &str, value: &str) -> Result<(), SecretError>;
+    /// Deleting a missing secret is not an error.
+    async fn delete(&self, name: &str) -> Result<(), SecretError>;
 }
 
 /// Returns the named secret, creating it with `make` when it does not exist yet.
@@ -70,5 +72,12 @@ impl Secrets for DirSecrets {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let mut file = options.open(self.dir.join(name)).map_err(err)?;
         file.write_all(value.as_bytes()).map_err(err)
+    }
+
+    async fn delete(&self, name: &str) -> Result<(), SecretError> {
+        match std::fs::remove_file(self.dir.join(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SecretError(e.to_string())),
+            _ => Ok(()),
+        }
     }
 }

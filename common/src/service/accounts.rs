@@ -52,6 +52,10 @@ struct KeyRecord {
     created_at: String,
 }
 
+/// The operators' account: owns the service domain and its protected mailboxes.
+pub const OPS_UID: &str = "ops";
+pub const SETUP_INCOMPLETE: &str = "Account setup is not complete yet";
+
 pub fn account_key(uid: &str) -> Key {
     Key::new(format!("ACCT#{uid}"), "A")
 }
@@ -160,4 +164,45 @@ pub fn issue_key_writes(
         });
     }
     (key, updated, writes)
+}
+
+/// The account a customer-route caller acts for, once its setup is complete. An
+/// operator without an account of their own acts for the operators' account.
+pub async fn acting(ctx: &Context, caller: &crate::auth::Caller) -> Result<Account, crate::error::ApiError> {
+    use crate::auth::Caller;
+    use crate::error::ApiError;
+    let account = match caller {
+        Caller::Standard(key) => get(ctx, &key.uid).await?,
+        Caller::Identity(user) => match by_email(ctx, &user.email).await? {
+            Some(account) => Some(account),
+            None if user.operator => get(ctx, OPS_UID).await?,
+            None => None,
+        },
+        _ => None,
+    };
+    match account {
+        Some(account) if account.status == AccountStatus::Ready => Ok(account),
+        _ => Err(ApiError::forbidden(SETUP_INCOMPLETE)),
+    }
+}
+
+/// The operators' account exists from the start.
+pub async fn ensure_ops_account(ctx: &Context) -> StoreResult<()> {
+    let account = Account {
+        uid: OPS_UID.into(),
+        email: format!("operators@{}", ctx.config.service_domain),
+        status: AccountStatus::Ready,
+        created_at: crate::clock::iso(ctx.clock.now()),
+        key_digest: None,
+        key_id: None,
+        key_last4: None,
+    };
+    match ctx
+        .store
+        .put(item(&account_key(OPS_UID), &account), Some(Cond::NotExists))
+        .await
+    {
+        Ok(()) | Err(crate::store::StoreError::ConditionFailed) => Ok(()),
+        Err(e) => Err(e),
+    }
 }

@@ -505,16 +505,48 @@ pub async fn get_account_status(ctx: &Context, uid: &str, fields: &Fields) -> Re
         return Err(ApiError::forbidden(crate::auth::policy::ACCOUNT_KEY_ONLY));
     }
     let ready = account.status == AccountStatus::Ready;
-    // Domains and mailboxes join this view when those capabilities land; an
-    // account with neither cannot send, and the reason says what to do next.
-    let (domains, mailboxes): (Vec<Value>, Vec<Value>) = (Vec::new(), Vec::new());
-    let can_send = false;
+    let owned = super::domains::of_account(ctx, &account.uid).await?;
+    let mut domains = Vec::new();
+    let mut mailboxes = Vec::new();
+    let mut verified_domain = false;
+    let mut sendable = false;
+    for domain in &owned {
+        let verified = domain.status == super::domains::DomainStatus::Verified;
+        verified_domain |= verified;
+        let state = |passed: Option<bool>| match passed {
+            None => "unchecked",
+            Some(true) => "verified",
+            Some(false) => "missing",
+        };
+        let checks = domain.checks;
+        domains.push(json!({
+            "name": domain.name,
+            "status": domain.status,
+            "verification": {
+                "mx": state(checks.map(|c| c.mx)),
+                "spf": state(checks.map(|c| c.spf)),
+                "dkim": state(checks.map(|c| c.dkim)),
+                "dmarc": state(checks.map(|c| c.dmarc)),
+            },
+        }));
+        for mailbox in super::mailboxes::of_domain(ctx, &domain.name).await? {
+            sendable |= verified && mailbox.mode.stores();
+            mailboxes.push(json!({
+                "address": mailbox.address,
+                "mode": mailbox.mode,
+                "ready": verified && mailbox.mta_applied,
+            }));
+        }
+    }
+    let can_send = ready && sendable;
     let reason = match account.status {
         AccountStatus::SettingUp => "Your account is being set up. Check back with getRequestStatus.",
         AccountStatus::Unavailable => "This account is not available. Contact support.",
-        AccountStatus::Ready => {
-            "Add your domain with POST /addDomain, publish its DNS records, then POST /verifyDomain."
+        AccountStatus::Ready if owned.is_empty() => "Add your domain with POST /addDomain.",
+        AccountStatus::Ready if !verified_domain => {
+            "Publish the DNS records from GET /getDnsInstructions, then call POST /verifyDomain."
         }
+        AccountStatus::Ready => "Add a hosted mailbox on your verified domain with POST /addMailbox.",
     };
     let mut out = json!({
         "ok": true,

@@ -1,0 +1,276 @@
+//! The mail-server export `mtaMailboxExport` (spec 1.8, 2.7, 3.2). Every run
+//! writes, under a new version: each live mailbox's delivery plan, the Postfix
+//! `virtual_mailbox_domains`, `virtual_mailbox_maps` and `virtual_alias_maps`
+//! tables, and Dovecot passwd-file lines (SHA512-CRYPT hashes only). The mail host
+//! fetches it with the sync token and acknowledges the version it applied; the
+//! acknowledgement marks applied exactly the mailbox changes that version carried.
+//!
+//! Blobs: `mta/mtaMailboxExport.json` the newest export; `mta/pending/<version>.json`
+//! the (address, change number) pairs it carried that were not yet applied.
+//! Items: `SEQ#export/S` the version counter.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::mailboxes::{self, Mailbox, Mode};
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::store::{Cond, Key, Query, StoreError, Update};
+
+pub const EXPORT_BLOB: &str = "mta/mtaMailboxExport.json";
+
+fn pending_blob(version: i64) -> String {
+    format!("mta/pending/{version:012}.json")
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Export {
+    pub version: i64,
+    pub generated_at: String,
+    pub mail_host: String,
+    pub domains: Vec<String>,
+    pub mailboxes: Vec<Value>,
+    pub postfix: Postfix,
+    pub dovecot: Dovecot,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Postfix {
+    pub virtual_mailbox_domains: String,
+    pub virtual_mailbox_maps: String,
+    pub virtual_alias_maps: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dovecot {
+    pub passwd_file: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Pending {
+    version: i64,
+    changes: Vec<(String, i64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub version: i64,
+    pub mailboxes: usize,
+    pub pending: usize,
+}
+
+/// Builds the Postfix and Dovecot tables from live mailboxes (pure, for tests).
+pub fn render(domains: &[String], live: &[Mailbox]) -> (Postfix, Dovecot) {
+    let mut vdomains: Vec<String> = domains.iter().map(|d| format!("{d} OK")).collect();
+    let mut vmailbox = Vec::new();
+    let mut valias = Vec::new();
+    let mut passwd = Vec::new();
+    for m in live {
+        if m.mode.stores() {
+            vmailbox.push(format!("{} {}/{}/", m.address, m.domain_id, m.local_part));
+        }
+        match m.mode {
+            Mode::Hosted => {}
+            Mode::Forward => valias.push(format!("{} {}", m.address, m.forward_to.join(","))),
+            Mode::Both => valias.push(format!("{} {},{}", m.address, m.address, m.forward_to.join(","))),
+        }
+        if let Some(hash) = m.login_hash() {
+            passwd.push(format!("{}:{{SHA512-CRYPT}}{hash}::::::", m.address));
+        }
+    }
+    let lines = |mut v: Vec<String>| {
+        v.sort();
+        v.into_iter().map(|l| l + "\n").collect::<String>()
+    };
+    vdomains.sort();
+    (
+        Postfix {
+            virtual_mailbox_domains: lines(vdomains),
+            virtual_mailbox_maps: lines(vmailbox),
+            virtual_alias_maps: lines(valias),
+        },
+        Dovecot {
+            passwd_file: lines(passwd),
+        },
+    )
+}
+
+/// Writes a new export version. The Lambda calls it once per scheduled event;
+/// the local server on its interval.
+pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
+    let counted = ctx
+        .store
+        .update(&Key::new("SEQ#export", "S"), Update::new().add("value", 1), None)
+        .await?;
+    let version = counted.get("value").and_then(Value::as_i64).unwrap_or(1);
+
+    let mut domains = Vec::new();
+    let mut query = Query::partition(super::domains::REGISTRY_PK).limit(500);
+    loop {
+        let page = ctx.store.query(&query).await?;
+        domains.extend(
+            page.items
+                .iter()
+                .filter_map(|i| i.get("sk").and_then(Value::as_str).map(String::from)),
+        );
+        match page.next {
+            Some(next) => query = query.after(Some(next)),
+            None => break,
+        }
+    }
+    let mut live = Vec::new();
+    let mut changes = Vec::new();
+    for domain in &domains {
+        for mailbox in mailboxes::of_domain_all(ctx, domain).await? {
+            if !mailbox.mta_applied {
+                changes.push((mailbox.address.clone(), mailbox.change_seq));
+            }
+            if mailbox.is_active() {
+                live.push(mailbox);
+            }
+        }
+    }
+    live.sort_by(|a, b| a.address.cmp(&b.address));
+    let (postfix, dovecot) = render(&domains, &live);
+    let export = Export {
+        version,
+        generated_at: iso(ctx.clock.now()),
+        mail_host: ctx.config.mail_host.clone(),
+        domains,
+        mailboxes: live
+            .iter()
+            .map(|m| {
+                json!({
+                    "address": m.address, "mode": m.mode, "forwardTo": m.forward_to,
+                    "delivery": mailboxes::delivery(m), "login": m.login_hash().is_some(),
+                })
+            })
+            .collect(),
+        postfix,
+        dovecot,
+    };
+    let pending = Pending { version, changes };
+    let blob_err = |e: crate::blob::BlobError| ApiError::internal(e.to_string());
+    // The pending record first: an export a mail host can see always has one.
+    let pending_bytes = serde_json::to_vec(&pending).expect("pending serializes");
+    ctx.blobs
+        .put(&pending_blob(version), pending_bytes, "application/json")
+        .await
+        .map_err(blob_err)?;
+    let export_bytes = serde_json::to_vec(&export).expect("export serializes");
+    ctx.blobs
+        .put(EXPORT_BLOB, export_bytes, "application/json")
+        .await
+        .map_err(blob_err)?;
+    tracing::info!(
+        version,
+        mailboxes = live.len(),
+        pending = pending.changes.len(),
+        "mailbox export written"
+    );
+    Ok(Outcome {
+        version,
+        mailboxes: live.len(),
+        pending: pending.changes.len(),
+    })
+}
+
+/// The newest export, as the mail host reads it.
+pub async fn latest(ctx: &Context) -> Result<Value, ApiError> {
+    let bytes = ctx
+        .blobs
+        .get(EXPORT_BLOB)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let bytes = bytes.ok_or_else(ApiError::not_found)?;
+    let export: Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(json!({ "ok": true, "export": export }))
+}
+
+/// The mail host applied `version`: its carried changes are live, unless a later
+/// change has superseded one (then that mailbox waits for a later version).
+pub async fn acknowledge(ctx: &Context, version: i64) -> Result<Value, ApiError> {
+    let bytes = ctx
+        .blobs
+        .get(&pending_blob(version))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let pending: Pending = match bytes {
+        Some(b) => serde_json::from_slice(&b).map_err(|e| ApiError::internal(e.to_string()))?,
+        None => return Err(ApiError::not_found()),
+    };
+    let now = iso(ctx.clock.now());
+    let mut applied = 0;
+    for (address, seq) in &pending.changes {
+        let Some((local, domain)) = address.rsplit_once('@') else {
+            continue;
+        };
+        let update = Update::new().set("mtaApplied", true).set("mtaAppliedAt", now.clone());
+        match ctx
+            .store
+            .update(
+                &mailboxes::mailbox_key(domain, local),
+                update,
+                Some(Cond::eq("changeSeq", *seq)),
+            )
+            .await
+        {
+            Ok(_) => applied += 1,
+            Err(StoreError::ConditionFailed) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(json!({ "ok": true, "version": version, "applied": applied, "appliedAt": now }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::mailboxes::MailboxStatus;
+
+    fn mailbox(local: &str, mode: Mode, forward: &[&str], hash: Option<&str>) -> Mailbox {
+        Mailbox {
+            domain_id: "example.com".into(),
+            local_part: local.into(),
+            address: format!("{local}@example.com"),
+            uid: "u".into(),
+            mode,
+            forward_to: forward.iter().map(|s| s.to_string()).collect(),
+            status: MailboxStatus::Active,
+            protected: false,
+            change_seq: 1,
+            mta_applied: false,
+            mta_applied_at: None,
+            password_hash: hash.map(String::from),
+            created_at: String::new(),
+            updated_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn maps_follow_each_mode() {
+        let live = vec![
+            mailbox("a", Mode::Hosted, &[], Some("$6$x$y")),
+            mailbox("b", Mode::Forward, &["x@other.org", "y@other.org"], Some("$6$old")),
+            mailbox("c", Mode::Both, &["x@other.org"], None),
+        ];
+        let (postfix, dovecot) = render(&["example.com".into()], &live);
+        assert_eq!(postfix.virtual_mailbox_domains, "example.com OK\n");
+        assert_eq!(
+            postfix.virtual_mailbox_maps,
+            "a@example.com example.com/a/\nc@example.com example.com/c/\n"
+        );
+        assert_eq!(
+            postfix.virtual_alias_maps,
+            "b@example.com x@other.org,y@other.org\nc@example.com c@example.com,x@other.org\n"
+        );
+        assert_eq!(
+            dovecot.passwd_file, "a@example.com:{SHA512-CRYPT}$6$x$y::::::\n",
+            "a forward mailbox has no login"
+        );
+    }
+}
