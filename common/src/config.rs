@@ -46,6 +46,10 @@ pub struct Config {
     /// Unset: mail is spooled under `<data-dir>/outbox` (local) or not sent (Lambda).
     #[arg(long, env = "MAILHOST_SMTP_URL")]
     pub smtp_url: Option<String>,
+    /// Without an SMTP URL, spool outgoing mail to `<data-dir>/outbox` (local
+    /// mode). `false` leaves no outbound transport: sends fail with 500.
+    #[arg(long, env = "MAILHOST_SPOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub spool: bool,
     /// Nameserver for domain checks (host:port); default: the system's.
     #[arg(long, env = "MAILHOST_DNS_SERVER")]
     pub dns_server: Option<String>,

@@ -150,8 +150,8 @@ impl Context {
         };
         let customer_mail: Option<Arc<dyn Transport>> = match (&config.smtp_url, mode) {
             (Some(url), _) => Some(Arc::new(crate::mail::smtp::SmtpTransport::from_url(url)?)),
-            (None, Mode::Local) => Some(Arc::new(SpoolTransport::new(config.data_dir.join("outbox")))),
-            (None, Mode::Lambda) => None,
+            (None, Mode::Local) if config.spool => Some(Arc::new(SpoolTransport::new(config.data_dir.join("outbox")))),
+            (None, _) => None,
         };
         let system_mail = match config.system_mail {
             SystemMailKind::Transport => customer_mail.clone(),

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod dns;
+pub mod smtp;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -311,5 +312,47 @@ impl TestApp {
     pub async fn add_mailbox(&self, key: &str, domain: &str, local: &str, mode: &str, forward: Value) -> Response {
         let body = json!({ "domainId": domain, "localPart": local, "mode": mode, "forwardTo": forward });
         self.post("/addMailbox", Auth::Bearer(key), body).await
+    }
+}
+
+impl TestApp {
+    /// A ready account with a verified domain and a hosted mailbox `local@domain`.
+    pub async fn sender(&self, owner: &str, domain: &str, local: &str) -> String {
+        let key = self.verified_domain(owner, domain).await;
+        let added = self.add_mailbox(&key, domain, local, "hosted", json!([])).await;
+        assert_eq!(added.status, 200, "{}", added.body);
+        key
+    }
+
+    pub async fn send_mail(&self, auth: Auth<'_>, body: Value) -> Response {
+        self.post("/sendMail", auth, body).await
+    }
+
+    pub async fn agent_credits(&self) -> i64 {
+        self.get("/credits", Auth::Bearer(&self.agent_key)).await.body["credits"]["remaining"]
+            .as_i64()
+            .unwrap()
+    }
+
+    /// Sets a credit balance directly (a test shortcut for "after many sends").
+    pub async fn set_credits(&self, bucket: &str, remaining: i64) {
+        let key = common::service::credits::credits_key(bucket);
+        let update = common::store::Update::new().set("remaining", remaining);
+        self.ctx.store.update(&key, update, None).await.unwrap();
+    }
+
+    /// Every message spooled to the outbox, oldest first.
+    pub fn outbox(&self) -> Vec<String> {
+        let dir = self.data_dir.join("outbox");
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "eml"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names.into_iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
     }
 }

@@ -11,7 +11,7 @@ use super::extract::{Caller, ClientIp, Json};
 use super::routes::Route;
 use crate::auth::{self, IdentityUser};
 use crate::error::ApiError;
-use crate::service::{accounts, admin, credits, domains, mailboxes, mta_export, onboarding};
+use crate::service::{accounts, admin, credits, domains, mailboxes, mta_export, onboarding, send};
 use crate::validate::Fields;
 
 type Result<T = Reply<Value>> = std::result::Result<T, ApiError>;
@@ -44,6 +44,7 @@ pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
         ("POST", "/issueMailboxCredential") => on(filter, issue_mailbox_credential),
         ("GET", "/mtaMailboxExport") => on(filter, get_mta_export),
         ("POST", "/mtaMailboxExport") => on(filter, ack_mta_export),
+        ("POST", "/sendMail") => on(filter, send_mail),
         (method, path) => panic!("no handler for {method} {path}"),
     }
 }
@@ -225,4 +226,10 @@ async fn ack_mta_export(State(ctx): State<AppState>, Json(body): Json) -> Result
     let version = body.0.get("version").and_then(Value::as_i64).filter(|v| *v > 0);
     let version = version.ok_or_else(|| ApiError::bad_request("version must be a positive integer"))?;
     Ok(Reply(mta_export::acknowledge(&ctx, version).await?))
+}
+
+// ------------------------------------------------------------------ send
+
+async fn send_mail(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
+    Ok(Reply(send::send_mail(&ctx, &auth.caller, &body, true).await?))
 }

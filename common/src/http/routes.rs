@@ -13,6 +13,7 @@ pub enum Family {
     Admin,
     Domains,
     Mailboxes,
+    Send,
 }
 
 impl Family {
@@ -22,6 +23,7 @@ impl Family {
         Family::Admin,
         Family::Domains,
         Family::Mailboxes,
+        Family::Send,
     ];
 
     /// The function crate under `functions/` that serves this family.
@@ -32,6 +34,7 @@ impl Family {
             Family::Admin => "admin",
             Family::Domains => "domains",
             Family::Mailboxes => "mailboxes",
+            Family::Send => "send",
         }
     }
 }
@@ -82,6 +85,7 @@ pub const ROUTES: &[Route] = &[
     route(Method::POST, "/issueMailboxCredential", Mailboxes, Customer),
     route(Method::GET, "/mtaMailboxExport", Mailboxes, Sync),
     route(Method::POST, "/mtaMailboxExport", Mailboxes, Sync),
+    route(Method::POST, "/sendMail", Send, Mail),
 ];
 
 /// The route for a method and a path (with or without the `/api` prefix).

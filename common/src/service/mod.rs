@@ -11,3 +11,4 @@ pub mod mail_store;
 pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;
+pub mod send;

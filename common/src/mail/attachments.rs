@@ -1,0 +1,306 @@
+//! Attachment uploads for sendMail: decoded, sized, and typed by their content
+//! as well as by what the client declares (spec 2.1, 8).
+
+use base64::Engine;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+pub const MAX_COUNT: usize = 3;
+pub const MAX_EACH: usize = 2 * 1024 * 1024;
+pub const MAX_TOTAL: usize = 4 * 1024 * 1024;
+
+/// Standard alphabet, padding optional.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    pub filename: String,
+    pub content_type: String,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Jpeg,
+    Png,
+    Gif,
+    Webp,
+    Pdf,
+    Text,
+    Csv,
+    Docx,
+    Xlsx,
+    Pptx,
+}
+
+impl Kind {
+    fn mime(self) -> &'static str {
+        match self {
+            Kind::Jpeg => "image/jpeg",
+            Kind::Png => "image/png",
+            Kind::Gif => "image/gif",
+            Kind::Webp => "image/webp",
+            Kind::Pdf => "application/pdf",
+            Kind::Text => "text/plain",
+            Kind::Csv => "text/csv",
+            Kind::Docx => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            Kind::Xlsx => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            Kind::Pptx => "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        }
+    }
+
+    fn from_mime(mime: &str) -> Option<Kind> {
+        let mime = mime.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        Some(match mime.as_str() {
+            "image/jpeg" | "image/jpg" | "image/pjpeg" => Kind::Jpeg,
+            "image/png" => Kind::Png,
+            "image/gif" => Kind::Gif,
+            "image/webp" => Kind::Webp,
+            "application/pdf" => Kind::Pdf,
+            "text/plain" => Kind::Text,
+            "text/csv" | "application/csv" => Kind::Csv,
+            m if m == Kind::Docx.mime() => Kind::Docx,
+            m if m == Kind::Xlsx.mime() => Kind::Xlsx,
+            m if m == Kind::Pptx.mime() => Kind::Pptx,
+            _ => return None,
+        })
+    }
+
+    fn from_extension(ext: &str) -> Option<Kind> {
+        Some(match ext.to_ascii_lowercase().as_str() {
+            "jpg" | "jpeg" => Kind::Jpeg,
+            "png" => Kind::Png,
+            "gif" => Kind::Gif,
+            "webp" => Kind::Webp,
+            "pdf" => Kind::Pdf,
+            "txt" | "text" | "log" | "md" => Kind::Text,
+            "csv" => Kind::Csv,
+            "docx" => Kind::Docx,
+            "xlsx" => Kind::Xlsx,
+            "pptx" => Kind::Pptx,
+            _ => return None,
+        })
+    }
+
+    /// What the bytes are, judged by their content alone.
+    fn sniff(bytes: &[u8]) -> Option<Kind> {
+        let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+        Some(match bytes {
+            [0xFF, 0xD8, 0xFF, ..] => Kind::Jpeg,
+            [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1A, b'\n', ..] => Kind::Png,
+            [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => Kind::Gif,
+            [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Kind::Webp,
+            [b'%', b'P', b'D', b'F', b'-', ..] => Kind::Pdf,
+            // Office Open XML is a zip whose entry names say which application.
+            [b'P', b'K', 3, 4, ..] if has(b"[Content_Types].xml") => {
+                if has(b"word/") {
+                    Kind::Docx
+                } else if has(b"xl/") {
+                    Kind::Xlsx
+                } else if has(b"ppt/") {
+                    Kind::Pptx
+                } else {
+                    return None;
+                }
+            }
+            _ if looks_like_text(bytes) => Kind::Text,
+            _ => return None,
+        })
+    }
+
+    fn matches(self, sniffed: Kind) -> bool {
+        // CSV is text: the content cannot tell them apart.
+        self == sniffed || (self == Kind::Csv && sniffed == Kind::Text)
+    }
+}
+
+fn looks_like_text(bytes: &[u8]) -> bool {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => !text
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\u{c}')),
+        Err(_) => false,
+    }
+}
+
+/// Parses the `attachments` field: at most 3, each within 2MB, 4MB together.
+pub fn parse(value: Option<&Value>) -> Result<Vec<Attachment>, ApiError> {
+    let list = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err(ApiError::bad_request("attachments must be an array")),
+    };
+    if list.len() > MAX_COUNT {
+        return Err(ApiError::bad_request("Max 3 attachments per request"));
+    }
+    let mut out = Vec::new();
+    let mut total = 0;
+    for (i, entry) in list.iter().enumerate() {
+        let n = i + 1;
+        let attachment = parse_one(n, entry)?;
+        total += attachment.bytes.len();
+        if total > MAX_TOTAL {
+            return Err(ApiError::bad_request("Attachments too large (max 4MB total)"));
+        }
+        out.push(attachment);
+    }
+    Ok(out)
+}
+
+fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
+    let bad = |msg: String| ApiError::bad_request(msg);
+    let obj = entry
+        .as_object()
+        .ok_or_else(|| bad(format!("Attachment {n} must be an object")))?;
+    let filename = match obj.get("filename") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        _ => return Err(bad(format!("Attachment {n} needs a filename"))),
+    };
+    if filename.chars().count() > 255 || filename.chars().any(|c| c.is_control() || c == '/' || c == '\\') {
+        return Err(bad(format!("Attachment {n} has an invalid filename")));
+    }
+    let declared_type = match obj.get("contentType") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::String(s)) => Some(s.trim().to_string()),
+        Some(_) => return Err(bad(format!("Attachment {n} contentType must be a string"))),
+    };
+    let raw = match obj.get("contentBase64") {
+        Some(Value::String(s)) if !s.is_empty() => s.as_str(),
+        _ => return Err(bad(format!("Attachment {n} needs contentBase64"))),
+    };
+    // A data URL carries its own type and must say base64.
+    let (url_type, data) = match raw.strip_prefix("data:") {
+        Some(rest) => {
+            let (meta, data) = rest
+                .split_once(',')
+                .ok_or_else(|| bad(format!("Attachment {n} is not a valid data URL")))?;
+            let mut params = meta.split(';');
+            let mime = params.next().unwrap_or_default().trim();
+            if !params.any(|p| p.trim().eq_ignore_ascii_case("base64")) {
+                return Err(bad(format!("Attachment {n} data URL must be base64")));
+            }
+            ((!mime.is_empty()).then(|| mime.to_string()), data)
+        }
+        None => (None, raw),
+    };
+    let compact: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    if compact.len() / 4 * 3 > MAX_EACH + 3 {
+        return Err(bad(format!("Attachment {n} is too large (max 2MB)")));
+    }
+    let bytes = BASE64
+        .decode(compact.as_bytes())
+        .map_err(|_| bad(format!("Attachment {n} is not valid base64")))?;
+    if bytes.len() > MAX_EACH {
+        return Err(bad(format!("Attachment {n} is too large (max 2MB)")));
+    }
+    if bytes.is_empty() {
+        return Err(bad(format!("Attachment {n} is empty")));
+    }
+
+    let sniffed = Kind::sniff(&bytes).ok_or_else(|| bad(format!("Attachment {n} is not an allowed file type")))?;
+    let extension = filename.rsplit_once('.').map(|(_, ext)| ext);
+    let by_name = match extension {
+        Some(ext) => {
+            Some(Kind::from_extension(ext).ok_or_else(|| bad(format!("Attachment {n} type is not allowed: .{ext}")))?)
+        }
+        None => None,
+    };
+    let by_type = match declared_type.or(url_type) {
+        Some(t) => Some(Kind::from_mime(&t).ok_or_else(|| bad(format!("Attachment {n} type is not allowed: {t}")))?),
+        None => None,
+    };
+    for declared in [by_type, by_name].into_iter().flatten() {
+        if !declared.matches(sniffed) {
+            return Err(bad(format!("Attachment {n} content does not match its type")));
+        }
+    }
+    let kind = by_type.or(by_name).unwrap_or(sniffed);
+    Ok(Attachment {
+        filename,
+        content_type: kind.mime().to_string(),
+        bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    fn one(v: Value) -> Result<Vec<Attachment>, ApiError> {
+        parse(Some(&json!([v])))
+    }
+
+    #[test]
+    fn content_decides_and_declarations_must_agree() {
+        let png = one(json!({"filename": "a.png", "contentBase64": b64(PNG)})).unwrap();
+        assert_eq!(png[0].content_type, "image/png");
+        let url =
+            one(json!({"filename": "a", "contentBase64": format!("data:image/png;base64,{}", b64(PNG))})).unwrap();
+        assert_eq!(url[0].content_type, "image/png");
+        let csv = one(json!({"filename": "t.csv", "contentBase64": b64(b"a,b\n1,2\n")})).unwrap();
+        assert_eq!(csv[0].content_type, "text/csv");
+        let lie = one(json!({"filename": "a.pdf", "contentBase64": b64(PNG)})).unwrap_err();
+        assert!(lie.error.contains("does not match"), "{}", lie.error);
+        let lie =
+            one(json!({"filename": "a.png", "contentType": "application/pdf", "contentBase64": b64(PNG)})).unwrap_err();
+        assert!(lie.error.contains("does not match"));
+        let exe = one(json!({"filename": "run.exe", "contentBase64": b64(b"MZ\x90\0\x03")})).unwrap_err();
+        assert!(exe.error.contains("not an allowed"), "{}", exe.error);
+        let named_exe = one(json!({"filename": "run.exe", "contentBase64": b64(PNG)})).unwrap_err();
+        assert!(named_exe.error.contains("not allowed"));
+        let zip = one(json!({"filename": "a.docx", "contentBase64": b64(b"PK\x03\x04 plain zip")})).unwrap_err();
+        assert!(zip.error.contains("not an allowed"));
+        let docx = one(
+            json!({"filename": "a.docx", "contentBase64": b64(b"PK\x03\x04..[Content_Types].xml..word/document.xml")}),
+        );
+        assert_eq!(docx.unwrap()[0].content_type, Kind::Docx.mime());
+    }
+
+    #[test]
+    fn sizes_counts_and_encoding_are_checked() {
+        let big = vec![b'a'; MAX_EACH + 1];
+        assert!(
+            one(json!({"filename": "a.txt", "contentBase64": b64(&big)}))
+                .unwrap_err()
+                .error
+                .contains("2MB")
+        );
+        let near = b64(&vec![b'a'; MAX_EACH - 10]);
+        let three = json!([
+            {"filename": "a.txt", "contentBase64": near},
+            {"filename": "b.txt", "contentBase64": near},
+            {"filename": "c.txt", "contentBase64": near},
+        ]);
+        assert!(parse(Some(&three)).unwrap_err().error.contains("4MB"));
+        let four = json!([{}, {}, {}, {}]);
+        assert_eq!(parse(Some(&four)).unwrap_err().error, "Max 3 attachments per request");
+        assert!(
+            one(json!({"filename": "a.txt", "contentBase64": "***"}))
+                .unwrap_err()
+                .error
+                .contains("base64")
+        );
+        assert!(one(json!({"filename": "a.txt", "contentBase64": "data:text/plain,hello"})).is_err());
+        assert!(one(json!({"contentBase64": b64(b"x")})).is_err());
+        assert!(one(json!({"filename": "../x.txt", "contentBase64": b64(b"x")})).is_err());
+        assert!(parse(Some(&json!("nope"))).is_err());
+        let wrapped = format!("{}\n{}", &b64(b"hello there")[..8], &b64(b"hello there")[8..]);
+        assert_eq!(
+            one(json!({"filename": "a.txt", "contentBase64": wrapped})).unwrap()[0].bytes,
+            b"hello there"
+        );
+    }
+}

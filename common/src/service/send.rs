@@ -1,0 +1,447 @@
+//! Sending (spec 2.1, 2.2, 3.5, 4.1, 8): POST /sendMail and MCP send_mail.
+//!
+//! The order of checks is the spec's: authentication (the router), the global
+//! kill switch, the agent-key freeze, the rate limit, validation, the credit,
+//! then SMTP delivery. Nothing before the credit step spends a credit, and a
+//! failed delivery does not refund it.
+
+use serde_json::{Value, json};
+
+use super::accounts::{self, OPS_UID};
+use super::credits::{self, AGENT_BUCKET, SEND_PER_DAY, SEND_PER_MINUTE};
+use super::domains::{self, DomainStatus};
+use super::mail_store::{self, AttachmentMeta, Direction, StoredMessage};
+use super::{dkim, mailboxes};
+use crate::auth::Caller;
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::mail::attachments::{self, Attachment};
+use crate::mail::message::{self, Draft, Signer};
+use crate::ratelimit::{DAY, MINUTE};
+use crate::store::{Cond, Key, StoreError, TTL, Update, Write};
+use crate::validate::{self, Fields};
+
+pub const MAX_RECIPIENTS: usize = 5;
+pub const MAX_TEXT_BYTES: usize = 100 * 1024;
+pub const REQUIRED: &str = "to, subject, and text are required";
+pub const NO_HOSTED_MAILBOX: &str = "Add a fully hosted mailbox on a verified domain before sending.";
+
+#[derive(Debug)]
+pub struct SendInput {
+    pub to: Vec<String>,
+    pub subject: String,
+    pub text: String,
+    pub from: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub references: Vec<String>,
+    pub attachments: Vec<Attachment>,
+}
+
+/// Parses and validates a send body. MCP passes `allow_attachments: false`.
+pub fn parse(fields: &Fields, allow_attachments: bool) -> Result<SendInput, ApiError> {
+    let to = parse_recipients(fields.0.get("to"))?;
+    let subject = match fields.0.get("subject") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        None | Some(Value::Null) | Some(Value::String(_)) => return Err(ApiError::bad_request(REQUIRED)),
+        Some(_) => return Err(ApiError::bad_request("subject must be a string")),
+    };
+    if subject.chars().any(|c| c.is_control()) || subject.chars().count() > 998 {
+        return Err(ApiError::bad_request(
+            "subject must be one line of at most 998 characters",
+        ));
+    }
+    let text = match fields.0.get("text") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        None | Some(Value::Null) | Some(Value::String(_)) => return Err(ApiError::bad_request(REQUIRED)),
+        Some(_) => return Err(ApiError::bad_request("text must be a string")),
+    };
+    if to.is_empty() {
+        return Err(ApiError::bad_request(REQUIRED));
+    }
+    if to.len() > MAX_RECIPIENTS {
+        return Err(ApiError::bad_request("Max 5 recipients per request"));
+    }
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(ApiError::bad_request("Body too large (max 100KB)"));
+    }
+    let from = match fields.str("from")? {
+        Some(f) => Some(validate::email(&f).ok_or_else(|| ApiError::bad_request("from is not a valid email address"))?),
+        None => None,
+    };
+    let in_reply_to = match fields.str("inReplyTo")? {
+        Some(id) => Some(message_id(&id).ok_or_else(|| ApiError::bad_request("inReplyTo is not a valid Message-ID"))?),
+        None => None,
+    };
+    let references = match fields.0.get("references") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => split_ids(s)?,
+        Some(Value::Array(list)) if list.len() <= 100 => {
+            let mut ids = Vec::new();
+            for v in list {
+                let s = v
+                    .as_str()
+                    .ok_or_else(|| ApiError::bad_request("references must be Message-IDs"))?;
+                ids.extend(split_ids(s)?);
+            }
+            ids
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "references must be a string or an array of Message-IDs",
+            ));
+        }
+    };
+    let attachments = match fields.0.get("attachments") {
+        Some(v) if !v.is_null() && !allow_attachments => {
+            return Err(ApiError::bad_request("send_mail does not accept attachments"));
+        }
+        other => attachments::parse(other)?,
+    };
+    Ok(SendInput {
+        to,
+        subject,
+        text,
+        from,
+        in_reply_to,
+        references,
+        attachments,
+    })
+}
+
+fn parse_recipients(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
+    let raw: Vec<String> = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::String(s)) => s
+            .split([',', ';'])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+        Some(Value::Array(list)) => {
+            if list.len() > MAX_RECIPIENTS {
+                return Err(ApiError::bad_request("Max 5 recipients per request"));
+            }
+            let mut out = Vec::new();
+            for v in list {
+                let s = v
+                    .as_str()
+                    .ok_or_else(|| ApiError::bad_request("to must be addresses"))?;
+                out.extend(
+                    s.split([',', ';'])
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(String::from),
+                );
+            }
+            out
+        }
+        Some(_) => return Err(ApiError::bad_request("to must be a string or an array of addresses")),
+    };
+    if raw.len() > MAX_RECIPIENTS {
+        return Err(ApiError::bad_request("Max 5 recipients per request"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for r in raw {
+        let address =
+            validate::email(&r).ok_or_else(|| ApiError::bad_request(format!("Invalid recipient address: {r}")))?;
+        if !out.contains(&address) {
+            out.push(address);
+        }
+    }
+    Ok(out)
+}
+
+/// `<local@domain>`, brackets added when missing.
+fn message_id(raw: &str) -> Option<String> {
+    let inner = raw.trim().trim_start_matches('<').trim_end_matches('>');
+    let ok = inner.len() <= 250
+        && inner.contains('@')
+        && inner
+            .chars()
+            .all(|c| c.is_ascii_graphic() && !matches!(c, '<' | '>' | '(' | ')' | ',' | ';' | '"' | '\\'));
+    ok.then(|| format!("<{inner}>"))
+}
+
+fn split_ids(s: &str) -> Result<Vec<String>, ApiError> {
+    s.split_whitespace()
+        .map(|id| message_id(id).ok_or_else(|| ApiError::bad_request("references must be Message-IDs")))
+        .collect()
+}
+
+/// Who pays and whose windows count: (rate bucket, credit bucket if charged).
+fn buckets(caller: &Caller) -> (String, Option<String>) {
+    match caller {
+        Caller::Agent => (AGENT_BUCKET.into(), Some(AGENT_BUCKET.into())),
+        Caller::Standard(key) => (format!("key:{}", key.key_id), Some(credits::account_bucket(&key.uid))),
+        Caller::Identity(user) => (format!("user:{}", user.uid), None),
+        _ => ("none".into(), None),
+    }
+}
+
+/// Counts one send in both windows, or neither: a transaction, so a refused
+/// send never uses up the other window.
+async fn rate_limit(ctx: &Context, bucket: &str) -> Result<(), ApiError> {
+    let now = ctx.clock.epoch();
+    let window = |period: i64| {
+        let start = now - now.rem_euclid(period);
+        (
+            Key::new(format!("RATE#send:{bucket}:{period}"), format!("{start:012}")),
+            start + period,
+        )
+    };
+    let (minute, minute_end) = window(MINUTE);
+    let (day, day_end) = window(DAY);
+    let under = |max: i64| Cond::Or(vec![Cond::missing("count"), Cond::Lt("count".into(), max)]);
+    let hit = |key: &Key, end: i64, max: i64| Write::Update {
+        key: key.clone(),
+        update: Update::new().add("count", 1).set(TTL, end + 3600),
+        cond: Some(under(max)),
+    };
+    let writes = vec![
+        hit(&minute, minute_end, SEND_PER_MINUTE),
+        hit(&day, day_end, SEND_PER_DAY),
+    ];
+    match ctx.store.transact(writes).await {
+        Ok(()) => Ok(()),
+        Err(StoreError::ConditionFailed) => {
+            let full = |item: Option<crate::store::Item>, max: i64| {
+                item.and_then(|i| i.get("count").and_then(Value::as_i64))
+                    .is_some_and(|c| c >= max)
+            };
+            let retry = if full(ctx.store.get(&day).await?, SEND_PER_DAY) {
+                day_end - now
+            } else {
+                minute_end - now
+            };
+            Err(ApiError::rate_limited(retry.max(1) as u64))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The address a caller sends from, and the domain that signs it.
+async fn sender(
+    ctx: &Context,
+    caller: &Caller,
+    requested: Option<&str>,
+) -> Result<(String, domains::Domain), ApiError> {
+    let service = ctx.config.service_domain.to_ascii_lowercase();
+    let noreply = format!("noreply@{service}");
+    let service_domain = || async {
+        domains::get(ctx, OPS_UID, &service)
+            .await?
+            .ok_or_else(|| ApiError::internal("service domain missing"))
+    };
+    match caller {
+        // The shared agent key always sends as noreply@{service_domain}.
+        Caller::Agent => Ok((noreply, service_domain().await?)),
+        Caller::Identity(user) if user.operator && requested.is_none_or(|r| r == noreply) => {
+            Ok((noreply, service_domain().await?))
+        }
+        _ => {
+            let account = accounts::acting(ctx, caller)
+                .await
+                .map_err(|_| ApiError::forbidden(NO_HOSTED_MAILBOX))?;
+            let mut sendable = Vec::new();
+            for domain in domains::of_account(ctx, &account.uid).await? {
+                if domain.status != DomainStatus::Verified {
+                    continue;
+                }
+                for mailbox in mailboxes::of_domain(ctx, &domain.name).await? {
+                    if mailbox.mode.stores() {
+                        sendable.push((mailbox.address.clone(), domain.clone()));
+                    }
+                }
+            }
+            if sendable.is_empty() {
+                return Err(ApiError::forbidden(NO_HOSTED_MAILBOX));
+            }
+            match requested {
+                Some(from) => sendable
+                    .into_iter()
+                    .find(|(address, _)| address == from)
+                    .ok_or_else(|| ApiError::bad_request("from must be a hosted mailbox on your verified domain")),
+                None if sendable.len() == 1 => Ok(sendable.remove(0)),
+                None => Err(ApiError::bad_request("Choose the address to send from")),
+            }
+        }
+    }
+}
+
+async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Signer, ApiError> {
+    let pem = ctx
+        .secrets
+        .get(&domain.dkim_secret)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let pem = pem.ok_or_else(|| ApiError::internal("the domain's DKIM key is missing"))?;
+    Signer::from_pkcs8(dkim::SELECTOR, &domain.name, &pem).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+pub async fn send_mail(
+    ctx: &Context,
+    caller: &Caller,
+    fields: &Fields,
+    allow_attachments: bool,
+) -> Result<Value, ApiError> {
+    if !credits::sending_enabled(ctx).await? {
+        return Err(ApiError::new(503, "Sending temporarily disabled"));
+    }
+    if matches!(caller, Caller::Agent) && credits::agent_switch(ctx).await?.frozen(ctx.clock.now()) {
+        return Err(ApiError::new(503, "Agent key disabled"));
+    }
+    let (rate_bucket, credit_bucket) = buckets(caller);
+    rate_limit(ctx, &rate_bucket).await?;
+
+    let input = parse(fields, allow_attachments)?;
+    let (from, domain) = sender(ctx, caller, input.from.as_deref()).await?;
+    let message_id = message::new_message_id(&domain.name);
+    let draft = Draft {
+        from: &from,
+        to: &input.to,
+        subject: &input.subject,
+        text: &input.text,
+        in_reply_to: input.in_reply_to.as_deref(),
+        references: &input.references,
+        attachments: &input.attachments,
+    };
+    let outgoing = message::build(&draft, &message_id, Some(&signer(ctx, &domain).await?))
+        .map_err(|e| ApiError::bad_request(format!("The message could not be built: {}", e.0)))?;
+
+    let remaining = match &credit_bucket {
+        Some(bucket) => Some(credits::spend(ctx, bucket).await?),
+        None => None,
+    };
+    let transport = ctx
+        .customer_mail
+        .as_ref()
+        .ok_or_else(|| ApiError::internal("outbound host not configured"))?;
+    if let Err(e) = transport.send(&outgoing).await {
+        tracing::warn!(error = %e, "SMTP delivery failed");
+        return Err(ApiError::internal("Send failed"));
+    }
+
+    let (thread_id, stored) = file_on_thread(ctx, caller, &from, &message_id, &input).await?;
+    let mut out = json!({
+        "ok": true,
+        "messageId": message_id,
+        "from": from,
+        "attachmentCount": input.attachments.len(),
+        "attachmentsStored": stored,
+    });
+    if let Some(thread) = thread_id {
+        out["threadId"] = json!(thread);
+    }
+    if let Some(remaining) = remaining {
+        out["creditsRemaining"] = json!(remaining);
+    }
+    Ok(out)
+}
+
+/// A reply to a stored conversation is filed on its thread as an outbound row,
+/// with its attachments kept; any other send is not filed.
+async fn file_on_thread(
+    ctx: &Context,
+    caller: &Caller,
+    from: &str,
+    message_id: &str,
+    input: &SendInput,
+) -> Result<(Option<String>, usize), ApiError> {
+    let mut ids = input.references.clone();
+    ids.extend(input.in_reply_to.clone());
+    if ids.is_empty() {
+        return Ok((None, 0));
+    }
+    // The agent and operators read the shared inbox; customers their own mailbox.
+    let mailbox = match caller {
+        Caller::Agent => format!("inbox@{}", ctx.config.service_domain.to_ascii_lowercase()),
+        Caller::Identity(user) if user.operator && from.starts_with("noreply@") => {
+            format!("inbox@{}", ctx.config.service_domain.to_ascii_lowercase())
+        }
+        _ => from.to_string(),
+    };
+    let Some(thread_id) = mail_store::find_thread(ctx, &mailbox, &ids).await? else {
+        return Ok((None, 0));
+    };
+    let id = mail_store::new_message_row_id();
+    let prefix = format!("{}{id}", mail_store::blob_prefix(&mailbox));
+    let files: Vec<(AttachmentMeta, Vec<u8>)> = input
+        .attachments
+        .iter()
+        .enumerate()
+        .map(|(index, a)| {
+            let meta = AttachmentMeta {
+                index,
+                filename: a.filename.clone(),
+                content_type: a.content_type.clone(),
+                size: a.bytes.len(),
+                blob: format!("{prefix}/att-{index}"),
+            };
+            (meta, a.bytes.clone())
+        })
+        .collect();
+    let now = iso(ctx.clock.now());
+    let row = StoredMessage {
+        id,
+        message_id: message_id.to_string(),
+        mailbox,
+        direction: Direction::Outbound,
+        from: from.to_string(),
+        to: input.to.clone(),
+        subject: input.subject.clone(),
+        preview: mail_store::preview(&input.text),
+        date: Some(now.clone()),
+        ingested_at: now,
+        unread: false,
+        folder: None,
+        source: "send".into(),
+        thread_id: thread_id.clone(),
+        attachments: files.iter().map(|(m, _)| m.clone()).collect(),
+        body_blob: format!("{prefix}/body.txt"),
+    };
+    mail_store::file_message(ctx, &row, &input.text, &files).await?;
+    Ok((Some(thread_id), files.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(v: Value) -> Fields {
+        Fields(v.as_object().unwrap().clone())
+    }
+
+    #[test]
+    fn recipients_come_as_a_string_a_list_or_an_array() {
+        let f = fields(json!({"to": "A@x.org; b@y.org,c@z.org", "subject": "s", "text": "t"}));
+        assert_eq!(parse(&f, true).unwrap().to, ["a@x.org", "b@y.org", "c@z.org"]);
+        let f = fields(json!({"to": ["a@x.org", "b@y.org"], "subject": "s", "text": "t"}));
+        assert_eq!(parse(&f, true).unwrap().to.len(), 2);
+        let six = fields(json!({"to": "a@x.org,b@x.org,c@x.org,d@x.org,e@x.org,f@x.org", "subject": "s", "text": "t"}));
+        assert_eq!(parse(&six, true).unwrap_err().error, "Max 5 recipients per request");
+        for bad in [
+            json!({"subject": "s", "text": "t"}),
+            json!({"to": "a@x.org", "text": "t"}),
+            json!({"to": " ", "subject": "s", "text": "t"}),
+        ] {
+            assert_eq!(parse(&fields(bad), true).unwrap_err().error, REQUIRED);
+        }
+        let long = fields(json!({"to": "a@x.org", "subject": "s", "text": "é".repeat(60_000)}));
+        assert_eq!(parse(&long, true).unwrap_err().error, "Body too large (max 100KB)");
+    }
+
+    #[test]
+    fn threading_ids_are_normalized_and_checked() {
+        let f = fields(
+            json!({"to": "a@x.org", "subject": "s", "text": "t", "inReplyTo": "abc@x.org", "references": "<r1@x.org> <r2@x.org>"}),
+        );
+        let input = parse(&f, true).unwrap();
+        assert_eq!(input.in_reply_to.as_deref(), Some("<abc@x.org>"));
+        assert_eq!(input.references, ["<r1@x.org>", "<r2@x.org>"]);
+        let bad = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "inReplyTo": "no id"}));
+        assert!(parse(&bad, true).is_err());
+        let mcp = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "attachments": []}));
+        assert!(parse(&mcp, false).is_err());
+    }
+}

@@ -1,0 +1,430 @@
+//! Sending through the local spool: the order of checks, credits, rate windows,
+//! the sender rules, attachments and threading (spec 2.1, 2.2, 3.5, 4.1, 7, 8).
+//! tests/send_smtp.rs sends the same way to a real SMTP server.
+
+mod support;
+
+use base64::Engine;
+use mail_parser::MimeHeaders;
+use serde_json::{Value, json};
+use support::{ALLOWED_DOMAIN, Auth, TestApp};
+
+on_both_backends!(
+    the_agent_key_sends_as_noreply_and_pays_one_credit,
+    checks_run_in_the_spec_order_and_spend_nothing_before_the_credit,
+    credits_never_go_below_zero_even_in_parallel,
+    parallel_sends_never_pass_the_minute_window,
+    the_day_window_caps_at_fifty,
+    a_standard_key_sends_from_its_hosted_mailbox,
+    people_send_free_and_only_operators_may,
+    attachments_are_checked_and_attached,
+    a_reply_is_filed_on_its_thread,
+    bad_input_gets_a_precise_400_and_changes_nothing,
+);
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn mail(to: &str) -> Value {
+    json!({"to": to, "subject": "Hello", "text": "Hi there"})
+}
+
+async fn the_agent_key_sends_as_noreply_and_pays_one_credit(app: TestApp) {
+    let res = app
+        .send_mail(Auth::Bearer(&app.agent_key), mail("Someone@Example.org"))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["ok"], true);
+    let id = res.body["messageId"].as_str().unwrap();
+    assert!(id.starts_with('<') && id.ends_with("@svc.test>"), "{id}");
+    assert_eq!(res.body["creditsRemaining"], 99);
+    assert_eq!(res.body["attachmentCount"], 0);
+    assert_eq!(res.body["attachmentsStored"], 0);
+    assert!(res.body.get("threadId").is_none());
+    assert_eq!(app.agent_credits().await, 99);
+    let sent = app.outbox();
+    assert_eq!(sent.len(), 1);
+    let raw = &sent[0];
+    assert!(raw.contains("From: noreply@svc.test"));
+    assert!(raw.contains("To: someone@example.org"));
+    assert!(raw.contains(&format!("Message-ID: {id}")));
+    assert!(
+        raw.contains("d=svc.test") && raw.contains("s=mail"),
+        "signed with the service domain's key"
+    );
+    let by_header = app.send_mail(Auth::ApiKey(&app.agent_key), mail("a@example.org")).await;
+    assert_eq!(by_header.body["creditsRemaining"], 98);
+}
+
+async fn checks_run_in_the_spec_order_and_spend_nothing_before_the_credit(app: TestApp) {
+    let agent = Auth::Bearer(&app.agent_key);
+    let op = app.operator_token().await;
+    let invalid = json!({"to": "", "subject": ""});
+    let unauth = app.send_mail(Auth::Bearer("svc_wrong"), mail("a@example.org")).await;
+    assert_eq!((unauth.status, unauth.error()), (401, "Invalid API key"));
+
+    app.post("/credits", Auth::Bearer(&op), json!({"sendingEnabled": false}))
+        .await;
+    let paused = app.send_mail(agent, invalid.clone()).await;
+    assert_eq!(
+        (paused.status, paused.error()),
+        (503, "Sending temporarily disabled"),
+        "before validation"
+    );
+    assert_eq!(
+        app.send_mail(Auth::Bearer(&op), mail("a@example.org")).await.status,
+        503,
+        "everyone is paused"
+    );
+    app.post("/credits", Auth::Bearer(&op), json!({"sendingEnabled": true}))
+        .await;
+
+    app.post("/credits", agent, json!({"disabled": true})).await;
+    let frozen = app.send_mail(agent, invalid.clone()).await;
+    assert_eq!((frozen.status, frozen.error()), (503, "Agent key disabled"));
+    let person = app.send_mail(Auth::Bearer(&op), mail("a@example.org")).await;
+    assert_eq!(person.status, 200, "people can still send: {}", person.body);
+    app.post(
+        "/credits",
+        agent,
+        json!({"disabled": false, "frozenUntil": common::clock::iso_epoch(app.ctx.clock.epoch() + 600)}),
+    )
+    .await;
+    assert_eq!(
+        app.send_mail(agent, mail("a@example.org")).await.error(),
+        "Agent key disabled"
+    );
+    app.post("/credits", agent, json!({"frozenUntil": null})).await;
+    assert_eq!(app.agent_credits().await, 100, "no 401, 503 spent a credit");
+
+    let bad = app.send_mail(agent, invalid.clone()).await;
+    assert_eq!((bad.status, bad.error()), (400, "to, subject, and text are required"));
+    assert_eq!(app.agent_credits().await, 100, "a 400 spends no credit");
+    for _ in 0..4 {
+        assert_eq!(app.send_mail(agent, mail("a@example.org")).await.status, 200);
+    }
+    // Five counted this minute (the 400 included): the rate limit comes before validation.
+    let limited = app.send_mail(agent, invalid).await;
+    assert_eq!((limited.status, limited.error()), (429, "Rate limit exceeded"));
+    assert!(limited.body["retryAfter"].as_u64().unwrap() <= 60);
+    assert_eq!(app.agent_credits().await, 96);
+    assert_eq!(app.outbox().len(), 5, "the operator's send and four agent sends");
+}
+
+async fn credits_never_go_below_zero_even_in_parallel(app: TestApp) {
+    app.set_credits("agent:default", 3).await;
+    let sends = (0..5).map(|i| app.send_mail(Auth::Bearer(&app.agent_key), mail(&format!("r{i}@example.org"))));
+    let results = futures::future::join_all(sends).await;
+    let sent = results.iter().filter(|r| r.status == 200).count();
+    let broke: Vec<_> = results.iter().filter(|r| r.status == 429).collect();
+    assert_eq!(sent, 3, "{:?}", results.iter().map(|r| &r.body).collect::<Vec<_>>());
+    assert_eq!(broke.len(), 2);
+    assert!(broke.iter().all(|r| r.error() == "Insufficient credits"));
+    assert_eq!(app.agent_credits().await, 0);
+    assert_eq!(app.outbox().len(), 3);
+    let mut remaining: Vec<i64> = results
+        .iter()
+        .filter_map(|r| r.body["creditsRemaining"].as_i64())
+        .collect();
+    remaining.sort();
+    assert_eq!(remaining, [0, 1, 2]);
+}
+
+async fn parallel_sends_never_pass_the_minute_window(app: TestApp) {
+    let sends = (0..12).map(|i| app.send_mail(Auth::Bearer(&app.agent_key), mail(&format!("p{i}@example.org"))));
+    let results = futures::future::join_all(sends).await;
+    assert_eq!(results.iter().filter(|r| r.status == 200).count(), 5);
+    let limited: Vec<_> = results.iter().filter(|r| r.status == 429).collect();
+    assert_eq!(limited.len(), 7);
+    assert!(
+        limited
+            .iter()
+            .all(|r| r.error() == "Rate limit exceeded" && r.headers.contains_key("retry-after"))
+    );
+    assert_eq!(app.agent_credits().await, 95, "a rate-limited send spends no credit");
+}
+
+async fn the_day_window_caps_at_fifty(app: TestApp) {
+    // Start at a UTC day boundary so ten minutes of five sends stay in one day.
+    let now = app.ctx.clock.epoch();
+    app.ctx.clock.advance(86_400 - now.rem_euclid(86_400) + 1);
+    let agent = Auth::Bearer(&app.agent_key);
+    for minute in 0..10 {
+        for i in 0..5 {
+            let res = app.send_mail(agent, mail(&format!("d{minute}x{i}@example.org"))).await;
+            assert_eq!(res.status, 200, "minute {minute} send {i}: {}", res.body);
+        }
+        app.ctx.clock.advance(60);
+    }
+    let capped = app.send_mail(agent, mail("late@example.org")).await;
+    assert_eq!((capped.status, capped.error()), (429, "Rate limit exceeded"));
+    let retry = capped.body["retryAfter"].as_u64().unwrap();
+    assert!(retry > 60 && retry <= 86_400, "waits for the next UTC day: {retry}");
+    assert_eq!(app.agent_credits().await, 50);
+}
+
+async fn a_standard_key_sends_from_its_hosted_mailbox(app: TestApp) {
+    let key = app.onboard(&format!("sue@{ALLOWED_DOMAIN}")).await;
+    let none = app.send_mail(Auth::Bearer(&key), mail("a@example.org")).await;
+    assert_eq!(
+        (none.status, none.error()),
+        (403, "Add a fully hosted mailbox on a verified domain before sending.")
+    );
+    let added = app
+        .post("/addDomain", Auth::Bearer(&key), json!({"domain": "sue.example"}))
+        .await;
+    app.publish(&added.body["domain"]);
+    app.post("/verifyDomain", Auth::Bearer(&key), json!({"domainId": "sue.example"}))
+        .await;
+    app.add_mailbox(&key, "sue.example", "fwd", "forward", json!(["x@elsewhere.example"]))
+        .await;
+    let forward_only = app.send_mail(Auth::Bearer(&key), mail("a@example.org")).await;
+    assert_eq!(forward_only.status, 403, "a forward-only mailbox does not count");
+    app.add_mailbox(&key, "sue.example", "sue", "hosted", json!([])).await;
+
+    let res = app.send_mail(Auth::Bearer(&key), mail("a@example.org")).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["from"], "sue@sue.example", "the one sendable mailbox is used");
+    assert_eq!(res.body["creditsRemaining"], 99, "the account's own balance");
+    assert!(res.body["messageId"].as_str().unwrap().ends_with("@sue.example>"));
+    assert_eq!(app.agent_credits().await, 100);
+    let raw = app.outbox().pop().unwrap();
+    assert!(raw.contains("From: sue@sue.example") && raw.contains("d=sue.example"));
+
+    app.add_mailbox(&key, "sue.example", "both", "both", json!(["x@elsewhere.example"]))
+        .await;
+    app.ctx.clock.advance(61);
+    let ambiguous = app.send_mail(Auth::Bearer(&key), mail("a@example.org")).await;
+    assert_eq!(
+        (ambiguous.status, ambiguous.error()),
+        (400, "Choose the address to send from")
+    );
+    let chosen = app
+        .send_mail(
+            Auth::Bearer(&key),
+            json!({"to": "a@example.org", "subject": "s", "text": "t", "from": "both@sue.example"}),
+        )
+        .await;
+    assert_eq!(chosen.status, 200);
+    let foreign = app
+        .send_mail(
+            Auth::Bearer(&key),
+            json!({"to": "a@example.org", "subject": "s", "text": "t", "from": "fwd@sue.example"}),
+        )
+        .await;
+    assert_eq!(foreign.status, 400, "a forward-only address cannot send");
+    let credits = app.get("/credits", Auth::Bearer(&key)).await;
+    assert_eq!(credits.body["credits"]["remaining"], 98);
+}
+
+async fn people_send_free_and_only_operators_may(app: TestApp) {
+    let person = app.token("pat@people.test").await;
+    let refused = app.send_mail(Auth::Bearer(&person), mail("a@example.org")).await;
+    assert_eq!(
+        (refused.status, refused.error()),
+        (403, "This mailbox requires an operator account")
+    );
+    let op = app.operator_token().await;
+    let res = app.send_mail(Auth::Bearer(&op), mail("a@example.org")).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert!(res.body.get("creditsRemaining").is_none(), "people are not charged");
+    assert_eq!(app.agent_credits().await, 100);
+}
+
+async fn attachments_are_checked_and_attached(app: TestApp) {
+    let agent = Auth::Bearer(&app.agent_key);
+    let files = json!([
+        {"filename": "pixel.png", "contentBase64": b64(PNG)},
+        {"filename": "doc.pdf", "contentType": "application/pdf", "contentBase64": format!("data:application/pdf;base64,{}", b64(b"%PDF-1.4 tiny"))},
+        {"filename": "rows.csv", "contentBase64": b64(b"a,b\n1,2\n")},
+    ]);
+    let res = app
+        .send_mail(
+            agent,
+            json!({"to": "a@example.org", "subject": "files", "text": "see attached", "attachments": files}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["attachmentCount"], 3);
+    assert_eq!(res.body["attachmentsStored"], 0, "not filed on a thread");
+    let raw = app.outbox().pop().unwrap();
+    let parsed = mail_parser::MessageParser::default().parse(raw.as_bytes()).unwrap();
+    let names: Vec<_> = parsed
+        .attachments()
+        .map(|a| a.attachment_name().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(names, ["pixel.png", "doc.pdf", "rows.csv"]);
+    assert_eq!(parsed.attachments().next().unwrap().contents(), PNG);
+    assert_eq!(parsed.body_text(0).unwrap().trim(), "see attached");
+
+    let big = b64(&vec![b'a'; 2 * 1024 * 1024 + 1]);
+    let near = b64(&vec![b'a'; 2 * 1024 * 1024 - 100]);
+    let cases = [
+        (json!([{}, {}, {}, {}]), "Max 3 attachments per request"),
+        (
+            json!([{"filename": "a.txt", "contentBase64": big}]),
+            "too large (max 2MB)",
+        ),
+        (
+            json!([{"filename": "a.txt", "contentBase64": near}, {"filename": "b.txt", "contentBase64": near}, {"filename": "c.txt", "contentBase64": near}]),
+            "max 4MB total",
+        ),
+        (
+            json!([{"filename": "a.png", "contentBase64": "@@@not base64"}]),
+            "not valid base64",
+        ),
+        (
+            json!([{"filename": "a.pdf", "contentBase64": b64(PNG)}]),
+            "does not match",
+        ),
+        (json!([{"filename": "a.exe", "contentBase64": b64(b"MZ\x90\0")}]), "not"),
+        (
+            json!([{"filename": "a.png", "contentType": "application/x-msdownload", "contentBase64": b64(PNG)}]),
+            "not allowed",
+        ),
+        (json!("nope"), "attachments must be an array"),
+    ];
+    for (attachments, error) in cases {
+        // A fresh minute for each, so the rate window never decides.
+        app.ctx.clock.advance(61);
+        let res = app
+            .send_mail(
+                agent,
+                json!({"to": "a@example.org", "subject": "s", "text": "t", "attachments": attachments}),
+            )
+            .await;
+        assert_eq!(res.status, 400, "{error}: {}", res.body);
+        assert!(res.error().contains(error), "{error}: {}", res.error());
+    }
+    assert_eq!(app.agent_credits().await, 99, "no refused send spent a credit");
+}
+
+async fn a_reply_is_filed_on_its_thread(app: TestApp) {
+    use common::service::mail_store::{self, Direction, StoredMessage};
+    let key = app.sender(&format!("tom@{ALLOWED_DOMAIN}"), "tom.example", "tom").await;
+    // An inbound message already stored in the mailbox, as the poller files it.
+    let root = "<root-1@partner.example>";
+    let thread = mail_store::thread_id("tom@tom.example", root);
+    let inbound = StoredMessage {
+        id: mail_store::new_message_row_id(),
+        message_id: root.into(),
+        mailbox: "tom@tom.example".into(),
+        direction: Direction::Inbound,
+        from: "pal@partner.example".into(),
+        to: vec!["tom@tom.example".into()],
+        subject: "Plans".into(),
+        preview: "Shall we?".into(),
+        date: None,
+        ingested_at: common::clock::iso(app.ctx.clock.now()),
+        unread: true,
+        folder: None,
+        source: "test".into(),
+        thread_id: thread.clone(),
+        attachments: vec![],
+        body_blob: "mail/tom@tom.example/seed/body.txt".into(),
+    };
+    assert!(
+        mail_store::file_message(&app.ctx, &inbound, "Shall we?", &[])
+            .await
+            .unwrap()
+    );
+
+    let reply = json!({
+        "to": "pal@partner.example", "subject": "Re: Plans", "text": "Yes.", "inReplyTo": root,
+        "attachments": [{"filename": "map.png", "contentBase64": b64(PNG)}],
+    });
+    let res = app.send_mail(Auth::Bearer(&key), reply).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["threadId"], thread.as_str());
+    assert_eq!(res.body["attachmentsStored"], 1);
+    let id = res.body["messageId"].as_str().unwrap();
+    let row = mail_store::by_message_id(&app.ctx, "tom@tom.example", id)
+        .await
+        .unwrap()
+        .expect("the outbound row");
+    assert_eq!(row.direction, Direction::Outbound);
+    assert_eq!(row.thread_id, thread);
+    assert!(!row.unread);
+    assert_eq!(
+        app.ctx.blobs.get(&row.attachments[0].blob).await.unwrap().as_deref(),
+        Some(PNG)
+    );
+    let raw = app.outbox().pop().unwrap();
+    assert!(raw.contains(&format!("In-Reply-To: {root}")));
+
+    let by_refs = app
+        .send_mail(
+            Auth::Bearer(&key),
+            json!({"to": "pal@partner.example", "subject": "Re", "text": "x", "references": [root, id]}),
+        )
+        .await;
+    assert_eq!(by_refs.body["threadId"], thread.as_str(), "references thread too");
+    let stranger = app.send_mail(Auth::Bearer(&key), json!({"to": "pal@partner.example", "subject": "Re", "text": "x", "inReplyTo": "<unknown@nowhere.example>"})).await;
+    assert!(stranger.body.get("threadId").is_none());
+    assert_eq!(stranger.body["attachmentsStored"], 0);
+}
+
+async fn bad_input_gets_a_precise_400_and_changes_nothing(app: TestApp) {
+    let agent = Auth::Bearer(&app.agent_key);
+    let six: Vec<String> = (0..6).map(|i| format!("r{i}@example.org")).collect();
+    let cases = [
+        (
+            json!({"to": six, "subject": "s", "text": "t"}),
+            "Max 5 recipients per request",
+        ),
+        (
+            json!({"to": "a@example.org", "subject": "s", "text": "x".repeat(100 * 1024 + 1)}),
+            "Body too large (max 100KB)",
+        ),
+        (
+            json!({"to": "a@example.org", "subject": "s"}),
+            "to, subject, and text are required",
+        ),
+        (
+            json!({"to": "not-an-address", "subject": "s", "text": "t"}),
+            "Invalid recipient address: not-an-address",
+        ),
+        (
+            json!({"to": 5, "subject": "s", "text": "t"}),
+            "to must be a string or an array of addresses",
+        ),
+        (
+            json!({"to": "a@example.org", "subject": "s\r\nBcc: x@evil.example", "text": "t"}),
+            "subject must be one line",
+        ),
+        (
+            json!({"to": "a@example.org", "subject": ["s"], "text": "t"}),
+            "subject must be a string",
+        ),
+        (
+            json!({"to": "a@example.org", "subject": "s", "text": "t", "inReplyTo": "not an id"}),
+            "inReplyTo is not a valid Message-ID",
+        ),
+    ];
+    for (body, error) in cases {
+        app.ctx.clock.advance(61);
+        let res = app.send_mail(agent, body).await;
+        assert_eq!(res.status, 400, "{}", res.body);
+        assert!(res.error().starts_with(error), "{error}: {}", res.body);
+    }
+    app.ctx.clock.advance(61);
+    let raw = app
+        .client
+        .post(format!("{}/sendMail", app.base))
+        .bearer_auth(&app.agent_key)
+        .body("{\"to\": ");
+    let broken = app.send(raw).await;
+    assert_eq!(broken.status, 400);
+    let odd = app
+        .send_mail(
+            agent,
+            json!({"to": "a@example.org", "subject": "Grüße \u{202e}", "text": "emoji 🎉 and \u{0} nul"}),
+        )
+        .await;
+    assert_eq!(odd.status, 200, "odd but valid Unicode is sent: {}", odd.body);
+    assert_eq!(app.agent_credits().await, 99);
+    assert_eq!(app.outbox().len(), 1);
+}
