@@ -46,6 +46,10 @@ pub struct Config {
     /// Unset: mail is spooled under `<data-dir>/outbox` (local) or not sent (Lambda).
     #[arg(long, env = "MAILHOST_SMTP_URL")]
     pub smtp_url: Option<String>,
+    /// A PEM file of CA certificates to trust for the SMTP relay, besides the
+    /// system roots.
+    #[arg(long, env = "MAILHOST_SMTP_CA_FILE")]
+    pub smtp_ca_file: Option<PathBuf>,
     /// Without an SMTP URL, spool outgoing mail to `<data-dir>/outbox` (local
     /// mode). `false` leaves no outbound transport: sends fail with 500.
     #[arg(long, env = "MAILHOST_SPOOL", default_value_t = true, action = clap::ArgAction::Set)]

@@ -149,7 +149,10 @@ impl Context {
             None => Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
         };
         let customer_mail: Option<Arc<dyn Transport>> = match (&config.smtp_url, mode) {
-            (Some(url), _) => Some(Arc::new(crate::mail::smtp::SmtpTransport::from_url(url)?)),
+            (Some(url), _) => Some(Arc::new(crate::mail::smtp::SmtpTransport::from_url_with_ca(
+                url,
+                config.smtp_ca_file.as_deref(),
+            )?)),
             (None, Mode::Local) if config.spool => Some(Arc::new(SpoolTransport::new(config.data_dir.join("outbox")))),
             (None, _) => None,
         };

@@ -61,6 +61,12 @@ pub enum Auth<'a> {
     ApiKey(&'a str),
 }
 
+/// The access code in a code email.
+pub fn code_in(message: &str) -> String {
+    let at = message.find("Your access code is ").expect("code line") + "Your access code is ".len();
+    message[at..at + 8].to_string()
+}
+
 pub struct Response {
     pub status: u16,
     pub body: Value,
@@ -221,9 +227,7 @@ impl TestApp {
     /// The 8-digit code of the newest access-code email to `to`.
     pub fn code_for(&self, to: &str) -> String {
         let messages = self.outbox_for(to);
-        let last = messages.last().unwrap_or_else(|| panic!("no code email to {to}"));
-        let at = last.find("Your access code is ").expect("code line") + "Your access code is ".len();
-        last[at..at + 8].to_string()
+        code_in(messages.last().unwrap_or_else(|| panic!("no code email to {to}")))
     }
 
     pub async fn allowlist(&self, domain: &str) {
@@ -297,16 +301,21 @@ impl TestApp {
     /// A new ready account with `name` added, published and verified: its key.
     pub async fn verified_domain(&self, owner: &str, name: &str) -> String {
         let key = self.onboard(owner).await;
+        self.add_verified_domain(&key, name).await;
+        key
+    }
+
+    /// Adds `name` to the key's account, publishes its records and verifies it.
+    pub async fn add_verified_domain(&self, key: &str, name: &str) {
         let added = self
-            .post("/addDomain", Auth::Bearer(&key), json!({ "domain": name }))
+            .post("/addDomain", Auth::Bearer(key), json!({ "domain": name }))
             .await;
         assert_eq!(added.status, 200, "{}", added.body);
         self.publish(&added.body["domain"]);
         let verified = self
-            .post("/verifyDomain", Auth::Bearer(&key), json!({ "domainId": name }))
+            .post("/verifyDomain", Auth::Bearer(key), json!({ "domainId": name }))
             .await;
         assert_eq!(verified.body["verified"], true, "{}", verified.body);
-        key
     }
 
     pub async fn add_mailbox(&self, key: &str, domain: &str, local: &str, mode: &str, forward: Value) -> Response {

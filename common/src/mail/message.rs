@@ -5,8 +5,8 @@
 use lettre::message::dkim::{
     DkimCanonicalization, DkimCanonicalizationType, DkimConfig, DkimSigningAlgorithm, DkimSigningKey,
 };
-use lettre::message::header::{ContentType, HeaderName};
-use lettre::message::{Attachment as MimeAttachment, Mailbox, MultiPart, SinglePart};
+use lettre::message::header::{ContentTransferEncoding, ContentType, HeaderName};
+use lettre::message::{Attachment as MimeAttachment, Body, Mailbox, MultiPart, SinglePart};
 use rsa::pkcs1::EncodeRsaPrivateKey;
 use rsa::pkcs8::DecodePrivateKey;
 
@@ -46,6 +46,10 @@ impl Signer {
     }
 }
 
+fn crlf(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n").replace('\n', "\r\n")
+}
+
 /// `<random@domain>`: unique, and naming the sending domain.
 pub fn new_message_id(domain: &str) -> String {
     format!("<{}@{domain}>", hex::encode(rand::random::<[u8; 16]>()))
@@ -71,16 +75,22 @@ pub fn build(draft: &Draft<'_>, message_id: &str, signer: Option<&Signer>) -> Re
         builder = builder.references(draft.references.join(" "));
         signed_headers.push("References");
     }
+    // SMTP carries CRLF line ends; the DKIM body hash must be taken over the
+    // same bytes the recipient gets, so bare LFs become CRLF before signing.
     let text = SinglePart::builder()
         .header(ContentType::TEXT_PLAIN)
-        .body(draft.text.to_string());
+        .body(crlf(draft.text));
     let mut message = if draft.attachments.is_empty() {
         builder.singlepart(text).map_err(|e| bad(&e))?
     } else {
         let mut parts = MultiPart::mixed().singlepart(text);
         for a in draft.attachments {
             let content_type = ContentType::parse(&a.content_type).map_err(|e| bad(&e))?;
-            parts = parts.singlepart(MimeAttachment::new(a.filename.clone()).body(a.bytes.clone(), content_type));
+            // Base64 always: a text attachment sent as-is would have its bare LFs
+            // rewritten to CRLF on the wire, after the DKIM body hash was taken.
+            let body = Body::new_with_encoding(a.bytes.clone(), ContentTransferEncoding::Base64)
+                .map_err(|_| MailError("attachment encoding".into()))?;
+            parts = parts.singlepart(MimeAttachment::new(a.filename.clone()).body(body, content_type));
         }
         builder.multipart(parts).map_err(|e| bad(&e))?
     };

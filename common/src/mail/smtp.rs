@@ -3,8 +3,11 @@
 //! `smtp://user:pass@host:587?tls=required` (STARTTLS) or
 //! `smtps://user:pass@host:465` (implicit TLS).
 
+use std::path::Path;
+
 use async_trait::async_trait;
 use lettre::address::Envelope;
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
 use super::{MailError, Outgoing, Transport};
@@ -21,10 +24,40 @@ impl SmtpTransport {
     /// Call inside a Tokio runtime: lettre's connection pool spawns its
     /// cleanup task when the transport is built.
     pub fn from_url(url: &str) -> Result<Self, MailError> {
-        let inner = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
-            .map_err(err)?
-            .build();
-        Ok(Self { inner })
+        Self::from_url_with_ca(url, None)
+    }
+
+    /// As [`Self::from_url`], also trusting the CA certificates in the PEM file
+    /// `ca_file` besides the system roots: a relay with a private CA, or a test's.
+    pub fn from_url_with_ca(url: &str, ca_file: Option<&Path>) -> Result<Self, MailError> {
+        let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url).map_err(err)?;
+        if let Some(path) = ca_file {
+            let pem = std::fs::read(path).map_err(|e| MailError(format!("SMTP CA file {}: {e}", path.display())))?;
+            let parsed = reqwest::Url::parse(url).map_err(err)?;
+            let host = parsed
+                .host_str()
+                .ok_or_else(|| MailError("SMTP URL without a host".into()))?;
+            let params = TlsParameters::builder(host.to_string())
+                .add_root_certificate(Certificate::from_pem(&pem).map_err(err)?)
+                .build()
+                .map_err(err)?;
+            let mode = parsed
+                .query_pairs()
+                .find(|(k, _)| k == "tls")
+                .map(|(_, v)| v.into_owned());
+            let tls = match (parsed.scheme(), mode.as_deref()) {
+                ("smtps", _) => Tls::Wrapper(params),
+                ("smtp", Some("required")) => Tls::Required(params),
+                ("smtp", Some("opportunistic")) => Tls::Opportunistic(params),
+                _ => {
+                    return Err(MailError(
+                        "an SMTP CA file needs a TLS URL (smtps:// or ?tls=required)".into(),
+                    ));
+                }
+            };
+            builder = builder.tls(tls);
+        }
+        Ok(Self { inner: builder.build() })
     }
 }
 

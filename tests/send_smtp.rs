@@ -1,0 +1,205 @@
+//! Sending to a real SMTP server: STARTTLS and AUTH on submission, what arrives
+//! (headers, body, attachments, threading headers), a DKIM signature that
+//! dkimpy accepts, and the failure paths (spec 4.1, 7, 8).
+
+mod support;
+
+use base64::Engine;
+use mail_parser::MimeHeaders;
+use serde_json::json;
+use support::smtp::{SmtpSink, dkim_verify};
+use support::{ALLOWED_DOMAIN, Auth, Backend, TestApp};
+
+async fn app_with(sink: &SmtpSink) -> TestApp {
+    let (url, ca) = (sink.url(), sink.ca_file());
+    TestApp::spawn_with(Backend::Embedded, |c| {
+        c.smtp_url = Some(url);
+        c.smtp_ca_file = Some(ca);
+    })
+    .await
+    .unwrap()
+}
+
+/// Publishes the service domain's DKIM key, as its operators would.
+async fn publish_service_dkim(app: &TestApp) {
+    let domain = common::service::domains::get(&app.ctx, "ops", "svc.test")
+        .await
+        .unwrap()
+        .unwrap();
+    let value = common::service::dkim::record_value(&domain.dkim_public);
+    app.dns.set_txt("mail._domainkey.svc.test", &[&value]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_customer_send_arrives_over_starttls_and_auth_signed_with_the_domains_key() {
+    let Some(sink) = SmtpSink::start().await else { return };
+    let app = app_with(&sink).await;
+    // With an SMTP relay configured the access code travels through it too.
+    app.allowlist(ALLOWED_DOMAIN).await;
+    let email = format!("ann@{ALLOWED_DOMAIN}");
+    let id = app.request_access(&email).await.body["requestId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let code_mail = sink.wait_for(1).await.remove(0);
+    assert_eq!(code_mail.rcpt_tos, [email.clone()]);
+    let code = support::code_in(&code_mail.text());
+    let verified = app
+        .post(
+            "/verifyAccessRequest",
+            Auth::None,
+            json!({"requestId": id, "code": code}),
+        )
+        .await;
+    let key = verified.body["apiKey"].as_str().unwrap().to_string();
+    app.add_verified_domain(&key, "ann.example").await;
+    assert_eq!(
+        app.add_mailbox(&key, "ann.example", "ann", "hosted", json!([]))
+            .await
+            .status,
+        200
+    );
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01".to_vec();
+    let body = json!({
+        "to": ["Bob@Partner.example", "carol@partner.example"],
+        "subject": "Quarterly numbers ✓",
+        "text": "Hello Bob,\n\nThe figures are attached.\n.\nA line with a dot above.",
+        "inReplyTo": "<q1@partner.example>",
+        "references": ["<q0@partner.example>", "<q1@partner.example>"],
+        "attachments": [
+            {"filename": "chart.png", "contentBase64": base64::engine::general_purpose::STANDARD.encode(&png)},
+            {"filename": "rows.csv", "contentType": "text/csv", "contentBase64": base64::engine::general_purpose::STANDARD.encode(b"q,n\n1,2\n")},
+        ],
+    });
+    let res = app.send_mail(Auth::Bearer(&key), body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["attachmentCount"], 2);
+    assert_eq!(res.body["creditsRemaining"], 99);
+
+    let got = sink.wait_for(2).await;
+    let m = &got[1];
+    assert_eq!(m.mail_from, "ann@ann.example");
+    assert_eq!(m.rcpt_tos, ["bob@partner.example", "carol@partner.example"]);
+    assert_eq!(m.auth_user.as_deref(), Some(sink.user.as_str()), "submitted with AUTH");
+    assert!(m.tls, "after STARTTLS");
+
+    let parsed = mail_parser::MessageParser::default().parse(&m.raw).unwrap();
+    assert_eq!(parsed.subject(), Some("Quarterly numbers ✓"));
+    assert_eq!(
+        parsed.from().unwrap().first().unwrap().address(),
+        Some("ann@ann.example")
+    );
+    assert_eq!(parsed.to().unwrap().iter().count(), 2);
+    let id = res.body["messageId"].as_str().unwrap();
+    assert_eq!(format!("<{}>", parsed.message_id().unwrap()), id);
+    assert_eq!(parsed.in_reply_to().as_text(), Some("q1@partner.example"));
+    let refs: Vec<&str> = parsed
+        .references()
+        .as_text_list()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| r.as_ref())
+        .collect();
+    assert_eq!(refs, ["q0@partner.example", "q1@partner.example"]);
+    assert!(parsed.body_text(0).unwrap().contains("A line with a dot above."));
+    assert!(
+        parsed.body_text(0).unwrap().lines().any(|l| l.trim_end() == "."),
+        "a lone dot survives SMTP dot-stuffing"
+    );
+    let files: Vec<(String, Vec<u8>)> = parsed
+        .attachments()
+        .map(|a| (a.attachment_name().unwrap().to_string(), a.contents().to_vec()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("chart.png".to_string(), png),
+            ("rows.csv".to_string(), b"q,n\n1,2\n".to_vec())
+        ]
+    );
+    let raw = String::from_utf8_lossy(&m.raw);
+    assert!(raw.contains("d=ann.example") && raw.contains("s=mail"));
+    assert!(
+        dkim_verify(&m.raw, app.dns.addr),
+        "dkimpy accepts the signature against the published key"
+    );
+
+    // The signature covers the body: a changed copy fails.
+    let tampered = raw.replace("The figures are attached.", "The figures are NOT attached.");
+    assert!(!dkim_verify(tampered.as_bytes(), app.dns.addr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_agent_key_sends_as_noreply_signed_with_the_service_domain() {
+    let Some(sink) = SmtpSink::start().await else { return };
+    let app = app_with(&sink).await;
+    publish_service_dkim(&app).await;
+    let res = app
+        .send_mail(
+            Auth::Bearer(&app.agent_key),
+            json!({"to": "x@partner.example", "subject": "s", "text": "t"}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let got = sink.wait_for(1).await;
+    assert_eq!(got[0].mail_from, "noreply@svc.test");
+    assert!(dkim_verify(&got[0].raw, app.dns.addr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_delivery_is_500_send_failed_and_the_credit_stays_spent() {
+    let Some(sink) = SmtpSink::start_rejecting().await else {
+        return;
+    };
+    let app = app_with(&sink).await;
+    let res = app
+        .send_mail(
+            Auth::Bearer(&app.agent_key),
+            json!({"to": "x@partner.example", "subject": "s", "text": "t"}),
+        )
+        .await;
+    assert_eq!((res.status, res.error()), (500, "Send failed"));
+    assert_eq!(app.agent_credits().await, 99, "not refunded when SMTP fails");
+    assert!(sink.messages().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wrong_smtp_password_is_500_send_failed() {
+    let Some(sink) = SmtpSink::start().await else { return };
+    let (url, ca) = (sink.url_with_password("wrong"), sink.ca_file());
+    let app = TestApp::spawn_with(Backend::Embedded, |c| {
+        c.smtp_url = Some(url);
+        c.smtp_ca_file = Some(ca);
+    })
+    .await
+    .unwrap();
+    let res = app
+        .send_mail(
+            Auth::Bearer(&app.agent_key),
+            json!({"to": "x@partner.example", "subject": "s", "text": "t"}),
+        )
+        .await;
+    assert_eq!((res.status, res.error()), (500, "Send failed"));
+    assert!(sink.messages().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_outbound_transport_is_500_outbound_host_not_configured() {
+    let app = TestApp::spawn_with(Backend::Embedded, |c| {
+        c.smtp_url = None;
+        c.spool = false;
+    })
+    .await
+    .unwrap();
+    let res = app
+        .send_mail(
+            Auth::Bearer(&app.agent_key),
+            json!({"to": "x@partner.example", "subject": "s", "text": "t"}),
+        )
+        .await;
+    assert_eq!((res.status, res.error()), (500, "outbound host not configured"));
+    let bad = app
+        .send_mail(Auth::Bearer(&app.agent_key), json!({"to": "x@partner.example"}))
+        .await;
+    assert_eq!(bad.status, 400, "validation still comes first");
+}
