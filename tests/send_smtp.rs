@@ -42,7 +42,7 @@ async fn a_customer_send_arrives_over_starttls_and_auth_signed_with_the_domains_
         .unwrap()
         .to_string();
     let code_mail = sink.wait_for(1).await.remove(0);
-    assert_eq!(code_mail.rcpt_tos, [email.clone()]);
+    assert_eq!(code_mail.rcpt_tos, std::slice::from_ref(&email));
     let code = support::code_in(&code_mail.text());
     let verified = app
         .post(
