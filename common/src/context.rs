@@ -33,6 +33,8 @@ pub enum Mode {
 pub struct Context {
     pub config: Config,
     pub store: Arc<dyn Store>,
+    /// Requests made through `store`, by kind.
+    pub store_meter: Arc<crate::store::metered::Meter>,
     pub blobs: Arc<dyn BlobStore>,
     /// Customer mail; `None` when no outbound host is configured.
     pub customer_mail: Option<Arc<dyn Transport>>,
@@ -141,6 +143,8 @@ impl Context {
                 Arc::new(store)
             }
         };
+        let (metered, store_meter) = crate::store::metered::Metered::new(store);
+        let store: Arc<dyn Store> = Arc::new(metered);
         let blobs: Arc<dyn BlobStore> = match &config.bucket {
             Some(bucket) => Arc::new(crate::blob::s3::S3BlobStore::new(
                 crate::blob::s3::client_for(aws.as_ref().expect("aws config")),
@@ -169,6 +173,7 @@ impl Context {
             secrets,
             dns,
             store,
+            store_meter,
             blobs,
             customer_mail,
             system_mail,

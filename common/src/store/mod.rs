@@ -20,6 +20,7 @@ mod cond;
 pub mod conformance;
 pub mod dynamo;
 pub mod embedded;
+pub mod metered;
 
 use async_trait::async_trait;
 use serde::Serialize;
