@@ -17,7 +17,24 @@ on_both_backends!(
     the_export_turns_mta_applied_true_on_exactly_the_changes_it_carried,
     the_sync_token_reads_and_acknowledges_the_export,
     operators_add_hosted_mailboxes_on_the_service_domain,
+    only_recent_export_versions_can_be_acknowledged,
 );
+
+async fn only_recent_export_versions_can_be_acknowledged(app: TestApp) {
+    let first = mta_export::run_once(&app.ctx).await.unwrap().version;
+    let mut last = first;
+    for _ in 0..101 {
+        last = mta_export::run_once(&app.ctx).await.unwrap().version;
+    }
+    let pending = app.ctx.blobs.list("mta/pending/").await.unwrap();
+    assert!(
+        pending.len() <= 101,
+        "old pending records are removed: {}",
+        pending.len()
+    );
+    assert_eq!(mta_export::acknowledge(&app.ctx, first).await.unwrap_err().status, 404);
+    assert!(mta_export::acknowledge(&app.ctx, last).await.is_ok());
+}
 
 async fn mailboxes_in_each_mode_carry_their_delivery_plan(app: TestApp) {
     let key = app

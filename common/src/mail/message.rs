@@ -143,7 +143,7 @@ mod tests {
         let id = new_message_id("example.com");
         let out = build(&draft, &id, Some(&signer)).unwrap();
         let raw = String::from_utf8_lossy(&out.raw);
-        assert!(raw.starts_with("DKIM-Signature: "), "{raw}");
+        assert!(raw.contains("\r\nDKIM-Signature: "), "{raw}");
         assert!(raw.contains("d=example.com") && raw.contains("s=mail"));
         assert!(raw.contains(&format!("Message-ID: {id}")));
         assert!(raw.contains("In-Reply-To: <r2@x.org>"));

@@ -166,6 +166,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         .put(EXPORT_BLOB, export_bytes, "application/json")
         .await
         .map_err(blob_err)?;
+    forget_old_pending(ctx, version).await?;
     tracing::info!(
         version,
         mailboxes = live.len(),
@@ -177,6 +178,21 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         mailboxes: live.len(),
         pending: pending.changes.len(),
     })
+}
+
+/// Versions a mail host may still acknowledge; older pending records go.
+const KEEP_VERSIONS: i64 = 100;
+
+async fn forget_old_pending(ctx: &Context, version: i64) -> Result<(), ApiError> {
+    let blob_err = |e: crate::blob::BlobError| ApiError::internal(e.to_string());
+    let oldest_kept = pending_blob(version - KEEP_VERSIONS);
+    for key in ctx.blobs.list("mta/pending/").await.map_err(blob_err)? {
+        // Zero-padded names sort by version.
+        if key < oldest_kept {
+            ctx.blobs.delete(&key).await.map_err(blob_err)?;
+        }
+    }
+    Ok(())
 }
 
 /// The newest export, as the mail host reads it.
