@@ -13,7 +13,57 @@ on_both_backends!(
     verify_names_the_row_that_missed,
     a_lookup_that_does_not_finish_changes_nothing,
     operators_remove_a_domain_and_its_stored_mail,
+    a_signed_in_person_manages_the_domain_of_their_ready_account,
 );
+
+async fn a_signed_in_person_manages_the_domain_of_their_ready_account(app: TestApp) {
+    let email = format!("pia@{ALLOWED_DOMAIN}");
+    let key = app.onboard(&email).await;
+    let token = app.token(&email).await;
+    let added = app
+        .post("/addDomain", Auth::Bearer(&token), json!({"domain": "pia.example"}))
+        .await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let by_key = app.get("/listDomains", Auth::Bearer(&key)).await;
+    assert_eq!(
+        by_key.body["domains"][0]["name"], "pia.example",
+        "the key and the token share one account"
+    );
+    let waiting = app.token("someone@people.test").await;
+    let refused = app
+        .post("/addDomain", Auth::Bearer(&waiting), json!({"domain": "x.example"}))
+        .await;
+    assert_eq!(
+        (refused.status, refused.error()),
+        (403, "Account setup is not complete yet")
+    );
+    let pending = app.request_and_verify("slow@elsewhere.test").await;
+    assert_eq!(pending.body["status"], "setting_up");
+    let slow = app.token("slow@elsewhere.test").await;
+    let refused = app
+        .post("/addDomain", Auth::Bearer(&slow), json!({"domain": "slow.example"}))
+        .await;
+    assert_eq!(
+        (refused.status, refused.error()),
+        (403, "Account setup is not complete yet")
+    );
+    let agent = app
+        .post(
+            "/addDomain",
+            Auth::Bearer(&app.agent_key),
+            json!({"domain": "a.example"}),
+        )
+        .await;
+    assert_eq!((agent.status, agent.error()), (401, "Firebase sign-in required"));
+    let agent = app
+        .post(
+            "/addDomain",
+            Auth::ApiKey(&app.agent_key),
+            json!({"domain": "a.example"}),
+        )
+        .await;
+    assert_eq!((agent.status, agent.error()), (401, "Invalid API key"));
+}
 
 fn records(view: &Value) -> Vec<Value> {
     view["dnsInstructions"]["records"].as_array().unwrap().clone()

@@ -85,7 +85,7 @@ async fn log_request(req: Request, next: Next) -> Response {
         method = %method,
         route = route.as_deref().unwrap_or("unmatched"),
         status = response.status().as_u16(),
-        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        latency_ms = %format_args!("{:.3}", started.elapsed().as_secs_f64() * 1000.0),
         "request"
     );
     response

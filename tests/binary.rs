@@ -1,0 +1,182 @@
+//! The `mailhost` binary as a user runs it: no arguments serves every route on
+//! the embedded store, prints the agent key once on first start, `mailhost token`
+//! mints a token that server accepts, and the request log never carries a key,
+//! a token or a code.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+struct Server {
+    child: Child,
+    output: Arc<Mutex<String>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `mailhost` with no arguments, configured through the environment only.
+async fn start(data_dir: &std::path::Path, port: u16) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mailhost"))
+        .env("MAILHOST_ADDR", format!("127.0.0.1:{port}"))
+        .env("MAILHOST_DATA_DIR", data_dir)
+        .env("MAILHOST_SERVICE_DOMAIN", "svc.test")
+        .env("MAILHOST_POLL_INTERVAL", "1")
+        .env("RUST_LOG", "info")
+        .env_remove("MAILHOST_AGENT_KEY")
+        .env_remove("MAILHOST_STORE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = Arc::new(Mutex::new(String::new()));
+    for stream in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let output = output.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                output.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+    }
+    let client = reqwest::Client::new();
+    for _ in 0..200 {
+        if client
+            .get(format!("http://127.0.0.1:{port}/credits"))
+            .send()
+            .await
+            .is_ok()
+        {
+            return Server { child, output };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("mailhost did not start: {}", output.lock().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_onboarding_and_never_logs_a_secret() {
+    let data_dir = std::env::temp_dir().join(format!("mailhost-bin-{:x}", rand::random::<u64>()));
+    let port = free_port();
+    let server = start(&data_dir, port).await;
+    let printed = server.output.lock().unwrap().clone();
+    let agent_key = printed
+        .split_whitespace()
+        .find(|w| w.starts_with("svc_"))
+        .unwrap_or_else(|| panic!("the agent key is printed on first start: {printed}"))
+        .to_string();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let post = |path: &str, auth: Option<&str>, body: Value| {
+        let mut req = client.post(format!("{base}{path}")).json(&body);
+        if let Some(a) = auth {
+            req = req.bearer_auth(a);
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            (res.status().as_u16(), res.json::<Value>().await.unwrap())
+        }
+    };
+
+    let token = Command::new(env!("CARGO_BIN_EXE_mailhost"))
+        .args([
+            "token",
+            "--data-dir",
+            data_dir.to_str().unwrap(),
+            "--email",
+            "ops@example.com",
+            "--operator",
+        ])
+        .output()
+        .unwrap();
+    assert!(token.status.success());
+    let token = String::from_utf8(token.stdout).unwrap().trim().to_string();
+    assert_eq!(
+        post(
+            "/api/admin/domainAllowlist",
+            Some(&token),
+            json!({"domain": "example.com"})
+        )
+        .await
+        .0,
+        200
+    );
+
+    let (status, body) = post(
+        "/api/requestAccess",
+        None,
+        json!({"contactEmail": "dev@example.com", "domain": "example.com", "agentName": "cli", "intendedUse": "test"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["requestId"].as_str().unwrap().to_string();
+    let outbox = std::fs::read_dir(data_dir.join("outbox"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mail = std::fs::read_to_string(outbox).unwrap();
+    let at = mail.find("Your access code is ").unwrap() + 20;
+    let code = mail[at..at + 8].to_string();
+    let (status, body) = post("/verifyAccessRequest", None, json!({"requestId": id, "code": code})).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("ready")), "{body}");
+    let key = body["apiKey"].as_str().unwrap().to_string();
+    let (status, account) = post("/getAccountStatus", Some(&key), json!({})).await;
+    assert_eq!((status, account["status"].as_str()), (200, Some("ready")));
+    let credits = client
+        .get(format!("{base}/credits"))
+        .bearer_auth(&agent_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(credits.status(), 200);
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = server.output.lock().unwrap().clone();
+    assert!(
+        log.contains("/requestAccess") && log.contains("status=200"),
+        "one line per request: {log}"
+    );
+    assert!(log.contains("latency_ms"));
+    assert_eq!(
+        log.matches(&agent_key).count(),
+        1,
+        "the agent key is printed once and never logged"
+    );
+    for secret in [&key, &code, &token] {
+        assert!(!log.contains(secret.as_str()), "a secret reached the log");
+    }
+    drop(server);
+
+    // A second start keeps the key: nothing new is printed, the old key still works.
+    let port = free_port();
+    let again = start(&data_dir, port).await;
+    assert!(!again.output.lock().unwrap().contains("svc_"));
+    let res = client
+        .get(format!("http://127.0.0.1:{port}/credits"))
+        .bearer_auth(&agent_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    drop(again);
+    std::fs::remove_dir_all(data_dir).ok();
+}
