@@ -45,6 +45,12 @@ async fn start(data_dir: &std::path::Path, port: u16) -> Server {
         .spawn()
         .unwrap();
     let output = Arc::new(Mutex::new(String::new()));
+    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    // Owned by the guard from here on, so the process is reaped on every path.
+    let server = Server {
+        child,
+        output: output.clone(),
+    };
     for stream in [
         Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
         Box::new(child.stderr.take().unwrap()),
@@ -64,11 +70,11 @@ async fn start(data_dir: &std::path::Path, port: u16) -> Server {
             .await
             .is_ok()
         {
-            return Server { child, output };
+            return server;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("mailhost did not start: {}", output.lock().unwrap());
+    panic!("mailhost did not start: {}", server.output.lock().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
