@@ -3,13 +3,30 @@
 //! `lambda_functions_answer_the_sample_events` starts each function under
 //! `cargo lambda watch` (the Lambda runtime API emulator) in `Mode::Lambda`,
 //! on the embedded store, with a real SMTP server (aiosmtpd) receiving the
-//! access codes, and invokes every event in `events/<function>/` with
-//! `cargo lambda invoke`. It needs the Python venv that holds cargo-lambda and
-//! aiosmtpd, named by `MAILHOST_TEST_VENV`, and is skipped without it.
+//! access codes and the sent mail, and invokes every event in `events/<function>/` with
+//! `cargo lambda invoke`: the HTTP functions with API Gateway events, the
+//! scheduled `mta-export` with an EventBridge scheduled event. It needs the
+//! Python venv that holds cargo-lambda and aiosmtpd, named by
+//! `MAILHOST_TEST_VENV`, and is skipped without it.
+//!
+//! `mta-export`, `mailboxes` and `send` share one data directory (store, blobs
+//! and secrets), as they share the table, the bucket and Secrets Manager in
+//! AWS: `GET /mtaMailboxExport` reads the export `mta-export` wrote and
+//! `POST /mtaMailboxExport` acknowledges it, and `POST /sendMail` with the
+//! agent key sends from `noreply@<service domain>`, signed with the DKIM key of
+//! the service domain that `mta-export`'s cold start (the bootstrap, which no
+//! HTTP function runs in Lambda mode) created; on a data directory of its own
+//! that send would answer 500 'service domain missing'. The send goes to the
+//! same aiosmtpd that receives the access codes. The embedded store is one
+//! redb file that a single process may open (redb locks it; a second open
+//! fails with `DatabaseAlreadyOpen`), so the functions never run at the same
+//! time: each watch starts at its function's first case and stops after its
+//! last, and the next one starts once the store is released.
 //!
 //! The other tests need nothing: every route of the route table is in
 //! `template.yaml` at its root path and under `/api`, on its family's function,
-//! and every event file has a case here.
+//! `mta-export` runs on a one-minute schedule and serves no route, and every
+//! event file has a case here.
 
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,45 +42,99 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::http::{Family, ROUTES, routes};
-use serde_json::Value;
+use common::store::embedded::EmbeddedStore;
+use serde_json::{Value, json};
 
 /// The agent key the sample events present (`events/README.md`).
 const AGENT_KEY: &str = "svc_test_agent_key_for_events_0000000000000";
+/// The sync token the mail-server events present (`events/README.md`).
+const SYNC_TOKEN: &str = "sync_test_token_for_events_00000000000000000";
 const MISSING_CREDENTIAL: &str = "Missing Authorization Bearer token or X-Api-Key";
+const INVALID_KEY: &str = "Invalid API key";
+const FIREBASE_REQUIRED: &str = "Firebase sign-in required";
 const OPERATOR_ONLY: &str = "This action is limited to operator accounts.";
+const SYNC_ONLY: &str = "This route is limited to the mail server's sync token.";
+
+/// The functions run by a schedule rather than behind the API, and the
+/// schedule of each.
+const SCHEDULED: &[(&str, &str)] = &[("mta-export", "rate(1 minute)")];
+
+/// Functions that read what another function wrote, and that one: each runs
+/// on the writer's data directory (embedded store, blobs and secrets), after it.
+const READS_DATA_OF: &[(&str, &str)] = &[("mailboxes", "mta-export"), ("send", "mta-export")];
+
+/// The service domain and mail host the functions run with, and the protected
+/// mailboxes the `mta-export` bootstrap creates on it (the default
+/// `MAILHOST_PROTECTED_ADDRESSES`), in address order.
+const SERVICE_DOMAIN: &str = "mailhost.localhost";
+/// The address the agent key sends from.
+const AGENT_SENDER: &str = "noreply@mailhost.localhost";
+/// The recipient and subject of `events/send/send-mail-agent-key.json`.
+const SENT_TO: &str = "friend@example.net";
+const SENT_SUBJECT: &str = "Hello from the send function";
+const MAIL_HOST: &str = "mx.mailhost.localhost";
+const PROTECTED_MAILBOXES: &[&str] = &[
+    "abuse@mailhost.localhost",
+    "inbox@mailhost.localhost",
+    "noreply@mailhost.localhost",
+    "postmaster@mailhost.localhost",
+];
+
+/// Every function: one per route family, then the scheduled ones.
+fn functions() -> Vec<&'static str> {
+    let http = Family::ALL.iter().map(|f| f.function());
+    http.chain(SCHEDULED.iter().map(|(f, _)| *f)).collect()
+}
+
+fn is_scheduled(function: &str) -> bool {
+    SCHEDULED.iter().any(|(f, _)| *f == function)
+}
+
+fn data_dir_name(function: &'static str) -> &'static str {
+    READS_DATA_OF
+        .iter()
+        .find(|(f, _)| *f == function)
+        .map_or(function, |(_, writer)| *writer)
+}
 
 /// One sample event, the function it is for, and what that function answers.
 struct Case {
     function: &'static str,
     event: &'static str,
-    status: u16,
+    /// The HTTP status; `None` for a scheduled function, which answers with
+    /// what it returns rather than with an HTTP response.
+    status: Option<u16>,
+    /// Checks the JSON body (HTTP) or the returned JSON (scheduled).
     check: fn(&Value),
 }
 
-/// Every file under `events/`, in the order they are invoked (per function).
+/// Every file under `events/`, in the order they are invoked. The cases of a
+/// function are together (its watch runs while they do), and `mta-export`
+/// comes before `mailboxes`, which reads and acknowledges its export, and
+/// before `send`, which sends from the service domain it bootstrapped.
 const CASES: &[Case] = &[
     Case {
         function: "onboarding",
         event: "request-access.json",
-        status: 200,
+        status: Some(200),
         check: access_requested,
     },
     Case {
         function: "onboarding",
         event: "api-request-access.json",
-        status: 200,
+        status: Some(200),
         check: access_requested,
     },
     Case {
         function: "onboarding",
         event: "verify-access-request-unknown-id.json",
-        status: 404,
+        status: Some(404),
         check: |body| assert_error(body, "Message not found"),
     },
     Case {
         function: "onboarding",
         event: "get-request-status.json",
-        status: 200,
+        status: Some(200),
         check: |body| {
             assert_eq!(body["ok"], true, "{body}");
             assert_eq!(body["status"], "pending", "{body}");
@@ -73,13 +144,13 @@ const CASES: &[Case] = &[
     Case {
         function: "onboarding",
         event: "get-account-status-no-credential.json",
-        status: 401,
+        status: Some(401),
         check: |body| assert_error(body, MISSING_CREDENTIAL),
     },
     Case {
         function: "credits",
         event: "get-credits-agent-key.json",
-        status: 200,
+        status: Some(200),
         check: |body| {
             assert_eq!(body["ok"], true, "{body}");
             assert_eq!(body["credits"]["remaining"], 100, "{body}");
@@ -91,7 +162,7 @@ const CASES: &[Case] = &[
     Case {
         function: "credits",
         event: "post-credits-agent-key.json",
-        status: 200,
+        status: Some(200),
         check: |body| {
             assert_eq!(body["ok"], true, "{body}");
             assert_eq!(body["agentKey"]["disabled"], false, "{body}");
@@ -102,26 +173,150 @@ const CASES: &[Case] = &[
     Case {
         function: "credits",
         event: "get-credits-no-credential.json",
-        status: 401,
+        status: Some(401),
         check: |body| assert_error(body, MISSING_CREDENTIAL),
     },
     Case {
         function: "admin",
         event: "get-domain-allowlist-no-credential.json",
-        status: 401,
+        status: Some(401),
         check: |body| assert_error(body, MISSING_CREDENTIAL),
     },
     Case {
         function: "admin",
         event: "get-domain-allowlist-agent-key.json",
-        status: 403,
+        status: Some(403),
         check: |body| assert_error(body, OPERATOR_ONLY),
     },
     Case {
         function: "admin",
         event: "check-domain-allowlist-no-credential.json",
-        status: 401,
+        status: Some(401),
         check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "domains",
+        event: "add-domain-agent-key.json",
+        status: Some(401),
+        check: |body| assert_error(body, FIREBASE_REQUIRED),
+    },
+    Case {
+        function: "domains",
+        event: "list-domains-no-credential.json",
+        status: Some(401),
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "domains",
+        event: "api-get-dns-instructions-agent-api-key.json",
+        status: Some(401),
+        check: |body| assert_error(body, INVALID_KEY),
+    },
+    Case {
+        function: "domains",
+        event: "operator-remove-domain-agent-key.json",
+        status: Some(403),
+        check: |body| assert_error(body, OPERATOR_ONLY),
+    },
+    Case {
+        function: "mta-export",
+        event: "scheduled.json",
+        status: None,
+        check: |out| {
+            // A positive integer: the first version of a fresh data directory,
+            // carrying the protected mailboxes the cold start's bootstrap made.
+            assert_eq!(out["version"], 1, "{out}");
+            assert_eq!(out["mailboxes"], PROTECTED_MAILBOXES.len(), "{out}");
+        },
+    },
+    Case {
+        function: "mailboxes",
+        event: "add-mailbox-no-credential.json",
+        status: Some(401),
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "mailboxes",
+        event: "get-mta-export-agent-key.json",
+        status: Some(403),
+        check: |body| assert_error(body, SYNC_ONLY),
+    },
+    Case {
+        function: "mailboxes",
+        event: "api-get-mta-export-sync-token.json",
+        status: Some(200),
+        check: |body| {
+            // The export mta-export wrote into the shared data directory.
+            assert_eq!(body["ok"], true, "{body}");
+            let export = &body["export"];
+            assert_eq!(export["version"], 1, "{body}");
+            assert_eq!(export["mailHost"], MAIL_HOST, "{body}");
+            assert_eq!(export["domains"], json!([SERVICE_DOMAIN]), "{body}");
+            let addresses: Vec<&str> = export["mailboxes"]
+                .as_array()
+                .unwrap_or_else(|| panic!("no mailboxes in {body}"))
+                .iter()
+                .map(|m| m["address"].as_str().unwrap_or_default())
+                .collect();
+            assert_eq!(addresses, PROTECTED_MAILBOXES, "{body}");
+            assert!(
+                export["mailboxes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .all(|m| m["mode"] == "hosted"),
+                "{body}"
+            );
+            assert_eq!(
+                export["postfix"]["virtualMailboxDomains"],
+                format!("{SERVICE_DOMAIN} OK\n"),
+                "{body}"
+            );
+            assert_eq!(export["postfix"]["virtualAliasMaps"], "", "{body}");
+            assert_eq!(
+                export["dovecot"]["passwdFile"], "",
+                "no mailbox has a login yet: {body}"
+            );
+        },
+    },
+    Case {
+        function: "mailboxes",
+        event: "api-ack-mta-export-sync-token.json",
+        status: Some(200),
+        check: |body| {
+            // Version 1 carried the four new protected mailboxes: all applied.
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["version"], 1, "{body}");
+            assert_eq!(body["applied"], PROTECTED_MAILBOXES.len(), "{body}");
+            assert!(body["appliedAt"].is_string(), "{body}");
+        },
+    },
+    Case {
+        function: "send",
+        event: "api-send-mail-no-credential.json",
+        status: Some(401),
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "send",
+        event: "send-mail-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            // Sent over SMTP (the message is checked at aiosmtpd below), not
+            // a reply to a stored conversation: nothing filed. The agent key's
+            // first credit of 100 in this data directory.
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["from"], AGENT_SENDER, "{body}");
+            let id = body["messageId"].as_str().unwrap_or_default();
+            assert!(
+                id.starts_with('<') && id.ends_with(&format!("@{SERVICE_DOMAIN}>")),
+                "messageId {id:?} in {body}"
+            );
+            assert_eq!(body["creditsRemaining"], 99, "{body}");
+            assert_eq!(body["attachmentCount"], 0, "{body}");
+            assert_eq!(body["attachmentsStored"], 0, "{body}");
+            assert!(body.get("threadId").is_none(), "{body}");
+        },
     },
 ];
 
@@ -165,7 +360,7 @@ fn lambda_functions_answer_the_sample_events() {
     let scratch = Scratch::new();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let target_dir = target_dir();
-    let functions: Vec<&str> = Family::ALL.iter().map(|f| f.function()).collect();
+    let all_functions = functions();
 
     // Build first, so that each watch's `cargo run` finds the binary fresh and
     // a compile error shows here rather than as a failed invoke.
@@ -175,7 +370,7 @@ fn lambda_functions_answer_the_sample_events() {
         .current_dir(workspace())
         .env("CARGO_TARGET_DIR", &target_dir)
         .arg("build");
-    for function in &functions {
+    for function in &all_functions {
         build.args(["-p", function]);
     }
     let built = output_within(build, Duration::from_secs(20 * 60), "cargo build of the functions");
@@ -195,11 +390,9 @@ fn lambda_functions_answer_the_sample_events() {
     wait_for_port(smtp_port, Duration::from_secs(30), "aiosmtpd", &smtp_log);
 
     let hmac_secret = random_hex();
-    let sync_token = random_hex();
-    let mut watches = BTreeMap::new();
-    for function in &functions {
+    let start_watch = |function: &'static str| -> Watch {
         let port = free_port();
-        let data_dir = scratch.path(function);
+        let data_dir = scratch.path(data_dir_name(function));
         let log = scratch.path(&format!("{function}.log"));
         let mut watch = Command::new(bin.join("cargo-lambda"));
         watch
@@ -217,17 +410,41 @@ fn lambda_functions_answer_the_sample_events() {
             .env("MAILHOST_SECRETS", "dir")
             .env("MAILHOST_SECRET_HMAC_SECRET", &hmac_secret)
             .env("MAILHOST_AGENT_KEY", AGENT_KEY)
-            .env("MAILHOST_SYNC_TOKEN", &sync_token)
+            .env("MAILHOST_SYNC_TOKEN", SYNC_TOKEN)
+            .env("MAILHOST_SERVICE_DOMAIN", SERVICE_DOMAIN)
+            .env("MAILHOST_MAIL_HOST", MAIL_HOST)
             .env("MAILHOST_SYSTEM_MAIL", "transport")
             .env("MAILHOST_SMTP_URL", format!("smtp://127.0.0.1:{smtp_port}"))
             .env("RUST_LOG", "info");
         let group = Group::spawn(watch, &log, function);
         wait_for_port(port, Duration::from_secs(60), function, &log);
-        watches.insert(*function, (port, log, group));
-    }
+        Watch {
+            function,
+            port,
+            log,
+            data_dir,
+            group,
+        }
+    };
 
+    // One watch at a time: started at its function's first case, stopped
+    // after its last (see the module comment).
+    let mut running: Option<Watch> = None;
+    let mut started_functions = BTreeSet::new();
+    let mut answers: BTreeMap<String, Value> = BTreeMap::new();
     for case in CASES {
-        let (port, log, _) = &watches[case.function];
+        if running.as_ref().map(|w| w.function) != Some(case.function) {
+            if let Some(done) = running.take() {
+                done.stop();
+            }
+            assert!(
+                started_functions.insert(case.function),
+                "the cases of {} are not together in CASES",
+                case.function
+            );
+            running = Some(start_watch(case.function));
+        }
+        let Watch { port, log, .. } = running.as_ref().expect("a running watch");
         let event = format!("events/{}/{}", case.function, case.event);
         let mut invoke = Command::new(bin.join("cargo-lambda"));
         invoke
@@ -256,6 +473,12 @@ fn lambda_functions_answer_the_sample_events() {
                 read(log)
             ),
         };
+        let Some(status) = case.status else {
+            // A scheduled function: what it returned is the answer.
+            eprintln!("{event} -> {response} in {:.1}s", started.elapsed().as_secs_f64());
+            (case.check)(&response);
+            continue;
+        };
         let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or_default())
             .unwrap_or_else(|e| panic!("{event}: body is not JSON ({e}): {response}"));
         eprintln!(
@@ -263,13 +486,22 @@ fn lambda_functions_answer_the_sample_events() {
             response["statusCode"],
             started.elapsed().as_secs_f64()
         );
-        assert_eq!(response["statusCode"], case.status, "{event}: {response}");
+        assert_eq!(response["statusCode"], status, "{event}: {response}");
         assert_eq!(
             response["headers"]["content-type"], "application/json",
             "{event}: {response}"
         );
         (case.check)(&body);
+        answers.insert(event, body);
     }
+    if let Some(done) = running.take() {
+        done.stop();
+    }
+    assert_eq!(
+        started_functions,
+        all_functions.into_iter().collect(),
+        "every function has a case"
+    );
 
     // Both access codes reached the SMTP server.
     let mail = read(&smtp_log);
@@ -277,6 +509,86 @@ fn lambda_functions_answer_the_sample_events() {
         assert!(mail.contains(&format!("To: {to}")), "no mail to {to} in:\n{mail}");
     }
     assert_eq!(mail.matches("Your access code is ").count(), 2, "{mail}");
+
+    // So did the agent key's send, exactly once, as the answer said, signed
+    // with the service domain's DKIM key (selector `mail`).
+    let sent = &answers["events/send/send-mail-agent-key.json"];
+    let message_id = sent["messageId"].as_str().expect("messageId");
+    assert_eq!(
+        mail.matches(&format!("Message-ID: {message_id}")).count(),
+        1,
+        "{message_id} not at aiosmtpd once:\n{mail}"
+    );
+    let at = mail
+        .find(&format!("Message-ID: {message_id}"))
+        .expect("the sent message");
+    // aiosmtpd's Debugging handler prints each message between these lines.
+    let start = mail[..at]
+        .rfind("---------- MESSAGE FOLLOWS ----------")
+        .expect("message start");
+    let end = at
+        + mail[at..]
+            .find("------------ END MESSAGE ------------")
+            .expect("message end");
+    let message = &mail[start..end];
+    for line in [
+        format!("From: {AGENT_SENDER}"),
+        format!("To: {SENT_TO}"),
+        format!("Subject: {SENT_SUBJECT}"),
+    ] {
+        assert!(message.lines().any(|l| l == line), "no {line:?} in:\n{message}");
+    }
+    let dkim = message
+        .split("DKIM-Signature:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no DKIM-Signature in:\n{message}"));
+    for tag in [format!("d={SERVICE_DOMAIN};"), "s=mail;".to_string()] {
+        assert!(dkim.contains(&tag), "no {tag} in the DKIM-Signature of:\n{message}");
+    }
+}
+
+/// A function under `cargo lambda watch`.
+struct Watch {
+    function: &'static str,
+    port: u16,
+    log: PathBuf,
+    data_dir: PathBuf,
+    group: Group,
+}
+
+impl Watch {
+    /// Stops the watch and the function it runs, and waits until the function
+    /// has let go of the embedded store: the next function may open it.
+    fn stop(self) {
+        let Watch {
+            function,
+            log,
+            data_dir,
+            group,
+            ..
+        } = self;
+        drop(group);
+        let store = data_dir.join("store.redb");
+        if !store.exists() {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match EmbeddedStore::open(&store) {
+                Ok(released) => {
+                    drop(released);
+                    return;
+                }
+                Err(e) => assert!(
+                    Instant::now() < deadline,
+                    "{function} still holds {} 30s after its watch stopped ({e}):\n{}",
+                    store.display(),
+                    read(&log)
+                ),
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 /// A child in its own process group (the watch runs `cargo run`, which runs
@@ -429,7 +741,7 @@ impl Drop for Scratch {
 #[test]
 fn every_event_file_has_a_case() {
     let mut on_disk = BTreeSet::new();
-    for function in Family::ALL.iter().map(|f| f.function()) {
+    for function in functions() {
         let dir = workspace().join("events").join(function);
         for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let name = entry.expect("dir entry").file_name().to_string_lossy().into_owned();
@@ -440,11 +752,41 @@ fn every_event_file_has_a_case() {
     }
     let cased: BTreeSet<String> = CASES.iter().map(|c| format!("{}/{}", c.function, c.event)).collect();
     assert_eq!(on_disk, cased, "event files and test cases differ");
+
+    // The watch test runs each function once, over its cases in a row.
+    let mut seen = Vec::new();
+    for case in CASES {
+        if seen.last() != Some(&case.function) {
+            assert!(
+                !seen.contains(&case.function),
+                "the cases of {} are not together",
+                case.function
+            );
+            seen.push(case.function);
+        }
+        assert_eq!(
+            case.status.is_none(),
+            is_scheduled(case.function),
+            "{}/{}: a status exactly for the HTTP functions",
+            case.function,
+            case.event
+        );
+    }
+    // A function that reads what another wrote, in its data directory, runs
+    // after it.
+    for (reader, writer) in READS_DATA_OF {
+        let at = |f: &str| {
+            seen.iter()
+                .position(|s| *s == f)
+                .unwrap_or_else(|| panic!("no case for {f}"))
+        };
+        assert!(at(writer) < at(reader), "{writer} runs before {reader}");
+    }
 }
 
 #[test]
 fn every_event_is_an_http_api_event_for_a_route_of_its_function() {
-    for case in CASES {
+    for case in CASES.iter().filter(|c| !is_scheduled(c.function)) {
         let file = workspace().join("events").join(case.function).join(case.event);
         let event: Value = serde_json::from_str(&fs::read_to_string(&file).expect("event file")).expect("event JSON");
         let method = event["requestContext"]["http"]["method"]
@@ -467,6 +809,29 @@ fn every_event_is_an_http_api_event_for_a_route_of_its_function() {
     }
 }
 
+#[test]
+fn every_scheduled_event_is_an_eventbridge_scheduled_event() {
+    for case in CASES.iter().filter(|c| is_scheduled(c.function)) {
+        let file = workspace().join("events").join(case.function).join(case.event);
+        let event: Value = serde_json::from_str(&fs::read_to_string(&file).expect("event file")).expect("event JSON");
+        let what = format!("{}/{}", case.function, case.event);
+        assert_eq!(event["version"], "0", "{what}");
+        assert_eq!(event["source"], "aws.events", "{what}");
+        assert_eq!(event["detail-type"], "Scheduled Event", "{what}");
+        assert_eq!(event["detail"], json!({}), "{what}");
+        for field in ["id", "account", "time", "region"] {
+            assert!(event[field].as_str().is_some_and(|v| !v.is_empty()), "{what}: {field}");
+        }
+        let resources = event["resources"].as_array().expect("resources");
+        assert_eq!(resources.len(), 1, "{what}: the rule that fired");
+        let rule = resources[0].as_str().unwrap_or_default();
+        assert!(
+            rule.starts_with("arn:aws:events:") && rule.contains(":rule/"),
+            "{what}: {rule}"
+        );
+    }
+}
+
 // ------------------------------------------------------------ template.yaml
 
 #[test]
@@ -475,9 +840,11 @@ fn template_routes_every_route_at_its_root_and_under_api_to_its_function() {
     let doc = outline(&text);
     let resources = child(&doc, "Resources").expect("Resources");
 
-    // (METHOD, path) -> function, from every HttpApi event of every function.
+    // (METHOD, path) -> function, from every HttpApi event of every function;
+    // function -> the schedules of its Schedule events.
     let mut routed: BTreeMap<(String, String), String> = BTreeMap::new();
-    let mut functions = BTreeSet::new();
+    let mut schedules: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut found = BTreeSet::new();
     for resource in &resources.children {
         if value(resource, &["Type"]) != Some("AWS::Serverless::Function") {
             continue;
@@ -494,11 +861,21 @@ fn template_routes_every_route_at_its_root_and_under_api_to_its_function() {
             workspace().join("functions").join(function).join("Cargo.toml").exists(),
             "no functions/{function}"
         );
-        functions.insert(function.to_string());
+        assert!(found.insert(function.to_string()), "two functions build {function}");
         let events = child(resource, "Properties").and_then(|p| child(p, "Events"));
         for event in events.map(|e| e.children.as_slice()).unwrap_or_default() {
-            if value(event, &["Type"]) != Some("HttpApi") {
-                continue;
+            match value(event, &["Type"]) {
+                Some("HttpApi") => {}
+                Some("Schedule") => {
+                    let schedule = value(event, &["Properties", "Schedule"])
+                        .unwrap_or_else(|| panic!("{} has no Schedule", event.key));
+                    schedules
+                        .entry(function.to_string())
+                        .or_default()
+                        .push(schedule.to_string());
+                    continue;
+                }
+                other => panic!("{}: event {} of type {other:?}", resource.key, event.key),
             }
             let field =
                 |name| value(event, &["Properties", name]).unwrap_or_else(|| panic!("{} has no {name}", event.key));
@@ -510,8 +887,19 @@ fn template_routes_every_route_at_its_root_and_under_api_to_its_function() {
         }
     }
 
-    let expected: BTreeSet<String> = Family::ALL.iter().map(|f| f.function().to_string()).collect();
-    assert_eq!(functions, expected, "one function per route family");
+    let expected: BTreeSet<String> = functions().into_iter().map(String::from).collect();
+    assert_eq!(found, expected, "one function per route family, and the scheduled ones");
+    // A scheduled function runs on its schedule and serves no route; an HTTP
+    // function has no schedule.
+    let expected: BTreeMap<String, Vec<String>> = SCHEDULED
+        .iter()
+        .map(|(f, schedule)| (f.to_string(), vec![schedule.to_string()]))
+        .collect();
+    assert_eq!(schedules, expected, "Schedule events in template.yaml");
+    for (function, _) in SCHEDULED {
+        let served: Vec<_> = routed.iter().filter(|(_, f)| f == function).collect();
+        assert!(served.is_empty(), "{function} is scheduled but serves {served:?}");
+    }
     for route in ROUTES {
         for path in [route.path.to_string(), format!("/api{}", route.path)] {
             let key = (route.method.as_str().to_string(), path);
