@@ -20,37 +20,16 @@ use lettre::message::dkim::{
 use lettre::message::header::{ContentType, HeaderName};
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::transport::smtp::authentication::Mechanism;
-use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use smtp::{SmtpSink, dkim_verify, openssl};
 
-/// A transport for `url` that also trusts the CA in `ca_pem`: what the service's
-/// `SmtpTransport` needs to reach the sink (the change proposed for
-/// common/src/mail/smtp.rs, here against lettre directly).
-fn transport(url: &str, ca_pem: Option<&[u8]>) -> AsyncSmtpTransport<Tokio1Executor> {
-    builder(url, ca_pem).build()
+/// The service's transport builder (common::mail::smtp::builder), trusting `ca_pem`.
+fn builder(url: &str, ca_pem: Option<&[u8]>) -> AsyncSmtpTransportBuilder {
+    common::mail::smtp::builder(url, ca_pem).unwrap()
 }
 
-fn builder(url: &str, ca_pem: Option<&[u8]>) -> AsyncSmtpTransportBuilder {
-    let builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url).unwrap();
-    let Some(pem) = ca_pem else { return builder };
-    let parsed = reqwest::Url::parse(url).unwrap();
-    let host = parsed.host_str().unwrap().to_string();
-    let params = TlsParameters::builder(host)
-        .add_root_certificate(Certificate::from_pem(pem).unwrap())
-        .build()
-        .unwrap();
-    let mode = parsed
-        .query_pairs()
-        .find(|(k, _)| k == "tls")
-        .map(|(_, v)| v.into_owned());
-    let tls = match (parsed.scheme(), mode.as_deref()) {
-        ("smtps", _) => Tls::Wrapper(params),
-        ("smtp", Some("required")) => Tls::Required(params),
-        ("smtp", Some("opportunistic")) => Tls::Opportunistic(params),
-        _ => panic!("a CA needs a TLS URL: {url}"),
-    };
-    builder.tls(tls)
+fn transport(url: &str, ca_pem: Option<&[u8]>) -> AsyncSmtpTransport<Tokio1Executor> {
+    builder(url, ca_pem).build()
 }
 
 fn trusting(sink: &SmtpSink) -> AsyncSmtpTransport<Tokio1Executor> {

@@ -207,20 +207,10 @@ impl TestApp {
 
     /// Every message in the outbox addressed to `to`, oldest first.
     pub fn outbox_for(&self, to: &str) -> Vec<String> {
-        let dir = self.data_dir.join("outbox");
-        let mut names: Vec<_> = std::fs::read_dir(&dir)
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "eml"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
+        let to_line = format!("To: {to}");
+        self.outbox()
             .into_iter()
-            .map(|p| std::fs::read_to_string(p).unwrap())
-            .filter(|m| m.lines().any(|l| l.eq_ignore_ascii_case(&format!("To: {to}"))))
+            .filter(|m| m.lines().any(|l| l.eq_ignore_ascii_case(&to_line)))
             .collect()
     }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use lettre::address::Envelope;
+use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
@@ -30,35 +31,46 @@ impl SmtpTransport {
     /// As [`Self::from_url`], also trusting the CA certificates in the PEM file
     /// `ca_file` besides the system roots: a relay with a private CA, or a test's.
     pub fn from_url_with_ca(url: &str, ca_file: Option<&Path>) -> Result<Self, MailError> {
-        let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url).map_err(err)?;
-        if let Some(path) = ca_file {
-            let pem = std::fs::read(path).map_err(|e| MailError(format!("SMTP CA file {}: {e}", path.display())))?;
-            let parsed = reqwest::Url::parse(url).map_err(err)?;
-            let host = parsed
-                .host_str()
-                .ok_or_else(|| MailError("SMTP URL without a host".into()))?;
-            let params = TlsParameters::builder(host.to_string())
-                .add_root_certificate(Certificate::from_pem(&pem).map_err(err)?)
-                .build()
-                .map_err(err)?;
-            let mode = parsed
-                .query_pairs()
-                .find(|(k, _)| k == "tls")
-                .map(|(_, v)| v.into_owned());
-            let tls = match (parsed.scheme(), mode.as_deref()) {
-                ("smtps", _) => Tls::Wrapper(params),
-                ("smtp", Some("required")) => Tls::Required(params),
-                ("smtp", Some("opportunistic")) => Tls::Opportunistic(params),
-                _ => {
-                    return Err(MailError(
-                        "an SMTP CA file needs a TLS URL (smtps:// or ?tls=required)".into(),
-                    ));
-                }
-            };
-            builder = builder.tls(tls);
-        }
-        Ok(Self { inner: builder.build() })
+        let pem = match ca_file {
+            Some(path) => {
+                Some(std::fs::read(path).map_err(|e| MailError(format!("SMTP CA file {}: {e}", path.display())))?)
+            }
+            None => None,
+        };
+        Ok(Self {
+            inner: builder(url, pem.as_deref())?.build(),
+        })
     }
+}
+
+/// lettre's transport builder for a URL, trusting the PEM CA certificates in
+/// `ca_pem` as well as the system roots when given.
+pub fn builder(url: &str, ca_pem: Option<&[u8]>) -> Result<AsyncSmtpTransportBuilder, MailError> {
+    let builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url).map_err(err)?;
+    let Some(pem) = ca_pem else { return Ok(builder) };
+    let parsed = reqwest::Url::parse(url).map_err(err)?;
+    let host = parsed
+        .host_str()
+        .ok_or_else(|| MailError("SMTP URL without a host".into()))?;
+    let params = TlsParameters::builder(host.to_string())
+        .add_root_certificate(Certificate::from_pem(pem).map_err(err)?)
+        .build()
+        .map_err(err)?;
+    let mode = parsed
+        .query_pairs()
+        .find(|(k, _)| k == "tls")
+        .map(|(_, v)| v.into_owned());
+    let tls = match (parsed.scheme(), mode.as_deref()) {
+        ("smtps", _) => Tls::Wrapper(params),
+        ("smtp", Some("required")) => Tls::Required(params),
+        ("smtp", Some("opportunistic")) => Tls::Opportunistic(params),
+        _ => {
+            return Err(MailError(
+                "an SMTP CA file needs a TLS URL (smtps:// or ?tls=required)".into(),
+            ));
+        }
+    };
+    Ok(builder.tls(tls))
 }
 
 #[async_trait]

@@ -90,6 +90,34 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 impl Mailbox {
+    /// A new active mailbox, its change numbered `change_seq`, not yet applied.
+    fn new(
+        domain: &str,
+        local: &str,
+        uid: &str,
+        mode: Mode,
+        forward_to: Vec<String>,
+        change_seq: i64,
+        now: &str,
+    ) -> Self {
+        Mailbox {
+            domain_id: domain.into(),
+            local_part: local.into(),
+            address: format!("{local}@{domain}"),
+            uid: uid.into(),
+            mode,
+            forward_to,
+            status: MailboxStatus::Active,
+            protected: false,
+            change_seq,
+            mta_applied: false,
+            mta_applied_at: None,
+            password_hash: None,
+            created_at: now.into(),
+            updated_at: now.into(),
+        }
+    }
+
     pub fn is_active(&self) -> bool {
         self.status == MailboxStatus::Active
     }
@@ -375,22 +403,8 @@ pub async fn add_mailbox(
         return Err(ApiError::new(409, "Verify the domain before adding mailboxes."));
     }
     let now = iso(ctx.clock.now());
-    let mailbox = Mailbox {
-        domain_id: domain.name.clone(),
-        local_part: local.clone(),
-        address: address.clone(),
-        uid: domain.uid.clone(),
-        mode,
-        forward_to: input.forward_to,
-        status: MailboxStatus::Active,
-        protected: false,
-        change_seq: next_seq(ctx).await?,
-        mta_applied: false,
-        mta_applied_at: None,
-        password_hash: None,
-        created_at: now.clone(),
-        updated_at: now,
-    };
+    let seq = next_seq(ctx).await?;
+    let mailbox = Mailbox::new(&domain.name, &local, &domain.uid, mode, input.forward_to, seq, &now);
     let free = Cond::Or(vec![Cond::NotExists, Cond::eq("status", "removed")]);
     let writes = vec![
         Write::Put {
@@ -620,21 +634,18 @@ pub async fn ensure_protected(ctx: &Context, domain: &str, local: &str) -> anyho
         return Ok(());
     }
     let now = iso(ctx.clock.now());
+    let seq = next_seq(ctx).await?;
     let mailbox = Mailbox {
-        domain_id: domain.into(),
-        local_part: local.into(),
-        address: format!("{local}@{domain}"),
-        uid: super::accounts::OPS_UID.into(),
-        mode: Mode::Hosted,
-        forward_to: Vec::new(),
-        status: MailboxStatus::Active,
         protected: true,
-        change_seq: next_seq(ctx).await?,
-        mta_applied: false,
-        mta_applied_at: None,
-        password_hash: None,
-        created_at: now.clone(),
-        updated_at: now,
+        ..Mailbox::new(
+            domain,
+            local,
+            super::accounts::OPS_UID,
+            Mode::Hosted,
+            Vec::new(),
+            seq,
+            &now,
+        )
     };
     let writes = vec![
         Write::Put {
