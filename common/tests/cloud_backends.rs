@@ -133,6 +133,19 @@ async fn secrets_manager_round_trip() {
     secrets.put("hmac", "second").await.unwrap();
     assert_eq!(secrets.get("hmac").await.unwrap().as_deref(), Some("second"));
     assert_eq!(secrets.get("other").await.unwrap(), None);
+    secrets.delete("hmac").await.unwrap();
+    assert_eq!(
+        secrets.get("hmac").await.unwrap(),
+        None,
+        "deleted at once, without a recovery window"
+    );
+    secrets.delete("hmac").await.unwrap();
+    secrets.put("hmac", "again").await.unwrap();
+    assert_eq!(
+        secrets.get("hmac").await.unwrap().as_deref(),
+        Some("again"),
+        "the name is free again"
+    );
 }
 
 /// Kills the SMTP server and removes its directory, also when an assertion fails.

@@ -82,3 +82,29 @@ impl BlobStore for FsBlobStore {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn blobs_round_trip_list_by_prefix_and_stay_inside_the_root() {
+        let root = std::env::temp_dir().join(format!("mh-blobs-{:x}", rand::random::<u64>()));
+        let store = FsBlobStore::new(&root);
+        store.put("a/x/1.eml", b"one".to_vec(), "message/rfc822").await.unwrap();
+        store.put("a/y/2.eml", b"two".to_vec(), "message/rfc822").await.unwrap();
+        store.put("b/3.eml", b"three".to_vec(), "message/rfc822").await.unwrap();
+        assert_eq!(store.get("a/x/1.eml").await.unwrap().as_deref(), Some(&b"one"[..]));
+        assert_eq!(store.list("a/").await.unwrap(), ["a/x/1.eml", "a/y/2.eml"]);
+        store.delete("a/x/1.eml").await.unwrap();
+        store.delete("a/x/1.eml").await.unwrap();
+        assert_eq!(store.get("a/x/1.eml").await.unwrap(), None);
+        for escape in ["../outside", "/etc/passwd", "a/../../x", ""] {
+            assert!(
+                store.put(escape, b"x".to_vec(), "text/plain").await.is_err(),
+                "{escape}"
+            );
+        }
+        std::fs::remove_dir_all(root).ok();
+    }
+}
