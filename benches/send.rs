@@ -38,7 +38,12 @@ async fn main() {
         config.smtp_url = Some(sink.url());
         config.smtp_ca_file = Some(sink.ca_file());
     }
-    println!("transport: {}", if spool { "local spool" } else { "SMTP (STARTTLS + AUTH) to 127.0.0.1" });
+    let transport = if spool {
+        "local spool"
+    } else {
+        "SMTP (STARTTLS + AUTH) to 127.0.0.1"
+    };
+    println!("transport: {transport}");
     config.poll_interval = 3600;
     let key = common::auth::keys::new_key();
     config.agent_key = Some(key.clone());
