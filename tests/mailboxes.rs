@@ -18,7 +18,41 @@ on_both_backends!(
     the_sync_token_reads_and_acknowledges_the_export,
     operators_add_hosted_mailboxes_on_the_service_domain,
     only_recent_export_versions_can_be_acknowledged,
+    concurrent_forwarding_changes_never_close_a_loop,
 );
+
+async fn concurrent_forwarding_changes_never_close_a_loop(app: TestApp) {
+    let key = app
+        .verified_domain(&format!("lou@{ALLOWED_DOMAIN}"), "lou.example")
+        .await;
+    for local in ["keep", "a", "b", "c"] {
+        app.add_mailbox(&key, "lou.example", local, "hosted", json!([])).await;
+    }
+    for round in 0..5 {
+        // a -> b, b -> c and c -> a at once: any two may land, never all three.
+        let set = |from: &str, to: &str| {
+            let body = json!({"domainId": "lou.example", "localPart": from, "mode": "both", "forwardTo": [format!("{to}@lou.example")]});
+            app.post("/setMailboxMode", Auth::Bearer(&key), body)
+        };
+        let results = futures::future::join3(set("a", "b"), set("b", "c"), set("c", "a")).await;
+        let results = [results.0, results.1, results.2];
+        let landed = results.iter().filter(|r| r.status == 200).count();
+        let loops = results
+            .iter()
+            .filter(|r| r.status == 400 && r.error().contains("loop"))
+            .count();
+        assert_eq!(
+            (landed, loops),
+            (2, 1),
+            "round {round}: {:?}",
+            results.iter().map(|r| &r.body).collect::<Vec<_>>()
+        );
+        for local in ["a", "b", "c"] {
+            let body = json!({"domainId": "lou.example", "localPart": local, "mode": "hosted", "forwardTo": []});
+            assert_eq!(app.post("/setMailboxMode", Auth::Bearer(&key), body).await.status, 200);
+        }
+    }
+}
 
 async fn only_recent_export_versions_can_be_acknowledged(app: TestApp) {
     let first = mta_export::run_once(&app.ctx).await.unwrap().version;

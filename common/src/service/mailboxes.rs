@@ -398,33 +398,102 @@ pub async fn add_mailbox(
         )));
     }
     let address = format!("{local}@{}", domain.name);
-    check_targets(ctx, &address, &domain.name, mode, &input.forward_to).await?;
     if domain.status != DomainStatus::Verified {
         return Err(ApiError::new(409, "Verify the domain before adding mailboxes."));
     }
-    let now = iso(ctx.clock.now());
-    let seq = next_seq(ctx).await?;
-    let mailbox = Mailbox::new(&domain.name, &local, &domain.uid, mode, input.forward_to, seq, &now);
-    let free = Cond::Or(vec![Cond::NotExists, Cond::eq("status", "removed")]);
-    let writes = vec![
-        Write::Put {
-            item: item(&mailbox_key(&domain.name, &local), &mailbox),
-            cond: Some(free),
-        },
-        Write::Update {
-            key: domains::domain_key(&domain.uid, &domain.name),
-            update: Update::new().add("activeMailboxes", 1),
-            cond: Some(Cond::eq("status", "verified")),
-        },
-    ];
-    match ctx.store.transact(writes).await {
-        Ok(()) => Ok(json!({ "ok": true, "mailbox": view(&mailbox) })),
-        Err(StoreError::ConditionFailed) => match get(ctx, &domain.name, &local).await? {
-            Some(m) if m.is_active() => Err(ApiError::new(409, "That mailbox already exists on this domain.")),
-            _ => Err(ApiError::new(409, "Verify the domain before adding mailboxes.")),
-        },
-        Err(e) => Err(e.into()),
+    for _ in 0..ROUTING_ATTEMPTS {
+        let routing = routing_version(ctx, mode).await?;
+        check_targets(ctx, &address, &domain.name, mode, &input.forward_to).await?;
+        let now = iso(ctx.clock.now());
+        let seq = next_seq(ctx).await?;
+        let mailbox = Mailbox::new(
+            &domain.name,
+            &local,
+            &domain.uid,
+            mode,
+            input.forward_to.clone(),
+            seq,
+            &now,
+        );
+        let free = Cond::Or(vec![Cond::NotExists, Cond::eq("status", "removed")]);
+        let mut writes = vec![
+            Write::Put {
+                item: item(&mailbox_key(&domain.name, &local), &mailbox),
+                cond: Some(free),
+            },
+            Write::Update {
+                key: domains::domain_key(&domain.uid, &domain.name),
+                update: Update::new().add("activeMailboxes", 1),
+                cond: Some(Cond::eq("status", "verified")),
+            },
+        ];
+        writes.extend(routing_guards(routing, &domain.name, &input.forward_to));
+        match ctx.store.transact(writes).await {
+            Ok(()) => return Ok(json!({ "ok": true, "mailbox": view(&mailbox) })),
+            Err(StoreError::ConditionFailed) => {
+                if get(ctx, &domain.name, &local).await?.is_some_and(|m| m.is_active()) {
+                    return Err(ApiError::new(409, "That mailbox already exists on this domain."));
+                }
+                if !domains::get(ctx, &domain.uid, &domain.name)
+                    .await?
+                    .is_some_and(|d| d.status == DomainStatus::Verified)
+                {
+                    return Err(ApiError::new(409, "Verify the domain before adding mailboxes."));
+                }
+                // Forwarding changed meanwhile: validate again against what is there now.
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
+    Err(ApiError::new(409, "Forwarding is changing; try again."))
+}
+
+/// How many times a forwarding change is validated again after losing a race.
+const ROUTING_ATTEMPTS: usize = 5;
+
+fn routing_key() -> Key {
+    Key::new("ROUTING#forwards", "S")
+}
+
+/// The forwarding version a change was validated against: `None` for a change
+/// that adds no forwarding (it cannot close a loop).
+async fn routing_version(ctx: &Context, mode: Mode) -> StoreResult<Option<i64>> {
+    if mode == Mode::Hosted {
+        return Ok(None);
+    }
+    let found = ctx.store.get(&routing_key()).await?;
+    Ok(Some(
+        found
+            .and_then(|i| i.get("version").and_then(Value::as_i64))
+            .unwrap_or(0),
+    ))
+}
+
+/// What a forwarding change commits with: the forwarding version unchanged since
+/// validation (so two changes can never form a loop between them), and every
+/// same-domain target still an active mailbox.
+fn routing_guards(version: Option<i64>, domain: &str, targets: &[String]) -> Vec<Write> {
+    let Some(version) = version else { return Vec::new() };
+    let unchanged = match version {
+        0 => Cond::missing("version"),
+        v => Cond::eq("version", v),
+    };
+    let mut writes = vec![Write::Update {
+        key: routing_key(),
+        update: Update::new().add("version", 1),
+        cond: Some(unchanged),
+    }];
+    for target in targets {
+        if let Some((local, target_domain)) = target.rsplit_once('@')
+            && target_domain == domain
+        {
+            writes.push(Write::Check {
+                key: mailbox_key(domain, local),
+                cond: Cond::eq("status", "active"),
+            });
+        }
+    }
+    writes
 }
 
 /// A caller's active mailbox, or 404 (also for another account's).
@@ -454,26 +523,41 @@ pub async fn set_mailbox_mode(
     if mailbox.protected && mode != Mode::Hosted {
         return Err(ApiError::new(409, "That address is protected; it stays hosted.").with_code("protected"));
     }
-    check_targets(ctx, &mailbox.address, &mailbox.domain_id, mode, &input.forward_to).await?;
-    let now = iso(ctx.clock.now());
-    let update = Update::new()
-        .set("mode", serde_json::to_value(mode).expect("mode serializes"))
-        .set("forwardTo", json!(input.forward_to));
-    let still = Cond::And(vec![Cond::eq("status", "active"), Cond::eq("uid", mailbox.uid.clone())]);
-    let seq = next_seq(ctx).await?;
-    match ctx
-        .store
-        .update(
-            &mailbox_key(&mailbox.domain_id, &mailbox.local_part),
-            changed(update, seq, &now),
-            Some(still),
-        )
-        .await
-    {
-        Ok(updated) => Ok(json!({ "ok": true, "mailbox": view(&record(updated)?) })),
-        Err(StoreError::ConditionFailed) => Err(ApiError::not_found()),
-        Err(e) => Err(e.into()),
+    for _ in 0..ROUTING_ATTEMPTS {
+        let routing = routing_version(ctx, mode).await?;
+        check_targets(ctx, &mailbox.address, &mailbox.domain_id, mode, &input.forward_to).await?;
+        let now = iso(ctx.clock.now());
+        let update = Update::new()
+            .set("mode", serde_json::to_value(mode).expect("mode serializes"))
+            .set("forwardTo", json!(input.forward_to));
+        let still = Cond::And(vec![Cond::eq("status", "active"), Cond::eq("uid", mailbox.uid.clone())]);
+        let seq = next_seq(ctx).await?;
+        let key = mailbox_key(&mailbox.domain_id, &mailbox.local_part);
+        let mut writes = vec![Write::Update {
+            key: key.clone(),
+            update: changed(update, seq, &now),
+            cond: Some(still),
+        }];
+        writes.extend(routing_guards(routing, &mailbox.domain_id, &input.forward_to));
+        match ctx.store.transact(writes).await {
+            Ok(()) => {
+                let updated = get(ctx, &mailbox.domain_id, &mailbox.local_part)
+                    .await?
+                    .ok_or_else(ApiError::not_found)?;
+                return Ok(json!({ "ok": true, "mailbox": view(&updated) }));
+            }
+            Err(StoreError::ConditionFailed) => {
+                if !get(ctx, &mailbox.domain_id, &mailbox.local_part)
+                    .await?
+                    .is_some_and(|m| m.is_active())
+                {
+                    return Err(ApiError::not_found());
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
+    Err(ApiError::new(409, "Forwarding is changing; try again."))
 }
 
 /// `{address}` or `{domain, localPart}` (`domainId`, `mailboxId` accepted).
