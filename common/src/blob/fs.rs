@@ -59,7 +59,12 @@ impl BlobStore for FsBlobStore {
 
     async fn list(&self, prefix: &str) -> BlobResult<Vec<String>> {
         let mut out = Vec::new();
-        let mut stack = vec![self.root.clone()];
+        // Start at the deepest folder the prefix names, not at the root.
+        let start = match prefix.rsplit_once('/') {
+            Some((dir, _)) if !dir.is_empty() => self.path(dir)?,
+            _ => self.root.clone(),
+        };
+        let mut stack = vec![start];
         while let Some(dir) = stack.pop() {
             let mut entries = match tokio::fs::read_dir(&dir).await {
                 Ok(e) => e,

@@ -240,9 +240,11 @@ async fn sender(
             Ok((noreply, service_domain().await?))
         }
         _ => {
-            let account = accounts::acting(ctx, caller)
-                .await
-                .map_err(|_| ApiError::forbidden(NO_HOSTED_MAILBOX))?;
+            // Without a ready account there is no hosted mailbox to send from.
+            let account = accounts::acting(ctx, caller).await.map_err(|e| match e.status {
+                403 => ApiError::forbidden(NO_HOSTED_MAILBOX),
+                _ => e,
+            })?;
             let mut sendable = Vec::new();
             for domain in domains::of_account(ctx, &account.uid).await? {
                 if domain.status != DomainStatus::Verified {
