@@ -139,6 +139,10 @@ impl TestApp {
         let app = Application::build(config).await.expect("the service starts");
         let base = format!("http://{}", app.addr);
         let ctx = app.context.clone();
+        // Start one second into an hour (and so into a minute): every rate window a
+        // test fills begins with the test, however the wall clock falls.
+        let now = ctx.clock.epoch();
+        ctx.clock.advance(3600 - now.rem_euclid(3600) + 1);
         let server = app.spawn();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))

@@ -11,6 +11,9 @@ use crate::validate::Fields;
 
 /// Largest request body accepted (a send with three 2MB attachments in base64).
 pub const MAX_BODY: usize = 8 * 1024 * 1024;
+/// How much of an oversized body is read and dropped before answering 413, so
+/// a client still writing it reads the answer instead of a reset connection.
+const DRAIN_LIMIT: usize = 4 * MAX_BODY;
 
 /// The caller the auth middleware admitted.
 pub struct Caller(pub Authenticated);
@@ -61,9 +64,24 @@ impl<S: Send + Sync> FromRequest<S> for Json {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _: &S) -> Result<Self, ApiError> {
-        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY)
-            .await
-            .map_err(|_| ApiError::new(413, "Request body too large"))?;
+        use http_body_util::BodyExt;
+        let mut body = req.into_body();
+        let mut bytes = Vec::new();
+        let mut seen = 0usize;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| ApiError::bad_request("The request body could not be read"))?;
+            let Ok(data) = frame.into_data() else { continue };
+            seen += data.len();
+            if seen > DRAIN_LIMIT {
+                break;
+            }
+            if seen <= MAX_BODY {
+                bytes.extend_from_slice(&data);
+            }
+        }
+        if seen > MAX_BODY {
+            return Err(ApiError::new(413, "Request body too large"));
+        }
         Ok(Json(Fields::parse(&bytes)?))
     }
 }
