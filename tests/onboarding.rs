@@ -34,13 +34,7 @@ async fn an_allowlisted_person_gets_a_key_once_and_sees_their_account(app: TestA
         "the code is not in the response"
     );
 
-    let verified = app
-        .post(
-            "/api/verifyAccessRequest",
-            Auth::None,
-            json!({"requestId": id, "code": app.code_for(&email)}),
-        )
-        .await;
+    let verified = app.verify(&id, &app.code_for(&email)).await;
     assert_eq!(verified.status, 200, "{}", verified.body);
     let b = &verified.body;
     assert_eq!(b["ok"], true);
@@ -55,13 +49,7 @@ async fn an_allowlisted_person_gets_a_key_once_and_sees_their_account(app: TestA
     let key = b["apiKey"].as_str().unwrap().to_string();
     assert!(key.starts_with("svc_") && key.len() >= 47);
 
-    let again = app
-        .post(
-            "/verifyAccessRequest",
-            Auth::None,
-            json!({"requestId": id, "code": app.code_for(&email)}),
-        )
-        .await;
+    let again = app.verify(&id, &app.code_for(&email)).await;
     assert_eq!(again.status, 409);
     assert_eq!(again.body["code"], "already_complete");
     assert!(again.body.get("apiKey").is_none());
@@ -118,13 +106,7 @@ async fn a_new_account_waits_for_an_operator_then_gets_a_key_with_a_fresh_reques
     assert_eq!(early.status, 409);
     assert_eq!(early.error(), "This request is not ready for a decision.");
 
-    let verified = app
-        .post(
-            "/verifyAccessRequest",
-            Auth::None,
-            json!({"requestId": id, "code": app.code_for(email)}),
-        )
-        .await;
+    let verified = app.verify(&id, &app.code_for(email)).await;
     assert_eq!(verified.status, 200);
     assert_eq!(verified.body["status"], "setting_up");
     assert!(verified.body.get("apiKey").is_none());
@@ -209,9 +191,7 @@ async fn a_denied_account_is_unavailable_and_gets_no_key(app: TestApp) {
 
 async fn verify_answers_every_error_row(app: TestApp) {
     let email = "carl@elsewhere.test";
-    let res = app.request_access(email).await;
-    let id = res.body["requestId"].as_str().unwrap().to_string();
-    let code = app.code_for(email);
+    let (id, code) = app.requested(email).await;
     let wrong = if code == "00000000" { "11111111" } else { "00000000" };
 
     for body in [
@@ -243,23 +223,11 @@ async fn verify_answers_every_error_row(app: TestApp) {
     assert_eq!(unknown.status, 404);
     assert_eq!(unknown.error(), "Message not found");
 
-    let r = app
-        .post(
-            "/verifyAccessRequest",
-            Auth::None,
-            json!({"requestId": id, "code": wrong}),
-        )
-        .await;
+    let r = app.verify(&id, wrong).await;
     assert_eq!((r.status, r.error()), (401, "That code is not valid"));
 
     app.ctx.clock.advance(86_400);
-    let expired = app
-        .post(
-            "/verifyAccessRequest",
-            Auth::None,
-            json!({"requestId": id, "code": code}),
-        )
-        .await;
+    let expired = app.verify(&id, &code).await;
     assert_eq!((expired.status, expired.error()), (410, "That code has expired"));
     assert!(expired.body.get("apiKey").is_none());
 }
@@ -267,17 +235,9 @@ async fn verify_answers_every_error_row(app: TestApp) {
 async fn five_wrong_codes_lock_the_code_even_in_parallel(app: TestApp) {
     app.allowlist(ALLOWED_DOMAIN).await;
     let email = format!("dana@{ALLOWED_DOMAIN}");
-    let res = app.request_access(&email).await;
-    let id = res.body["requestId"].as_str().unwrap().to_string();
-    let code = app.code_for(&email);
+    let (id, code) = app.requested(&email).await;
     let wrong = if code == "00000000" { "11111111" } else { "00000000" };
-    let tries = (0..20).map(|_| {
-        app.post(
-            "/verifyAccessRequest",
-            Auth::None,
-            json!({"requestId": id, "code": wrong}),
-        )
-    });
+    let tries = (0..20).map(|_| app.verify(&id, wrong));
     let results = futures::future::join_all(tries).await;
     let not_valid = results.iter().filter(|r| r.error() == "That code is not valid").count();
     let locked = results
@@ -287,13 +247,7 @@ async fn five_wrong_codes_lock_the_code_even_in_parallel(app: TestApp) {
     assert!(results.iter().all(|r| r.status == 401));
     assert_eq!(not_valid, 5, "exactly five attempts were counted");
     assert_eq!(locked, 15);
-    let right = app
-        .post(
-            "/verifyAccessRequest",
-            Auth::None,
-            json!({"requestId": id, "code": code}),
-        )
-        .await;
+    let right = app.verify(&id, &code).await;
     assert_eq!((right.status, right.error()), (401, "That code is no longer valid"));
     assert!(right.body.get("apiKey").is_none());
 }
@@ -301,16 +255,8 @@ async fn five_wrong_codes_lock_the_code_even_in_parallel(app: TestApp) {
 async fn parallel_verifies_never_hand_out_two_keys(app: TestApp) {
     app.allowlist(ALLOWED_DOMAIN).await;
     let email = format!("erin@{ALLOWED_DOMAIN}");
-    let res = app.request_access(&email).await;
-    let id = res.body["requestId"].as_str().unwrap().to_string();
-    let code = app.code_for(&email);
-    let tries = (0..10).map(|_| {
-        app.post(
-            "/verifyAccessRequest",
-            Auth::None,
-            json!({"requestId": id, "code": code}),
-        )
-    });
+    let (id, code) = app.requested(&email).await;
+    let tries = (0..10).map(|_| app.verify(&id, &code));
     let results = futures::future::join_all(tries).await;
     let keys: Vec<_> = results.iter().filter_map(|r| r.body["apiKey"].as_str()).collect();
     assert_eq!(

@@ -11,7 +11,11 @@ use support::smtp::{SmtpSink, dkim_verify};
 use support::{ALLOWED_DOMAIN, Auth, Backend, TestApp};
 
 async fn app_with(sink: &SmtpSink) -> TestApp {
-    let (url, ca) = (sink.url(), sink.ca_file());
+    app_sending_to(sink.url(), sink.ca_file()).await
+}
+
+/// A service whose outbound relay is `url`, trusting the CA in `ca`.
+async fn app_sending_to(url: String, ca: std::path::PathBuf) -> TestApp {
     TestApp::spawn_with(Backend::Embedded, |c| {
         c.smtp_url = Some(url);
         c.smtp_ca_file = Some(ca);
@@ -166,13 +170,7 @@ async fn a_refused_delivery_is_500_send_failed_and_the_credit_stays_spent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_wrong_smtp_password_is_500_send_failed() {
     let Some(sink) = SmtpSink::start().await else { return };
-    let (url, ca) = (sink.url_with_password("wrong"), sink.ca_file());
-    let app = TestApp::spawn_with(Backend::Embedded, |c| {
-        c.smtp_url = Some(url);
-        c.smtp_ca_file = Some(ca);
-    })
-    .await
-    .unwrap();
+    let app = app_sending_to(sink.url_with_password("wrong"), sink.ca_file()).await;
     let res = app
         .send_mail(
             Auth::Bearer(&app.agent_key),

@@ -242,6 +242,25 @@ impl TestApp {
         self.post("/requestAccess", Auth::None, body).await
     }
 
+    pub async fn verify(&self, id: &str, code: &str) -> Response {
+        self.post(
+            "/verifyAccessRequest",
+            Auth::None,
+            json!({ "requestId": id, "code": code }),
+        )
+        .await
+    }
+
+    /// Requests access for `email`: the request id and the emailed code.
+    pub async fn requested(&self, email: &str) -> (String, String) {
+        let res = self.request_access(email).await;
+        assert_eq!(res.status, 200, "{}", res.body);
+        (
+            res.body["requestId"].as_str().unwrap().to_string(),
+            self.code_for(email),
+        )
+    }
+
     /// Requests access and verifies the emailed code: the verify response.
     pub async fn request_and_verify(&self, email: &str) -> Response {
         let res = self.request_access(email).await;
