@@ -48,6 +48,8 @@ pub struct Context {
     pub agent_key_last4: String,
     pub sync_token_digest: String,
     pub clock: Clock,
+    /// DKIM signers by the name of the secret holding their key.
+    pub signers: std::sync::Mutex<std::collections::HashMap<String, Arc<crate::mail::message::Signer>>>,
 }
 
 /// What a build produced besides the context: a key created on this start,
@@ -183,6 +185,7 @@ impl Context {
             hasher,
             identity,
             clock: Clock::default(),
+            signers: Default::default(),
         });
         crate::service::credits::ensure_agent_balance(&context).await?;
         if mode == Mode::Local {

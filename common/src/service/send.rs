@@ -5,6 +5,8 @@
 //! then SMTP delivery. Nothing before the credit step spends a credit, and a
 //! failed delivery does not refund it.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::accounts::{self, OPS_UID};
@@ -271,14 +273,26 @@ async fn sender(
     }
 }
 
-async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Signer, ApiError> {
+/// The domain's DKIM signer. Read from its secret once per process: a key's
+/// secret name is new for every key, so a cached signer is never stale.
+async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Arc<Signer>, ApiError> {
+    if let Some(cached) = ctx.signers.lock().expect("signer cache").get(&domain.dkim_secret) {
+        return Ok(cached.clone());
+    }
     let pem = ctx
         .secrets
         .get(&domain.dkim_secret)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
     let pem = pem.ok_or_else(|| ApiError::internal("the domain's DKIM key is missing"))?;
-    Signer::from_pkcs8(dkim::SELECTOR, &domain.name, &pem).map_err(|e| ApiError::internal(e.to_string()))
+    let signer =
+        Signer::from_pkcs8(dkim::SELECTOR, &domain.name, &pem).map_err(|e| ApiError::internal(e.to_string()))?;
+    let signer = Arc::new(signer);
+    ctx.signers
+        .lock()
+        .expect("signer cache")
+        .insert(domain.dkim_secret.clone(), signer.clone());
+    Ok(signer)
 }
 
 pub async fn send_mail(
@@ -308,7 +322,7 @@ pub async fn send_mail(
         references: &input.references,
         attachments: &input.attachments,
     };
-    let outgoing = message::build(&draft, &message_id, Some(&signer(ctx, &domain).await?))
+    let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
         .map_err(|e| ApiError::bad_request(format!("The message could not be built: {}", e.0)))?;
 
     let remaining = match &credit_bucket {
