@@ -2,8 +2,10 @@
 //! counted with an atomic conditional add, so concurrent callers can never pass
 //! the limit between them.
 
+use serde_json::Value;
+
 use crate::error::ApiError;
-use crate::store::{Cond, Key, Query, Store, StoreError, TTL, Update};
+use crate::store::{Cond, Key, Query, Store, StoreError, TTL, Update, Write};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limit {
@@ -20,16 +22,68 @@ fn partition(bucket: &str) -> String {
     format!("RATE#{bucket}")
 }
 
+/// The window `now` falls in: its item and the time it ends.
+fn window(bucket: &str, limit: Limit, now: i64) -> (Key, i64) {
+    let start = now - now.rem_euclid(limit.period_secs);
+    (
+        Key::new(partition(bucket), format!("{start:012}")),
+        start + limit.period_secs,
+    )
+}
+
+/// The conditional add that counts one hit while the window is under its limit.
+fn count(end: i64, limit: Limit) -> (Update, Cond) {
+    let under = Cond::Or(vec![Cond::missing("count"), Cond::Lt("count".into(), limit.max)]);
+    (Update::new().add("count", 1).set(TTL, end + HOUR), under)
+}
+
 /// Counts one hit, or refuses with 429 and the seconds until the window ends.
 pub async fn hit(store: &dyn Store, bucket: &str, limit: Limit, now: i64) -> Result<(), ApiError> {
-    let window = now - now.rem_euclid(limit.period_secs);
-    let end = window + limit.period_secs;
-    let key = Key::new(partition(bucket), format!("{window:012}"));
-    let under = Cond::Or(vec![Cond::missing("count"), Cond::Lt("count".into(), limit.max)]);
-    let update = Update::new().add("count", 1).set(TTL, end + HOUR);
+    let (key, end) = window(bucket, limit, now);
+    let (update, under) = count(end, limit);
     match store.update(&key, update, Some(under)).await {
         Ok(_) => Ok(()),
         Err(StoreError::ConditionFailed) => Err(ApiError::rate_limited((end - now) as u64)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Counts one hit in every window at once, or in none: a transaction, so a
+/// refused call never uses up the others. The 429 waits for the longest full one.
+pub async fn hit_all(store: &dyn Store, windows: &[(&str, Limit)], now: i64) -> Result<(), ApiError> {
+    let keyed: Vec<(Key, i64, Limit)> = windows
+        .iter()
+        .map(|(bucket, limit)| {
+            let (key, end) = window(bucket, *limit, now);
+            (key, end, *limit)
+        })
+        .collect();
+    let writes = keyed
+        .iter()
+        .map(|(key, end, limit)| {
+            let (update, under) = count(*end, *limit);
+            Write::Update {
+                key: key.clone(),
+                update,
+                cond: Some(under),
+            }
+        })
+        .collect();
+    match store.transact(writes).await {
+        Ok(()) => Ok(()),
+        Err(StoreError::ConditionFailed) => {
+            let mut wait = 1;
+            for (key, end, limit) in &keyed {
+                let used = store
+                    .get(key)
+                    .await?
+                    .and_then(|i| i.get("count").and_then(Value::as_i64));
+                if used.is_some_and(|c| c >= limit.max) {
+                    wait = wait.max(end - now);
+                }
+            }
+            Err(ApiError::rate_limited(wait as u64))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -20,8 +20,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::mail::attachments::{self, Attachment};
 use crate::mail::message::{self, Draft, Signer};
-use crate::ratelimit::{DAY, MINUTE};
-use crate::store::{Cond, Key, StoreError, TTL, Update, Write};
+use crate::ratelimit::{self, DAY, Limit, MINUTE};
 use crate::validate::{self, Fields};
 
 pub const MAX_RECIPIENTS: usize = 5;
@@ -181,45 +180,24 @@ fn buckets(caller: &Caller) -> (String, Option<String>) {
     }
 }
 
-/// Counts one send in both windows, or neither: a transaction, so a refused
-/// send never uses up the other window.
+const SEND_MINUTE: Limit = Limit {
+    max: SEND_PER_MINUTE,
+    period_secs: MINUTE,
+};
+const SEND_DAY: Limit = Limit {
+    max: SEND_PER_DAY,
+    period_secs: DAY,
+};
+
+/// Counts one send in both windows, or neither.
 async fn rate_limit(ctx: &Context, bucket: &str) -> Result<(), ApiError> {
-    let now = ctx.clock.epoch();
-    let window = |period: i64| {
-        let start = now - now.rem_euclid(period);
-        (
-            Key::new(format!("RATE#send:{bucket}:{period}"), format!("{start:012}")),
-            start + period,
-        )
-    };
-    let (minute, minute_end) = window(MINUTE);
-    let (day, day_end) = window(DAY);
-    let under = |max: i64| Cond::Or(vec![Cond::missing("count"), Cond::Lt("count".into(), max)]);
-    let hit = |key: &Key, end: i64, max: i64| Write::Update {
-        key: key.clone(),
-        update: Update::new().add("count", 1).set(TTL, end + 3600),
-        cond: Some(under(max)),
-    };
-    let writes = vec![
-        hit(&minute, minute_end, SEND_PER_MINUTE),
-        hit(&day, day_end, SEND_PER_DAY),
-    ];
-    match ctx.store.transact(writes).await {
-        Ok(()) => Ok(()),
-        Err(StoreError::ConditionFailed) => {
-            let full = |item: Option<crate::store::Item>, max: i64| {
-                item.and_then(|i| i.get("count").and_then(Value::as_i64))
-                    .is_some_and(|c| c >= max)
-            };
-            let retry = if full(ctx.store.get(&day).await?, SEND_PER_DAY) {
-                day_end - now
-            } else {
-                minute_end - now
-            };
-            Err(ApiError::rate_limited(retry.max(1) as u64))
-        }
-        Err(e) => Err(e.into()),
-    }
+    let (minute, day) = (format!("send:{bucket}:{MINUTE}"), format!("send:{bucket}:{DAY}"));
+    ratelimit::hit_all(
+        ctx.store.as_ref(),
+        &[(&minute, SEND_MINUTE), (&day, SEND_DAY)],
+        ctx.clock.epoch(),
+    )
+    .await
 }
 
 /// The address a caller sends from, and the domain that signs it.
