@@ -11,9 +11,7 @@ pub const CONTROL_REFUSED: &str = "Operator control requires the agent key or an
 pub const ACCOUNT_KEY_ONLY: &str =
     "This action is limited to the account key, or this key can only read its own account.";
 pub const FIREBASE_REQUIRED: &str = "Firebase sign-in required";
-pub const DRAFTS_REFUSED: &str = "Drafts require a signed-in user";
 pub const SYNC_ONLY: &str = "This route is limited to the mail server's sync token.";
-pub const WEBHOOKS_REFUSED: &str = "Webhooks require an agent API key";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {

@@ -87,14 +87,6 @@ pub async fn claimant(ctx: &Context, name: &str) -> StoreResult<Option<String>> 
     Ok(found.and_then(|i| i.get("uid").and_then(Value::as_str).map(String::from)))
 }
 
-/// A live domain by name, wherever it belongs.
-pub async fn find(ctx: &Context, name: &str) -> StoreResult<Option<Domain>> {
-    match claimant(ctx, name).await? {
-        Some(uid) => get(ctx, &uid, name).await,
-        None => Ok(None),
-    }
-}
-
 pub async fn get(ctx: &Context, uid: &str, name: &str) -> StoreResult<Option<Domain>> {
     let found: Option<Domain> = ctx.store.get(&domain_key(uid, name)).await?.map(record).transpose()?;
     Ok(found.filter(|d| d.status != DomainStatus::Removed))
