@@ -242,13 +242,13 @@ async fn five_wrong_codes_lock_the_code_even_in_parallel(app: TestApp) {
     let not_valid = results.iter().filter(|r| r.error() == "That code is not valid").count();
     let locked = results
         .iter()
-        .filter(|r| r.error() == "That code is no longer valid")
+        .filter(|r| r.error() == "that code is no longer valid")
         .count();
     assert!(results.iter().all(|r| r.status == 401));
     assert_eq!(not_valid, 5, "exactly five attempts were counted");
     assert_eq!(locked, 15);
     let right = app.verify(&id, &code).await;
-    assert_eq!((right.status, right.error()), (401, "That code is no longer valid"));
+    assert_eq!((right.status, right.error()), (401, "that code is no longer valid"));
     assert!(right.body.get("apiKey").is_none());
 }
 

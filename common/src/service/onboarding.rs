@@ -40,7 +40,8 @@ const STATUS_PER_EMAIL: Limit = Limit {
 const KEEP_FINISHED_SECS: i64 = 30 * 86_400;
 
 pub const CODE_NOT_VALID: &str = "That code is not valid";
-pub const CODE_NO_LONGER_VALID: &str = "That code is no longer valid";
+/// Lower case, exactly as part 7 of the spec writes it.
+pub const CODE_NO_LONGER_VALID: &str = "that code is no longer valid";
 pub const CODE_EXPIRED: &str = "That code has expired";
 pub const CODE_NOT_SENT: &str = "Could not send the access code";
 
