@@ -77,13 +77,7 @@ async fn an_allowlisted_person_gets_a_key_once_and_sees_their_account(app: TestA
         "the full key is never returned"
     );
 
-    let polled = app
-        .post(
-            "/getRequestStatus",
-            Auth::None,
-            json!({"requestId": id, "email": email}),
-        )
-        .await;
+    let polled = app.poll(&id, &email).await;
     assert_eq!(
         polled.body,
         json!({"ok": true, "status": "ready", "ready": true, "requestId": id})
@@ -110,13 +104,7 @@ async fn a_new_account_waits_for_an_operator_then_gets_a_key_with_a_fresh_reques
     assert_eq!(verified.status, 200);
     assert_eq!(verified.body["status"], "setting_up");
     assert!(verified.body.get("apiKey").is_none());
-    let polled = app
-        .post(
-            "/getRequestStatus",
-            Auth::None,
-            json!({"requestId": id, "email": email}),
-        )
-        .await;
+    let polled = app.poll(&id, email).await;
     assert_eq!(
         polled.body,
         json!({"ok": true, "status": "setting_up", "ready": false, "requestId": id})
@@ -134,13 +122,7 @@ async fn a_new_account_waits_for_an_operator_then_gets_a_key_with_a_fresh_reques
         )
         .await;
     assert_eq!(approved.status, 200, "{}", approved.body);
-    let polled = app
-        .post(
-            "/getRequestStatus",
-            Auth::None,
-            json!({"requestId": id, "email": email}),
-        )
-        .await;
+    let polled = app.poll(&id, email).await;
     assert_eq!(polled.body["status"], "ready");
     assert_eq!(polled.body["ready"], true);
 
@@ -423,39 +405,19 @@ async fn get_request_status_has_its_own_identical_rate_limits(app: TestApp) {
         .to_string();
     let mut last_known = None;
     for _ in 0..7 {
-        last_known = Some(
-            app.post(
-                "/getRequestStatus",
-                Auth::None,
-                json!({"requestId": id, "email": known}),
-            )
-            .await,
-        );
+        last_known = Some(app.poll(&id, known).await);
     }
     let last_known = last_known.unwrap();
     assert_eq!(last_known.status, 429);
     let unknown = "nobody@org.test";
     let mut last_unknown = None;
     for _ in 0..3 {
-        last_unknown = Some(
-            app.post(
-                "/getRequestStatus",
-                Auth::None,
-                json!({"requestId": id, "email": unknown}),
-            )
-            .await,
-        );
+        last_unknown = Some(app.poll(&id, unknown).await);
     }
     let last_unknown = last_unknown.unwrap();
     // 6 + 1 + 3 = 10 calls from this address: the 11th is refused by the IP limit.
     assert_eq!(last_unknown.status, 200);
-    let over_ip = app
-        .post(
-            "/getRequestStatus",
-            Auth::None,
-            json!({"requestId": id, "email": unknown}),
-        )
-        .await;
+    let over_ip = app.poll(&id, unknown).await;
     assert_eq!(over_ip.status, 429);
     let strip =
         |b: &serde_json::Value| json!({"ok": b["ok"], "error": b["error"], "hasRetry": b["retryAfter"].is_u64()});

@@ -251,6 +251,16 @@ impl TestApp {
         .await
     }
 
+    /// POST /getRequestStatus for a request id and an email.
+    pub async fn poll(&self, id: &str, email: &str) -> Response {
+        self.post(
+            "/getRequestStatus",
+            Auth::None,
+            json!({ "requestId": id, "email": email }),
+        )
+        .await
+    }
+
     /// Requests access for `email`: the request id and the emailed code.
     pub async fn requested(&self, email: &str) -> (String, String) {
         let res = self.request_access(email).await;
