@@ -25,6 +25,7 @@ impl Application {
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
         let Built { context, new_agent_key } = Context::build(config, Mode::Local).await?;
+        common::service::bootstrap::run(&context).await?;
         Ok(Self {
             context,
             addr,

@@ -1,20 +1,17 @@
 //! The context a binary builds once (a Lambda cold start, or the local server's
 //! start) and every request shares: configuration, store, blobs, transports,
-//! secrets-derived keys and the identity verifier.
+//! secrets-derived keys and the identity verifier. It composes clients and
+//! configuration and imports no service.
 
 use std::sync::Arc;
 
 use crate::auth::identity::{IdentityVerifier, LocalSigner};
 use crate::auth::keys::{self, KeyHasher};
-use crate::auth::{
-    Authenticated, Caller, INVALID_KEY, INVALID_TOKEN, IdentityUser, MISSING_CREDENTIAL, Presented, Via,
-};
 use crate::blob::BlobStore;
 use crate::blob::fs::FsBlobStore;
 use crate::clock::Clock;
 use crate::config::{Config, SecretsKind, StoreKind, SystemMailKind};
 use crate::dns::Dns;
-use crate::error::ApiError;
 use crate::mail::Transport;
 use crate::mail::spool::SpoolTransport;
 use crate::secrets::{DirSecrets, Secrets};
@@ -187,73 +184,7 @@ impl Context {
             clock: Clock::default(),
             signers: Default::default(),
         });
-        crate::service::credits::ensure_agent_balance(&context).await?;
-        if mode == Mode::Local {
-            context.bootstrap().await?;
-        }
         Ok(Built { context, new_agent_key })
-    }
-
-    /// Creates what exists from the start: the operators' account, the service
-    /// domain with its DKIM key, and its protected mailboxes. Idempotent. The
-    /// local server runs it at start; in AWS the scheduled `mta-export` function
-    /// does (it alone may create secrets).
-    pub async fn bootstrap(&self) -> anyhow::Result<()> {
-        crate::service::accounts::ensure_ops_account(self).await?;
-        crate::service::domains::ensure_service_domain(self).await?;
-        Ok(())
-    }
-
-    /// Resolves the presented credential to a caller, or the 401 the spec names.
-    pub async fn authenticate(&self, presented: &Presented) -> Result<Authenticated, ApiError> {
-        match presented {
-            Presented::None => Err(ApiError::unauthorized(MISSING_CREDENTIAL)),
-            Presented::ApiKeyHeader(key) => Ok(Authenticated {
-                caller: self.resolve_key(key).await?,
-                via: Via::ApiKeyHeader,
-            }),
-            Presented::Bearer(value) if Presented::is_identity_token(value) => {
-                let claims = self
-                    .identity
-                    .verify(value)
-                    .await
-                    .ok_or_else(|| ApiError::unauthorized(INVALID_TOKEN))?;
-                let email = claims.email.unwrap_or_default().to_ascii_lowercase();
-                let operator = claims.operator || self.config.is_operator_email(&email);
-                Ok(Authenticated {
-                    caller: Caller::Identity(IdentityUser {
-                        uid: claims.sub,
-                        email,
-                        operator,
-                    }),
-                    via: Via::Bearer,
-                })
-            }
-            Presented::Bearer(key) => Ok(Authenticated {
-                caller: self.resolve_key(key).await?,
-                via: Via::Bearer,
-            }),
-        }
-    }
-
-    async fn resolve_key(&self, key: &str) -> Result<Caller, ApiError> {
-        if key.is_empty() {
-            return Err(ApiError::unauthorized(INVALID_KEY));
-        }
-        let digest = self.hasher.key_digest(key);
-        if keys::same_digest(&digest, &self.agent_key_digest) {
-            return Ok(Caller::Agent);
-        }
-        if keys::same_digest(&digest, &self.sync_token_digest) {
-            return Ok(Caller::Sync);
-        }
-        if !key.starts_with(keys::KEY_PREFIX) {
-            return Err(ApiError::unauthorized(INVALID_KEY));
-        }
-        match crate::service::accounts::key_owner(self, &digest).await? {
-            Some(standard) => Ok(Caller::Standard(standard)),
-            None => Err(ApiError::unauthorized(INVALID_KEY)),
-        }
     }
 }
 

@@ -1,29 +1,265 @@
-//! `ApiError` is the only error that reaches a client: a status, the spec's exact
-//! sentence, and optionally a machine `code` or a `retryAfter` in seconds.
+//! The error catalogue (spec part 7 and every other sentence a client can read).
+//!
+//! A [`Problem`] is a status, a fixed sentence and an optional machine `code`;
+//! this file is the only place a sentence is written. Services name a problem
+//! (`Err(errors::NOT_FOUND.into())`), never a status number. `ApiError` is what
+//! reaches a client: a problem, possibly with its `{}` placeholders filled and a
+//! `retryAfter`. A 500 carries a fixed sentence; its cause goes to the log.
+
+use std::borrow::Cow;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::store::StoreError;
 
+/// One entry of the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Problem {
+    pub status: u16,
+    /// The sentence; `{}` marks where [`Problem::with`] puts a detail.
+    pub sentence: &'static str,
+    pub code: Option<&'static str>,
+}
+
+macro_rules! catalogue {
+    ($($(#[$doc:meta])* $name:ident = $status:literal $sentence:literal $(code $code:literal)?;)*) => {
+        $($(#[$doc])* pub const $name: Problem = Problem {
+            status: $status,
+            sentence: $sentence,
+            code: catalogue!(@code $($code)?),
+        };)*
+        /// Every entry, for the OpenAPI document and the catalogue tests.
+        pub const ALL: &[Problem] = &[$($name),*];
+    };
+    (@code) => { None };
+    (@code $code:literal) => { Some($code) };
+}
+
+catalogue! {
+    // ----------------------------------------------------------- authentication (5.2, 5.3)
+    MISSING_CREDENTIAL = 401 "Missing Authorization Bearer token or X-Api-Key";
+    INVALID_KEY = 401 "Invalid API key";
+    INVALID_TOKEN = 401 "Invalid or expired ID token";
+    MCP_AGENT_KEY_ONLY = 401 "MCP requires agent API key (Bearer svc_...)";
+    FIREBASE_REQUIRED = 401 "Firebase sign-in required";
+    OPERATOR_MAILBOX = 403 "This mailbox requires an operator account";
+    DRAFTS_SIGNED_IN = 403 "Drafts require a signed-in user";
+    WEBHOOKS_AGENT_KEY = 403 "Webhooks require an agent API key";
+    CONTROL_REFUSED = 403 "Operator control requires the agent key or an operator account";
+    SETUP_INCOMPLETE = 403 "Account setup is not complete yet";
+    OPERATOR_ONLY = 403 "This action is limited to operator accounts.";
+    ACCOUNT_KEY_ONLY = 403 "This action is limited to the account key, or this key can only read its own account.";
+    SYNC_ONLY = 403 "This route is limited to the mail server's sync token.";
+
+    // ------------------------------------------------------------------- HTTP and bodies
+    NOT_FOUND = 404 "Message not found";
+    NO_ROUTE = 404 "Not found";
+    METHOD_NOT_ALLOWED = 405 "Method not allowed";
+    BODY_TOO_LARGE = 413 "Request body too large";
+    BODY_UNREADABLE = 400 "The request body could not be read";
+    INVALID_JSON = 400 "Invalid JSON body";
+    NOT_AN_OBJECT = 400 "The request body must be a JSON object";
+    /// A field of the wrong JSON type; `{}` is the field and what it must be.
+    FIELD_TYPE = 400 "{}";
+    RATE_LIMITED = 429 "Rate limit exceeded";
+    INTERNAL = 500 "Internal error";
+
+    // ---------------------------------------------------------------------- onboarding
+    ACCESS_FIELDS_REQUIRED = 400 "contactEmail, domain, agentName, and intendedUse are required";
+    CONTACT_EMAIL_INVALID = 400 "contactEmail is not a valid email address";
+    ORG_DOMAIN_INVALID = 400 "domain is not a valid hostname";
+    AGENT_NAME_TOO_LONG = 400 "agentName must be at most 100 characters";
+    INTENDED_USE_TOO_LONG = 400 "intendedUse must be at most 1000 characters";
+    VERIFY_FIELDS_REQUIRED = 400 "requestId and code are required";
+    REQUEST_ID_INVALID = 400 "requestId is not valid";
+    CODE_NOT_VALID = 401 "That code is not valid";
+    /// Spec part 7 writes it in lower case.
+    CODE_NO_LONGER_VALID = 401 "that code is no longer valid";
+    CODE_EXPIRED = 410 "That code has expired";
+    ALREADY_COMPLETE = 409 "This request is already complete. Get a key through a fresh request and verify." code "already_complete";
+    CODE_NOT_SENT = 500 "Could not send the access code";
+    REQUEST_BUSY = 500 "The request is busy; try again";
+
+    // --------------------------------------------------------------------------- admin
+    DECISION_ID_REQUIRED = 400 "id is required";
+    DECISION_INVALID = 400 "decision must be approve or deny";
+    DECISION_ID_INVALID = 400 "id is not a valid request id";
+    NOT_READY_FOR_DECISION = 409 "This request is not ready for a decision.";
+    ALLOWLIST_DOMAIN_REQUIRED = 400 "domain is required";
+    DELETE_IDS_REQUIRED = 400 "id or ids is required";
+    DELETE_IDS_TYPE = 400 "ids must be an array of request ids";
+    DELETE_IDS_TOO_MANY = 400 "At most 200 ids per request";
+    DUPLICATES_FILTER_REQUIRED = 400 "email or domain is required";
+    EMAIL_INVALID = 400 "email is not a valid email address";
+
+    // ------------------------------------------------------------------------- credits
+    FROZEN_UNTIL_INVALID = 400 "frozenUntil must be an ISO time string or null";
+    INSUFFICIENT_CREDITS = 429 "Insufficient credits";
+
+    // ------------------------------------------------------------------------- domains
+    DOMAIN_REQUIRED = 400 "Enter a domain you own, such as example.com";
+    DOMAIN_INVALID = 400 "That domain name is not valid";
+    PRODUCT_DOMAIN = 400 "product domain cannot be added";
+    DOMAIN_ID_REQUIRED = 400 "domainId is required";
+    ONE_DOMAIN_PER_ACCOUNT = 409 "This account already has a domain. Each account may hold one domain." code "one_domain_per_account";
+    DOMAIN_CLAIMED = 409 "That domain is already claimed by another account." code "domain_claimed";
+    DOMAIN_CHANGED = 500 "The domain changed while adding it; try again";
+    REMOVE_OWNER_REQUIRED = 400 "uid or ownerEmail is required";
+    REMOVE_OWNER_MISMATCH = 400 "uid and ownerEmail name different accounts";
+    OWNER_EMAIL_INVALID = 400 "ownerEmail is not valid";
+    /// `{}` is the domain name.
+    CONFIRM_REQUIRED = 400 "confirm must equal {} to remove a domain with mailboxes";
+    SYSTEM_DOMAIN = 409 "The service domain cannot be removed." code "system_domain";
+    PROTECTED_DOMAIN = 409 "That domain holds a protected address and cannot be removed." code "protected";
+
+    // ----------------------------------------------------------------------- mailboxes
+    MAILBOX_ADDRESS_INVALID = 400 "That mailbox address is not valid";
+    LOCAL_PART_REQUIRED = 400 "localPart is required";
+    MODE_INVALID = 400 "mode must be hosted, forward, or both";
+    FORWARD_TO_TYPE = 400 "forwardTo must be an array of addresses";
+    FORWARD_TO_REQUIRED = 400 "forwardTo is required for forward and both";
+    FORWARD_TO_HOSTED = 400 "forwardTo must be empty for a hosted mailbox";
+    FORWARD_TO_TOO_MANY = 400 "forwardTo may hold at most 5 addresses";
+    /// `{}` is the address as given.
+    FORWARD_ADDRESS_INVALID = 400 "Invalid forwarding address: {}";
+    FORWARD_TO_SELF = 400 "A mailbox cannot forward to itself";
+    /// `{}` is the service domain.
+    FORWARD_TO_SERVICE = 400 "Forwarding to {} is not allowed";
+    /// `{}` is "<target> is not a mailbox on <domain>".
+    FORWARD_TO_MISSING = 400 "{}";
+    FORWARDING_LOOP = 400 "That forwarding would create a forwarding loop";
+    FORWARDING_BUSY = 409 "Forwarding is changing; try again.";
+    DOMAIN_NOT_VERIFIED = 409 "Verify the domain before adding mailboxes.";
+    MAILBOX_EXISTS = 409 "That mailbox already exists on this domain.";
+    PROTECTED_MODE = 409 "That address is protected; it stays hosted." code "protected";
+    PROTECTED_DELETE = 409 "That address is protected and cannot be deleted." code "protected";
+    /// `{}` is the domain name.
+    LAST_MAILBOX = 409 "This is the last mailbox on {}. Add another mailbox first, or contact support to remove the domain." code "last_mailbox";
+    DELETE_TARGET_REQUIRED = 400 "address, or domain and localPart, is required";
+    DELETE_TARGET_MISMATCH = 400 "address does not match domain and localPart";
+    ADDRESS_REQUIRED = 400 "address is required";
+    FORWARD_ONLY_NO_LOGIN = 400 "Forward-only mailboxes have no IMAP/SMTP login";
+
+    // ----------------------------------------------------------------- mail-host export
+    VERSION_INVALID = 400 "version must be a positive integer";
+
+    // ---------------------------------------------------------------------------- send
+    SEND_REQUIRED = 400 "to, subject, and text are required";
+    TOO_MANY_RECIPIENTS = 400 "Max 5 recipients per request";
+    TEXT_TOO_LARGE = 400 "Body too large (max 100KB)";
+    CHOOSE_FROM = 400 "Choose the address to send from";
+    TO_TYPE = 400 "to must be a string or an array of addresses";
+    TO_ITEMS = 400 "to must be addresses";
+    /// `{}` is the address as given.
+    RECIPIENT_INVALID = 400 "Invalid recipient address: {}";
+    FROM_INVALID = 400 "from is not a valid email address";
+    FROM_NOT_ALLOWED = 400 "from must be a hosted mailbox on your verified domain";
+    IN_REPLY_TO_INVALID = 400 "inReplyTo is not a valid Message-ID";
+    REFERENCES_INVALID = 400 "references must be Message-IDs";
+    ATTACHMENTS_TYPE = 400 "attachments must be an array";
+    TOO_MANY_ATTACHMENTS = 400 "Max 3 attachments per request";
+    ATTACHMENTS_TOO_LARGE = 400 "Attachments too large (max 4MB total)";
+    /// `{}` says which attachment and why.
+    ATTACHMENT_INVALID = 400 "{}";
+    TOOL_NO_ATTACHMENTS = 400 "send_mail does not accept attachments";
+    /// `{}` is the builder's reason.
+    MESSAGE_NOT_BUILT = 400 "The message could not be built: {}";
+    NO_HOSTED_MAILBOX = 403 "Add a fully hosted mailbox on a verified domain before sending.";
+    SENDING_PAUSED = 503 "Sending temporarily disabled";
+    AGENT_KEY_DISABLED = 503 "Agent key disabled";
+    SEND_FAILED = 500 "Send failed";
+    NO_OUTBOUND_HOST = 500 "outbound host not configured";
+}
+
+impl Problem {
+    /// This problem with its `{}` replaced by `detail`.
+    pub fn with(self, detail: impl std::fmt::Display) -> ApiError {
+        ApiError {
+            error: Cow::Owned(self.sentence.replacen("{}", &detail.to_string(), 1)),
+            ..ApiError::from(self)
+        }
+    }
+
+    /// This problem, logging the cause a client never sees (for 500s).
+    pub fn caused_by(self, cause: impl std::fmt::Display) -> ApiError {
+        tracing::error!(error = %cause, sentence = self.sentence, "request failed");
+        self.into()
+    }
+}
+
+/// What a client reads: `{ok: false, error, code?, retryAfter?}` and a status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: u16,
-    pub error: String,
+    pub error: Cow<'static, str>,
     pub code: Option<&'static str>,
     pub retry_after: Option<u64>,
 }
 
-/// The spec uses one sentence for every 404.
-pub const NOT_FOUND: &str = "Message not found";
-pub const RATE_LIMITED: &str = "Rate limit exceeded";
+impl From<Problem> for ApiError {
+    fn from(p: Problem) -> Self {
+        ApiError {
+            status: p.status,
+            error: Cow::Borrowed(p.sentence),
+            code: p.code,
+            retry_after: None,
+        }
+    }
+}
+
+/// The error body of part 2.3.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody<'a> {
+    /// Always false.
+    pub ok: bool,
+    pub error: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+}
 
 impl ApiError {
+    pub fn rate_limited(retry_after: u64) -> Self {
+        ApiError {
+            retry_after: Some(retry_after.max(1)),
+            ..RATE_LIMITED.into()
+        }
+    }
+
+    /// A failure the client cannot act on: the cause goes to the log line, the
+    /// client reads the fixed sentence.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        INTERNAL.caused_by(cause)
+    }
+
+    pub fn is(&self, problem: Problem) -> bool {
+        self.status == problem.status && self.code == problem.code && {
+            let (head, tail) = problem.sentence.split_once("{}").unwrap_or((problem.sentence, ""));
+            self.error.starts_with(head) && self.error.ends_with(tail)
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody<'_> {
+        ErrorBody {
+            ok: false,
+            error: &self.error,
+            code: self.code,
+            retry_after: self.retry_after,
+        }
+    }
+}
+
+/// Legacy constructors with inline sentences, kept only while services move
+/// their sentences into the catalogue above; removed when none is left.
+impl ApiError {
     pub fn new(status: u16, error: impl Into<String>) -> Self {
-        Self {
+        ApiError {
             status,
-            error: error.into(),
+            error: Cow::Owned(error.into()),
             code: None,
             retry_after: None,
         }
@@ -38,7 +274,7 @@ impl ApiError {
         Self::new(403, error)
     }
     pub fn not_found() -> Self {
-        Self::new(404, NOT_FOUND)
+        NOT_FOUND.into()
     }
     pub fn conflict(error: impl Into<String>, code: &'static str) -> Self {
         Self {
@@ -46,32 +282,9 @@ impl ApiError {
             ..Self::new(409, error)
         }
     }
-    pub fn rate_limited(retry_after: u64) -> Self {
-        Self {
-            retry_after: Some(retry_after.max(1)),
-            ..Self::new(429, RATE_LIMITED)
-        }
-    }
-    pub fn internal(error: impl Into<String>) -> Self {
-        Self::new(500, error)
-    }
-    pub fn method_not_allowed() -> Self {
-        Self::new(405, "Method not allowed")
-    }
     pub fn with_code(mut self, code: &'static str) -> Self {
         self.code = Some(code);
         self
-    }
-
-    pub fn body(&self) -> serde_json::Value {
-        let mut body = json!({ "ok": false, "error": self.error });
-        if let Some(code) = self.code {
-            body["code"] = json!(code);
-        }
-        if let Some(retry_after) = self.retry_after {
-            body["retryAfter"] = json!(retry_after);
-        }
-        body
     }
 }
 
@@ -87,8 +300,7 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         // A condition that fails here was not expected by the caller: the service
         // layer handles every condition it means to branch on before this point.
-        tracing::error!(error = %err, "storage request failed");
-        ApiError::internal("Internal error")
+        INTERNAL.caused_by(format_args!("storage request failed: {err}"))
     }
 }
 
@@ -102,5 +314,32 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sentence_is_written_once() {
+        let mut seen = std::collections::HashSet::new();
+        for p in ALL {
+            if p.sentence != "{}" {
+                assert!(seen.insert((p.sentence, p.code)), "{:?} is in the catalogue twice", p.sentence);
+            }
+            assert!((400..600).contains(&p.status));
+        }
+    }
+
+    #[test]
+    fn details_fill_the_placeholder() {
+        let e = LAST_MAILBOX.with("example.com");
+        assert_eq!(
+            e.error,
+            "This is the last mailbox on example.com. Add another mailbox first, or contact support to remove the domain."
+        );
+        assert_eq!(e.code, Some("last_mailbox"));
+        assert!(e.is(LAST_MAILBOX));
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod blob;
+pub mod api;
 pub mod clock;
 pub mod config;
 pub mod context;
@@ -10,6 +11,8 @@ pub mod dns;
 pub mod error;
 pub mod http;
 pub mod mail;
+pub mod mcp;
+pub mod openapi;
 pub mod ratelimit;
 pub mod secrets;
 pub mod service;

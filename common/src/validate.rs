@@ -1,43 +1,154 @@
-//! Small parsers for the values clients send: emails, hostnames, request bodies.
+//! Parsing what clients send: request bodies, query strings and MCP tool
+//! arguments become typed inputs through one trait, [`Input`]; emails and
+//! hostnames are checked here.
 
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
 
-/// A JSON object body with typed, precise field access.
-pub struct Fields(pub Map<String, Value>);
+/// Where a set of fields came from. Query strings carry only strings, so
+/// numbers and booleans are also read from their text there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    #[default]
+    Body,
+    Query,
+    /// The `arguments` of an MCP `tools/call`.
+    Tool,
+}
+
+/// A JSON object from a body, a query string or tool arguments, with typed,
+/// precise field access.
+#[derive(Debug, Clone, Default)]
+pub struct Fields {
+    pub map: Map<String, Value>,
+    pub origin: Origin,
+}
+
+/// A typed operation input, parsed with the catalogue's exact 400 sentences.
+/// Its JSON Schema (the wire shape) feeds the MCP tool list and OpenAPI.
+pub trait Input: Sized + schemars::JsonSchema {
+    fn parse(fields: &Fields) -> Result<Self, ApiError>;
+
+    /// From what the request carried: its fields, or why they could not be
+    /// read (broken JSON, say).
+    fn from_request(fields: Result<Fields, ApiError>) -> Result<Self, ApiError> {
+        Self::parse(&fields?)
+    }
+}
+
+/// An input parsed when the service asks, not before it runs: for the routes
+/// whose spec orders some checks before validation (sendMail: the kill
+/// switch, the agent-key freeze and the rate limit come before a 400, even
+/// for a body that is not JSON).
+pub struct Later<T> {
+    fields: Result<Fields, ApiError>,
+    _input: std::marker::PhantomData<T>,
+}
+
+impl<T: Input> Later<T> {
+    pub fn parse(self) -> Result<T, ApiError> {
+        T::from_request(self.fields)
+    }
+
+    /// The raw fields, for checks that must read one before validation.
+    pub fn fields(&self) -> Option<&Fields> {
+        self.fields.as_ref().ok()
+    }
+}
+
+impl<T: Input> schemars::JsonSchema for Later<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
+impl<T: Input> Input for Later<T> {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(Later {
+            fields: Ok(fields.clone()),
+            _input: std::marker::PhantomData,
+        })
+    }
+    fn from_request(fields: Result<Fields, ApiError>) -> Result<Self, ApiError> {
+        Ok(Later {
+            fields,
+            _input: std::marker::PhantomData,
+        })
+    }
+}
+
+/// The input of an operation that takes none; any fields are ignored.
+#[derive(Debug, Clone, Copy, Default, schemars::JsonSchema)]
+pub struct NoInput {}
+
+impl Input for NoInput {
+    fn parse(_: &Fields) -> Result<Self, ApiError> {
+        Ok(NoInput {})
+    }
+}
 
 impl Fields {
+    pub fn new(map: Map<String, Value>, origin: Origin) -> Self {
+        Fields { map, origin }
+    }
+
+    /// A JSON object body; an empty body reads as `{}`.
     pub fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Fields(Map::new()));
+            return Ok(Fields::default());
         }
         match serde_json::from_slice::<Value>(bytes) {
-            Ok(Value::Object(map)) => Ok(Fields(map)),
-            Ok(_) => Err(ApiError::bad_request("The request body must be a JSON object")),
-            Err(_) => Err(ApiError::bad_request("Invalid JSON body")),
+            Ok(Value::Object(map)) => Ok(Fields::new(map, Origin::Body)),
+            Ok(_) => Err(error::NOT_AN_OBJECT.into()),
+            Err(_) => Err(error::INVALID_JSON.into()),
         }
     }
 
+    /// Query parameters; a repeated name keeps its last value.
+    pub fn from_query(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        let map = pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        Fields::new(map, Origin::Query)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.map.get(name)
+    }
+
     pub fn has(&self, name: &str) -> bool {
-        self.0.get(name).is_some_and(|v| !v.is_null())
+        self.map.get(name).is_some_and(|v| !v.is_null())
     }
 
     /// A string field, trimmed; `None` when absent, null or empty.
     pub fn str(&self, name: &str) -> Result<Option<String>, ApiError> {
-        match self.0.get(name) {
+        match self.map.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-            Some(_) => Err(ApiError::bad_request(format!("{name} must be a string"))),
+            Some(_) => Err(error::FIELD_TYPE.with(format_args!("{name} must be a string"))),
         }
     }
 
     pub fn bool(&self, name: &str) -> Result<Option<bool>, ApiError> {
-        match self.0.get(name) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(ApiError::bad_request(format!("{name} must be a boolean"))),
+        match (self.map.get(name), self.origin) {
+            (None, _) => Ok(None),
+            (Some(Value::Bool(b)), _) => Ok(Some(*b)),
+            (Some(Value::String(s)), Origin::Query) if s == "true" || s == "false" => Ok(Some(s == "true")),
+            _ => Err(error::FIELD_TYPE.with(format_args!("{name} must be a boolean"))),
+        }
+    }
+
+    /// An integer field; `None` when absent or null.
+    pub fn int(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        let wrong = || error::FIELD_TYPE.with(format_args!("{name} must be an integer"));
+        match (self.map.get(name), self.origin) {
+            (None | Some(Value::Null), _) => Ok(None),
+            (Some(Value::Number(n)), _) => n.as_i64().map(Some).ok_or_else(wrong),
+            (Some(Value::String(s)), Origin::Query) => s.trim().parse().map(Some).map_err(|_| wrong()),
+            _ => Err(wrong()),
         }
     }
 }
@@ -134,6 +245,10 @@ mod tests {
         assert_eq!(f.bool("c").unwrap(), Some(true));
         assert!(Fields::parse(b"[1]").is_err());
         assert!(Fields::parse(b"{").is_err());
-        assert!(Fields::parse(b"").unwrap().0.is_empty());
+        assert!(Fields::parse(b"").unwrap().map.is_empty());
+        let q = Fields::from_query([("n".to_string(), "7".to_string()), ("b".to_string(), "true".to_string())]);
+        assert_eq!(q.int("n").unwrap(), Some(7));
+        assert_eq!(q.bool("b").unwrap(), Some(true));
+        assert!(f.int("b").is_err());
     }
 }

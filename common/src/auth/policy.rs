@@ -2,16 +2,11 @@
 //! `http::routes` names one `Access`; this is the only place that says which
 //! credential classes it admits and what the others get.
 
-use super::{Authenticated, Caller, INVALID_KEY, Via};
-use crate::error::ApiError;
-
-pub const OPERATOR_ONLY: &str = "This action is limited to operator accounts.";
-pub const OPERATOR_MAILBOX: &str = "This mailbox requires an operator account";
-pub const CONTROL_REFUSED: &str = "Operator control requires the agent key or an operator account";
-pub const ACCOUNT_KEY_ONLY: &str =
-    "This action is limited to the account key, or this key can only read its own account.";
-pub const FIREBASE_REQUIRED: &str = "Firebase sign-in required";
-pub const SYNC_ONLY: &str = "This route is limited to the mail server's sync token.";
+use super::{Authenticated, Caller, Via};
+use crate::error::{
+    ACCOUNT_KEY_ONLY, ApiError, CONTROL_REFUSED, FIREBASE_REQUIRED, INVALID_KEY, OPERATOR_MAILBOX, OPERATOR_ONLY,
+    Problem, SYNC_ONLY,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -35,27 +30,50 @@ pub enum Access {
 }
 
 impl Access {
+    /// The refusals this rule can answer with (authentication's own included),
+    /// for the API description.
+    pub fn refusals(self) -> &'static [Problem] {
+        use crate::error::{INVALID_TOKEN, MISSING_CREDENTIAL};
+        match self {
+            Access::Public => &[],
+            Access::AccountKey => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, ACCOUNT_KEY_ONLY],
+            Access::CreditsRead => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN],
+            Access::CreditsControl => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, CONTROL_REFUSED],
+            Access::Operator => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, OPERATOR_ONLY],
+            Access::Customer => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, FIREBASE_REQUIRED],
+            Access::Mail => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, OPERATOR_MAILBOX],
+            Access::Sync => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, SYNC_ONLY],
+        }
+    }
+
+    /// Whether an identity token is one of the credentials this rule admits
+    /// as a class of its own (the customer and operator routes): on `/mcp`
+    /// only such tools take one.
+    pub fn takes_identity_token(self) -> bool {
+        matches!(self, Access::Customer | Access::Operator)
+    }
+
     /// Admits or refuses an authenticated caller. Missing and invalid
     /// credentials were already refused with 401 during authentication.
     pub fn admit(self, auth: &Authenticated) -> Result<(), ApiError> {
         use Caller::*;
         let caller = &auth.caller;
-        let refuse = |msg: &str| Err(ApiError::forbidden(msg));
+        let refuse = |p: Problem| Err(ApiError::from(p));
         match self {
             Access::Public => Ok(()),
             Access::AccountKey => match caller {
                 Standard(_) => Ok(()),
-                Sync => Err(ApiError::unauthorized(INVALID_KEY)),
+                Sync => refuse(INVALID_KEY),
                 _ => refuse(ACCOUNT_KEY_ONLY),
             },
             Access::CreditsRead => match caller {
                 Agent | Standard(_) | Identity(_) => Ok(()),
-                _ => Err(ApiError::unauthorized(INVALID_KEY)),
+                _ => refuse(INVALID_KEY),
             },
             Access::CreditsControl => match caller {
                 Agent => Ok(()),
                 Identity(user) if user.operator => Ok(()),
-                Sync => Err(ApiError::unauthorized(INVALID_KEY)),
+                Sync => refuse(INVALID_KEY),
                 _ => refuse(CONTROL_REFUSED),
             },
             Access::Operator => match caller {
@@ -64,14 +82,14 @@ impl Access {
             },
             Access::Customer => match caller {
                 Standard(_) | Identity(_) => Ok(()),
-                Agent if auth.via == Via::Bearer => Err(ApiError::unauthorized(FIREBASE_REQUIRED)),
-                _ => Err(ApiError::unauthorized(INVALID_KEY)),
+                Agent if auth.via == Via::Bearer => refuse(FIREBASE_REQUIRED),
+                _ => refuse(INVALID_KEY),
             },
             Access::Mail => match caller {
                 Agent | Standard(_) => Ok(()),
                 Identity(user) if user.operator => Ok(()),
                 Identity(_) => refuse(OPERATOR_MAILBOX),
-                _ => Err(ApiError::unauthorized(INVALID_KEY)),
+                _ => refuse(INVALID_KEY),
             },
             Access::Sync => match caller {
                 Sync => Ok(()),

@@ -11,7 +11,7 @@ use super::extract::{Caller, ClientIp, Json};
 use super::routes::Route;
 use crate::auth::{self, IdentityUser};
 use crate::error::ApiError;
-use crate::service::{accounts, admin, credits, domains, mailboxes, mta_export, onboarding, send};
+use crate::service::{accounts, admin, domains, mailboxes, mta_export, onboarding, send};
 use crate::validate::Fields;
 
 type Result<T = Reply<Value>> = std::result::Result<T, ApiError>;
@@ -24,8 +24,6 @@ pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
         ("POST", "/verifyAccessRequest") => on(filter, verify_access_request),
         ("POST", "/getRequestStatus") => on(filter, get_request_status),
         ("POST", "/getAccountStatus") => on(filter, get_account_status),
-        ("GET", "/credits") => on(filter, get_credits),
-        ("POST", "/credits") => on(filter, post_credits),
         ("POST", "/admin/requestDecision") => on(filter, request_decision),
         ("GET", "/admin/domainAllowlist") => on(filter, list_allowlist),
         ("POST", "/admin/domainAllowlist") => on(filter, add_allowlist),
@@ -52,7 +50,7 @@ pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
 fn to_value<T: serde::Serialize>(out: T) -> Result {
     serde_json::to_value(out)
         .map(Reply)
-        .map_err(|e| ApiError::internal(e.to_string()))
+        .map_err(ApiError::internal)
 }
 
 async fn request_access(State(ctx): State<AppState>, ClientIp(ip): ClientIp, Json(body): Json) -> Result {
@@ -71,24 +69,15 @@ async fn get_request_status(State(ctx): State<AppState>, ClientIp(ip): ClientIp,
 
 async fn get_account_status(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
     let auth::Caller::Standard(key) = auth.caller else {
-        return Err(ApiError::forbidden(auth::policy::ACCOUNT_KEY_ONLY));
+        return Err(crate::error::ACCOUNT_KEY_ONLY.into());
     };
     Ok(Reply(onboarding::get_account_status(&ctx, &key.uid, &body).await?))
-}
-
-async fn get_credits(State(ctx): State<AppState>, Caller(auth): Caller) -> Result {
-    Ok(Reply(credits::payload(&ctx, &auth.caller).await?))
-}
-
-async fn post_credits(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
-    let control = credits::Control::parse(&body)?;
-    Ok(Reply(credits::control(&ctx, &auth.caller, control).await?))
 }
 
 fn operator(auth: &auth::Authenticated) -> std::result::Result<&IdentityUser, ApiError> {
     match &auth.caller {
         auth::Caller::Identity(user) if user.operator => Ok(user),
-        _ => Err(ApiError::forbidden(auth::policy::OPERATOR_ONLY)),
+        _ => Err(crate::error::OPERATOR_ONLY.into()),
     }
 }
 
@@ -111,12 +100,12 @@ async fn remove_allowlist(
     Query(query): Query<serde_json::Map<String, Value>>,
     Json(body): Json,
 ) -> Result {
-    let fields = if body.has("domain") { body } else { Fields(query) };
+    let fields = if body.has("domain") { body } else { Fields::new(query, crate::validate::Origin::Query) };
     Ok(Reply(admin::remove_allowlist(&ctx, operator(&auth)?, &fields).await?))
 }
 
 async fn check_allowlist(State(ctx): State<AppState>, Query(query): Query<serde_json::Map<String, Value>>) -> Result {
-    Ok(Reply(admin::check_allowlist(&ctx, &Fields(query)).await?))
+    Ok(Reply(admin::check_allowlist(&ctx, &Fields::new(query, crate::validate::Origin::Query)).await?))
 }
 
 async fn request_delete(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
@@ -146,14 +135,14 @@ async fn add_domain(State(ctx): State<AppState>, Caller(auth): Caller, Json(body
 
 fn domain_name(fields: &Fields) -> std::result::Result<String, ApiError> {
     let raw = fields.str("domainId")?.or(fields.str("domain")?);
-    let raw = raw.ok_or_else(|| ApiError::bad_request("domainId is required"))?;
-    crate::validate::hostname(&raw).ok_or_else(|| ApiError::bad_request("That domain name is not valid"))
+    let raw = raw.ok_or(crate::error::DOMAIN_ID_REQUIRED)?;
+    Ok(crate::validate::hostname(&raw).ok_or(crate::error::DOMAIN_INVALID)?)
 }
 
 async fn get_dns_instructions(State(ctx): State<AppState>, Caller(auth): Caller, Query(q): QueryMap) -> Result {
     let account = accounts::acting(&ctx, &auth.caller).await?;
     Ok(Reply(
-        domains::dns_instructions(&ctx, &account, &domain_name(&Fields(q))?).await?,
+        domains::dns_instructions(&ctx, &account, &domain_name(&Fields::new(q, crate::validate::Origin::Query))?).await?,
     ))
 }
 
@@ -167,7 +156,7 @@ async fn verify_domain(State(ctx): State<AppState>, Caller(auth): Caller, Json(b
 async fn list_domains(State(ctx): State<AppState>, Caller(auth): Caller, Query(q): QueryMap) -> Result {
     let account = accounts::acting(&ctx, &auth.caller).await?;
     // An operator may read another account; everyone else reads their own.
-    let uid = match Fields(q).str("uid")? {
+    let uid = match Fields::new(q, crate::validate::Origin::Query).str("uid")? {
         Some(uid) if auth.caller.is_operator() => uid,
         _ => account.uid,
     };
@@ -223,8 +212,8 @@ async fn get_mta_export(State(ctx): State<AppState>) -> Result {
 }
 
 async fn ack_mta_export(State(ctx): State<AppState>, Json(body): Json) -> Result {
-    let version = body.0.get("version").and_then(Value::as_i64).filter(|v| *v > 0);
-    let version = version.ok_or_else(|| ApiError::bad_request("version must be a positive integer"))?;
+    let version = body.get("version").and_then(Value::as_i64).filter(|v| *v > 0);
+    let version = version.ok_or(crate::error::VERSION_INVALID)?;
     Ok(Reply(mta_export::acknowledge(&ctx, version).await?))
 }
 

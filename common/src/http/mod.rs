@@ -1,9 +1,11 @@
-//! HTTP for both hosts: one axum router per family built from the route table.
-//! A Lambda serves its family's router with `lambda_http::run`; the local server
-//! merges all of them. Every route answers at its root path and under `/api`.
+//! HTTP for both hosts: one axum router per set of families, built from the
+//! catalogue. A Lambda serves its family's router with `lambda_http::run`; the
+//! local server merges all of them. Every route answers at its root path and
+//! under `/api`; every verb of a known path reaches us (405, OPTIONS 204).
 
 pub mod extract;
 mod handlers;
+mod rest;
 pub mod routes;
 
 use std::collections::BTreeMap;
@@ -12,28 +14,76 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::MethodRouter;
+use axum::routing::{MethodFilter, MethodRouter, on};
 
-use crate::auth::{Access, Authenticated, Caller, Presented, Via};
+pub use crate::api::Family;
+use crate::api::{CATALOGUE, Operation};
+use crate::auth::{Access, Presented};
 use crate::context::Context;
-use crate::error::ApiError;
-pub use routes::{Family, ROUTES, Route};
+use crate::error::{self, ApiError};
 
 pub type AppState = Arc<Context>;
+
+/// A REST route: what the auth-matrix test, the Lambda routing test and the
+/// SAM template check walk.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+    pub family: Family,
+    pub access: Access,
+}
+
+/// Every REST route.
+pub fn routes() -> Vec<Route> {
+    let catalogued = CATALOGUE.iter().filter_map(|op| {
+        op.rest.as_ref().map(|rest| Route {
+            method: rest.method.clone(),
+            path: rest.path,
+            family: op.family,
+            access: op.access,
+        })
+    });
+    let legacy = routes::LEGACY.iter().map(|r| Route {
+        method: r.method.clone(),
+        path: r.path,
+        family: r.family,
+        access: r.access,
+    });
+    catalogued.chain(legacy).collect()
+}
+
+/// The route for a method and a path (with or without the `/api` prefix).
+pub fn find_route(method: &Method, path: &str) -> Option<Route> {
+    let path = crate::api::strip_api(path);
+    routes().into_iter().find(|r| r.method == method && r.path == path)
+}
 
 /// The router serving the given families.
 pub fn router(ctx: AppState, families: &[Family]) -> Router {
     let mut by_path: BTreeMap<&'static str, MethodRouter<AppState>> = BTreeMap::new();
-    for route in ROUTES.iter().filter(|r| families.contains(&r.family)) {
-        let endpoint = handlers::endpoint(route);
-        let merged = match by_path.remove(route.path) {
+    let mut add = |path: &'static str, endpoint: MethodRouter<AppState>| {
+        let merged = match by_path.remove(path) {
             Some(existing) => existing.merge(endpoint),
             None => endpoint,
         };
-        by_path.insert(route.path, merged);
+        by_path.insert(path, merged);
+    };
+    for op in CATALOGUE.iter().filter(|op| families.contains(&op.family)) {
+        if let Some(rest) = &op.rest {
+            add(rest.path, endpoint(op, &rest.method));
+        }
+    }
+    for route in routes::LEGACY.iter().filter(|r| families.contains(&r.family)) {
+        add(route.path, handlers::endpoint(route));
+    }
+    if families.contains(&Family::Mcp) {
+        add("/mcp", crate::mcp::endpoint());
+        add("/docs", axum::routing::get(crate::openapi::legacy_page));
+        add("/docs/openapi.json", axum::routing::get(crate::openapi::serve));
     }
     let mut router = Router::new();
     for (path, methods) in by_path {
@@ -44,28 +94,26 @@ pub fn router(ctx: AppState, families: &[Family]) -> Router {
     }
     router
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(ctx.clone(), authorize))
+        .layer(middleware::from_fn_with_state(ctx.clone(), authorize_legacy))
         .layer(middleware::from_fn(log_request))
         .with_state(ctx)
 }
 
-/// Authenticates and admits the caller by the route's access rule, before the
-/// handler runs: a refused request never reaches a service.
-async fn authorize(State(ctx): State<AppState>, mut req: Request, next: Next) -> Response {
+/// The handler of a catalogued operation: it authenticates and admits the
+/// caller itself, so every verb axum sends to it (HEAD included) passes the
+/// operation's access rule.
+fn endpoint(op: &'static Operation, method: &Method) -> MethodRouter<AppState> {
+    let filter = MethodFilter::try_from(method.clone()).expect("catalogue methods are standard");
+    on(filter, move |State(ctx): State<AppState>, req: Request| rest::serve(op, ctx, req))
+}
+
+/// Authenticates and admits the caller of a legacy route by its access rule,
+/// before the handler runs.
+async fn authorize_legacy(State(ctx): State<AppState>, mut req: Request, next: Next) -> Response {
     let Some(route) = routes::find(req.method(), req.uri().path()) else {
         return next.run(req).await;
     };
-    let admitted = match route.access {
-        Access::Public => Ok(Authenticated {
-            caller: Caller::Public,
-            via: Via::None,
-        }),
-        access => match ctx.authenticate(&Presented::from_headers(req.headers())).await {
-            Ok(auth) => access.admit(&auth).map(|()| auth),
-            Err(e) => Err(e),
-        },
-    };
-    match admitted {
+    match crate::auth::admit(&ctx, route.access, &Presented::from_headers(req.headers())).await {
         Ok(auth) => {
             req.extensions_mut().insert(auth);
             next.run(req).await
@@ -95,10 +143,19 @@ async fn preflight() -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
-async fn method_not_allowed() -> ApiError {
-    ApiError::method_not_allowed()
+pub(crate) async fn method_not_allowed() -> ApiError {
+    error::METHOD_NOT_ALLOWED.into()
 }
 
 async fn not_found() -> ApiError {
-    ApiError::new(404, "Not found")
+    error::NO_ROUTE.into()
+}
+
+/// A Lambda function's whole life: build the context once (cold start), then
+/// serve its families' routes.
+pub async fn serve_lambda(families: &[Family]) -> Result<(), lambda_http::Error> {
+    crate::telemetry::init(true);
+    let built = Context::build(crate::config::Config::from_env(), crate::context::Mode::Lambda).await?;
+    crate::service::bootstrap::agent_balance(&built.context).await?;
+    lambda_http::run(router(built.context, families)).await
 }

@@ -1,43 +1,10 @@
-//! The route table: every route, its family (which Lambda serves it) and the
-//! credentials it accepts. Written once; the router, the auth middleware, the
-//! SAM template check and the auth-matrix test all read it.
+//! Routes not yet moved into the catalogue (`crate::api`), served by
+//! `handlers` behind the `authorize` middleware until they are.
 
 use axum::http::Method;
 
+use crate::api::Family;
 use crate::auth::Access;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    Onboarding,
-    Credits,
-    Admin,
-    Domains,
-    Mailboxes,
-    Send,
-}
-
-impl Family {
-    pub const ALL: &[Family] = &[
-        Family::Onboarding,
-        Family::Credits,
-        Family::Admin,
-        Family::Domains,
-        Family::Mailboxes,
-        Family::Send,
-    ];
-
-    /// The function crate under `functions/` that serves this family.
-    pub fn function(self) -> &'static str {
-        match self {
-            Family::Onboarding => "onboarding",
-            Family::Credits => "credits",
-            Family::Admin => "admin",
-            Family::Domains => "domains",
-            Family::Mailboxes => "mailboxes",
-            Family::Send => "send",
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct Route {
@@ -60,13 +27,11 @@ const fn route(method: Method, path: &'static str, family: Family, access: Acces
 use Access::*;
 use Family::*;
 
-pub const ROUTES: &[Route] = &[
+pub const LEGACY: &[Route] = &[
     route(Method::POST, "/requestAccess", Onboarding, Public),
     route(Method::POST, "/verifyAccessRequest", Onboarding, Public),
     route(Method::POST, "/getRequestStatus", Onboarding, Public),
     route(Method::POST, "/getAccountStatus", Onboarding, AccountKey),
-    route(Method::GET, "/credits", Credits, CreditsRead),
-    route(Method::POST, "/credits", Credits, CreditsControl),
     route(Method::POST, "/admin/requestDecision", Admin, Operator),
     route(Method::GET, "/admin/domainAllowlist", Admin, Operator),
     route(Method::POST, "/admin/domainAllowlist", Admin, Operator),
@@ -88,8 +53,8 @@ pub const ROUTES: &[Route] = &[
     route(Method::POST, "/sendMail", Send, Mail),
 ];
 
-/// The route for a method and a path (with or without the `/api` prefix).
+/// The legacy route for a method and a path (with or without `/api`).
 pub fn find(method: &Method, path: &str) -> Option<&'static Route> {
-    let path = path.strip_prefix("/api").filter(|p| p.starts_with('/')).unwrap_or(path);
-    ROUTES.iter().find(|r| r.method == method && r.path == path)
+    let path = crate::api::strip_api(path);
+    LEGACY.iter().find(|r| r.method == method && r.path == path)
 }

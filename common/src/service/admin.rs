@@ -166,7 +166,7 @@ fn parse_ids(fields: &Fields) -> Result<Vec<String>, ApiError> {
     if let Some(id) = fields.str("id")? {
         ids.push(id);
     }
-    match fields.0.get("ids") {
+    match fields.get("ids") {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => {
             if list.len() > MAX_DELETE_IDS {

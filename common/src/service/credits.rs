@@ -7,13 +7,16 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::Call;
 use crate::auth::Caller;
-use crate::auth::policy::CONTROL_REFUSED;
 use crate::clock::iso;
 use crate::context::Context;
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
 use crate::store::{Cond, Key, StoreError, StoreResult, Update, Write, item};
-use crate::validate::Fields;
+use crate::validate::{Fields, Input, NoInput};
 
 pub const AGENT_BUCKET: &str = "agent:default";
 pub const INITIAL_CREDITS: i64 = 100;
@@ -81,7 +84,7 @@ pub async fn spend(ctx: &Context, bucket: &str) -> Result<i64, ApiError> {
         .await;
     match taken {
         Ok(item) => Ok(item.get("remaining").and_then(Value::as_i64).unwrap_or(0)),
-        Err(StoreError::ConditionFailed) => Err(ApiError::new(429, "Insufficient credits")),
+        Err(StoreError::ConditionFailed) => Err(error::INSUFFICIENT_CREDITS.into()),
         Err(e) => Err(e.into()),
     }
 }
@@ -121,14 +124,77 @@ pub async fn agent_switch(ctx: &Context) -> StoreResult<AgentSwitch> {
     Ok(AgentSwitch { disabled, frozen_until })
 }
 
-/// The credits payload for a caller (2.11). A standard key sees its own account's
-/// balance and key; the agent key and identity users see the agent key's.
-pub async fn payload(ctx: &Context, caller: &Caller) -> Result<Value, ApiError> {
+/// The credits payload (spec 2.11).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreditsPayload {
+    pub ok: bool,
+    pub credits: Credits,
+    pub agent_key: AgentKeyView,
+    pub sending: Sending,
+    /// The caller may set `disabled` and `frozenUntil`.
+    pub can_control: bool,
+    /// The caller may also set `sendingEnabled`.
+    pub can_pause_all: bool,
+    /// Where the API is documented.
+    pub docs: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Credits {
+    pub remaining: i64,
+    pub initial: i64,
+    /// People signed in to the web app are not charged.
+    pub humans_charged: bool,
+    /// A failed authentication never spends a credit.
+    pub auth_failure_burns_credit: bool,
+}
+
+/// The key whose balance this is; never the key itself.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentKeyView {
+    pub id: String,
+    pub last4: String,
+    /// active, disabled or frozen.
+    pub status: &'static str,
+    pub disabled: bool,
+    pub frozen_until: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Sending {
+    /// False while an operator has paused all sending.
+    pub enabled: bool,
+}
+
+/// The balance a caller spends from: a standard key its account's, everyone
+/// else the agent key's.
+fn bucket_of(caller: &Caller) -> String {
+    match caller {
+        Caller::Standard(key) => account_bucket(&key.uid),
+        _ => AGENT_BUCKET.to_string(),
+    }
+}
+
+/// GET /credits: the payload for the caller. A standard key sees its own
+/// account's balance and key; the agent key and identity users see the agent
+/// key's.
+pub async fn get_credits(call: &Call<'_>, _: NoInput) -> Result<CreditsPayload, ApiError> {
+    payload(call.ctx, call.caller).await
+}
+
+async fn payload(ctx: &Context, caller: &Caller) -> Result<CreditsPayload, ApiError> {
     let now = ctx.clock.now();
     let agent_key = match caller {
-        Caller::Standard(key) => json!({
-            "id": key.key_id, "last4": key.last4, "status": "active", "disabled": false, "frozenUntil": null,
-        }),
+        Caller::Standard(key) => AgentKeyView {
+            id: key.key_id.clone(),
+            last4: key.last4.clone(),
+            status: "active",
+            disabled: false,
+            frozen_until: None,
+        },
         _ => {
             let switch = agent_switch(ctx).await?;
             let status = if switch.disabled {
@@ -138,51 +204,73 @@ pub async fn payload(ctx: &Context, caller: &Caller) -> Result<Value, ApiError> 
             } else {
                 "active"
             };
-            json!({
-                "id": AGENT_BUCKET,
-                "last4": ctx.agent_key_last4,
-                "status": status,
-                "disabled": switch.disabled,
-                "frozenUntil": switch.frozen_until.map(iso),
-            })
+            AgentKeyView {
+                id: AGENT_BUCKET.into(),
+                last4: ctx.agent_key_last4.clone(),
+                status,
+                disabled: switch.disabled,
+                frozen_until: switch.frozen_until.map(iso),
+            }
         }
     };
-    let bucket = match caller {
-        Caller::Standard(key) => account_bucket(&key.uid),
-        _ => AGENT_BUCKET.to_string(),
-    };
-    let (remaining, initial) = balance(ctx, &bucket).await?;
-    Ok(json!({
-        "ok": true,
-        "credits": { "remaining": remaining, "initial": initial, "humansCharged": false, "authFailureBurnsCredit": false },
-        "agentKey": agent_key,
-        "sending": { "enabled": sending_enabled(ctx).await? },
-        "canControl": matches!(caller, Caller::Agent) || caller.is_operator(),
-        "canPauseAll": caller.is_operator(),
-        "docs": ctx.config.docs_url,
-    }))
+    let (remaining, initial) = balance(ctx, &bucket_of(caller)).await?;
+    Ok(CreditsPayload {
+        ok: true,
+        credits: Credits {
+            remaining,
+            initial,
+            humans_charged: false,
+            auth_failure_burns_credit: false,
+        },
+        agent_key,
+        sending: Sending {
+            enabled: sending_enabled(ctx).await?,
+        },
+        can_control: matches!(caller, Caller::Agent) || caller.is_operator(),
+        can_pause_all: caller.is_operator(),
+        docs: ctx.config.docs_url.clone(),
+    })
+}
+
+/// The MCP `get_credits` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Remaining {
+    pub ok: bool,
+    /// Credits left on the caller's balance.
+    pub remaining: i64,
+}
+
+pub async fn get_remaining(call: &Call<'_>, _: NoInput) -> Result<Remaining, ApiError> {
+    Ok(Remaining {
+        ok: true,
+        remaining: remaining(call.ctx, &bucket_of(call.caller)).await?,
+    })
 }
 
 /// The fields of POST /credits, each optional.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Control {
+    /// Freezes (true) or unfreezes (false) the agent key.
     pub disabled: Option<bool>,
-    /// `Some(None)` clears the freeze.
+    /// Freezes the agent key until this ISO time; null clears it.
+    #[schemars(with = "Option<String>")]
     pub frozen_until: Option<Option<DateTime<Utc>>>,
+    /// Pauses (false) or resumes (true) all sending; operators only.
     pub sending_enabled: Option<bool>,
 }
 
-impl Control {
-    pub fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let frozen_until = match fields.0.get("frozenUntil") {
+impl Input for Control {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let frozen_until = match fields.get("frozenUntil") {
             None => None,
             Some(Value::Null) => Some(None),
             Some(Value::String(s)) => Some(Some(
                 DateTime::parse_from_rfc3339(s.trim())
-                    .map_err(|_| ApiError::bad_request("frozenUntil must be an ISO time string or null"))?
+                    .map_err(|_| error::FROZEN_UNTIL_INVALID)?
                     .with_timezone(&Utc),
             )),
-            Some(_) => return Err(ApiError::bad_request("frozenUntil must be an ISO time string or null")),
+            Some(_) => return Err(error::FROZEN_UNTIL_INVALID.into()),
         };
         Ok(Self {
             disabled: fields.bool("disabled")?,
@@ -192,9 +280,11 @@ impl Control {
     }
 }
 
-pub async fn control(ctx: &Context, caller: &Caller, control: Control) -> Result<Value, ApiError> {
+/// POST /credits: the sending switches, then the payload.
+pub async fn control(call: &Call<'_>, control: Control) -> Result<CreditsPayload, ApiError> {
+    let (ctx, caller) = (call.ctx, call.caller);
     if control.sending_enabled.is_some() && !caller.is_operator() {
-        return Err(ApiError::forbidden(CONTROL_REFUSED));
+        return Err(error::CONTROL_REFUSED.into());
     }
     let now = iso(ctx.clock.now());
     let mut agent = Update::new();

@@ -244,7 +244,7 @@ pub fn parse_local_part(raw: Option<String>) -> Result<String, ApiError> {
 
 /// `forwardTo`: an array of addresses or a single string; lowercased, de-duplicated.
 pub fn parse_forward_to(fields: &Fields) -> Result<Vec<String>, ApiError> {
-    let raw: Vec<String> = match fields.0.get("forwardTo") {
+    let raw: Vec<String> = match fields.get("forwardTo") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) if s.trim().is_empty() => Vec::new(),
         Some(Value::String(s)) => vec![s.clone()],

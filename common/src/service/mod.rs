@@ -1,9 +1,11 @@
-//! One module per capability. A service takes typed input and returns
-//! `Result<T, ApiError>`; it never sees HTTP types.
+//! One module per capability. A service takes a [`Call`] and a typed input and
+//! returns a typed output or a named error from the catalogue
+//! ([`crate::error`]); it never sees HTTP or JSON-RPC types.
 
 pub mod accounts;
 pub mod admin;
 pub mod audit;
+pub mod bootstrap;
 pub mod credits;
 pub mod dkim;
 pub mod domains;
@@ -12,3 +14,37 @@ pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;
 pub mod send;
+
+use crate::auth::{Caller, IdentityUser, Via};
+use crate::context::Context;
+use crate::error::{self, ApiError};
+
+/// Who is calling, through which surface, from where: what a service may
+/// know about the request besides its typed input.
+pub struct Call<'a> {
+    pub ctx: &'a Context,
+    /// Admitted by the operation's access rule before the service runs.
+    pub caller: &'a Caller,
+    pub via: Via,
+    /// The client's address (API Gateway's `sourceIp`, or the socket peer).
+    pub ip: &'a str,
+}
+
+impl Call<'_> {
+    /// The operator making the call (the access rule already required one).
+    pub fn operator(&self) -> Result<&IdentityUser, ApiError> {
+        match self.caller {
+            Caller::Identity(user) if user.operator => Ok(user),
+            _ => Err(error::OPERATOR_ONLY.into()),
+        }
+    }
+
+    pub fn is_operator(&self) -> bool {
+        self.caller.is_operator()
+    }
+
+    /// The account a customer route acts for, with its setup complete.
+    pub async fn account(&self) -> Result<accounts::Account, ApiError> {
+        accounts::acting(self.ctx, self.caller).await
+    }
+}

@@ -503,7 +503,7 @@ pub async fn get_account_status(ctx: &Context, uid: &str, fields: &Fields) -> Re
         .str("email")?
         .is_some_and(|e| !e.eq_ignore_ascii_case(&account.email));
     if names_other_uid || names_other_email {
-        return Err(ApiError::forbidden(crate::auth::policy::ACCOUNT_KEY_ONLY));
+        return Err(crate::error::ACCOUNT_KEY_ONLY.into());
     }
     let ready = account.status == AccountStatus::Ready;
     let owned = super::domains::of_account(ctx, &account.uid).await?;

@@ -41,8 +41,8 @@ pub struct SendInput {
 
 /// Parses and validates a send body. MCP passes `allow_attachments: false`.
 pub fn parse(fields: &Fields, allow_attachments: bool) -> Result<SendInput, ApiError> {
-    let to = parse_recipients(fields.0.get("to"))?;
-    let subject = match fields.0.get("subject") {
+    let to = parse_recipients(fields.get("to"))?;
+    let subject = match fields.get("subject") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
         None | Some(Value::Null) | Some(Value::String(_)) => return Err(ApiError::bad_request(REQUIRED)),
         Some(_) => return Err(ApiError::bad_request("subject must be a string")),
@@ -52,7 +52,7 @@ pub fn parse(fields: &Fields, allow_attachments: bool) -> Result<SendInput, ApiE
             "subject must be one line of at most 998 characters",
         ));
     }
-    let text = match fields.0.get("text") {
+    let text = match fields.get("text") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         None | Some(Value::Null) | Some(Value::String(_)) => return Err(ApiError::bad_request(REQUIRED)),
         Some(_) => return Err(ApiError::bad_request("text must be a string")),
@@ -74,7 +74,7 @@ pub fn parse(fields: &Fields, allow_attachments: bool) -> Result<SendInput, ApiE
         Some(id) => Some(message_id(&id).ok_or_else(|| ApiError::bad_request("inReplyTo is not a valid Message-ID"))?),
         None => None,
     };
-    let references = match fields.0.get("references") {
+    let references = match fields.get("references") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => split_ids(s)?,
         Some(Value::Array(list)) if list.len() <= 100 => {
@@ -93,7 +93,7 @@ pub fn parse(fields: &Fields, allow_attachments: bool) -> Result<SendInput, ApiE
             ));
         }
     };
-    let attachments = match fields.0.get("attachments") {
+    let attachments = match fields.get("attachments") {
         Some(v) if !v.is_null() && !allow_attachments => {
             return Err(ApiError::bad_request("send_mail does not accept attachments"));
         }
@@ -403,7 +403,7 @@ mod tests {
     use super::*;
 
     fn fields(v: Value) -> Fields {
-        Fields(v.as_object().unwrap().clone())
+        Fields::new(v.as_object().unwrap().clone(), Default::default())
     }
 
     #[test]

@@ -1,12 +1,6 @@
 //! The `mailboxes` function: serves its route family under API Gateway.
 
-use common::config::Config;
-use common::context::{Context, Mode};
-use common::http::{self, Family};
-
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    common::telemetry::init(true);
-    let built = Context::build(Config::from_env(), Mode::Lambda).await?;
-    lambda_http::run(http::router(built.context, &[Family::Mailboxes])).await
+    common::http::serve_lambda(&[common::http::Family::Mailboxes]).await
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 async fn main() -> Result<(), lambda_runtime::Error> {
     common::telemetry::init(true);
     let ctx = Context::build(Config::from_env(), Mode::Lambda).await?.context;
-    ctx.bootstrap().await?;
+    common::service::bootstrap::run(&ctx).await?;
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let ctx = ctx.clone();
         async move {

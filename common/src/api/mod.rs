@@ -1,0 +1,270 @@
+//! THE CATALOGUE: every operation of the service, declared once.
+//!
+//! An [`Operation`] names its typed input and output (with their JSON
+//! Schemas), its REST method and path, its MCP tool, the Lambda family that
+//! serves it, its access rule, and the service function it calls. The axum
+//! router (`http`), the MCP `tools/list` and `tools/call` (`mcp`) and the
+//! OpenAPI document (`openapi`) are all built from [`CATALOGUE`]; none of them
+//! holds a rule of its own.
+
+mod catalogue;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use axum::http::Method;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::auth::Access;
+use crate::error::{ApiError, Problem};
+use crate::service::Call;
+use crate::validate::Fields;
+
+pub use catalogue::CATALOGUE;
+
+/// The API description and MCP server version (spec part 9).
+pub const VERSION: &str = "0.7.0";
+/// The MCP protocol revision this endpoint speaks.
+pub const MCP_PROTOCOL_VERSION: &str = "2024-11-05";
+
+/// Which Lambda function serves a route (one binary per family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    Onboarding,
+    Credits,
+    Admin,
+    Domains,
+    Mailboxes,
+    Send,
+    /// `POST /mcp` (every tool), `GET /mcp`, and the API description.
+    Mcp,
+}
+
+impl Family {
+    pub const ALL: &[Family] = &[
+        Family::Onboarding,
+        Family::Credits,
+        Family::Admin,
+        Family::Domains,
+        Family::Mailboxes,
+        Family::Send,
+        Family::Mcp,
+    ];
+
+    /// The function crate under `functions/` that serves this family.
+    pub fn function(self) -> &'static str {
+        match self {
+            Family::Onboarding => "onboarding",
+            Family::Credits => "credits",
+            Family::Admin => "admin",
+            Family::Domains => "domains",
+            Family::Mailboxes => "mailboxes",
+            Family::Send => "send",
+            Family::Mcp => "mcp",
+        }
+    }
+}
+
+/// Where a REST route reads its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Body,
+    Query,
+    /// Body fields, and query parameters for the names the body lacks.
+    BodyOrQuery,
+}
+
+#[derive(Debug, Clone)]
+pub struct Rest {
+    pub method: Method,
+    /// The root path; every route also answers under `/api`.
+    pub path: &'static str,
+    pub source: Source,
+    /// The largest body accepted, refused with 413 before it is parsed.
+    pub max_body: usize,
+}
+
+/// Most bodies are a few small fields; only a send carries attachments.
+pub const SMALL_BODY: usize = 64 * 1024;
+/// A send with three 2MB attachments in base64, and room for the rest.
+pub const SEND_BODY: usize = 8 * 1024 * 1024;
+
+pub const fn get(path: &'static str) -> Option<Rest> {
+    Some(Rest {
+        method: Method::GET,
+        path,
+        source: Source::Query,
+        max_body: SMALL_BODY,
+    })
+}
+
+pub const fn post(path: &'static str) -> Option<Rest> {
+    Some(Rest {
+        method: Method::POST,
+        path,
+        source: Source::Body,
+        max_body: SMALL_BODY,
+    })
+}
+
+pub const fn delete(path: &'static str) -> Option<Rest> {
+    Some(Rest {
+        method: Method::DELETE,
+        path,
+        source: Source::BodyOrQuery,
+        max_body: SMALL_BODY,
+    })
+}
+
+/// What an MCP client may assume about a tool (MCP tool annotations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hints {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    /// Reaches beyond this service (sends mail, looks up DNS).
+    pub open_world: bool,
+}
+
+impl Hints {
+    /// Reads only.
+    pub const READ: Hints = Hints {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    /// Adds or sets something; the same call again changes nothing more.
+    pub const SET: Hints = Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    /// Creates something new each time.
+    pub const CREATE: Hints = Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    };
+    /// Removes or replaces what was there.
+    pub const DESTROY: Hints = Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        open_world: false,
+    };
+
+    pub const fn open_world(self) -> Hints {
+        Hints {
+            open_world: true,
+            ..self
+        }
+    }
+    pub const fn not_idempotent(self) -> Hints {
+        Hints {
+            idempotent: false,
+            ..self
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: &'static str,
+    pub hints: Hints,
+    /// Input fields the REST route takes that the tool does not (left out of
+    /// its `inputSchema`; the input's parser refuses them from a tool).
+    pub omit: &'static [&'static str],
+}
+
+pub const fn tool(name: &'static str, hints: Hints) -> Option<Tool> {
+    Some(Tool { name, hints, omit: &[] })
+}
+
+pub type Reply<'a> = Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send + 'a>>;
+/// Parses the fields (or carries their parse error), calls the service, and
+/// encodes its output.
+pub type Handler = for<'a> fn(&'a Call<'a>, Result<Fields, ApiError>) -> Reply<'a>;
+
+/// What an operation takes, gives and calls: generated by [`io!`] from the
+/// service function and its two types, so the three always agree.
+pub struct Io {
+    pub input_schema: fn(&mut SchemaGenerator) -> Schema,
+    pub output_schema: fn(&mut SchemaGenerator) -> Schema,
+    pub run: Handler,
+}
+
+pub struct Operation {
+    /// The OpenAPI operationId.
+    pub id: &'static str,
+    pub rest: Option<Rest>,
+    pub tool: Option<Tool>,
+    pub family: Family,
+    pub access: Access,
+    /// One line; the MCP tool's title and the OpenAPI summary.
+    pub summary: &'static str,
+    /// What an agent needs to act on it: the MCP description and OpenAPI's.
+    pub description: &'static str,
+    /// The errors this operation itself can give, beyond its access rule's
+    /// and the body rules every route shares.
+    pub errors: &'static [Problem],
+    pub io: Io,
+}
+
+/// The `Io` of a service `async fn(&Call, In) -> Result<Out, ApiError>`.
+macro_rules! io {
+    ($service:path, $input:ty, $output:ty) => {{
+        fn run<'a>(
+            call: &'a $crate::service::Call<'a>,
+            fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
+        ) -> $crate::api::Reply<'a> {
+            Box::pin(async move {
+                let input = <$input as $crate::validate::Input>::from_request(fields)?;
+                let output: $output = $service(call, input).await?;
+                $crate::api::encode(&output)
+            })
+        }
+        $crate::api::Io {
+            input_schema: |g| g.subschema_for::<$input>(),
+            output_schema: |g| g.subschema_for::<$output>(),
+            run,
+        }
+    }};
+}
+pub(crate) use io;
+
+pub fn encode(output: &impl Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(output).map_err(ApiError::internal)
+}
+
+impl Operation {
+    pub fn by_tool(name: &str) -> Option<&'static Operation> {
+        CATALOGUE.iter().find(|op| op.tool.as_ref().is_some_and(|t| t.name == name))
+    }
+
+    /// The operation behind a REST method and path (with or without `/api`).
+    pub fn by_route(method: &Method, path: &str) -> Option<&'static Operation> {
+        let path = strip_api(path);
+        CATALOGUE
+            .iter()
+            .find(|op| op.rest.as_ref().is_some_and(|r| r.method == method && r.path == path))
+    }
+}
+
+/// A path without the `/api` prefix the spec's second and third hosts use.
+pub fn strip_api(path: &str) -> &str {
+    path.strip_prefix("/api").filter(|p| p.starts_with('/')).unwrap_or(path)
+}
+
+/// A schema type for fields that take one string or a list of them.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}

@@ -1,0 +1,56 @@
+//! A catalogued operation over REST: admit the caller, read the input from
+//! the body or the query, run the operation, write its output as JSON.
+
+use axum::Json;
+use axum::extract::{Query, Request};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::extract::{client_ip, read_body};
+use crate::api::{Operation, Source};
+use crate::auth::Presented;
+use crate::service::Call;
+use crate::validate::Fields;
+
+pub(super) async fn serve(op: &'static Operation, ctx: AppState, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let auth = match crate::auth::admit(&ctx, op.access, &Presented::from_headers(&parts.headers)).await {
+        Ok(auth) => auth,
+        Err(e) => return e.into_response(),
+    };
+    let rest = op.rest.as_ref().expect("a routed operation has a REST form");
+    let query = || {
+        Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+            .map(|Query(pairs)| Fields::from_query(pairs))
+            .unwrap_or_default()
+    };
+    let fields = match rest.source {
+        Source::Query => Ok(query()),
+        Source::Body | Source::BodyOrQuery => {
+            let bytes = match read_body(body, rest.max_body).await {
+                Ok(bytes) => bytes,
+                // Too large or unreadable: nothing to hand the operation.
+                Err(e) => return e.into_response(),
+            };
+            Fields::parse(&bytes).map(|mut fields| {
+                if rest.source == Source::BodyOrQuery {
+                    for (name, value) in query().map {
+                        fields.map.entry(name).or_insert(value);
+                    }
+                }
+                fields
+            })
+        }
+    };
+    let ip = client_ip(&parts);
+    let call = Call {
+        ctx: &ctx,
+        caller: &auth.caller,
+        via: auth.via,
+        ip: &ip,
+    };
+    match (op.io.run)(&call, fields).await {
+        Ok(output) => Json(output).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
