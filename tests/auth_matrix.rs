@@ -42,12 +42,14 @@ const CONTROL: &str = "Operator control requires the agent key or an operator ac
 const OPERATOR_ONLY: &str = "This action is limited to operator accounts.";
 const FIREBASE: &str = "Firebase sign-in required";
 const SETUP: &str = "Account setup is not complete yet";
+const MCP_AGENT_KEY_ONLY: &str = "MCP requires agent API key (Bearer svc_...)";
 const SYNC_ONLY: &str = "This route is limited to the mail server's sync token.";
 
 /// What the spec says a class gets on a route: `None` means admitted (the
 /// route runs), otherwise the status and error string.
 fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str)> {
-    let public = matches!(path, "/requestAccess" | "/verifyAccessRequest" | "/getRequestStatus");
+    let public = matches!(path, "/requestAccess" | "/verifyAccessRequest" | "/getRequestStatus")
+        || (method == "GET" && matches!(path, "/mcp" | "/docs" | "/docs/openapi.json"));
     if public {
         return None;
     }
@@ -93,6 +95,13 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
         ("POST", "/sendMail") => match class {
             AgentBearer | AgentHeader | Standard | Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),
+            _ => Some((401, INVALID_KEY)),
+        },
+        // An empty object is no JSON-RPC message: admitted callers get the
+        // JSON-RPC error, identity tokens the MCP refusal.
+        ("POST", "/mcp") => match class {
+            AgentBearer | AgentHeader | Standard => None,
+            Identity | Operator => Some((401, MCP_AGENT_KEY_ONLY)),
             _ => Some((401, INVALID_KEY)),
         },
         (_, "/mtaMailboxExport") => match class {

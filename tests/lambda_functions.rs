@@ -318,6 +318,40 @@ const CASES: &[Case] = &[
             assert!(body.get("threadId").is_none(), "{body}");
         },
     },
+    Case {
+        function: "mcp",
+        event: "api-initialize-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["id"], "init", "{body}");
+            assert_eq!(body["result"]["protocolVersion"], "2024-11-05", "{body}");
+            assert_eq!(body["result"]["serverInfo"]["version"], "0.7.0", "{body}");
+        },
+    },
+    Case {
+        function: "mcp",
+        event: "tools-call-get-credits-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            // The agent balance opened at this function's cold start.
+            assert_eq!(body["result"]["isError"], false, "{body}");
+            assert_eq!(
+                body["result"]["structuredContent"],
+                json!({ "ok": true, "remaining": 100 }),
+                "{body}"
+            );
+        },
+    },
+    Case {
+        function: "mcp",
+        event: "get-openapi-no-credential.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["openapi"], "3.1.0", "{body}");
+            assert_eq!(body["info"]["version"], "0.7.0", "{body}");
+            assert!(body["paths"]["/sendMail"]["post"].is_object(), "{body}");
+        },
+    },
 ];
 
 fn access_requested(body: &Value) {

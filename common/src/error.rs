@@ -326,7 +326,11 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for p in ALL {
             if p.sentence != "{}" {
-                assert!(seen.insert((p.sentence, p.code)), "{:?} is in the catalogue twice", p.sentence);
+                assert!(
+                    seen.insert((p.sentence, p.code)),
+                    "{:?} is in the catalogue twice",
+                    p.sentence
+                );
             }
             assert!((400..600).contains(&p.status));
         }

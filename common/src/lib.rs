@@ -1,9 +1,9 @@
 //! Everything the mailhost binaries share. A function's `main` builds a
 //! [`context::Context`] and hands events to [`http`]; all domain logic lives here.
 
+pub mod api;
 pub mod auth;
 pub mod blob;
-pub mod api;
 pub mod clock;
 pub mod config;
 pub mod context;

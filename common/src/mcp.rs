@@ -1,9 +1,334 @@
-//! MCP over stateless JSON-RPC 2.0 (spec 4.12).
+//! MCP over stateless JSON-RPC 2.0 (spec 4.12): one POST carries one message,
+//! or an array of them as a batch; no session, no event stream. The tools are
+//! the catalogue's operations that name one; `tools/call` runs the same
+//! operation, with the same typed input, as its REST route.
 
+use std::sync::OnceLock;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
+use schemars::generate::Contract;
+use serde_json::{Map, Value, json};
 
+use crate::api::{self, CATALOGUE, Operation};
+use crate::auth::{self, Access, Authenticated, Caller, Presented, Via};
+use crate::error::{self, ApiError};
 use crate::http::AppState;
+use crate::http::extract::{client_ip, read_body};
+use crate::service::Call;
+use crate::validate::{Fields, Origin};
+
+/// The largest JSON-RPC body: a send's 100KB text, escaped, with room to spare.
+const MAX_BODY: usize = 1024 * 1024;
+
+/// The JSON-RPC 2.0 error codes this endpoint answers with.
+mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// A tool failed (spec 4.12): `data.status` holds the HTTP status.
+    pub const TOOL_FAILED: i64 = -32000;
+}
+
+/// The tool failures answered as a tool result with `isError`, not as a
+/// JSON-RPC error (spec 4.12).
+const TOOL_RESULT_STATUSES: [u16; 3] = [404, 429, 503];
+
+const AUTH_NOTE: &str = "POST takes the agent key or a standard customer key, as `Authorization: Bearer svc_...` \
+                         or `X-Api-Key`. Without a credential: initialize, ping, tools/list and the onboarding \
+                         tools (request_access, verify_access_request, get_request_status). An identity token \
+                         may also call the domain, mailbox and operator tools.";
 
 pub fn endpoint() -> MethodRouter<AppState> {
-    axum::routing::get(|| async { "todo" })
+    axum::routing::get(describe).post(handle)
+}
+
+/// `GET /mcp`: what this endpoint is, without a credential. A client asking
+/// for an event stream (`Accept: text/event-stream` only) learns there is
+/// none: 405, as the streamable HTTP transport expects of a stateless server.
+async fn describe(headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if accept.contains("text/event-stream") && !accept.contains("application/json") {
+        return ApiError::from(error::METHOD_NOT_ALLOWED).into_response();
+    }
+    axum::Json(json!({
+        "ok": true,
+        "name": SERVER_NAME,
+        "version": api::VERSION,
+        "transport": "json-rpc-2.0",
+        "protocolVersion": api::MCP_PROTOCOL_VERSION,
+        "tools": tools().map(|(_, tool)| tool.name).collect::<Vec<_>>(),
+        "auth": AUTH_NOTE,
+    }))
+    .into_response()
+}
+
+const SERVER_NAME: &str = "mailhost";
+
+fn tools() -> impl Iterator<Item = (&'static Operation, &'static api::Tool)> {
+    CATALOGUE
+        .iter()
+        .filter_map(|op| op.tool.as_ref().map(|tool| (op, tool)))
+}
+
+/// `POST /mcp`. Authentication comes first, so a bad key is an HTTP 401
+/// before any tool runs and spends nothing.
+async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    // A credential that is presented must be valid; none at all is checked
+    // against what the body asks for (see `admit`).
+    let auth = match Presented::from_headers(&parts.headers) {
+        Presented::None => Authenticated {
+            caller: Caller::Public,
+            via: Via::None,
+        },
+        presented => match auth::authenticate(&ctx, &presented).await {
+            Ok(auth) => auth,
+            Err(e) => return e.into_response(),
+        },
+    };
+    let bytes = match read_body(body, MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(e) => return e.into_response(),
+    };
+    // A body that is not JSON-RPC at all is refused with 400, the JSON-RPC
+    // error in its body (as the streamable HTTP transport asks).
+    let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+        return refuse(failure(Value::Null, code::PARSE_ERROR, "Parse error", None));
+    };
+    if let Err(e) = admit(&auth, &message) {
+        return e.into_response();
+    }
+    let ip = client_ip(&parts);
+    let call = Call {
+        ctx: &ctx,
+        caller: &auth.caller,
+        via: auth.via,
+        ip: &ip,
+    };
+    let answer = match message {
+        Value::Array(batch) if batch.is_empty() => {
+            return refuse(failure(
+                Value::Null,
+                code::INVALID_REQUEST,
+                "Invalid Request: empty batch",
+                None,
+            ));
+        }
+        Value::Array(batch) => {
+            let mut answers = Vec::new();
+            for message in batch {
+                answers.extend(answer(&call, &auth, message).await);
+            }
+            (!answers.is_empty()).then_some(Value::Array(answers))
+        }
+        message => match answer(&call, &auth, message).await {
+            Some(one) if one.pointer("/error/code") == Some(&json!(code::INVALID_REQUEST)) => return refuse(one),
+            one => one,
+        },
+    };
+    match answer {
+        Some(answer) => axum::Json(answer).into_response(),
+        // Only notifications: nothing to answer.
+        None => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+/// Who may send what to POST /mcp. The agent key and standard keys may send
+/// anything (each tool then applies its own access rule). Without a
+/// credential, or with an identity token, only what needs no key is
+/// admitted: the protocol methods, and `tools/call` of the public tools
+/// (request_access, verify_access_request, get_request_status), so a new
+/// agent can onboard through MCP alone; an identity token may also call the
+/// tools whose REST route takes one (the domain, mailbox and operator tools).
+/// Anything else is refused for the whole body, before any tool runs.
+fn admit(auth: &Authenticated, message: &Value) -> Result<(), ApiError> {
+    let refusal = match &auth.caller {
+        Caller::Agent | Caller::Standard(_) => return Ok(()),
+        Caller::Public => error::MISSING_CREDENTIAL,
+        Caller::Identity(_) => error::MCP_AGENT_KEY_ONLY,
+        Caller::Sync => return Access::Mcp.admit(auth),
+    };
+    let messages = match message {
+        Value::Array(batch) => batch.iter().collect(),
+        one => vec![one],
+    };
+    let keyless = |m: &&Value| match m.get("method").and_then(Value::as_str) {
+        Some("initialize" | "initialized" | "ping" | "tools/list") => true,
+        Some(method) if method.starts_with("notifications/") => true,
+        Some("tools/call") => m
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .and_then(Operation::by_tool)
+            .is_some_and(|op| {
+                op.access == Access::Public
+                    || (matches!(auth.caller, Caller::Identity(_)) && op.access.takes_identity_token())
+            }),
+        _ => false,
+    };
+    if !messages.is_empty() && messages.iter().all(keyless) {
+        Ok(())
+    } else {
+        Err(refusal.into())
+    }
+}
+
+/// The answer to one message, or none for a notification.
+async fn answer(call: &Call<'_>, auth: &Authenticated, message: Value) -> Option<Value> {
+    let Value::Object(message) = message else {
+        return Some(failure(Value::Null, code::INVALID_REQUEST, "Invalid Request", None));
+    };
+    // A request has an id (a string, a number, or null); a notification has none.
+    let id = message.get("id").cloned();
+    let valid_id = matches!(id, None | Some(Value::String(_) | Value::Number(_) | Value::Null));
+    let method = message.get("method").and_then(Value::as_str);
+    let (true, Some(method), true) = (message.get("jsonrpc") == Some(&json!("2.0")), method, valid_id) else {
+        let id = id.filter(|_| valid_id).unwrap_or(Value::Null);
+        return Some(failure(id, code::INVALID_REQUEST, "Invalid Request", None));
+    };
+    // Notifications change nothing here and are never answered; a tool is
+    // never run for one, since its caller could not learn the outcome.
+    let id = id?;
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let outcome = match method {
+        "initialize" => Ok(initialize()),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({ "tools": tool_list() })),
+        "tools/call" => call_tool(call, auth, params).await,
+        _ => Err(Failure {
+            code: code::METHOD_NOT_FOUND,
+            message: format!("Method not found: {method}"),
+            data: None,
+        }),
+    };
+    Some(match outcome {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(f) => failure(id, f.code, &f.message, f.data),
+    })
+}
+
+fn refuse(answer: Value) -> Response {
+    (StatusCode::BAD_REQUEST, axum::Json(answer)).into_response()
+}
+
+struct Failure {
+    code: i64,
+    message: String,
+    data: Option<Value>,
+}
+
+impl Failure {
+    fn params(message: impl Into<String>) -> Self {
+        Failure {
+            code: code::INVALID_PARAMS,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+fn failure(id: Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut error = json!({ "code": code, "message": message });
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+}
+
+fn initialize() -> Value {
+    json!({
+        "protocolVersion": api::MCP_PROTOCOL_VERSION,
+        "capabilities": { "tools": { "listChanged": false } },
+        "serverInfo": { "name": SERVER_NAME, "version": api::VERSION },
+        "instructions": "Hosted mailboxes and mail sending on your own domain. Onboard with request_access and \
+                         verify_access_request (the emailed 8-digit code), then add_domain, publish the DNS \
+                         records it lists, verify_domain, add_mailbox, and send_mail. Errors carry the HTTP \
+                         status in structuredContent.status or error.data.status.",
+    })
+}
+
+/// `tools/list`: built once from the catalogue.
+fn tool_list() -> &'static Value {
+    static LIST: OnceLock<Value> = OnceLock::new();
+    LIST.get_or_init(|| {
+        let tools = tools()
+            .map(|(op, tool)| {
+                let mut input = crate::openapi::standalone_schema(op.io.input_schema, Contract::Deserialize);
+                if let Some(props) = input.get_mut("properties").and_then(Value::as_object_mut) {
+                    for name in tool.omit {
+                        props.remove(*name);
+                    }
+                }
+                json!({
+                    "name": tool.name,
+                    "title": op.summary,
+                    "description": op.description,
+                    "inputSchema": input,
+                    "outputSchema": crate::openapi::standalone_schema(op.io.output_schema, Contract::Serialize),
+                    "annotations": {
+                        "title": op.summary,
+                        "readOnlyHint": tool.hints.read_only,
+                        "destructiveHint": tool.hints.destructive,
+                        "idempotentHint": tool.hints.idempotent,
+                        "openWorldHint": tool.hints.open_world,
+                    },
+                })
+            })
+            .collect();
+        Value::Array(tools)
+    })
+}
+
+/// `tools/call`: the operation's access rule, then the operation itself. Its
+/// failures map as spec 4.12 says: 404, 429 and 503 are a tool result with
+/// `isError`; everything else is JSON-RPC error -32000 with `data.status`.
+async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Result<Value, Failure> {
+    let Value::Object(params) = params else {
+        return Err(Failure::params(
+            "Invalid params: expected an object with name and arguments",
+        ));
+    };
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return Err(Failure::params("Invalid params: name is required"));
+    };
+    let Some(op) = Operation::by_tool(name) else {
+        return Err(Failure::params(format!("Unknown tool: {name}")));
+    };
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(arguments)) => arguments.clone(),
+        Some(_) => return Err(Failure::params("Invalid params: arguments must be an object")),
+    };
+    let outcome = match op.access.admit(auth) {
+        Ok(()) => (op.io.run)(call, Ok(Fields::new(arguments, Origin::Tool))).await,
+        Err(refused) => Err(refused),
+    };
+    match outcome {
+        Ok(output) => Ok(json!({
+            "content": [{ "type": "text", "text": output.to_string() }],
+            "structuredContent": output,
+            "isError": false,
+        })),
+        Err(e) if TOOL_RESULT_STATUSES.contains(&e.status) => {
+            let mut content = serde_json::to_value(e.body()).unwrap_or_default();
+            content["status"] = json!(e.status);
+            Ok(json!({
+                "content": [{ "type": "text", "text": content.to_string() }],
+                "structuredContent": content,
+                "isError": true,
+            }))
+        }
+        Err(e) => {
+            let mut data = serde_json::to_value(e.body()).unwrap_or_default();
+            data["status"] = json!(e.status);
+            Err(Failure {
+                code: code::TOOL_FAILED,
+                message: e.error.to_string(),
+                data: Some(data),
+            })
+        }
+    }
 }

@@ -246,7 +246,10 @@ mod tests {
         assert!(Fields::parse(b"[1]").is_err());
         assert!(Fields::parse(b"{").is_err());
         assert!(Fields::parse(b"").unwrap().map.is_empty());
-        let q = Fields::from_query([("n".to_string(), "7".to_string()), ("b".to_string(), "true".to_string())]);
+        let q = Fields::from_query([
+            ("n".to_string(), "7".to_string()),
+            ("b".to_string(), "true".to_string()),
+        ]);
         assert_eq!(q.int("n").unwrap(), Some(7));
         assert_eq!(q.bool("b").unwrap(), Some(true));
         assert!(f.int("b").is_err());

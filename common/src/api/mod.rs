@@ -243,7 +243,9 @@ pub fn encode(output: &impl Serialize) -> Result<Value, ApiError> {
 
 impl Operation {
     pub fn by_tool(name: &str) -> Option<&'static Operation> {
-        CATALOGUE.iter().find(|op| op.tool.as_ref().is_some_and(|t| t.name == name))
+        CATALOGUE
+            .iter()
+            .find(|op| op.tool.as_ref().is_some_and(|t| t.name == name))
     }
 
     /// The operation behind a REST method and path (with or without `/api`).

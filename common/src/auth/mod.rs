@@ -13,7 +13,6 @@ use crate::error::{self, ApiError};
 pub use identity::IdentityUser;
 pub use policy::Access;
 
-
 /// What the request presented, before anything is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Presented {

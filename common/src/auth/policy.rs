@@ -4,8 +4,8 @@
 
 use super::{Authenticated, Caller, Via};
 use crate::error::{
-    ACCOUNT_KEY_ONLY, ApiError, CONTROL_REFUSED, FIREBASE_REQUIRED, INVALID_KEY, OPERATOR_MAILBOX, OPERATOR_ONLY,
-    Problem, SYNC_ONLY,
+    ACCOUNT_KEY_ONLY, ApiError, CONTROL_REFUSED, FIREBASE_REQUIRED, INVALID_KEY, MCP_AGENT_KEY_ONLY, OPERATOR_MAILBOX,
+    OPERATOR_ONLY, Problem, SYNC_ONLY,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +27,10 @@ pub enum Access {
     Mail,
     /// The mail host's sync token.
     Sync,
+    /// `POST /mcp`: the agent key or a standard key. Identity tokens are
+    /// refused here; the endpoint admits them per message for the tools that
+    /// take them (see `mcp::admit`).
+    Mcp,
 }
 
 impl Access {
@@ -43,6 +47,7 @@ impl Access {
             Access::Customer => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, FIREBASE_REQUIRED],
             Access::Mail => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, OPERATOR_MAILBOX],
             Access::Sync => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, SYNC_ONLY],
+            Access::Mcp => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, MCP_AGENT_KEY_ONLY],
         }
     }
 
@@ -94,6 +99,11 @@ impl Access {
             Access::Sync => match caller {
                 Sync => Ok(()),
                 _ => refuse(SYNC_ONLY),
+            },
+            Access::Mcp => match caller {
+                Agent | Standard(_) => Ok(()),
+                Identity(_) => refuse(MCP_AGENT_KEY_ONLY),
+                _ => refuse(INVALID_KEY),
             },
         }
     }

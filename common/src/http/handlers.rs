@@ -48,9 +48,7 @@ pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
 }
 
 fn to_value<T: serde::Serialize>(out: T) -> Result {
-    serde_json::to_value(out)
-        .map(Reply)
-        .map_err(ApiError::internal)
+    serde_json::to_value(out).map(Reply).map_err(ApiError::internal)
 }
 
 async fn request_access(State(ctx): State<AppState>, ClientIp(ip): ClientIp, Json(body): Json) -> Result {
@@ -100,12 +98,18 @@ async fn remove_allowlist(
     Query(query): Query<serde_json::Map<String, Value>>,
     Json(body): Json,
 ) -> Result {
-    let fields = if body.has("domain") { body } else { Fields::new(query, crate::validate::Origin::Query) };
+    let fields = if body.has("domain") {
+        body
+    } else {
+        Fields::new(query, crate::validate::Origin::Query)
+    };
     Ok(Reply(admin::remove_allowlist(&ctx, operator(&auth)?, &fields).await?))
 }
 
 async fn check_allowlist(State(ctx): State<AppState>, Query(query): Query<serde_json::Map<String, Value>>) -> Result {
-    Ok(Reply(admin::check_allowlist(&ctx, &Fields::new(query, crate::validate::Origin::Query)).await?))
+    Ok(Reply(
+        admin::check_allowlist(&ctx, &Fields::new(query, crate::validate::Origin::Query)).await?,
+    ))
 }
 
 async fn request_delete(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
@@ -142,7 +146,12 @@ fn domain_name(fields: &Fields) -> std::result::Result<String, ApiError> {
 async fn get_dns_instructions(State(ctx): State<AppState>, Caller(auth): Caller, Query(q): QueryMap) -> Result {
     let account = accounts::acting(&ctx, &auth.caller).await?;
     Ok(Reply(
-        domains::dns_instructions(&ctx, &account, &domain_name(&Fields::new(q, crate::validate::Origin::Query))?).await?,
+        domains::dns_instructions(
+            &ctx,
+            &account,
+            &domain_name(&Fields::new(q, crate::validate::Origin::Query))?,
+        )
+        .await?,
     ))
 }
 

@@ -37,6 +37,14 @@ pub struct Route {
     pub access: Access,
 }
 
+/// The routes outside the catalogue: the MCP endpoint and the API description.
+const DESCRIBED: &[(Method, &str, Access)] = &[
+    (Method::GET, "/mcp", Access::Public),
+    (Method::POST, "/mcp", Access::Mcp),
+    (Method::GET, "/docs", Access::Public),
+    (Method::GET, "/docs/openapi.json", Access::Public),
+];
+
 /// Every REST route.
 pub fn routes() -> Vec<Route> {
     let catalogued = CATALOGUE.iter().filter_map(|op| {
@@ -53,7 +61,13 @@ pub fn routes() -> Vec<Route> {
         family: r.family,
         access: r.access,
     });
-    catalogued.chain(legacy).collect()
+    let described = DESCRIBED.iter().map(|(method, path, access)| Route {
+        method: method.clone(),
+        path,
+        family: Family::Mcp,
+        access: *access,
+    });
+    catalogued.chain(legacy).chain(described).collect()
 }
 
 /// The route for a method and a path (with or without the `/api` prefix).
@@ -104,7 +118,9 @@ pub fn router(ctx: AppState, families: &[Family]) -> Router {
 /// operation's access rule.
 fn endpoint(op: &'static Operation, method: &Method) -> MethodRouter<AppState> {
     let filter = MethodFilter::try_from(method.clone()).expect("catalogue methods are standard");
-    on(filter, move |State(ctx): State<AppState>, req: Request| rest::serve(op, ctx, req))
+    on(filter, move |State(ctx): State<AppState>, req: Request| {
+        rest::serve(op, ctx, req)
+    })
 }
 
 /// Authenticates and admits the caller of a legacy route by its access rule,

@@ -254,7 +254,7 @@ pub struct Control {
     /// Freezes (true) or unfreezes (false) the agent key.
     pub disabled: Option<bool>,
     /// Freezes the agent key until this ISO time; null clears it.
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub frozen_until: Option<Option<DateTime<Utc>>>,
     /// Pauses (false) or resumes (true) all sending; operators only.
     pub sending_enabled: Option<bool>,
