@@ -24,6 +24,33 @@ pub async fn run_all(store: Arc<dyn Store>) {
     transactions_apply_all_or_nothing(store.as_ref()).await;
     concurrent_conditional_adds_never_pass_the_limit(store.clone()).await;
     concurrent_creates_have_one_winner(store.clone()).await;
+    richer_operations_over_the_primitives(store.as_ref()).await;
+}
+
+/// The operations of `StoreExt`, on this backend's primitives.
+pub async fn richer_operations_over_the_primitives(store: &dyn Store) {
+    use super::StoreExt;
+    let pk = run_id();
+    for i in 0..7 {
+        let item = obj(json!({ "pk": pk, "sk": format!("k{i}"), "n": i }));
+        assert!(store.put_new(item.clone()).await.unwrap(), "first put of k{i}");
+        assert!(!store.put_new(item).await.unwrap(), "second put of k{i}");
+    }
+    let all = store.all(Query::partition(&pk).limit(3)).await.unwrap();
+    assert_eq!(all.len(), 7, "every page");
+    #[derive(serde::Deserialize)]
+    struct Row {
+        n: i64,
+    }
+    let rows: Vec<Row> = store.all_records(Query::partition(&pk).limit(2)).await.unwrap();
+    assert_eq!(rows.iter().map(|r| r.n).sum::<i64>(), 21);
+    let one: Option<Row> = store.read(&Key::new(&pk, "k3")).await.unwrap();
+    assert_eq!(one.map(|r| r.n), Some(3));
+    let counter = Key::new(&pk, "counter");
+    assert_eq!(store.add(&counter, "value", 2).await.unwrap(), 2);
+    assert_eq!(store.add(&counter, "value", -1).await.unwrap(), 1);
+    assert_eq!(store.delete_partition(&pk).await.unwrap(), 8);
+    assert!(store.all(Query::partition(&pk)).await.unwrap().is_empty());
 }
 
 pub async fn put_get_and_conditions(store: &dyn Store) {

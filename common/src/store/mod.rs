@@ -21,6 +21,9 @@ pub mod conformance;
 pub mod dynamo;
 pub mod embedded;
 pub mod metered;
+mod ops;
+
+pub use ops::StoreExt;
 
 use async_trait::async_trait;
 use serde::Serialize;
