@@ -257,3 +257,31 @@ async fn wrong_verbs_are_405_options_is_204_and_unknown_paths_404() {
     assert_eq!(res.status, 404);
     assert_eq!(res.body["ok"], false);
 }
+
+/// HEAD is served by a GET route's handler, so it must pass the same access
+/// rule; OPTIONS is 204 and an unknown verb 405 on every path, never a way in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_verb_of_every_route_passes_its_access_rule() {
+    let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
+    let routes = routes();
+    let brew = reqwest::Method::from_bytes(b"BREW").unwrap();
+    for route in &routes {
+        for prefix in ["", "/api"] {
+            let url = format!("{}{prefix}{}", app.base, route.path);
+            let get = routes
+                .iter()
+                .find(|r| r.path == route.path && r.method == reqwest::Method::GET);
+            let head = app.client.head(&url).send().await.unwrap().status().as_u16();
+            let expected = match get {
+                None => 405,
+                Some(r) if r.access == common::auth::Access::Public => 200,
+                Some(_) => 401,
+            };
+            assert_eq!(head, expected, "HEAD {url} without a credential");
+            let options = app.client.request(reqwest::Method::OPTIONS, &url).send().await.unwrap();
+            assert_eq!(options.status().as_u16(), 204, "OPTIONS {url}");
+            let res = app.send(app.client.request(brew.clone(), &url)).await;
+            assert_eq!((res.status, res.error()), (405, "Method not allowed"), "BREW {url}");
+        }
+    }
+}
