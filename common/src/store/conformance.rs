@@ -25,6 +25,68 @@ pub async fn run_all(store: Arc<dyn Store>) {
     concurrent_conditional_adds_never_pass_the_limit(store.clone()).await;
     concurrent_creates_have_one_winner(store.clone()).await;
     richer_operations_over_the_primitives(store.as_ref()).await;
+    dynamodb_limits_are_refused(store.as_ref()).await;
+}
+
+/// What DynamoDB refuses as invalid, every backend refuses, and writes nothing.
+pub async fn dynamodb_limits_are_refused(store: &dyn Store) {
+    use super::limits::{MAX_PK, MAX_SK, MAX_TRANSACTION};
+    let pk = run_id();
+    let invalid = |r: Result<(), StoreError>, what: &str| {
+        assert!(matches!(r, Err(StoreError::Invalid(_))), "{what}: {r:?}");
+    };
+    let long_pk = format!("{pk}{}", "p".repeat(MAX_PK));
+    invalid(
+        store.get(&Key::new(&long_pk, "a")).await.map(drop),
+        "a partition key over 2048 bytes",
+    );
+    let long_sk = "s".repeat(MAX_SK + 1);
+    invalid(
+        store.put(obj(json!({ "pk": pk, "sk": long_sk })), None).await,
+        "a sort key over 1024 bytes",
+    );
+    invalid(
+        store.put(obj(json!({ "pk": pk, "sk": "" })), None).await,
+        "an empty sort key",
+    );
+    invalid(
+        store
+            .put(obj(json!({ "pk": pk, "sk": "big", "v": "x".repeat(400 * 1024) })), None)
+            .await,
+        "an item over 400 KB",
+    );
+    store
+        .put(obj(json!({ "pk": pk, "sk": "text", "v": "x" })), None)
+        .await
+        .unwrap();
+    invalid(
+        store
+            .update(&Key::new(&pk, "text"), Update::new().add("v", 1), None)
+            .await
+            .map(drop),
+        "ADD on a string",
+    );
+    let many: Vec<Write> = (0..=MAX_TRANSACTION)
+        .map(|i| Write::Put {
+            item: obj(json!({ "pk": pk, "sk": format!("t{i}") })),
+            cond: None,
+        })
+        .collect();
+    invalid(store.transact(many).await, "a transaction over 100 items");
+    let twice = vec![
+        Write::Put {
+            item: obj(json!({ "pk": pk, "sk": "same" })),
+            cond: None,
+        },
+        Write::Update {
+            key: Key::new(&pk, "same"),
+            update: Update::new().set("n", 1),
+            cond: None,
+        },
+    ];
+    invalid(store.transact(twice).await, "two writes on one item");
+    let left = store.query(&Query::partition(&pk)).await.unwrap();
+    assert_eq!(left.items.len(), 1, "only the one valid put was written");
 }
 
 /// The operations of `StoreExt`, on this backend's primitives.

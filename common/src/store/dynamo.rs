@@ -109,7 +109,12 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 /// The SDK's plain Display says only "service error"; the context carries the
 /// code and message worth logging.
 fn backend_sdk(e: &(impl std::error::Error + 'static)) -> StoreError {
-    StoreError::Backend(DisplayErrorContext(e).to_string())
+    let text = DisplayErrorContext(e).to_string();
+    if text.contains("ValidationException") {
+        StoreError::Invalid(text)
+    } else {
+        StoreError::Backend(text)
+    }
 }
 
 fn to_attrs(item: &Item) -> StoreResult<Attrs> {

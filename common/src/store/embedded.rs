@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{Cond, Item, Key, Page, Query, SortRange, Store, StoreError, StoreResult, Update, Write};
+use super::{Cond, Item, Key, Page, Query, SortRange, Store, StoreError, StoreResult, Update, Write, limits};
 
 const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
 /// Sorts after every sort key the services write.
@@ -92,7 +92,9 @@ fn write_item(table: &mut Table<'_>, item: &Item) -> StoreResult<()> {
 fn apply_update(table: &mut Table<'_>, key: &Key, update: &Update, cond: Option<&Cond>) -> StoreResult<Item> {
     let current = read(table, key)?;
     check(cond, current.as_ref())?;
+    limits::update(key, update, current.as_ref())?;
     let item = update.apply(key, current);
+    limits::item(&item)?;
     write_item(table, &item)?;
     Ok(item)
 }
@@ -100,6 +102,7 @@ fn apply_update(table: &mut Table<'_>, key: &Key, update: &Update, cond: Option<
 #[async_trait]
 impl Store for EmbeddedStore {
     async fn get(&self, key: &Key) -> StoreResult<Option<Item>> {
+        limits::key(key)?;
         let key = key.clone();
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(backend)?;
@@ -113,6 +116,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn put(&self, item: Item, cond: Option<Cond>) -> StoreResult<()> {
+        limits::item(&item)?;
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(backend)?;
             {
@@ -127,6 +131,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn update(&self, key: &Key, update: Update, cond: Option<Cond>) -> StoreResult<Item> {
+        limits::key(key)?;
         let key = key.clone();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(backend)?;
@@ -141,6 +146,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn delete(&self, key: &Key, cond: Option<Cond>) -> StoreResult<Option<Item>> {
+        limits::key(key)?;
         let key = key.clone();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(backend)?;
@@ -158,6 +164,9 @@ impl Store for EmbeddedStore {
     }
 
     async fn query(&self, query: &Query) -> StoreResult<Page> {
+        if query.pk.is_empty() || query.pk.len() > limits::MAX_PK {
+            return Err(StoreError::Invalid("query partition key size".into()));
+        }
         let query = query.clone();
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(backend)?;
@@ -221,6 +230,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn transact(&self, writes: Vec<Write>) -> StoreResult<()> {
+        limits::transaction(&writes)?;
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(backend)?;
             {

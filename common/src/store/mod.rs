@@ -20,6 +20,7 @@ mod cond;
 pub mod conformance;
 pub mod dynamo;
 pub mod embedded;
+pub mod limits;
 pub mod metered;
 mod ops;
 
@@ -60,6 +61,9 @@ pub enum StoreError {
     ConditionFailed,
     #[error("storage backend: {0}")]
     Backend(String),
+    /// A request DynamoDB refuses as invalid (see `limits`).
+    #[error("refused by the store's limits: {0}")]
+    Invalid(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
