@@ -2,13 +2,219 @@
 //! the service it names must exist with the input and output it names, or
 //! the crate does not compile.
 
-use super::{Family::*, Hints, Operation, get, io, post, tool};
+use super::{Family::*, Hints, Operation, delete, get, io, post, tool};
 use crate::auth::Access::*;
 use crate::error::*;
-use crate::service::credits;
+use crate::service::{admin, credits, mta_export, onboarding};
 use crate::validate::NoInput;
 
 pub static CATALOGUE: &[Operation] = &[
+    // --------------------------------------------------------------- onboarding
+    Operation {
+        id: "requestAccess",
+        rest: post("/requestAccess"),
+        tool: tool("request_access", Hints::CREATE.open_world()),
+        family: Onboarding,
+        access: Public,
+        summary: "Ask for an account: an 8-digit code is emailed",
+        description: "Step 1 of onboarding, no key needed. Emails an 8-digit code to contactEmail (valid 24 hours) \
+                      and returns the requestId to verify it with. The answer never says whether an account \
+                      exists. Limited to 5 per hour per IP and 3 per hour per email (429 with retryAfter).",
+        errors: &[
+            ACCESS_FIELDS_REQUIRED,
+            CONTACT_EMAIL_INVALID,
+            ORG_DOMAIN_INVALID,
+            AGENT_NAME_TOO_LONG,
+            INTENDED_USE_TOO_LONG,
+            RATE_LIMITED,
+            CODE_NOT_SENT,
+        ],
+        io: io!(
+            onboarding::request_access,
+            onboarding::RequestAccessInput,
+            onboarding::RequestAccessOutput
+        ),
+    },
+    Operation {
+        id: "verifyAccessRequest",
+        rest: post("/verifyAccessRequest"),
+        tool: tool("verify_access_request", Hints::CREATE),
+        family: Onboarding,
+        access: Public,
+        summary: "Verify the emailed code and receive the API key once",
+        description: "Step 2 of onboarding, no key needed. With the requestId and the emailed code: status ready \
+                      returns apiKey exactly once (store it; send it as Authorization: Bearer svc_...); \
+                      setting_up and unavailable return no key. Five wrong codes lock the request.",
+        errors: &[
+            VERIFY_FIELDS_REQUIRED,
+            REQUEST_ID_INVALID,
+            CODE_NOT_VALID,
+            CODE_NO_LONGER_VALID,
+            NOT_FOUND,
+            ALREADY_COMPLETE,
+            CODE_EXPIRED,
+            REQUEST_BUSY,
+        ],
+        io: io!(
+            onboarding::verify_access_request,
+            onboarding::VerifyInput,
+            onboarding::VerifyOutput
+        ),
+    },
+    Operation {
+        id: "getRequestStatus",
+        rest: post("/getRequestStatus"),
+        tool: tool("get_request_status", Hints::READ),
+        family: Onboarding,
+        access: Public,
+        summary: "Poll an access request's status",
+        description: "No key needed. With requestId and email: pending, setting_up, ready or unavailable. Any \
+                      mismatch reads as pending without requestId. Poll about every 20 minutes; limited to 10 \
+                      per hour per IP and 6 per hour per email.",
+        errors: &[RATE_LIMITED],
+        io: io!(
+            onboarding::get_request_status,
+            onboarding::StatusInput,
+            onboarding::StatusOutput
+        ),
+    },
+    Operation {
+        id: "getAccountStatus",
+        rest: post("/getAccountStatus"),
+        tool: tool("get_account_status", Hints::READ),
+        family: Onboarding,
+        access: AccountKey,
+        summary: "What the account has and what to do next",
+        description: "For a standard key: the account's status, its domain with each DNS check, its mailboxes, \
+                      whether it can send, and if not, the next step to take.",
+        errors: &[ACCOUNT_KEY_ONLY, NOT_FOUND],
+        io: io!(
+            onboarding::get_account_status,
+            onboarding::AccountStatusInput,
+            onboarding::AccountStatusOutput
+        ),
+    },
+    // -------------------------------------------------------------------- admin
+    Operation {
+        id: "requestDecision",
+        rest: post("/admin/requestDecision"),
+        tool: None,
+        family: Admin,
+        access: Operator,
+        summary: "Approve or deny a verified access request's account",
+        description: "Operators only. approve makes the account ready; deny makes it unavailable and revokes \
+                      its key.",
+        errors: &[
+            DECISION_ID_REQUIRED,
+            DECISION_INVALID,
+            DECISION_ID_INVALID,
+            NOT_FOUND,
+            NOT_READY_FOR_DECISION,
+        ],
+        io: io!(admin::request_decision, admin::DecisionInput, admin::DecisionOutput),
+    },
+    Operation {
+        id: "listDomainAllowlist",
+        rest: get("/admin/domainAllowlist"),
+        tool: tool("list_domain_allowlist", Hints::READ),
+        family: Admin,
+        access: Operator,
+        summary: "List the allowlisted domains",
+        description: "Operators only. New accounts whose email is on one of these domains are ready at once.",
+        errors: &[],
+        io: io!(admin::list_allowlist, NoInput, admin::Allowlist),
+    },
+    Operation {
+        id: "addDomainAllowlist",
+        rest: post("/admin/domainAllowlist"),
+        tool: tool("add_domain_allowlist", Hints::SET),
+        family: Admin,
+        access: Operator,
+        summary: "Allowlist a domain",
+        description: "Operators only. New accounts with an email on this exact domain (not its subdomains) are \
+                      ready at once. Adding it again changes nothing (added false).",
+        errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
+        io: io!(admin::add_allowlist, admin::DomainInput, admin::AllowlistAdded),
+    },
+    Operation {
+        id: "removeDomainAllowlist",
+        rest: delete("/admin/domainAllowlist"),
+        tool: tool("remove_domain_allowlist", Hints::DESTROY),
+        family: Admin,
+        access: Operator,
+        summary: "Remove a domain from the allowlist",
+        description: "Operators only. `domain` in the body or the query. Existing accounts are unchanged.",
+        errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
+        io: io!(admin::remove_allowlist, admin::DomainInput, admin::AllowlistRemoved),
+    },
+    Operation {
+        id: "checkDomainAllowlist",
+        rest: get("/admin/domainAllowlist/check"),
+        tool: tool("check_domain_allowlist", Hints::READ),
+        family: Admin,
+        access: Operator,
+        summary: "Whether a domain is allowlisted",
+        description: "Operators only.",
+        errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
+        io: io!(admin::check_allowlist, admin::DomainInput, admin::AllowlistCheck),
+    },
+    Operation {
+        id: "requestDelete",
+        rest: post("/admin/requestDelete"),
+        tool: tool("operator_delete_request", Hints::DESTROY),
+        family: Admin,
+        access: Operator,
+        summary: "Delete access requests by id",
+        description: "Operators only. Deletes exactly the named access requests (`id` and/or `ids`, at most 200), \
+                      with no duplicate search; the account and its key stay. One audit row per id; clears the \
+                      email's request rate counter.",
+        errors: &[DELETE_IDS_REQUIRED, DELETE_IDS_TYPE, DELETE_IDS_TOO_MANY],
+        io: io!(admin::request_delete, admin::DeleteInput, admin::DeleteOutput),
+    },
+    Operation {
+        id: "requestDuplicates",
+        rest: get("/admin/requestDuplicates"),
+        tool: None,
+        family: Admin,
+        access: Operator,
+        summary: "Preview access requests sharing an email or a domain",
+        description: "Operators only. Query `email` and/or `domain`; newest first.",
+        errors: &[DUPLICATES_FILTER_REQUIRED, EMAIL_INVALID, DOMAIN_INVALID],
+        io: io!(
+            admin::request_duplicates,
+            admin::DuplicatesInput,
+            admin::DuplicatesOutput
+        ),
+    },
+    // --------------------------------------------------------- mail-host export
+    Operation {
+        id: "getMtaMailboxExport",
+        rest: get("/mtaMailboxExport"),
+        tool: None,
+        family: Mailboxes,
+        access: Sync,
+        summary: "The newest mailbox export for the mail host",
+        description: "The mail host's sync token only. Postfix maps, Dovecot passwd-file lines and each mailbox's \
+                      delivery plan, under a version. 404 before the first export.",
+        errors: &[NOT_FOUND],
+        io: io!(mta_export::latest, NoInput, mta_export::LatestExport),
+    },
+    Operation {
+        id: "acknowledgeMtaMailboxExport",
+        rest: post("/mtaMailboxExport"),
+        tool: None,
+        family: Mailboxes,
+        access: Sync,
+        summary: "Acknowledge the export version the mail host applied",
+        description: "The mail host's sync token only. Marks the mailbox changes that version carried as live \
+                      (mtaApplied). 404 for an unknown or forgotten version.",
+        errors: &[VERSION_INVALID, NOT_FOUND],
+        io: io!(
+            mta_export::acknowledge_export,
+            mta_export::AckInput,
+            mta_export::Acknowledged
+        ),
+    },
     // ------------------------------------------------------------------ credits
     Operation {
         id: "getCredits",

@@ -7,11 +7,11 @@ use axum::routing::{MethodRouter, on};
 use serde_json::Value;
 
 use super::AppState;
-use super::extract::{Caller, ClientIp, Json};
+use super::extract::{Caller, Json};
 use super::routes::Route;
 use crate::auth::{self, IdentityUser};
 use crate::error::ApiError;
-use crate::service::{accounts, admin, domains, mailboxes, mta_export, onboarding, send};
+use crate::service::{accounts, domains, mailboxes, send};
 use crate::validate::Fields;
 
 type Result<T = Reply<Value>> = std::result::Result<T, ApiError>;
@@ -20,17 +20,6 @@ type Result<T = Reply<Value>> = std::result::Result<T, ApiError>;
 pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
     let filter = axum::routing::MethodFilter::try_from(route.method.clone()).expect("route methods are standard");
     match (route.method.as_str(), route.path) {
-        ("POST", "/requestAccess") => on(filter, request_access),
-        ("POST", "/verifyAccessRequest") => on(filter, verify_access_request),
-        ("POST", "/getRequestStatus") => on(filter, get_request_status),
-        ("POST", "/getAccountStatus") => on(filter, get_account_status),
-        ("POST", "/admin/requestDecision") => on(filter, request_decision),
-        ("GET", "/admin/domainAllowlist") => on(filter, list_allowlist),
-        ("POST", "/admin/domainAllowlist") => on(filter, add_allowlist),
-        ("DELETE", "/admin/domainAllowlist") => on(filter, remove_allowlist),
-        ("GET", "/admin/domainAllowlist/check") => on(filter, check_allowlist),
-        ("POST", "/admin/requestDelete") => on(filter, request_delete),
-        ("GET", "/admin/requestDuplicates") => on(filter, request_duplicates),
         ("POST", "/addDomain") => on(filter, add_domain),
         ("GET", "/getDnsInstructions") => on(filter, get_dns_instructions),
         ("POST", "/verifyDomain") => on(filter, verify_domain),
@@ -40,36 +29,9 @@ pub(super) fn endpoint(route: &Route) -> MethodRouter<AppState> {
         ("POST", "/setMailboxMode") => on(filter, set_mailbox_mode),
         ("POST", "/deleteMailbox") => on(filter, delete_mailbox),
         ("POST", "/issueMailboxCredential") => on(filter, issue_mailbox_credential),
-        ("GET", "/mtaMailboxExport") => on(filter, get_mta_export),
-        ("POST", "/mtaMailboxExport") => on(filter, ack_mta_export),
         ("POST", "/sendMail") => on(filter, send_mail),
         (method, path) => panic!("no handler for {method} {path}"),
     }
-}
-
-fn to_value<T: serde::Serialize>(out: T) -> Result {
-    serde_json::to_value(out).map(Reply).map_err(ApiError::internal)
-}
-
-async fn request_access(State(ctx): State<AppState>, ClientIp(ip): ClientIp, Json(body): Json) -> Result {
-    let input = onboarding::RequestAccessInput::parse(&body)?;
-    to_value(onboarding::request_access(&ctx, input, &ip).await?)
-}
-
-async fn verify_access_request(State(ctx): State<AppState>, Json(body): Json) -> Result {
-    let (id, code) = onboarding::parse_verify(&body)?;
-    to_value(onboarding::verify_access_request(&ctx, &id, &code).await?)
-}
-
-async fn get_request_status(State(ctx): State<AppState>, ClientIp(ip): ClientIp, Json(body): Json) -> Result {
-    Ok(Reply(onboarding::get_request_status(&ctx, &body, &ip).await?))
-}
-
-async fn get_account_status(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
-    let auth::Caller::Standard(key) = auth.caller else {
-        return Err(crate::error::ACCOUNT_KEY_ONLY.into());
-    };
-    Ok(Reply(onboarding::get_account_status(&ctx, &key.uid, &body).await?))
 }
 
 fn operator(auth: &auth::Authenticated) -> std::result::Result<&IdentityUser, ApiError> {
@@ -77,55 +39,6 @@ fn operator(auth: &auth::Authenticated) -> std::result::Result<&IdentityUser, Ap
         auth::Caller::Identity(user) if user.operator => Ok(user),
         _ => Err(crate::error::OPERATOR_ONLY.into()),
     }
-}
-
-async fn request_decision(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
-    Ok(Reply(admin::request_decision(&ctx, operator(&auth)?, &body).await?))
-}
-
-async fn list_allowlist(State(ctx): State<AppState>) -> Result {
-    Ok(Reply(admin::list_allowlist(&ctx).await?))
-}
-
-async fn add_allowlist(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
-    Ok(Reply(admin::add_allowlist(&ctx, operator(&auth)?, &body).await?))
-}
-
-/// DELETE takes `{domain}` as a JSON body or as a query parameter.
-async fn remove_allowlist(
-    State(ctx): State<AppState>,
-    Caller(auth): Caller,
-    Query(query): Query<serde_json::Map<String, Value>>,
-    Json(body): Json,
-) -> Result {
-    let fields = if body.has("domain") {
-        body
-    } else {
-        Fields::new(query, crate::validate::Origin::Query)
-    };
-    Ok(Reply(admin::remove_allowlist(&ctx, operator(&auth)?, &fields).await?))
-}
-
-async fn check_allowlist(State(ctx): State<AppState>, Query(query): Query<serde_json::Map<String, Value>>) -> Result {
-    Ok(Reply(
-        admin::check_allowlist(&ctx, &Fields::new(query, crate::validate::Origin::Query)).await?,
-    ))
-}
-
-async fn request_delete(State(ctx): State<AppState>, Caller(auth): Caller, Json(body): Json) -> Result {
-    Ok(Reply(admin::request_delete(&ctx, operator(&auth)?, &body).await?))
-}
-
-#[derive(serde::Deserialize)]
-struct DuplicateQuery {
-    email: Option<String>,
-    domain: Option<String>,
-}
-
-async fn request_duplicates(State(ctx): State<AppState>, Query(q): Query<DuplicateQuery>) -> Result {
-    Ok(Reply(
-        admin::request_duplicates(&ctx, q.email.as_deref(), q.domain.as_deref()).await?,
-    ))
 }
 
 // ---------------------------------------------------------------- domains
@@ -214,16 +127,6 @@ async fn issue_mailbox_credential(State(ctx): State<AppState>, Caller(auth): Cal
     Ok(Reply(
         mailboxes::issue_credential(&ctx, &account, auth.caller.is_operator(), body.str("address")?).await?,
     ))
-}
-
-async fn get_mta_export(State(ctx): State<AppState>) -> Result {
-    Ok(Reply(mta_export::latest(&ctx).await?))
-}
-
-async fn ack_mta_export(State(ctx): State<AppState>, Json(body): Json) -> Result {
-    let version = body.get("version").and_then(Value::as_i64).filter(|v| *v > 0);
-    let version = version.ok_or(crate::error::VERSION_INVALID)?;
-    Ok(Reply(mta_export::acknowledge(&ctx, version).await?))
 }
 
 // ------------------------------------------------------------------ send

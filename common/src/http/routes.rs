@@ -28,17 +28,6 @@ use Access::*;
 use Family::*;
 
 pub const LEGACY: &[Route] = &[
-    route(Method::POST, "/requestAccess", Onboarding, Public),
-    route(Method::POST, "/verifyAccessRequest", Onboarding, Public),
-    route(Method::POST, "/getRequestStatus", Onboarding, Public),
-    route(Method::POST, "/getAccountStatus", Onboarding, AccountKey),
-    route(Method::POST, "/admin/requestDecision", Admin, Operator),
-    route(Method::GET, "/admin/domainAllowlist", Admin, Operator),
-    route(Method::POST, "/admin/domainAllowlist", Admin, Operator),
-    route(Method::DELETE, "/admin/domainAllowlist", Admin, Operator),
-    route(Method::GET, "/admin/domainAllowlist/check", Admin, Operator),
-    route(Method::POST, "/admin/requestDelete", Admin, Operator),
-    route(Method::GET, "/admin/requestDuplicates", Admin, Operator),
     route(Method::POST, "/addDomain", Domains, Customer),
     route(Method::GET, "/getDnsInstructions", Domains, Customer),
     route(Method::POST, "/verifyDomain", Domains, Customer),
@@ -48,8 +37,6 @@ pub const LEGACY: &[Route] = &[
     route(Method::POST, "/setMailboxMode", Mailboxes, Customer),
     route(Method::POST, "/deleteMailbox", Mailboxes, Customer),
     route(Method::POST, "/issueMailboxCredential", Mailboxes, Customer),
-    route(Method::GET, "/mtaMailboxExport", Mailboxes, Sync),
-    route(Method::POST, "/mtaMailboxExport", Mailboxes, Sync),
     route(Method::POST, "/sendMail", Send, Mail),
 ];
 

@@ -70,9 +70,13 @@ fn envelope(raw: &[u8]) -> (Vec<String>, &[u8]) {
     let mut rest = raw;
     let mut recipients = Vec::new();
     loop {
-        let Some(end) = rest.iter().position(|&b| b == b'\n') else { break };
+        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            break;
+        };
         let line = String::from_utf8_lossy(&rest[..end]);
-        let Some((name, value)) = line.split_once(':') else { break };
+        let Some((name, value)) = line.split_once(':') else {
+            break;
+        };
         if !name.eq_ignore_ascii_case("delivered-to") {
             break;
         }
@@ -87,7 +91,12 @@ fn envelope(raw: &[u8]) -> (Vec<String>, &[u8]) {
 
 fn addresses(list: Option<&Address<'_>>) -> Vec<String> {
     let mut out: Vec<String> = list
-        .map(|a| a.iter().filter_map(|a| a.address()).map(|a| a.trim().to_ascii_lowercase()).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|a| a.address())
+                .map(|a| a.trim().to_ascii_lowercase())
+                .collect()
+        })
         .unwrap_or_default();
     out.dedup();
     out.truncate(MAX_IDS);
@@ -100,7 +109,10 @@ fn ids(value: &HeaderValue<'_>) -> Vec<String> {
         HeaderValue::TextList(ids) => ids.iter().map(|s| s.to_string()).collect(),
         _ => Vec::new(),
     };
-    list.into_iter().take(MAX_IDS).map(|id| format!("<{}>", id.trim_matches(['<', '>']))).collect()
+    list.into_iter()
+        .take(MAX_IDS)
+        .map(|id| format!("<{}>", id.trim_matches(['<', '>'])))
+        .collect()
 }
 
 fn cut(text: &str, max: usize) -> String {
@@ -134,7 +146,11 @@ pub fn synthesized_id(body: &[u8]) -> String {
 
 pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
     if raw.len() > limits.max_bytes {
-        return Err(Refused(format!("message of {} bytes (max {})", raw.len(), limits.max_bytes)));
+        return Err(Refused(format!(
+            "message of {} bytes (max {})",
+            raw.len(),
+            limits.max_bytes
+        )));
     }
     let (delivered_to, body) = envelope(raw);
     let message = MessageParser::default()
@@ -179,11 +195,11 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
             bytes: part.contents().to_vec(),
         });
     }
-    let text = message
-        .body_text(0)
-        .map(|t| cut(&t, MAX_TEXT))
-        .unwrap_or_default();
-    let html = message.body_html(0).filter(|_| message.html_body_count() > 0).map(|h| cut(&h, MAX_TEXT));
+    let text = message.body_text(0).map(|t| cut(&t, MAX_TEXT)).unwrap_or_default();
+    let html = message
+        .body_html(0)
+        .filter(|_| message.html_body_count() > 0)
+        .map(|h| cut(&h, MAX_TEXT));
     Ok(Inbound {
         delivered_to,
         message_id,
@@ -225,7 +241,11 @@ mod tests {
     fn a_message_without_an_id_gets_the_same_id_every_time() {
         let raw = b"From: a@b.example\r\nSubject: x\r\n\r\nbody\r\n";
         let one = parse(raw, &Limits::default()).unwrap();
-        let two = parse(&[b"Delivered-To: z@y.example\r\n".as_slice(), raw].concat(), &Limits::default()).unwrap();
+        let two = parse(
+            &[b"Delivered-To: z@y.example\r\n".as_slice(), raw].concat(),
+            &Limits::default(),
+        )
+        .unwrap();
         assert_eq!(one.message_id, two.message_id);
         assert!(one.message_id.ends_with("@synthesized.invalid>"));
     }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::auth::StandardKey;
 use crate::auth::keys::{self, KeyHasher};
 use crate::context::Context;
-use crate::store::{Cond, Key, StoreResult, Update, Write, item, record};
+use crate::store::{Cond, Key, StoreExt, StoreResult, Update, Write, item, record};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -54,7 +54,6 @@ struct KeyRecord {
 
 /// The operators' account: owns the service domain and its protected mailboxes.
 pub const OPS_UID: &str = "ops";
-pub const SETUP_INCOMPLETE: &str = "Account setup is not complete yet";
 
 pub fn account_key(uid: &str) -> Key {
     Key::new(format!("ACCT#{uid}"), "A")
@@ -73,7 +72,7 @@ pub fn new_uid() -> String {
 }
 
 pub async fn get(ctx: &Context, uid: &str) -> StoreResult<Option<Account>> {
-    ctx.store.get(&account_key(uid)).await?.map(record).transpose()
+    ctx.store.read(&account_key(uid)).await
 }
 
 pub async fn by_email(ctx: &Context, email: &str) -> StoreResult<Option<Account>> {
@@ -166,11 +165,29 @@ pub fn issue_key_writes(
     (key, updated, writes)
 }
 
+/// The writes that revoke the account's key (a denied request): the key stops
+/// authenticating in the same transaction as the decision.
+pub fn revoke_key_writes(account: &Account) -> Vec<Write> {
+    let Some(digest) = &account.key_digest else {
+        return Vec::new();
+    };
+    vec![
+        Write::Delete {
+            key: api_key_key(digest),
+            cond: None,
+        },
+        Write::Update {
+            key: account_key(&account.uid),
+            update: Update::new().remove("keyDigest").remove("keyId").remove("keyLast4"),
+            cond: Some(Cond::eq("keyDigest", digest.clone())),
+        },
+    ]
+}
+
 /// The account a customer-route caller acts for, once its setup is complete. An
 /// operator without an account of their own acts for the operators' account.
 pub async fn acting(ctx: &Context, caller: &crate::auth::Caller) -> Result<Account, crate::error::ApiError> {
     use crate::auth::Caller;
-    use crate::error::ApiError;
     let account = match caller {
         Caller::Standard(key) => get(ctx, &key.uid).await?,
         Caller::Identity(user) => match by_email(ctx, &user.email).await? {
@@ -182,7 +199,7 @@ pub async fn acting(ctx: &Context, caller: &crate::auth::Caller) -> Result<Accou
     };
     match account {
         Some(account) if account.status == AccountStatus::Ready => Ok(account),
-        _ => Err(ApiError::forbidden(SETUP_INCOMPLETE)),
+        _ => Err(crate::error::SETUP_INCOMPLETE.into()),
     }
 }
 

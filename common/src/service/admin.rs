@@ -1,140 +1,279 @@
 //! Operator routes: access-request decisions, the domain allowlist, deleting
-//! access requests and previewing duplicates (spec 4.12, 4.13).
-//!
-//! Items: `ALLOW#domains/<domain>` one allowlisted domain each.
+//! access requests and previewing duplicates (spec 4.12, 4.13). Every one
+//! leaves an audit row.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::accounts::{self, AccountStatus};
 use super::onboarding::{self, AccessRequest, RequestStatus};
-use crate::auth::IdentityUser;
+use super::{Call, allowlist};
 use crate::clock::iso;
 use crate::context::Context;
-use crate::error::ApiError;
-use crate::store::{Cond, Key, Query, StoreError, StoreResult, Update, Write, item, record};
-use crate::validate::{self, Fields};
+use crate::error::{self, ApiError};
+use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
+use crate::validate::{self, Fields, Input, NoInput};
 
 pub const MAX_DELETE_IDS: usize = 200;
-const ALLOW_PK: &str = "ALLOW#domains";
 
-fn allow_key(domain: &str) -> Key {
-    Key::new(ALLOW_PK, domain)
+// ----------------------------------------------------------------- allowlist
+
+/// One allowlisted domain, by name.
+#[derive(Debug, JsonSchema)]
+pub struct DomainInput {
+    /// A hostname such as example.com.
+    #[schemars(length(min = 1, max = 253))]
+    pub domain: String,
 }
 
-pub async fn is_allowlisted(ctx: &Context, domain: &str) -> StoreResult<bool> {
-    Ok(ctx.store.get(&allow_key(domain)).await?.is_some())
-}
-
-fn parse_domain(fields: &Fields) -> Result<String, ApiError> {
-    let raw = fields
-        .str("domain")?
-        .ok_or_else(|| ApiError::bad_request("domain is required"))?;
-    validate::hostname(&raw).ok_or_else(|| ApiError::bad_request("That domain name is not valid"))
-}
-
-pub async fn list_allowlist(ctx: &Context) -> Result<Value, ApiError> {
-    let mut domains = Vec::new();
-    let mut query = Query::partition(ALLOW_PK).limit(500);
-    loop {
-        let page = ctx.store.query(&query).await?;
-        domains.extend(page.items.iter().filter_map(|i| i.get("domain").cloned()));
-        match page.next {
-            Some(next) => query = query.after(Some(next)),
-            None => break,
-        }
+impl Input for DomainInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let raw = fields.str("domain")?.ok_or(error::ALLOWLIST_DOMAIN_REQUIRED)?;
+        let domain = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
+        Ok(DomainInput { domain })
     }
-    Ok(json!({ "ok": true, "domains": domains }))
 }
 
-pub async fn add_allowlist(ctx: &Context, by: &IdentityUser, fields: &Fields) -> Result<Value, ApiError> {
-    let domain = parse_domain(fields)?;
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Allowlist {
+    pub ok: bool,
+    pub domains: Vec<String>,
+}
+
+pub async fn list_allowlist(call: &Call<'_>, _: NoInput) -> Result<Allowlist, ApiError> {
+    let items = call.ctx.store.all(Query::partition(allowlist::PK).limit(500)).await?;
+    let domains = items
+        .iter()
+        .filter_map(|i| i.get("domain").and_then(Value::as_str).map(String::from))
+        .collect();
+    Ok(Allowlist { ok: true, domains })
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AllowlistAdded {
+    pub ok: bool,
+    pub domain: String,
+    /// False when the domain was already on the list.
+    pub added: bool,
+}
+
+pub async fn add_allowlist(call: &Call<'_>, input: DomainInput) -> Result<AllowlistAdded, ApiError> {
+    let (ctx, by) = (call.ctx, call.operator()?);
+    let domain = input.domain;
     let row = json!({ "domain": domain, "addedBy": by.email, "addedAt": iso(ctx.clock.now()) });
-    let added = match ctx
-        .store
-        .put(item(&allow_key(&domain), &row), Some(Cond::NotExists))
-        .await
-    {
-        Ok(()) => true,
-        Err(StoreError::ConditionFailed) => false,
-        Err(e) => return Err(e.into()),
-    };
+    let added = ctx.store.put_new(item(&allowlist::key(&domain), &row)).await?;
     if added {
         super::audit::record(ctx, "allowlist.add", &by.email, json!({ "domain": domain })).await?;
     }
-    Ok(json!({ "ok": true, "domain": domain, "added": added }))
+    Ok(AllowlistAdded {
+        ok: true,
+        domain,
+        added,
+    })
 }
 
-pub async fn remove_allowlist(ctx: &Context, by: &IdentityUser, fields: &Fields) -> Result<Value, ApiError> {
-    let domain = parse_domain(fields)?;
-    let removed = ctx.store.delete(&allow_key(&domain), None).await?.is_some();
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AllowlistRemoved {
+    pub ok: bool,
+    pub domain: String,
+    /// False when the domain was not on the list.
+    pub removed: bool,
+}
+
+pub async fn remove_allowlist(call: &Call<'_>, input: DomainInput) -> Result<AllowlistRemoved, ApiError> {
+    let (ctx, by) = (call.ctx, call.operator()?);
+    let domain = input.domain;
+    let removed = ctx.store.delete(&allowlist::key(&domain), None).await?.is_some();
     if removed {
         super::audit::record(ctx, "allowlist.remove", &by.email, json!({ "domain": domain })).await?;
     }
-    Ok(json!({ "ok": true, "domain": domain, "removed": removed }))
+    Ok(AllowlistRemoved {
+        ok: true,
+        domain,
+        removed,
+    })
 }
 
-pub async fn check_allowlist(ctx: &Context, fields: &Fields) -> Result<Value, ApiError> {
-    let domain = parse_domain(fields)?;
-    Ok(json!({ "ok": true, "domain": domain, "allowlisted": is_allowlisted(ctx, &domain).await? }))
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AllowlistCheck {
+    pub ok: bool,
+    pub domain: String,
+    pub allowlisted: bool,
 }
 
-/// Approves or denies a verified access request's account.
-pub async fn request_decision(ctx: &Context, by: &IdentityUser, fields: &Fields) -> Result<Value, ApiError> {
-    let id = fields
-        .str("id")?
-        .ok_or_else(|| ApiError::bad_request("id is required"))?;
-    let approve = match fields.str("decision")?.as_deref() {
-        Some("approve") => true,
-        Some("deny") => false,
-        _ => return Err(ApiError::bad_request("decision must be approve or deny")),
-    };
-    if !onboarding::valid_request_id(&id) {
-        return Err(ApiError::bad_request("id is not a valid request id"));
+pub async fn check_allowlist(call: &Call<'_>, input: DomainInput) -> Result<AllowlistCheck, ApiError> {
+    Ok(AllowlistCheck {
+        ok: true,
+        allowlisted: allowlist::contains(call.ctx, &input.domain).await?,
+        domain: input.domain,
+    })
+}
+
+// ------------------------------------------------------------------ decisions
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Deny,
+}
+
+#[derive(Debug, JsonSchema)]
+pub struct DecisionInput {
+    /// The access request, `ar_` and 24 hex characters.
+    #[schemars(regex(pattern = r"^ar_[0-9a-f]{24}$"))]
+    pub id: String,
+    pub decision: Decision,
+}
+
+impl Input for DecisionInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let id = fields.str("id")?.ok_or(error::DECISION_ID_REQUIRED)?;
+        let decision = match fields.str("decision")?.as_deref() {
+            Some("approve") => Decision::Approve,
+            Some("deny") => Decision::Deny,
+            _ => return Err(error::DECISION_INVALID.into()),
+        };
+        if !onboarding::valid_request_id(&id) {
+            return Err(error::DECISION_ID_INVALID.into());
+        }
+        Ok(DecisionInput { id, decision })
     }
-    let req = onboarding::load(ctx, &id).await?.ok_or_else(ApiError::not_found)?;
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DecisionOutput {
+    pub ok: bool,
+    pub id: String,
+    pub decision: Decision,
+    /// The account's status now: ready or unavailable.
+    pub status: &'static str,
+}
+
+/// Approves or denies a verified access request's account. A denial also
+/// revokes the account's key in the same transaction.
+pub async fn request_decision(call: &Call<'_>, input: DecisionInput) -> Result<DecisionOutput, ApiError> {
+    let (ctx, by) = (call.ctx, call.operator()?);
+    let id = input.id;
+    let req = onboarding::load(ctx, &id).await?.ok_or(error::NOT_FOUND)?;
     let (RequestStatus::Ready | RequestStatus::SettingUp | RequestStatus::Unavailable, Some(uid)) =
         (req.status, &req.uid)
     else {
-        return Err(ApiError::new(409, "This request is not ready for a decision."));
+        return Err(error::NOT_READY_FOR_DECISION.into());
     };
+    let approve = input.decision == Decision::Approve;
     let (account_status, request_status) = if approve {
         (AccountStatus::Ready, "ready")
     } else {
         (AccountStatus::Unavailable, "unavailable")
     };
+    let account = accounts::get(ctx, uid).await?.ok_or(error::NOT_FOUND)?;
     let now = iso(ctx.clock.now());
-    let writes = vec![
-        Write::Update {
+    let mut writes = if approve {
+        Vec::new()
+    } else {
+        accounts::revoke_key_writes(&account)
+    };
+    let status_update = Update::new()
+        .set("status", account_status.as_str())
+        .set("decidedAt", now.clone());
+    match writes
+        .iter_mut()
+        .find(|w| matches!(w, Write::Update { key, .. } if *key == accounts::account_key(uid)))
+    {
+        // The revocation already updates the account: one write per item.
+        Some(Write::Update { update, .. }) => {
+            update.set.extend(status_update.set);
+        }
+        _ => writes.push(Write::Update {
             key: accounts::account_key(uid),
-            update: Update::new()
-                .set("status", account_status.as_str())
-                .set("decidedAt", now.clone()),
+            update: status_update,
             cond: Some(Cond::Exists),
-        },
-        Write::Update {
-            key: onboarding::request_key(&id),
-            update: Update::new().set("status", request_status).set("decidedAt", now),
-            cond: Some(Cond::Exists),
-        },
-    ];
+        }),
+    }
+    writes.push(Write::Update {
+        key: onboarding::request_key(&id),
+        update: Update::new().set("status", request_status).set("decidedAt", now),
+        cond: Some(Cond::Exists),
+    });
     match ctx.store.transact(writes).await {
         Ok(()) => {}
-        Err(StoreError::ConditionFailed) => return Err(ApiError::not_found()),
+        Err(StoreError::ConditionFailed) => return Err(error::NOT_FOUND.into()),
         Err(e) => return Err(e.into()),
     }
     let action = if approve { "request.approve" } else { "request.deny" };
     super::audit::record(ctx, action, &by.email, json!({ "id": id, "uid": uid })).await?;
-    Ok(
-        json!({ "ok": true, "id": id, "decision": if approve { "approve" } else { "deny" }, "status": account_status.as_str() }),
-    )
+    Ok(DecisionOutput {
+        ok: true,
+        id,
+        decision: input.decision,
+        status: account_status.as_str(),
+    })
+}
+
+// ------------------------------------------------------------ request deletes
+
+/// `id` and/or `ids`: at most 200 access requests.
+#[derive(Debug, JsonSchema)]
+pub struct DeleteInput {
+    pub id: Option<String>,
+    #[schemars(length(max = 200))]
+    pub ids: Option<Vec<String>>,
+}
+
+impl DeleteInput {
+    fn all(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.id.iter().chain(self.ids.iter().flatten()).cloned().collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+}
+
+impl Input for DeleteInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let id = fields.str("id")?;
+        let ids = match fields.get("ids") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(list)) => {
+                if list.len() > MAX_DELETE_IDS {
+                    return Err(error::DELETE_IDS_TOO_MANY.into());
+                }
+                let mut ids = Vec::new();
+                for v in list {
+                    match v.as_str() {
+                        Some(s) if !s.trim().is_empty() => ids.push(s.trim().to_string()),
+                        _ => return Err(error::DELETE_IDS_TYPE.into()),
+                    }
+                }
+                Some(ids)
+            }
+            Some(_) => return Err(error::DELETE_IDS_TYPE.into()),
+        };
+        let input = DeleteInput { id, ids };
+        match input.all().len() {
+            0 => Err(error::DELETE_IDS_REQUIRED.into()),
+            n if n > MAX_DELETE_IDS => Err(error::DELETE_IDS_TOO_MANY.into()),
+            _ => Ok(input),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteOutput {
+    pub ok: bool,
+    pub deleted: Vec<String>,
+    pub not_found: Vec<String>,
 }
 
 /// Deletes exactly the named access requests; accounts and keys stay.
-pub async fn request_delete(ctx: &Context, by: &IdentityUser, fields: &Fields) -> Result<Value, ApiError> {
-    let ids = parse_ids(fields)?;
+pub async fn request_delete(call: &Call<'_>, input: DeleteInput) -> Result<DeleteOutput, ApiError> {
+    let (ctx, by) = (call.ctx, call.operator()?);
     let mut deleted = Vec::new();
     let mut not_found = Vec::new();
-    for id in ids {
+    for id in input.all() {
         let found = match onboarding::valid_request_id(&id) {
             true => onboarding::load(ctx, &id).await?,
             false => None,
@@ -153,43 +292,28 @@ pub async fn request_delete(ctx: &Context, by: &IdentityUser, fields: &Fields) -
                 deleted.push(id);
             }
             None => {
-                super::audit::record(ctx, "request.delete", &by.email, json!({ "id": id, "found": false })).await?;
+                // An id that cannot be a request id is not written anywhere.
+                let logged = if onboarding::valid_request_id(&id) {
+                    id.as_str()
+                } else {
+                    "(invalid)"
+                };
+                super::audit::record(
+                    ctx,
+                    "request.delete",
+                    &by.email,
+                    json!({ "id": logged, "found": false }),
+                )
+                .await?;
                 not_found.push(id);
             }
         }
     }
-    Ok(json!({ "ok": true, "deleted": deleted, "notFound": not_found }))
-}
-
-fn parse_ids(fields: &Fields) -> Result<Vec<String>, ApiError> {
-    let mut ids = Vec::new();
-    if let Some(id) = fields.str("id")? {
-        ids.push(id);
-    }
-    match fields.get("ids") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(list)) => {
-            if list.len() > MAX_DELETE_IDS {
-                return Err(ApiError::bad_request("At most 200 ids per request"));
-            }
-            for v in list {
-                match v.as_str() {
-                    Some(s) if !s.trim().is_empty() => ids.push(s.trim().to_string()),
-                    _ => return Err(ApiError::bad_request("ids must be an array of request ids")),
-                }
-            }
-        }
-        Some(_) => return Err(ApiError::bad_request("ids must be an array of request ids")),
-    }
-    ids.sort();
-    ids.dedup();
-    if ids.is_empty() {
-        return Err(ApiError::bad_request("id or ids is required"));
-    }
-    if ids.len() > MAX_DELETE_IDS {
-        return Err(ApiError::bad_request("At most 200 ids per request"));
-    }
-    Ok(ids)
+    Ok(DeleteOutput {
+        ok: true,
+        deleted,
+        not_found,
+    })
 }
 
 async fn delete_request(ctx: &Context, req: &AccessRequest) -> StoreResult<()> {
@@ -205,25 +329,62 @@ async fn delete_request(ctx: &Context, req: &AccessRequest) -> StoreResult<()> {
     ctx.store.transact(writes).await
 }
 
+// ----------------------------------------------------------------- duplicates
+
+/// Query `email` and/or `domain`.
+#[derive(Debug, JsonSchema)]
+pub struct DuplicatesInput {
+    #[schemars(email)]
+    pub email: Option<String>,
+    pub domain: Option<String>,
+}
+
+impl Input for DuplicatesInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let email = match fields.str("email")? {
+            Some(e) => Some(validate::email(&e).ok_or(error::EMAIL_INVALID)?),
+            None => None,
+        };
+        let domain = match fields.str("domain")? {
+            Some(d) => Some(validate::hostname(&d).ok_or(error::DOMAIN_INVALID)?),
+            None => None,
+        };
+        if email.is_none() && domain.is_none() {
+            return Err(error::DUPLICATES_FILTER_REQUIRED.into());
+        }
+        Ok(DuplicatesInput { email, domain })
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DuplicateRequest {
+    pub id: String,
+    pub email: String,
+    pub domain: String,
+    pub agent_name: String,
+    pub status: RequestStatus,
+    pub created_at: String,
+    pub uid: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DuplicatesOutput {
+    pub ok: bool,
+    pub count: usize,
+    /// Newest first.
+    pub requests: Vec<DuplicateRequest>,
+}
+
 /// Access requests that share an email and/or an organization domain.
-pub async fn request_duplicates(ctx: &Context, email: Option<&str>, domain: Option<&str>) -> Result<Value, ApiError> {
-    let email = match email.map(str::trim).filter(|e| !e.is_empty()) {
-        Some(e) => Some(validate::email(e).ok_or_else(|| ApiError::bad_request("email is not a valid email address"))?),
-        None => None,
-    };
-    let domain = match domain.map(str::trim).filter(|d| !d.is_empty()) {
-        Some(d) => Some(validate::hostname(d).ok_or_else(|| ApiError::bad_request("That domain name is not valid"))?),
-        None => None,
-    };
+pub async fn request_duplicates(call: &Call<'_>, input: DuplicatesInput) -> Result<DuplicatesOutput, ApiError> {
+    let ctx = call.ctx;
     let mut partitions = Vec::new();
-    if let Some(e) = &email {
+    if let Some(e) = &input.email {
         partitions.push(format!("REQBY#email#{e}"));
     }
-    if let Some(d) = &domain {
+    if let Some(d) = &input.domain {
         partitions.push(format!("REQBY#domain#{d}"));
-    }
-    if partitions.is_empty() {
-        return Err(ApiError::bad_request("email or domain is required"));
     }
     let mut ids = Vec::new();
     for pk in partitions {
@@ -238,14 +399,22 @@ pub async fn request_duplicates(ctx: &Context, email: Option<&str>, domain: Opti
     ids.dedup();
     let mut requests = Vec::new();
     for id in ids {
-        if let Some(found) = ctx.store.get(&onboarding::request_key(&id)).await? {
-            let req: AccessRequest = record(found)?;
-            requests.push(json!({
-                "id": req.id, "email": req.email, "domain": req.domain, "agentName": req.agent_name,
-                "status": req.status, "createdAt": req.created_at, "uid": req.uid,
-            }));
+        if let Some(req) = onboarding::load(ctx, &id).await? {
+            requests.push(DuplicateRequest {
+                id: req.id,
+                email: req.email,
+                domain: req.domain,
+                agent_name: req.agent_name,
+                status: req.status,
+                created_at: req.created_at,
+                uid: req.uid,
+            });
         }
     }
-    requests.sort_by(|a, b| b["createdAt"].as_str().cmp(&a["createdAt"].as_str()));
-    Ok(json!({ "ok": true, "count": requests.len(), "requests": requests }))
+    requests.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    Ok(DuplicatesOutput {
+        ok: true,
+        count: requests.len(),
+        requests,
+    })
 }

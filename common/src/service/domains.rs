@@ -17,7 +17,7 @@ use crate::error::ApiError;
 use crate::store::{Cond, Key, Query, StoreError, StoreResult, Update, Write, item, record};
 use crate::validate;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DomainStatus {
     Failed,

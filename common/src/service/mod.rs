@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod allowlist;
 pub mod audit;
 pub mod bootstrap;
 pub mod credits;

@@ -9,14 +9,17 @@
 //! the (address, change number) pairs it carried that were not yet applied.
 //! Items: `SEQ#export/S` the version counter.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Call;
 use super::mailboxes::{self, Mailbox, Mode};
 use crate::clock::iso;
 use crate::context::Context;
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
 use crate::store::{Cond, Key, Query, StoreError, Update};
+use crate::validate::{Fields, Input, NoInput};
 
 pub const EXPORT_BLOB: &str = "mta/mtaMailboxExport.json";
 
@@ -24,19 +27,20 @@ fn pending_blob(version: i64) -> String {
     format!("mta/pending/{version:012}.json")
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Export {
     pub version: i64,
     pub generated_at: String,
     pub mail_host: String,
     pub domains: Vec<String>,
+    /// Each live mailbox: address, mode, forwardTo, delivery plan, login.
     pub mailboxes: Vec<Value>,
     pub postfix: Postfix,
     pub dovecot: Dovecot,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Postfix {
     pub virtual_mailbox_domains: String,
@@ -44,7 +48,7 @@ pub struct Postfix {
     pub virtual_alias_maps: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dovecot {
     pub passwd_file: String,
@@ -154,7 +158,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         dovecot,
     };
     let pending = Pending { version, changes };
-    let blob_err = |e: crate::blob::BlobError| ApiError::internal(e.to_string());
+    let blob_err = |e: crate::blob::BlobError| ApiError::internal(e);
     // The pending record first: an export a mail host can see always has one.
     let pending_bytes = serde_json::to_vec(&pending).expect("pending serializes");
     ctx.blobs
@@ -184,7 +188,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
 const KEEP_VERSIONS: i64 = 100;
 
 async fn forget_old_pending(ctx: &Context, version: i64) -> Result<(), ApiError> {
-    let blob_err = |e: crate::blob::BlobError| ApiError::internal(e.to_string());
+    let blob_err = |e: crate::blob::BlobError| ApiError::internal(e);
     let oldest_kept = pending_blob(version - KEEP_VERSIONS);
     for key in ctx.blobs.list("mta/pending/").await.map_err(blob_err)? {
         // Zero-padded names sort by version.
@@ -195,29 +199,61 @@ async fn forget_old_pending(ctx: &Context, version: i64) -> Result<(), ApiError>
     Ok(())
 }
 
-/// The newest export, as the mail host reads it.
-pub async fn latest(ctx: &Context) -> Result<Value, ApiError> {
-    let bytes = ctx
-        .blobs
-        .get(EXPORT_BLOB)
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
-    let bytes = bytes.ok_or_else(ApiError::not_found)?;
-    let export: Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(json!({ "ok": true, "export": export }))
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LatestExport {
+    pub ok: bool,
+    pub export: Export,
+}
+
+/// The newest export, as the mail host reads it; 404 before the first.
+pub async fn latest(call: &Call<'_>, _: NoInput) -> Result<LatestExport, ApiError> {
+    let bytes = call.ctx.blobs.get(EXPORT_BLOB).await.map_err(ApiError::internal)?;
+    let bytes = bytes.ok_or(error::NOT_FOUND)?;
+    let export = serde_json::from_slice(&bytes).map_err(ApiError::internal)?;
+    Ok(LatestExport { ok: true, export })
+}
+
+/// POST /mtaMailboxExport: the version the mail host applied.
+#[derive(Debug, JsonSchema)]
+pub struct AckInput {
+    #[schemars(range(min = 1))]
+    pub version: i64,
+}
+
+impl Input for AckInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let version = fields.get("version").and_then(Value::as_i64).filter(|v| *v > 0);
+        Ok(AckInput {
+            version: version.ok_or(error::VERSION_INVALID)?,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Acknowledged {
+    pub ok: bool,
+    pub version: i64,
+    /// Mailbox changes this version made live.
+    pub applied: usize,
+    pub applied_at: String,
+}
+
+pub async fn acknowledge_export(call: &Call<'_>, input: AckInput) -> Result<Acknowledged, ApiError> {
+    acknowledge(call.ctx, input.version).await
 }
 
 /// The mail host applied `version`: its carried changes are live, unless a later
 /// change has superseded one (then that mailbox waits for a later version).
-pub async fn acknowledge(ctx: &Context, version: i64) -> Result<Value, ApiError> {
+pub async fn acknowledge(ctx: &Context, version: i64) -> Result<Acknowledged, ApiError> {
     let bytes = ctx
         .blobs
         .get(&pending_blob(version))
         .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+        .map_err(ApiError::internal)?;
     let pending: Pending = match bytes {
-        Some(b) => serde_json::from_slice(&b).map_err(|e| ApiError::internal(e.to_string()))?,
-        None => return Err(ApiError::not_found()),
+        Some(b) => serde_json::from_slice(&b).map_err(ApiError::internal)?,
+        None => return Err(error::NOT_FOUND.into()),
     };
     let now = iso(ctx.clock.now());
     let mut applied = 0;
@@ -240,7 +276,12 @@ pub async fn acknowledge(ctx: &Context, version: i64) -> Result<Value, ApiError>
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(json!({ "ok": true, "version": version, "applied": applied, "appliedAt": now }))
+    Ok(Acknowledged {
+        ok: true,
+        version,
+        applied,
+        applied_at: now,
+    })
 }
 
 #[cfg(test)]

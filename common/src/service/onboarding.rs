@@ -5,18 +5,20 @@
 //! `REQBY#domain#<domain>` index rows (sort key `<createdAt>#<id>`) for the
 //! operators' duplicate preview.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::accounts::{self, Account, AccountStatus};
-use super::{admin, credits};
+use super::{Call, allowlist, credits};
+use crate::auth::Caller;
 use crate::auth::keys::same_digest;
 use crate::clock::iso;
 use crate::context::Context;
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
 use crate::ratelimit::{self, HOUR, Limit};
-use crate::store::{Cond, Key, StoreError, TTL, Update, Write, item, record};
-use crate::validate::{self, Fields};
+use crate::store::{Cond, Key, StoreError, StoreExt, TTL, Update, Write, item};
+use crate::validate::{self, Fields, Input};
 
 pub const CODE_TTL_SECS: i64 = 86_400;
 pub const MAX_ATTEMPTS: i64 = 5;
@@ -39,13 +41,7 @@ const STATUS_PER_EMAIL: Limit = Limit {
 /// Finished requests are kept this long after their code expires.
 const KEEP_FINISHED_SECS: i64 = 30 * 86_400;
 
-pub const CODE_NOT_VALID: &str = "That code is not valid";
-/// Lower case, exactly as part 7 of the spec writes it.
-pub const CODE_NO_LONGER_VALID: &str = "that code is no longer valid";
-pub const CODE_EXPIRED: &str = "That code has expired";
-pub const CODE_NOT_SENT: &str = "Could not send the access code";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RequestStatus {
     /// The code went out and has not been used yet.
@@ -98,20 +94,30 @@ fn code_digest(ctx: &Context, request_id: &str, code: &str) -> String {
 }
 
 pub async fn load(ctx: &Context, id: &str) -> Result<Option<AccessRequest>, StoreError> {
-    ctx.store.get(&request_key(id)).await?.map(record).transpose()
+    ctx.store.read(&request_key(id)).await
 }
 
 // ---------------------------------------------------------------- requestAccess
 
+/// POST /requestAccess.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct RequestAccessInput {
+    /// Where the 8-digit code is sent.
+    #[schemars(email, length(max = 254))]
     pub contact_email: String,
+    /// The organization's hostname (a name only; nothing is created).
+    #[schemars(length(min = 3, max = 253))]
     pub domain: String,
+    #[schemars(length(min = 1, max = 100))]
     pub agent_name: String,
+    /// A note on what the account is for.
+    #[schemars(length(min = 1, max = 1000))]
     pub intended_use: String,
 }
 
-impl RequestAccessInput {
-    pub fn parse(fields: &Fields) -> Result<Self, ApiError> {
+impl Input for RequestAccessInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
         let (email, domain, agent, usage) = (
             fields.str("contactEmail")?,
             fields.str("domain")?,
@@ -119,19 +125,15 @@ impl RequestAccessInput {
             fields.str("intendedUse")?,
         );
         let (Some(email), Some(domain), Some(agent_name), Some(intended_use)) = (email, domain, agent, usage) else {
-            return Err(ApiError::bad_request(
-                "contactEmail, domain, agentName, and intendedUse are required",
-            ));
+            return Err(error::ACCESS_FIELDS_REQUIRED.into());
         };
-        let contact_email = validate::email(&email)
-            .ok_or_else(|| ApiError::bad_request("contactEmail is not a valid email address"))?;
-        let domain =
-            validate::hostname(&domain).ok_or_else(|| ApiError::bad_request("domain is not a valid hostname"))?;
+        let contact_email = validate::email(&email).ok_or(error::CONTACT_EMAIL_INVALID)?;
+        let domain = validate::hostname(&domain).ok_or(error::ORG_DOMAIN_INVALID)?;
         if agent_name.chars().count() > 100 || agent_name.chars().any(char::is_control) {
-            return Err(ApiError::bad_request("agentName must be at most 100 characters"));
+            return Err(error::AGENT_NAME_TOO_LONG.into());
         }
         if intended_use.chars().count() > 1000 {
-            return Err(ApiError::bad_request("intendedUse must be at most 1000 characters"));
+            return Err(error::INTENDED_USE_TOO_LONG.into());
         }
         Ok(Self {
             contact_email,
@@ -142,7 +144,7 @@ impl RequestAccessInput {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestAccessOutput {
     pub ok: bool,
@@ -151,11 +153,9 @@ pub struct RequestAccessOutput {
     pub message: &'static str,
 }
 
-pub async fn request_access(
-    ctx: &Context,
-    input: RequestAccessInput,
-    ip: &str,
-) -> Result<RequestAccessOutput, ApiError> {
+/// Emails an 8-digit code; the answer never says whether an account exists.
+pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Result<RequestAccessOutput, ApiError> {
+    let (ctx, ip) = (call.ctx, call.ip);
     let now = ctx.clock.now();
     ratelimit::hit(
         ctx.store.as_ref(),
@@ -215,7 +215,7 @@ pub async fn request_access(
                 .map(|key| Write::Delete { key, cond: None }),
         );
         ctx.store.transact(undo).await?;
-        return Err(ApiError::internal(CODE_NOT_SENT));
+        return Err(error::CODE_NOT_SENT.into());
     }
     Ok(RequestAccessOutput {
         ok: true,
@@ -242,7 +242,7 @@ async fn send_code(ctx: &Context, to: &str, code: &str) -> anyhow::Result<()> {
 
 // ---------------------------------------------------------- verifyAccessRequest
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Quotas {
     pub credits: i64,
@@ -250,10 +250,13 @@ pub struct Quotas {
     pub per_utc_day: i64,
 }
 
-#[derive(Debug, Serialize)]
+/// The verify result (spec 2.9): `ready` with the key (once), or
+/// `setting_up` / `unavailable` without one.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyOutput {
     pub ok: bool,
+    /// ready, setting_up or unavailable.
     pub status: &'static str,
     pub request_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -267,14 +270,28 @@ pub struct VerifyOutput {
     pub quotas: Option<Quotas>,
 }
 
-pub fn parse_verify(fields: &Fields) -> Result<(String, String), ApiError> {
-    let (Some(id), Some(code)) = (fields.str("requestId")?, fields.str("code")?) else {
-        return Err(ApiError::bad_request("requestId and code are required"));
-    };
-    if !valid_request_id(&id) {
-        return Err(ApiError::bad_request("requestId is not valid"));
+/// POST /verifyAccessRequest.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyInput {
+    /// `ar_` and 24 hex characters, from requestAccess.
+    #[schemars(regex(pattern = r"^ar_[0-9a-f]{24}$"))]
+    pub request_id: String,
+    /// The 8-digit code from the email.
+    #[schemars(length(min = 1, max = 64))]
+    pub code: String,
+}
+
+impl Input for VerifyInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let (Some(request_id), Some(code)) = (fields.str("requestId")?, fields.str("code")?) else {
+            return Err(error::VERIFY_FIELDS_REQUIRED.into());
+        };
+        if !valid_request_id(&request_id) {
+            return Err(error::REQUEST_ID_INVALID.into());
+        }
+        Ok(Self { request_id, code })
     }
-    Ok((id, code))
 }
 
 enum Finish {
@@ -283,20 +300,19 @@ enum Finish {
     Retry,
 }
 
-pub async fn verify_access_request(ctx: &Context, id: &str, code: &str) -> Result<VerifyOutput, ApiError> {
+/// Checks the code once: a wrong, expired or locked code never gives a key.
+pub async fn verify_access_request(call: &Call<'_>, input: VerifyInput) -> Result<VerifyOutput, ApiError> {
+    let (ctx, id, code) = (call.ctx, input.request_id.as_str(), input.code.as_str());
     for _ in 0..5 {
-        let req = load(ctx, id).await?.ok_or_else(ApiError::not_found)?;
+        let req = load(ctx, id).await?.ok_or(error::NOT_FOUND)?;
         if req.status != RequestStatus::CodeSent {
-            return Err(ApiError::conflict(
-                "This request is already complete. Get a key through a fresh request and verify.",
-                "already_complete",
-            ));
+            return Err(error::ALREADY_COMPLETE.into());
         }
         if req.attempts >= MAX_ATTEMPTS {
-            return Err(ApiError::unauthorized(CODE_NO_LONGER_VALID));
+            return Err(error::CODE_NO_LONGER_VALID.into());
         }
         if ctx.clock.epoch() >= req.expires_at {
-            return Err(ApiError::new(410, CODE_EXPIRED));
+            return Err(error::CODE_EXPIRED.into());
         }
         if !same_digest(&code_digest(ctx, id, code), &req.code_digest) {
             let counted = ctx
@@ -304,7 +320,7 @@ pub async fn verify_access_request(ctx: &Context, id: &str, code: &str) -> Resul
                 .update(&request_key(id), Update::new().add("attempts", 1), Some(still_open()))
                 .await;
             match counted {
-                Ok(_) => return Err(ApiError::unauthorized(CODE_NOT_VALID)),
+                Ok(_) => return Err(error::CODE_NOT_VALID.into()),
                 Err(StoreError::ConditionFailed) => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -314,7 +330,7 @@ pub async fn verify_access_request(ctx: &Context, id: &str, code: &str) -> Resul
             Finish::Retry => continue,
         }
     }
-    Err(ApiError::internal("The request is busy; try again"))
+    Err(error::REQUEST_BUSY.into())
 }
 
 /// The request is still waiting for its code and not locked.
@@ -342,7 +358,7 @@ async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> 
     let existing = accounts::by_email(ctx, &req.email).await?;
     let (status, api_key, uid, writes) = match existing {
         None => {
-            let allowlisted = admin::is_allowlisted(ctx, validate::email_domain(&req.email)).await?;
+            let allowlisted = allowlist::contains(ctx, validate::email_domain(&req.email)).await?;
             let status = if allowlisted {
                 AccountStatus::Ready
             } else {
@@ -445,16 +461,50 @@ fn request_status(status: AccountStatus) -> RequestStatus {
 
 // ------------------------------------------------------------- getRequestStatus
 
-pub async fn get_request_status(ctx: &Context, fields: &Fields, ip: &str) -> Result<Value, ApiError> {
-    // Wrong types read as "not on file": this route never tells anything apart.
-    let id = fields.str("requestId").ok().flatten().unwrap_or_default();
-    let email = fields
-        .str("email")
-        .ok()
-        .flatten()
-        .or_else(|| fields.str("contactEmail").ok().flatten())
-        .map(|e| e.to_ascii_lowercase())
-        .unwrap_or_default();
+/// POST /getRequestStatus. Never refused for its shape: a wrong type reads as
+/// "not on file", so the answer tells nothing apart.
+#[derive(Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusInput {
+    #[schemars(with = "serde_json::Value")]
+    pub request_id: String,
+    /// The contact email (`contactEmail` is accepted in its place).
+    #[schemars(with = "serde_json::Value")]
+    pub email: String,
+    #[schemars(with = "serde_json::Value")]
+    pub contact_email: Option<String>,
+}
+
+impl Input for StatusInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let text = |name| fields.str(name).ok().flatten();
+        Ok(StatusInput {
+            request_id: text("requestId").unwrap_or_default(),
+            email: text("email")
+                .or_else(|| text("contactEmail"))
+                .map(|e| e.to_ascii_lowercase())
+                .unwrap_or_default(),
+            contact_email: None,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusOutput {
+    pub ok: bool,
+    /// ready, setting_up, pending or unavailable.
+    pub status: &'static str,
+    /// True only when the account is ready.
+    pub ready: bool,
+    /// Present only when the request id and email match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+pub async fn get_request_status(call: &Call<'_>, input: StatusInput) -> Result<StatusOutput, ApiError> {
+    let (ctx, ip) = (call.ctx, call.ip);
+    let (id, email) = (input.request_id, input.email);
     let now = ctx.clock.epoch();
     ratelimit::hit(
         ctx.store.as_ref(),
@@ -463,7 +513,9 @@ pub async fn get_request_status(ctx: &Context, fields: &Fields, ip: &str) -> Res
         now,
     )
     .await?;
-    if !email.is_empty() {
+    // Only a well-formed address is counted under its own name: anything
+    // else cannot be on file, and must not become part of a key.
+    if validate::email(&email).is_some() {
         ratelimit::hit(
             ctx.store.as_ref(),
             &format!("getRequestStatus:email:{email}"),
@@ -472,7 +524,12 @@ pub async fn get_request_status(ctx: &Context, fields: &Fields, ip: &str) -> Res
         )
         .await?;
     }
-    let pending = json!({ "ok": true, "status": "pending", "ready": false });
+    let pending = StatusOutput {
+        ok: true,
+        status: "pending",
+        ready: false,
+        request_id: None,
+    };
     if !valid_request_id(&id) {
         return Ok(pending);
     }
@@ -491,19 +548,104 @@ pub async fn get_request_status(ctx: &Context, fields: &Fields, ip: &str) -> Res
         },
         _ => "pending",
     };
-    Ok(json!({ "ok": true, "status": status, "ready": status == "ready", "requestId": req.id }))
+    Ok(StatusOutput {
+        ok: true,
+        status,
+        ready: status == "ready",
+        request_id: Some(req.id),
+    })
 }
 
 // ------------------------------------------------------------- getAccountStatus
 
-pub async fn get_account_status(ctx: &Context, uid: &str, fields: &Fields) -> Result<Value, ApiError> {
-    let account = accounts::get(ctx, uid).await?.ok_or_else(ApiError::not_found)?;
-    let names_other_uid = fields.str("uid")?.is_some_and(|u| u != account.uid);
-    let names_other_email = fields
-        .str("email")?
-        .is_some_and(|e| !e.eq_ignore_ascii_case(&account.email));
+/// POST /getAccountStatus: optional `uid` or `email`, which must name the
+/// caller's own account.
+#[derive(Debug, Default, JsonSchema)]
+pub struct AccountStatusInput {
+    pub uid: Option<String>,
+    pub email: Option<String>,
+}
+
+impl Input for AccountStatusInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(AccountStatusInput {
+            uid: fields.str("uid")?,
+            email: fields.str("email")?,
+        })
+    }
+}
+
+/// A DNS check's state in the account status.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckState {
+    Verified,
+    Missing,
+    Unchecked,
+}
+
+impl CheckState {
+    fn of(passed: Option<bool>) -> Self {
+        match passed {
+            None => CheckState::Unchecked,
+            Some(true) => CheckState::Verified,
+            Some(false) => CheckState::Missing,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Verification {
+    pub mx: CheckState,
+    pub spf: CheckState,
+    pub dkim: CheckState,
+    pub dmarc: CheckState,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DomainState {
+    pub name: String,
+    pub status: super::domains::DomainStatus,
+    pub verification: Verification,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MailboxState {
+    pub address: String,
+    pub mode: super::mailboxes::Mode,
+    /// On a verified domain and live on the mail host.
+    pub ready: bool,
+}
+
+/// The account status (spec 2.10).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountStatusOutput {
+    pub ok: bool,
+    /// ready, setting_up or unavailable.
+    pub status: &'static str,
+    /// `standard` once ready, otherwise null.
+    pub access_level: Option<&'static str>,
+    pub ready: bool,
+    pub domains: Vec<DomainState>,
+    pub mailboxes: Vec<MailboxState>,
+    pub can_send: bool,
+    /// The next step, only when canSend is false; never a key or a DNS value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+}
+
+/// The standard key's own account: its domains, mailboxes and whether it can send.
+pub async fn get_account_status(call: &Call<'_>, input: AccountStatusInput) -> Result<AccountStatusOutput, ApiError> {
+    let Caller::Standard(key) = call.caller else {
+        return Err(error::ACCOUNT_KEY_ONLY.into());
+    };
+    let ctx = call.ctx;
+    let account = accounts::get(ctx, &key.uid).await?.ok_or(error::NOT_FOUND)?;
+    let names_other_uid = input.uid.is_some_and(|u| u != account.uid);
+    let names_other_email = input.email.is_some_and(|e| !e.eq_ignore_ascii_case(&account.email));
     if names_other_uid || names_other_email {
-        return Err(crate::error::ACCOUNT_KEY_ONLY.into());
+        return Err(error::ACCOUNT_KEY_ONLY.into());
     }
     let ready = account.status == AccountStatus::Ready;
     let owned = super::domains::of_account(ctx, &account.uid).await?;
@@ -514,29 +656,24 @@ pub async fn get_account_status(ctx: &Context, uid: &str, fields: &Fields) -> Re
     for domain in &owned {
         let verified = domain.status == super::domains::DomainStatus::Verified;
         verified_domain |= verified;
-        let state = |passed: Option<bool>| match passed {
-            None => "unchecked",
-            Some(true) => "verified",
-            Some(false) => "missing",
-        };
         let checks = domain.checks;
-        domains.push(json!({
-            "name": domain.name,
-            "status": domain.status,
-            "verification": {
-                "mx": state(checks.map(|c| c.mx)),
-                "spf": state(checks.map(|c| c.spf)),
-                "dkim": state(checks.map(|c| c.dkim)),
-                "dmarc": state(checks.map(|c| c.dmarc)),
+        domains.push(DomainState {
+            name: domain.name.clone(),
+            status: domain.status,
+            verification: Verification {
+                mx: CheckState::of(checks.map(|c| c.mx)),
+                spf: CheckState::of(checks.map(|c| c.spf)),
+                dkim: CheckState::of(checks.map(|c| c.dkim)),
+                dmarc: CheckState::of(checks.map(|c| c.dmarc)),
             },
-        }));
+        });
         for mailbox in super::mailboxes::of_domain(ctx, &domain.name).await? {
             sendable |= verified && mailbox.mode.stores();
-            mailboxes.push(json!({
-                "address": mailbox.address,
-                "mode": mailbox.mode,
-                "ready": verified && mailbox.mta_applied,
-            }));
+            mailboxes.push(MailboxState {
+                address: mailbox.address.clone(),
+                mode: mailbox.mode,
+                ready: verified && mailbox.mta_applied,
+            });
         }
     }
     let can_send = ready && sendable;
@@ -549,17 +686,14 @@ pub async fn get_account_status(ctx: &Context, uid: &str, fields: &Fields) -> Re
         }
         AccountStatus::Ready => "Add a hosted mailbox on your verified domain with POST /addMailbox.",
     };
-    let mut out = json!({
-        "ok": true,
-        "status": account.status.as_str(),
-        "accessLevel": if ready { json!("standard") } else { Value::Null },
-        "ready": ready,
-        "domains": domains,
-        "mailboxes": mailboxes,
-        "canSend": can_send,
-    });
-    if !can_send {
-        out["reason"] = json!(reason);
-    }
-    Ok(out)
+    Ok(AccountStatusOutput {
+        ok: true,
+        status: account.status.as_str(),
+        access_level: ready.then_some("standard"),
+        ready,
+        domains,
+        mailboxes,
+        can_send,
+        reason: (!can_send).then_some(reason),
+    })
 }
