@@ -137,6 +137,8 @@ catalogue! {
     PROTECTED_DELETE = 409 "That address is protected and cannot be deleted." code "protected";
     /// `{}` is the domain name.
     LAST_MAILBOX = 409 "This is the last mailbox on {}. Add another mailbox first, or contact support to remove the domain." code "last_mailbox";
+    /// `{}` is the service domain.
+    HOSTED_ONLY = 400 "Only hosted mailboxes can be added on {}";
     DELETE_TARGET_REQUIRED = 400 "address, or domain and localPart, is required";
     DELETE_TARGET_MISMATCH = 400 "address does not match domain and localPart";
     ADDRESS_REQUIRED = 400 "address is required";
@@ -156,6 +158,9 @@ catalogue! {
     RECIPIENT_INVALID = 400 "Invalid recipient address: {}";
     FROM_INVALID = 400 "from is not a valid email address";
     FROM_NOT_ALLOWED = 400 "from must be a hosted mailbox on your verified domain";
+    SUBJECT_INVALID = 400 "subject must be one line of at most 998 characters";
+    REFERENCES_TYPE = 400 "references must be a string or an array of Message-IDs";
+    REFERENCES_TOO_MANY = 400 "references may hold at most 100 Message-IDs";
     IN_REPLY_TO_INVALID = 400 "inReplyTo is not a valid Message-ID";
     REFERENCES_INVALID = 400 "references must be Message-IDs";
     ATTACHMENTS_TYPE = 400 "attachments must be an array";

@@ -103,12 +103,7 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
         return e.into_response();
     }
     let ip = client_ip(&parts);
-    let call = Call {
-        ctx: &ctx,
-        caller: &auth.caller,
-        via: auth.via,
-        ip: &ip,
-    };
+    let call = Call::new(&ctx, &auth.caller, auth.via, &ip);
     let answer = match message {
         Value::Array(batch) if batch.is_empty() => {
             return refuse(failure(
@@ -303,7 +298,7 @@ async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Resu
         Some(_) => return Err(Failure::params("Invalid params: arguments must be an object")),
     };
     let outcome = match op.access.admit(auth) {
-        Ok(()) => (op.io.run)(call, Ok(Fields::new(arguments, Origin::Tool))).await,
+        Ok(()) => op.execute(call, Ok(Fields::new(arguments, Origin::Tool))).await,
         Err(refused) => Err(refused),
     };
     match outcome {

@@ -2,10 +2,11 @@
 //! the service it names must exist with the input and output it names, or
 //! the crate does not compile.
 
-use super::{Family::*, Hints, Operation, delete, get, io, post, tool};
+use super::{Family::*, Hints, Operation, Tool, delete, get, io, post, post_large, tool};
 use crate::auth::Access::*;
 use crate::error::*;
-use crate::service::{admin, credits, mta_export, onboarding};
+use crate::service::{admin, credits, domains, mailboxes, mta_export, onboarding, removal, send};
+use crate::validate::Later;
 use crate::validate::NoInput;
 
 pub static CATALOGUE: &[Operation] = &[
@@ -143,7 +144,7 @@ pub static CATALOGUE: &[Operation] = &[
         family: Admin,
         access: Operator,
         summary: "Remove a domain from the allowlist",
-        description: "Operators only. `domain` in the body or the query. Existing accounts are unchanged.",
+        description: "Operators only. `domain` in the body or the query. Accounts already created are unchanged.",
         errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
         io: io!(admin::remove_allowlist, admin::DomainInput, admin::AllowlistRemoved),
     },
@@ -154,7 +155,7 @@ pub static CATALOGUE: &[Operation] = &[
         family: Admin,
         access: Operator,
         summary: "Whether a domain is allowlisted",
-        description: "Operators only.",
+        description: "Operators only. Whether new accounts with an email on this domain are ready at once.",
         errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
         io: io!(admin::check_allowlist, admin::DomainInput, admin::AllowlistCheck),
     },
@@ -251,5 +252,273 @@ pub static CATALOGUE: &[Operation] = &[
         description: "Credits left on the caller's balance: one is spent per send_mail. Free.",
         errors: &[],
         io: io!(credits::get_remaining, NoInput, credits::Remaining),
+    },
+    // ------------------------------------------------------------------ domains
+    Operation {
+        id: "addDomain",
+        rest: post("/addDomain"),
+        tool: tool("add_domain", Hints::SET.open_world()),
+        family: Domains,
+        access: Customer,
+        summary: "Add the account's domain and get its DNS records",
+        description: "Step 3 of onboarding (standard key or signed-in person, setup complete). Adds the \
+                      account's one domain with a new DKIM key, checks its DNS at once, and returns the MX, \
+                      SPF and DKIM records to publish (domain.dnsInstructions.records; copy each value). The \
+                      same name again answers created false and changes nothing. Free.",
+        errors: &[
+            DOMAIN_REQUIRED,
+            DOMAIN_INVALID,
+            PRODUCT_DOMAIN,
+            SETUP_INCOMPLETE,
+            ONE_DOMAIN_PER_ACCOUNT,
+            DOMAIN_CLAIMED,
+            DOMAIN_CHANGED,
+        ],
+        io: io!(domains::add_domain, domains::AddDomainInput, domains::AddDomainOutput),
+    },
+    Operation {
+        id: "getDnsInstructions",
+        rest: get("/getDnsInstructions"),
+        tool: tool("get_dns_instructions", Hints::READ),
+        family: Domains,
+        access: Customer,
+        summary: "The DNS records to publish for the account's domain",
+        description: "The MX, SPF, DKIM and optional DMARC records for domainId, with the domain's status.",
+        errors: &[DOMAIN_ID_REQUIRED, DOMAIN_INVALID, SETUP_INCOMPLETE, NOT_FOUND],
+        io: io!(
+            domains::dns_instructions,
+            domains::DomainIdInput,
+            domains::DnsInstructionsOutput
+        ),
+    },
+    Operation {
+        id: "verifyDomain",
+        rest: post("/verifyDomain"),
+        tool: tool("verify_domain", Hints::SET.open_world()),
+        family: Domains,
+        access: Customer,
+        summary: "Check the domain's DNS records again",
+        description: "Step 4 of onboarding, after publishing the records: verified when MX, SPF and DKIM all \
+                      match; otherwise failureReason says which record missed. transient true means a lookup \
+                      did not finish and nothing changed.",
+        errors: &[DOMAIN_ID_REQUIRED, DOMAIN_INVALID, SETUP_INCOMPLETE, NOT_FOUND],
+        io: io!(
+            domains::verify_domain,
+            domains::DomainIdInput,
+            domains::VerifyDomainOutput
+        ),
+    },
+    Operation {
+        id: "listDomains",
+        rest: get("/listDomains"),
+        tool: tool("list_domains", Hints::READ),
+        family: Domains,
+        access: Customer,
+        summary: "The account's domains, each with its mailboxes",
+        description: "Each domain with its status and records, and its mailboxes with mode, forwardTo, \
+                      delivery plan and mtaApplied (true once live on the mail server). Operators may pass uid \
+                      to read another account.",
+        errors: &[SETUP_INCOMPLETE],
+        io: io!(
+            mailboxes::list_domains,
+            mailboxes::ListDomainsInput,
+            mailboxes::DomainList
+        ),
+    },
+    Operation {
+        id: "operatorRemoveDomain",
+        rest: post("/operatorRemoveDomain"),
+        tool: tool("operator_remove_domain", Hints::DESTROY),
+        family: Domains,
+        access: Operator,
+        summary: "Remove a customer's domain and delete its stored mail",
+        description: "Operators only. uid or ownerEmail, domainId, and confirm (the domain name, required when \
+                      the domain has mailboxes). Marks the domain and its mailboxes removed, permanently deletes \
+                      their stored mail, and releases the claim. The service domain is refused (system_domain).",
+        errors: &[
+            REMOVE_OWNER_REQUIRED,
+            REMOVE_OWNER_MISMATCH,
+            OWNER_EMAIL_INVALID,
+            DOMAIN_ID_REQUIRED,
+            DOMAIN_INVALID,
+            CONFIRM_REQUIRED,
+            NOT_FOUND,
+            SYSTEM_DOMAIN,
+            PROTECTED_DOMAIN,
+        ],
+        io: io!(
+            removal::operator_remove_domain,
+            removal::RemoveInput,
+            removal::RemoveOutput
+        ),
+    },
+    // ---------------------------------------------------------------- mailboxes
+    Operation {
+        id: "addMailbox",
+        rest: post("/addMailbox"),
+        tool: tool("add_mailbox", Hints::CREATE),
+        family: Mailboxes,
+        access: Customer,
+        summary: "Create a mailbox on the verified domain",
+        description: "Step 5 of onboarding. mode hosted (stored; IMAP), forward (relay only; forwardTo required) \
+                      or both; at most 5 forwardTo targets, no loops, no self-forward. Live on the mail server \
+                      within about a minute (mtaApplied). Takes a standard key or a signed-in person, not the \
+                      agent key. Free.",
+        errors: &[
+            DOMAIN_ID_REQUIRED,
+            DOMAIN_INVALID,
+            LOCAL_PART_REQUIRED,
+            MAILBOX_ADDRESS_INVALID,
+            MODE_INVALID,
+            FORWARD_TO_TYPE,
+            FORWARD_TO_REQUIRED,
+            FORWARD_TO_HOSTED,
+            FORWARD_TO_TOO_MANY,
+            FORWARD_ADDRESS_INVALID,
+            FORWARD_TO_SELF,
+            FORWARD_TO_SERVICE,
+            FORWARD_TO_MISSING,
+            FORWARDING_LOOP,
+            HOSTED_ONLY,
+            SETUP_INCOMPLETE,
+            NOT_FOUND,
+            DOMAIN_NOT_VERIFIED,
+            MAILBOX_EXISTS,
+            FORWARDING_BUSY,
+        ],
+        io: io!(
+            mailboxes::add_mailbox,
+            mailboxes::MailboxInput,
+            mailboxes::MailboxOutput
+        ),
+    },
+    Operation {
+        id: "setMailboxMode",
+        rest: post("/setMailboxMode"),
+        tool: tool("set_mailbox_mode", Hints::SET),
+        family: Mailboxes,
+        access: Customer,
+        summary: "Change a mailbox's mode and forwarding",
+        description: "Same rules as add_mailbox. Stored mail is kept; forward removes the IMAP/SMTP login and \
+                      hosted or both restores it.",
+        errors: &[
+            DOMAIN_ID_REQUIRED,
+            DOMAIN_INVALID,
+            LOCAL_PART_REQUIRED,
+            MAILBOX_ADDRESS_INVALID,
+            MODE_INVALID,
+            FORWARD_TO_TYPE,
+            FORWARD_TO_REQUIRED,
+            FORWARD_TO_HOSTED,
+            FORWARD_TO_TOO_MANY,
+            FORWARD_ADDRESS_INVALID,
+            FORWARD_TO_SELF,
+            FORWARD_TO_SERVICE,
+            FORWARD_TO_MISSING,
+            FORWARDING_LOOP,
+            SETUP_INCOMPLETE,
+            NOT_FOUND,
+            PROTECTED_MODE,
+            FORWARDING_BUSY,
+        ],
+        io: io!(
+            mailboxes::set_mailbox_mode,
+            mailboxes::MailboxInput,
+            mailboxes::MailboxOutput
+        ),
+    },
+    Operation {
+        id: "deleteMailbox",
+        rest: post("/deleteMailbox"),
+        tool: tool("delete_mailbox", Hints::DESTROY),
+        family: Mailboxes,
+        access: Customer,
+        summary: "Delete a mailbox",
+        description: "address, or domain and localPart. Routing drops at the next sync; stored mail is kept \
+                      (maildir leave). Refused for a protected address and for the last active mailbox of a \
+                      verified domain.",
+        errors: &[
+            DELETE_TARGET_REQUIRED,
+            DELETE_TARGET_MISMATCH,
+            MAILBOX_ADDRESS_INVALID,
+            SETUP_INCOMPLETE,
+            NOT_FOUND,
+            PROTECTED_DELETE,
+            LAST_MAILBOX,
+        ],
+        io: io!(
+            mailboxes::delete_mailbox,
+            mailboxes::DeleteTarget,
+            mailboxes::DeleteOutput
+        ),
+    },
+    Operation {
+        id: "issueMailboxCredential",
+        rest: post("/issueMailboxCredential"),
+        tool: tool("issue_mailbox_credential", Hints::DESTROY.not_idempotent()),
+        family: Mailboxes,
+        access: Customer,
+        summary: "Issue or reset a mailbox's IMAP/SMTP app password",
+        description: "Returns the password once (only its SHA512-CRYPT hash is kept) with the IMAP and SMTP \
+                      settings; a new call replaces the old password. Refused for forward-only mailboxes.",
+        errors: &[
+            ADDRESS_REQUIRED,
+            MAILBOX_ADDRESS_INVALID,
+            SETUP_INCOMPLETE,
+            NOT_FOUND,
+            FORWARD_ONLY_NO_LOGIN,
+        ],
+        io: io!(
+            mailboxes::issue_credential,
+            mailboxes::CredentialInput,
+            mailboxes::CredentialOutput
+        ),
+    },
+    // --------------------------------------------------------------------- send
+    Operation {
+        id: "sendMail",
+        rest: post_large("/sendMail"),
+        tool: Some(Tool {
+            name: "send_mail",
+            hints: Hints::CREATE.open_world(),
+            omit: &["attachments"],
+        }),
+        family: Send,
+        access: Mail,
+        summary: "Send a plain-text email",
+        description: "to (at most 5), subject, text (at most 100KB); from must be a hosted mailbox on your \
+                      verified domain (optional with exactly one; the agent key sends as noreply@ the service \
+                      domain). inReplyTo/references thread it onto a stored conversation. Costs 1 credit for \
+                      keys; 5 per minute and 50 per UTC day. Attachments are REST only.",
+        errors: &[
+            SENDING_PAUSED,
+            AGENT_KEY_DISABLED,
+            RATE_LIMITED,
+            SEND_REQUIRED,
+            TOO_MANY_RECIPIENTS,
+            TEXT_TOO_LARGE,
+            CHOOSE_FROM,
+            TO_TYPE,
+            TO_ITEMS,
+            RECIPIENT_INVALID,
+            SUBJECT_INVALID,
+            FROM_INVALID,
+            FROM_NOT_ALLOWED,
+            IN_REPLY_TO_INVALID,
+            REFERENCES_INVALID,
+            REFERENCES_TYPE,
+            REFERENCES_TOO_MANY,
+            ATTACHMENTS_TYPE,
+            TOO_MANY_ATTACHMENTS,
+            ATTACHMENTS_TOO_LARGE,
+            ATTACHMENT_INVALID,
+            TOOL_NO_ATTACHMENTS,
+            MESSAGE_NOT_BUILT,
+            NO_HOSTED_MAILBOX,
+            INSUFFICIENT_CREDITS,
+            SEND_FAILED,
+            NO_OUTBOUND_HOST,
+        ],
+        io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
     },
 ];

@@ -109,6 +109,16 @@ pub const fn post(path: &'static str) -> Option<Rest> {
     })
 }
 
+/// A POST whose body may carry attachments.
+pub const fn post_large(path: &'static str) -> Option<Rest> {
+    Some(Rest {
+        method: Method::POST,
+        path,
+        source: Source::Body,
+        max_body: SEND_BODY,
+    })
+}
+
 pub const fn delete(path: &'static str) -> Option<Rest> {
     Some(Rest {
         method: Method::DELETE,
@@ -242,6 +252,16 @@ pub fn encode(output: &impl Serialize) -> Result<Value, ApiError> {
 }
 
 impl Operation {
+    /// Runs the operation for an admitted caller: the one path REST and MCP
+    /// share. A customer route's account must have its setup complete before
+    /// its input is even read (403 before 400, as the route matrix says).
+    pub async fn execute(&self, call: &Call<'_>, fields: Result<Fields, ApiError>) -> Result<Value, ApiError> {
+        if self.access == Access::Customer {
+            call.account().await?;
+        }
+        (self.io.run)(call, fields).await
+    }
+
     pub fn by_tool(name: &str) -> Option<&'static Operation> {
         CATALOGUE
             .iter()

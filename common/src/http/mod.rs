@@ -4,9 +4,7 @@
 //! under `/api`; every verb of a known path reaches us (405, OPTIONS 204).
 
 pub mod extract;
-mod handlers;
 mod rest;
-pub mod routes;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,12 +14,12 @@ use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 pub use crate::api::Family;
 use crate::api::{CATALOGUE, Operation};
-use crate::auth::{Access, Presented};
+use crate::auth::Access;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 
@@ -55,19 +53,13 @@ pub fn routes() -> Vec<Route> {
             access: op.access,
         })
     });
-    let legacy = routes::LEGACY.iter().map(|r| Route {
-        method: r.method.clone(),
-        path: r.path,
-        family: r.family,
-        access: r.access,
-    });
     let described = DESCRIBED.iter().map(|(method, path, access)| Route {
         method: method.clone(),
         path,
         family: Family::Mcp,
         access: *access,
     });
-    catalogued.chain(legacy).chain(described).collect()
+    catalogued.chain(described).collect()
 }
 
 /// The route for a method and a path (with or without the `/api` prefix).
@@ -91,9 +83,6 @@ pub fn router(ctx: AppState, families: &[Family]) -> Router {
             add(rest.path, endpoint(op, &rest.method));
         }
     }
-    for route in routes::LEGACY.iter().filter(|r| families.contains(&r.family)) {
-        add(route.path, handlers::endpoint(route));
-    }
     if families.contains(&Family::Mcp) {
         add("/mcp", crate::mcp::endpoint());
         add("/docs", axum::routing::get(crate::openapi::legacy_page));
@@ -108,7 +97,6 @@ pub fn router(ctx: AppState, families: &[Family]) -> Router {
     }
     router
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(ctx.clone(), authorize_legacy))
         .layer(middleware::from_fn(log_request))
         .with_state(ctx)
 }
@@ -121,21 +109,6 @@ fn endpoint(op: &'static Operation, method: &Method) -> MethodRouter<AppState> {
     on(filter, move |State(ctx): State<AppState>, req: Request| {
         rest::serve(op, ctx, req)
     })
-}
-
-/// Authenticates and admits the caller of a legacy route by its access rule,
-/// before the handler runs.
-async fn authorize_legacy(State(ctx): State<AppState>, mut req: Request, next: Next) -> Response {
-    let Some(route) = routes::find(req.method(), req.uri().path()) else {
-        return next.run(req).await;
-    };
-    match crate::auth::admit(&ctx, route.access, &Presented::from_headers(req.headers())).await {
-        Ok(auth) => {
-            req.extensions_mut().insert(auth);
-            next.run(req).await
-        }
-        Err(e) => e.into_response(),
-    }
 }
 
 /// One structured line per request: route, status, latency. Never a header,

@@ -43,13 +43,8 @@ pub(super) async fn serve(op: &'static Operation, ctx: AppState, req: Request) -
         }
     };
     let ip = client_ip(&parts);
-    let call = Call {
-        ctx: &ctx,
-        caller: &auth.caller,
-        via: auth.via,
-        ip: &ip,
-    };
-    match (op.io.run)(&call, fields).await {
+    let call = Call::new(&ctx, &auth.caller, auth.via, &ip);
+    match op.execute(&call, fields).await {
         Ok(output) => Json(output).into_response(),
         Err(e) => e.into_response(),
     }

@@ -5,7 +5,7 @@ use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::Value;
 
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
 
 pub const MAX_COUNT: usize = 3;
 pub const MAX_EACH: usize = 2 * 1024 * 1024;
@@ -133,10 +133,10 @@ pub fn parse(value: Option<&Value>) -> Result<Vec<Attachment>, ApiError> {
     let list = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
-        Some(_) => return Err(ApiError::bad_request("attachments must be an array")),
+        Some(_) => return Err(error::ATTACHMENTS_TYPE.into()),
     };
     if list.len() > MAX_COUNT {
-        return Err(ApiError::bad_request("Max 3 attachments per request"));
+        return Err(error::TOO_MANY_ATTACHMENTS.into());
     }
     let mut out = Vec::new();
     let mut total = 0;
@@ -145,7 +145,7 @@ pub fn parse(value: Option<&Value>) -> Result<Vec<Attachment>, ApiError> {
         let attachment = parse_one(n, entry)?;
         total += attachment.bytes.len();
         if total > MAX_TOTAL {
-            return Err(ApiError::bad_request("Attachments too large (max 4MB total)"));
+            return Err(error::ATTACHMENTS_TOO_LARGE.into());
         }
         out.push(attachment);
     }
@@ -153,7 +153,7 @@ pub fn parse(value: Option<&Value>) -> Result<Vec<Attachment>, ApiError> {
 }
 
 fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
-    let bad = |msg: String| ApiError::bad_request(msg);
+    let bad = |msg: String| error::ATTACHMENT_INVALID.with(msg);
     let obj = entry
         .as_object()
         .ok_or_else(|| bad(format!("Attachment {n} must be an object")))?;

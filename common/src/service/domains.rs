@@ -5,17 +5,19 @@
 //! {name} the account's one domain; `CLAIM#<name>/C` {uid} the account holding a
 //! hostname; `DOMAINS/<name>` {uid} every live domain (the export walks it).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Call;
 use super::accounts::{Account, OPS_UID};
 use super::dkim;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::dns::Lookup;
-use crate::error::ApiError;
-use crate::store::{Cond, Key, Query, StoreError, StoreResult, Update, Write, item, record};
-use crate::validate;
+use crate::error::{self, ApiError};
+use crate::store::{Cond, Key, Query, StoreError, StoreExt, StoreResult, Update, Write, item, record};
+use crate::validate::{self, Fields, Input};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -25,7 +27,8 @@ pub enum DomainStatus {
     Removed,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Which DNS checks passed (DMARC is reported, never required).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Checks {
     pub mx: bool,
     pub spf: bool,
@@ -63,17 +66,17 @@ pub fn domain_key(uid: &str, name: &str) -> Key {
     Key::new(format!("ACCT#{uid}"), format!("DOMAIN#{name}"))
 }
 
-fn slot_key(uid: &str) -> Key {
+pub(super) fn slot_key(uid: &str) -> Key {
     Key::new(format!("ACCT#{uid}"), "SLOT#domain")
 }
 
-fn claim_key(name: &str) -> Key {
+pub(super) fn claim_key(name: &str) -> Key {
     Key::new(format!("CLAIM#{name}"), "C")
 }
 
 pub const REGISTRY_PK: &str = "DOMAINS";
 
-fn registry_key(name: &str) -> Key {
+pub(super) fn registry_key(name: &str) -> Key {
     Key::new(REGISTRY_PK, name)
 }
 
@@ -88,7 +91,7 @@ pub async fn claimant(ctx: &Context, name: &str) -> StoreResult<Option<String>> 
 }
 
 pub async fn get(ctx: &Context, uid: &str, name: &str) -> StoreResult<Option<Domain>> {
-    let found: Option<Domain> = ctx.store.get(&domain_key(uid, name)).await?.map(record).transpose()?;
+    let found: Option<Domain> = ctx.store.read(&domain_key(uid, name)).await?;
     Ok(found.filter(|d| d.status != DomainStatus::Removed))
 }
 
@@ -103,58 +106,148 @@ pub async fn of_account(ctx: &Context, uid: &str) -> StoreResult<Vec<Domain>> {
 
 /// A domain the caller's account owns, or 404.
 pub async fn owned(ctx: &Context, account: &Account, name: &str) -> Result<Domain, ApiError> {
-    get(ctx, &account.uid, name).await?.ok_or_else(ApiError::not_found)
+    Ok(get(ctx, &account.uid, name).await?.ok_or(error::NOT_FOUND)?)
 }
 
-/// Normalizes a hostname from a request, with the spec's 400 sentences.
-pub fn parse_name(ctx: &Context, raw: Option<String>) -> Result<String, ApiError> {
-    let raw = raw.ok_or_else(|| ApiError::bad_request("Enter a domain you own, such as example.com"))?;
-    let name = validate::hostname(&raw).ok_or_else(|| ApiError::bad_request("That domain name is not valid"))?;
+/// POST /addDomain.
+#[derive(Debug, JsonSchema)]
+pub struct AddDomainInput {
+    /// The hostname you own, such as example.com.
+    #[schemars(length(min = 1, max = 253))]
+    pub domain: String,
+}
+
+impl Input for AddDomainInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let raw = fields.str("domain")?.ok_or(error::DOMAIN_REQUIRED)?;
+        let domain = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
+        Ok(AddDomainInput { domain })
+    }
+}
+
+/// A domain named by `domainId` (or `domain`).
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainIdInput {
+    /// The domain's hostname.
+    #[schemars(length(min = 1, max = 253))]
+    pub domain_id: String,
+}
+
+impl Input for DomainIdInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let raw = fields.str("domainId")?.or(fields.str("domain")?);
+        let raw = raw.ok_or(error::DOMAIN_ID_REQUIRED)?;
+        let domain_id = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
+        Ok(DomainIdInput { domain_id })
+    }
+}
+
+/// The service domain and its subdomains are not customers' to add.
+fn refuse_product_domain(ctx: &Context, name: &str) -> Result<(), ApiError> {
     let service = ctx.config.service_domain.to_ascii_lowercase();
     if name == service || name.ends_with(&format!(".{service}")) {
-        return Err(ApiError::bad_request("product domain cannot be added"));
+        return Err(error::PRODUCT_DOMAIN.into());
     }
-    Ok(name)
+    Ok(())
 }
 
 // ------------------------------------------------------------------ instructions
 
-pub fn instructions(ctx: &Context, domain: &Domain) -> Value {
+/// One DNS record to publish.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DnsRecord {
+    /// MX or TXT.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub host: String,
+    /// Copy this value exactly.
+    pub value: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u16>,
+    /// mx, spf, dkim or dmarc.
+    pub purpose: &'static str,
+    /// DMARC is recommended, not required.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Instructions {
+    pub records: Vec<DnsRecord>,
+}
+
+pub fn instructions(ctx: &Context, domain: &Domain) -> Instructions {
     let name = &domain.name;
-    json!({
-        "records": [
-            { "type": "MX", "host": name, "value": ctx.config.mail_host, "priority": 10, "purpose": "mx" },
-            { "type": "TXT", "host": name, "value": spf_value(ctx), "purpose": "spf" },
-            { "type": "TXT", "host": format!("{}._domainkey.{name}", dkim::SELECTOR),
-              "value": dkim::record_value(&domain.dkim_public), "purpose": "dkim" },
-            { "type": "TXT", "host": format!("_dmarc.{name}"),
-              "value": format!("v=DMARC1; p=none; rua=mailto:dmarc@{}", ctx.config.service_domain),
-              "purpose": "dmarc", "optional": true },
-        ]
-    })
+    let record = |kind, host: String, value: String, purpose| DnsRecord {
+        kind,
+        host,
+        value,
+        priority: None,
+        purpose,
+        optional: None,
+    };
+    Instructions {
+        records: vec![
+            DnsRecord {
+                priority: Some(10),
+                ..record("MX", name.clone(), ctx.config.mail_host.clone(), "mx")
+            },
+            record("TXT", name.clone(), spf_value(ctx), "spf"),
+            record(
+                "TXT",
+                format!("{}._domainkey.{name}", dkim::SELECTOR),
+                dkim::record_value(&domain.dkim_public),
+                "dkim",
+            ),
+            DnsRecord {
+                optional: Some(true),
+                ..record(
+                    "TXT",
+                    format!("_dmarc.{name}"),
+                    format!("v=DMARC1; p=none; rua=mailto:dmarc@{}", ctx.config.service_domain),
+                    "dmarc",
+                )
+            },
+        ],
+    }
 }
 
 fn spf_value(ctx: &Context) -> String {
     format!("v=spf1 a:{} ~all", ctx.config.mail_host)
 }
 
-pub fn view(ctx: &Context, domain: &Domain) -> Value {
-    let mut out = json!({
-        "id": domain.name,
-        "name": domain.name,
-        "status": domain.status,
-        "dnsInstructions": instructions(ctx, domain),
-        "createdAt": domain.created_at,
-        "verifiedAt": domain.verified_at,
-        "checkedAt": domain.checked_at,
-    });
-    if let Some(reason) = &domain.failure_reason {
-        out["failureReason"] = json!(reason);
+/// A domain as the domain routes show it (spec 2.8).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainView {
+    /// The hostname; `id` and `name` are the same.
+    pub id: String,
+    pub name: String,
+    pub status: DomainStatus,
+    pub dns_instructions: Instructions,
+    pub created_at: String,
+    pub verified_at: Option<String>,
+    pub checked_at: Option<String>,
+    /// Why verification failed, naming the row that missed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checks: Option<Checks>,
+}
+
+pub fn view(ctx: &Context, domain: &Domain) -> DomainView {
+    DomainView {
+        id: domain.name.clone(),
+        name: domain.name.clone(),
+        status: domain.status,
+        dns_instructions: instructions(ctx, domain),
+        created_at: domain.created_at.clone(),
+        verified_at: domain.verified_at.clone(),
+        checked_at: domain.checked_at.clone(),
+        failure_reason: domain.failure_reason.clone(),
+        checks: domain.checks,
     }
-    if let Some(checks) = domain.checks {
-        out["checks"] = json!(checks);
-    }
-    out
 }
 
 // ---------------------------------------------------------------------- checks
@@ -275,24 +368,37 @@ async fn check_and_store(ctx: &Context, domain: &Domain) -> Result<Option<Domain
         .await
     {
         Ok(updated) => Ok(Some(record(updated)?)),
-        Err(StoreError::ConditionFailed) => Err(ApiError::not_found()),
+        Err(StoreError::ConditionFailed) => Err(error::NOT_FOUND.into()),
         Err(e) => Err(e.into()),
     }
 }
 
 // ----------------------------------------------------------------------- routes
 
-pub async fn add_domain(ctx: &Context, account: &Account, raw: Option<String>) -> Result<Value, ApiError> {
-    let name = parse_name(ctx, raw)?;
-    if let Some(existing) = existing_add(ctx, account, &name).await? {
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AddDomainOutput {
+    pub ok: bool,
+    /// False when the account already held this name (nothing changed).
+    pub created: bool,
+    pub verified: bool,
+    pub domain: DomainView,
+}
+
+/// Adds the account's one domain with a new DKIM key and checks its DNS at once.
+pub async fn add_domain(call: &Call<'_>, input: AddDomainInput) -> Result<AddDomainOutput, ApiError> {
+    let ctx = call.ctx;
+    let account = call.account().await?;
+    let name = input.domain;
+    refuse_product_domain(ctx, &name)?;
+    if let Some(existing) = existing_add(ctx, &account, &name).await? {
         return Ok(existing);
     }
-    let key = dkim::generate().map_err(|e| ApiError::internal(e.to_string()))?;
+    let key = dkim::generate().map_err(ApiError::internal)?;
     let secret_name = dkim_secret_name(&name);
     ctx.secrets
         .put(&secret_name, &key.private_pem)
         .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+        .map_err(ApiError::internal)?;
     let now = iso(ctx.clock.now());
     let domain = Domain {
         name: name.clone(),
@@ -331,219 +437,130 @@ pub async fn add_domain(ctx: &Context, account: &Account, raw: Option<String>) -
         Err(StoreError::ConditionFailed) => {
             // Lost a race: the key we made is not used.
             let _ = ctx.secrets.delete(&secret_name).await;
-            return match existing_add(ctx, account, &name).await? {
+            return match existing_add(ctx, &account, &name).await? {
                 Some(existing) => Ok(existing),
-                None => Err(ApiError::internal("The domain changed while adding it; try again")),
+                None => Err(error::DOMAIN_CHANGED.into()),
             };
         }
         Err(e) => return Err(e.into()),
     }
     let checked = check_and_store(ctx, &domain).await?.unwrap_or(domain);
-    Ok(json!({
-        "ok": true,
-        "created": true,
-        "verified": checked.status == DomainStatus::Verified,
-        "domain": view(ctx, &checked),
-    }))
+    Ok(AddDomainOutput {
+        ok: true,
+        created: true,
+        verified: checked.status == DomainStatus::Verified,
+        domain: view(ctx, &checked),
+    })
 }
 
 /// What an add answers when the account or the name is already taken: 200
 /// `created: false` for the account's own domain, 409 otherwise; `None` when free.
-async fn existing_add(ctx: &Context, account: &Account, name: &str) -> Result<Option<Value>, ApiError> {
+async fn existing_add(ctx: &Context, account: &Account, name: &str) -> Result<Option<AddDomainOutput>, ApiError> {
     if let Some(slot) = ctx.store.get(&slot_key(&account.uid)).await? {
         let held = slot.get("name").and_then(Value::as_str).unwrap_or_default();
         if held == name
             && let Some(domain) = get(ctx, &account.uid, name).await?
         {
-            return Ok(Some(json!({
-                "ok": true,
-                "created": false,
-                "verified": domain.status == DomainStatus::Verified,
-                "domain": view(ctx, &domain),
-            })));
+            return Ok(Some(AddDomainOutput {
+                ok: true,
+                created: false,
+                verified: domain.status == DomainStatus::Verified,
+                domain: view(ctx, &domain),
+            }));
         }
-        return Err(ApiError::conflict(
-            "This account already has a domain. Each account may hold one domain.",
-            "one_domain_per_account",
-        ));
+        return Err(error::ONE_DOMAIN_PER_ACCOUNT.into());
     }
     match claimant(ctx, name).await? {
-        Some(_) => Err(ApiError::conflict(
-            "That domain is already claimed by another account.",
-            "domain_claimed",
-        )),
+        Some(_) => Err(error::DOMAIN_CLAIMED.into()),
         None => Ok(None),
     }
 }
 
-pub async fn verify_domain(ctx: &Context, account: &Account, name: &str) -> Result<Value, ApiError> {
-    let domain = owned(ctx, account, name).await?;
-    match check_and_store(ctx, &domain).await? {
-        None => Ok(json!({
-            "ok": true,
-            "created": false,
-            "verified": domain.status == DomainStatus::Verified,
-            "transient": true,
-            "domain": { "id": domain.name, "status": domain.status },
-            "checks": domain.checks,
-            "message": "A DNS lookup did not finish; nothing changed. Try again shortly.",
-        })),
-        Some(checked) => {
-            let mut out = json!({
-                "ok": true,
-                "created": false,
-                "verified": checked.status == DomainStatus::Verified,
-                "transient": false,
-                "domain": { "id": checked.name, "status": checked.status },
-                "checks": checked.checks,
-            });
-            if let Some(reason) = &checked.failure_reason {
-                out["domain"]["failureReason"] = json!(reason);
-                out["failureReason"] = json!(reason);
-            }
-            Ok(out)
-        }
-    }
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainState {
+    pub id: String,
+    pub status: DomainStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
 }
 
-pub async fn dns_instructions(ctx: &Context, account: &Account, name: &str) -> Result<Value, ApiError> {
-    let domain = owned(ctx, account, name).await?;
-    Ok(json!({
-        "ok": true,
-        "domain": view(ctx, &domain),
-        "status": domain.status,
-        "instructions": instructions(ctx, &domain),
-    }))
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyDomainOutput {
+    pub ok: bool,
+    pub created: bool,
+    pub verified: bool,
+    /// A lookup did not finish: nothing changed; try again shortly.
+    pub transient: bool,
+    pub domain: DomainState,
+    pub checks: Option<Checks>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'static str>,
 }
 
-pub async fn list_domains(ctx: &Context, uid: &str) -> Result<Value, ApiError> {
-    let mut rows = Vec::new();
-    for domain in of_account(ctx, uid).await? {
-        let mailboxes = super::mailboxes::of_domain(ctx, &domain.name).await?;
-        let mut row = view(ctx, &domain);
-        row["mailboxes"] = json!(mailboxes.iter().map(super::mailboxes::view).collect::<Vec<_>>());
-        rows.push(row);
-    }
-    Ok(json!({ "ok": true, "domains": rows }))
-}
-
-// --------------------------------------------------------- operator removal
-
-pub struct RemoveInput {
-    pub uid: Option<String>,
-    pub owner_email: Option<String>,
-    pub domain: Option<String>,
-    pub confirm: Option<String>,
-}
-
-pub async fn operator_remove_domain(ctx: &Context, actor: &str, input: RemoveInput) -> Result<Value, ApiError> {
-    if input.uid.is_none() && input.owner_email.is_none() {
-        return Err(ApiError::bad_request("uid or ownerEmail is required"));
-    }
-    let raw = input
-        .domain
-        .ok_or_else(|| ApiError::bad_request("domainId is required"))?;
-    let name = validate::hostname(&raw).ok_or_else(|| ApiError::bad_request("That domain name is not valid"))?;
-    if name == ctx.config.service_domain.to_ascii_lowercase() {
-        return Err(ApiError::conflict(
-            "The service domain cannot be removed.",
-            "system_domain",
-        ));
-    }
-    let by_email = match &input.owner_email {
-        Some(email) => {
-            let email = validate::email(email).ok_or_else(|| ApiError::bad_request("ownerEmail is not valid"))?;
-            Some(
-                super::accounts::by_email(ctx, &email)
-                    .await?
-                    .map(|a| a.uid)
-                    .ok_or_else(ApiError::not_found)?,
-            )
-        }
-        None => None,
-    };
-    let uid = match (&input.uid, by_email) {
-        (Some(uid), Some(found)) if *uid != found => {
-            return Err(ApiError::bad_request("uid and ownerEmail name different accounts"));
-        }
-        (Some(uid), _) => uid.clone(),
-        (None, Some(found)) => found,
-        (None, None) => unreachable!("checked above"),
-    };
-    let owner_missing = super::accounts::get(ctx, &uid).await?.is_none();
-    let domain = get(ctx, &uid, &name).await?.ok_or_else(ApiError::not_found)?;
-    let mailboxes = super::mailboxes::of_domain_all(ctx, &name).await?;
-    if domain.protected || mailboxes.iter().any(|m| m.protected) {
-        return Err(ApiError::conflict(
-            "That domain holds a protected address and cannot be removed.",
-            "protected",
-        ));
-    }
-    let live: Vec<_> = mailboxes.iter().filter(|m| m.is_active()).collect();
-    if !live.is_empty() && input.confirm.as_deref().map(str::to_ascii_lowercase) != Some(name.clone()) {
-        return Err(ApiError::bad_request(format!(
-            "confirm must equal {name} to remove a domain with mailboxes"
-        )));
-    }
-    let now = iso(ctx.clock.now());
-    // Mailboxes first: each becomes a removal the export will carry.
-    for mailbox in &live {
-        super::mailboxes::mark_removed(ctx, mailbox).await?;
-    }
-    for mailbox in &mailboxes {
-        super::mail_store::purge_mailbox(ctx, &mailbox.address).await?;
-    }
-    let mut writes = vec![
-        Write::Update {
-            key: domain_key(&uid, &name),
-            update: Update::new()
-                .set("status", "removed")
-                .set("removedAt", now.clone())
-                .set("activeMailboxes", 0),
-            cond: Some(Cond::Exists),
+/// Checks the domain's MX, SPF and DKIM records again.
+pub async fn verify_domain(call: &Call<'_>, input: DomainIdInput) -> Result<VerifyDomainOutput, ApiError> {
+    let ctx = call.ctx;
+    let account = call.account().await?;
+    let domain = owned(ctx, &account, &input.domain_id).await?;
+    Ok(match check_and_store(ctx, &domain).await? {
+        None => VerifyDomainOutput {
+            ok: true,
+            created: false,
+            verified: domain.status == DomainStatus::Verified,
+            transient: true,
+            domain: DomainState {
+                id: domain.name,
+                status: domain.status,
+                failure_reason: None,
+            },
+            checks: domain.checks,
+            failure_reason: None,
+            message: Some("A DNS lookup did not finish; nothing changed. Try again shortly."),
         },
-        Write::Delete {
-            key: registry_key(&name),
-            cond: None,
+        Some(checked) => VerifyDomainOutput {
+            ok: true,
+            created: false,
+            verified: checked.status == DomainStatus::Verified,
+            transient: false,
+            domain: DomainState {
+                id: checked.name,
+                status: checked.status,
+                failure_reason: checked.failure_reason.clone(),
+            },
+            checks: checked.checks,
+            failure_reason: checked.failure_reason,
+            message: None,
         },
-    ];
-    let slot = ctx.store.get(&slot_key(&uid)).await?;
-    if slot
-        .and_then(|s| s.get("name").and_then(Value::as_str).map(String::from))
-        .as_deref()
-        == Some(name.as_str())
-    {
-        writes.push(Write::Delete {
-            key: slot_key(&uid),
-            cond: Some(Cond::eq("name", name.clone())),
-        });
-    }
-    ctx.store.transact(writes).await?;
-    // The claim goes only while it still names this account.
-    let released = match ctx
-        .store
-        .delete(&claim_key(&name), Some(Cond::eq("uid", uid.clone())))
-        .await
-    {
-        Ok(_) => true,
-        Err(StoreError::ConditionFailed) => false,
-        Err(e) => return Err(e.into()),
-    };
-    let _ = ctx.secrets.delete(&domain.dkim_secret).await;
-    let details = json!({ "uid": uid, "domain": name, "mailboxes": live.len(), "ownerMissing": owner_missing, "claimReleased": released });
-    super::audit::record(ctx, "domain.remove", actor, details).await?;
-    Ok(json!({
-        "ok": true,
-        "domain": { "id": name, "status": "removed" },
-        "mailboxesRemoved": live.len(),
-        "claimReleased": released,
-        "ownerMissing": owner_missing,
-        "maildir": "leave",
-    }))
+    })
 }
 
-/// The service domain and its protected mailboxes exist from the start and
-/// belong to the operators.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DnsInstructionsOutput {
+    pub ok: bool,
+    pub domain: DomainView,
+    pub status: DomainStatus,
+    pub instructions: Instructions,
+}
+
+/// The records to publish for a domain of the caller's account.
+pub async fn dns_instructions(call: &Call<'_>, input: DomainIdInput) -> Result<DnsInstructionsOutput, ApiError> {
+    let ctx = call.ctx;
+    let account = call.account().await?;
+    let domain = owned(ctx, &account, &input.domain_id).await?;
+    Ok(DnsInstructionsOutput {
+        ok: true,
+        status: domain.status,
+        instructions: instructions(ctx, &domain),
+        domain: view(ctx, &domain),
+    })
+}
+
+/// The service domain exists from the start and belongs to the operators; it
+/// is their account's one domain.
 pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
     let name = ctx.config.service_domain.to_ascii_lowercase();
     if ctx.store.get(&domain_key(OPS_UID, &name)).await?.is_none() {
@@ -584,8 +601,10 @@ pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
             Err(e) => return Err(e.into()),
         }
     }
-    for local in &ctx.config.protected_local_parts {
-        super::mailboxes::ensure_protected(ctx, &name, local).await?;
-    }
+    // The operators' one-domain slot: an operator acting for their account
+    // cannot add a second domain (spec 1.6).
+    ctx.store
+        .put(item(&slot_key(OPS_UID), &json!({ "name": name })), None)
+        .await?;
     Ok(())
 }

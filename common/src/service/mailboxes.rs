@@ -5,16 +5,19 @@
 //! tombstone so the mail-server export can carry its removal); `SEQ#mailbox/S`
 //! the change counter whose values mark each change for the export.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Call;
 use super::accounts::Account;
 use super::domains::{self, DomainStatus};
+use crate::api::OneOrMany;
 use crate::clock::iso;
 use crate::context::Context;
-use crate::error::ApiError;
-use crate::store::{Cond, Key, Query, StoreError, StoreResult, Update, Write, item, record};
-use crate::validate::{self, Fields};
+use crate::error::{self, ApiError};
+use crate::store::{Cond, Key, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
+use crate::validate::{self, Fields, Input};
 
 pub const MAX_FORWARD: usize = 5;
 
@@ -32,7 +35,7 @@ impl Mode {
             Some("hosted") => Ok(Mode::Hosted),
             Some("forward") => Ok(Mode::Forward),
             Some("both") => Ok(Mode::Both),
-            _ => Err(ApiError::bad_request("mode must be hosted, forward, or both")),
+            _ => Err(error::MODE_INVALID.into()),
         }
     }
     /// Stored mail and an IMAP/SMTP login.
@@ -41,7 +44,7 @@ impl Mode {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MailboxStatus {
     Active,
@@ -137,46 +140,86 @@ fn seq_key() -> Key {
     Key::new("SEQ#mailbox", "S")
 }
 
-/// The delivery plan of 2.7.
-pub fn delivery(m: &Mailbox) -> Value {
-    if !m.is_active() {
-        return json!({ "vmailbox": false, "virtualAlias": null });
-    }
-    let alias = |targets: Vec<String>| json!({ "address": m.address, "targets": targets });
-    match m.mode {
-        Mode::Hosted => json!({ "vmailbox": true, "virtualAlias": null }),
-        Mode::Forward => json!({ "vmailbox": false, "virtualAlias": alias(m.forward_to.clone()) }),
-        Mode::Both => {
+/// Where mail to an address goes (spec 2.7).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// Stored in the mailbox (hosted and both).
+    pub vmailbox: bool,
+    /// Relayed (forward and both); null otherwise.
+    pub virtual_alias: Option<Alias>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Alias {
+    pub address: String,
+    /// For `both`, the mailbox's own address first.
+    pub targets: Vec<String>,
+}
+
+/// The delivery plan of 2.7; a removed mailbox's is the removal plan.
+pub fn delivery(m: &Mailbox) -> Delivery {
+    let alias = |targets: Vec<String>| {
+        Some(Alias {
+            address: m.address.clone(),
+            targets,
+        })
+    };
+    let (vmailbox, virtual_alias) = match (m.is_active(), m.mode) {
+        (false, _) => (false, None),
+        (true, Mode::Hosted) => (true, None),
+        (true, Mode::Forward) => (false, alias(m.forward_to.clone())),
+        (true, Mode::Both) => {
             let mut targets = vec![m.address.clone()];
             targets.extend(m.forward_to.iter().cloned());
-            json!({ "vmailbox": true, "virtualAlias": alias(targets) })
+            (true, alias(targets))
         }
+    };
+    Delivery {
+        vmailbox,
+        virtual_alias,
     }
 }
 
-pub fn view(m: &Mailbox) -> Value {
-    json!({
-        "id": m.address,
-        "address": m.address,
-        "domainId": m.domain_id,
-        "localPart": m.local_part,
-        "mode": m.mode,
-        "forwardTo": m.forward_to,
-        "status": m.status,
-        "protected": m.protected,
-        "delivery": delivery(m),
-        "hasCredential": m.password_hash.is_some() && m.mode.stores(),
-        "mtaApplied": m.mta_applied,
-        "mtaAppliedAt": m.mta_applied_at,
-    })
+/// A mailbox as the routes show it (spec 2.7).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MailboxView {
+    pub id: String,
+    pub address: String,
+    pub domain_id: String,
+    pub local_part: String,
+    pub mode: Mode,
+    pub forward_to: Vec<String>,
+    pub status: MailboxStatus,
+    pub protected: bool,
+    pub delivery: Delivery,
+    /// An IMAP/SMTP app password has been issued.
+    pub has_credential: bool,
+    /// False until the mail server applied the latest change.
+    pub mta_applied: bool,
+    pub mta_applied_at: Option<String>,
+}
+
+pub fn view(m: &Mailbox) -> MailboxView {
+    MailboxView {
+        id: m.address.clone(),
+        address: m.address.clone(),
+        domain_id: m.domain_id.clone(),
+        local_part: m.local_part.clone(),
+        mode: m.mode,
+        forward_to: m.forward_to.clone(),
+        status: m.status,
+        protected: m.protected,
+        delivery: delivery(m),
+        has_credential: m.password_hash.is_some() && m.mode.stores(),
+        mta_applied: m.mta_applied,
+        mta_applied_at: m.mta_applied_at.clone(),
+    }
 }
 
 pub async fn get(ctx: &Context, domain: &str, local: &str) -> StoreResult<Option<Mailbox>> {
-    ctx.store
-        .get(&mailbox_key(domain, local))
-        .await?
-        .map(record)
-        .transpose()
+    ctx.store.read(&mailbox_key(domain, local)).await
 }
 
 pub async fn by_address(ctx: &Context, address: &str) -> StoreResult<Option<Mailbox>> {
@@ -188,18 +231,9 @@ pub async fn by_address(ctx: &Context, address: &str) -> StoreResult<Option<Mail
 
 /// Every mailbox record of a domain, tombstones included.
 pub async fn of_domain_all(ctx: &Context, domain: &str) -> StoreResult<Vec<Mailbox>> {
-    let mut out = Vec::new();
-    let mut query = Query::partition(format!("MBOX#{domain}")).limit(500);
-    loop {
-        let page = ctx.store.query(&query).await?;
-        for found in page.items {
-            out.push(record(found)?);
-        }
-        match page.next {
-            Some(next) => query = query.after(Some(next)),
-            None => return Ok(out),
-        }
-    }
+    ctx.store
+        .all_records(Query::partition(format!("MBOX#{domain}")).limit(500))
+        .await
 }
 
 pub async fn of_domain(ctx: &Context, domain: &str) -> StoreResult<Vec<Mailbox>> {
@@ -230,16 +264,13 @@ fn changed(update: Update, seq: i64, now: &str) -> Update {
 // ------------------------------------------------------------------ validation
 
 pub fn parse_local_part(raw: Option<String>) -> Result<String, ApiError> {
-    let local = raw
-        .map(|s| s.to_ascii_lowercase())
-        .ok_or_else(|| ApiError::bad_request("localPart is required"))?;
+    let local = raw.map(|s| s.to_ascii_lowercase()).ok_or(error::LOCAL_PART_REQUIRED)?;
     let ok = local.len() <= 64
         && !local.starts_with('.')
         && !local.ends_with('.')
         && !local.contains("..")
         && local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
-    ok.then_some(local)
-        .ok_or_else(|| ApiError::bad_request("That mailbox address is not valid"))
+    Ok(ok.then_some(local).ok_or(error::MAILBOX_ADDRESS_INVALID)?)
 }
 
 /// `forwardTo`: an array of addresses or a single string; lowercased, de-duplicated.
@@ -250,25 +281,28 @@ pub fn parse_forward_to(fields: &Fields) -> Result<Vec<String>, ApiError> {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(list)) => {
             if list.len() > 50 {
-                return Err(ApiError::bad_request("forwardTo may hold at most 5 addresses"));
+                return Err(error::FORWARD_TO_TOO_MANY.into());
             }
             list.iter()
                 .map(|v| v.as_str().map(String::from))
                 .collect::<Option<_>>()
-                .ok_or_else(|| ApiError::bad_request("forwardTo must be an array of addresses"))?
+                .ok_or(error::FORWARD_TO_TYPE)?
         }
-        Some(_) => return Err(ApiError::bad_request("forwardTo must be an array of addresses")),
+        Some(_) => return Err(error::FORWARD_TO_TYPE.into()),
     };
     let mut out: Vec<String> = Vec::new();
     for target in raw {
-        let address = validate::email(&target)
-            .ok_or_else(|| ApiError::bad_request(format!("Invalid forwarding address: {}", target.trim())))?;
+        let address = validate::email(&target).ok_or_else(|| {
+            // Cut, so the sentence stays short whatever was sent.
+            let shown: String = target.trim().chars().take(254).collect();
+            error::FORWARD_ADDRESS_INVALID.with(shown)
+        })?;
         if !out.contains(&address) {
             out.push(address);
         }
     }
     if out.len() > MAX_FORWARD {
-        return Err(ApiError::bad_request("forwardTo may hold at most 5 addresses"));
+        return Err(error::FORWARD_TO_TOO_MANY.into());
     }
     Ok(out)
 }
@@ -282,44 +316,42 @@ async fn check_targets(
     targets: &[String],
 ) -> Result<(), ApiError> {
     match (mode, targets.is_empty()) {
-        (Mode::Hosted, false) => return Err(ApiError::bad_request("forwardTo must be empty for a hosted mailbox")),
-        (Mode::Forward | Mode::Both, true) => {
-            return Err(ApiError::bad_request("forwardTo is required for forward and both"));
-        }
+        (Mode::Hosted, false) => return Err(error::FORWARD_TO_HOSTED.into()),
+        (Mode::Forward | Mode::Both, true) => return Err(error::FORWARD_TO_REQUIRED.into()),
         _ => {}
     }
     let service = ctx.config.service_domain.to_ascii_lowercase();
     for target in targets {
         if target == address {
-            return Err(ApiError::bad_request("A mailbox cannot forward to itself"));
+            return Err(error::FORWARD_TO_SELF.into());
         }
         let target_domain = validate::email_domain(target);
         if target_domain == service || target_domain.ends_with(&format!(".{service}")) {
-            return Err(ApiError::bad_request(format!("Forwarding to {service} is not allowed")));
+            return Err(error::FORWARD_TO_SERVICE.with(&service));
         }
         if target_domain == domain && !by_address(ctx, target).await?.is_some_and(|m| m.is_active()) {
-            return Err(ApiError::bad_request(format!("{target} is not a mailbox on {domain}")));
+            return Err(error::FORWARD_TO_MISSING.with(format_args!("{target} is not a mailbox on {domain}")));
         }
     }
     if forwards_back(ctx, address, targets).await? {
-        return Err(ApiError::bad_request("That forwarding would create a forwarding loop"));
+        return Err(error::FORWARDING_LOOP.into());
     }
     Ok(())
 }
 
 /// Whether following forwards from `targets` through this service's mailboxes
-/// comes back to `address`.
+/// comes back to `address`. Each address is visited once, however long the
+/// chain: the walk ends because the set of mailboxes is finite.
 async fn forwards_back(ctx: &Context, address: &str, targets: &[String]) -> StoreResult<bool> {
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut queue: Vec<String> = targets.to_vec();
     while let Some(next) = queue.pop() {
         if next == address {
             return Ok(true);
         }
-        if seen.contains(&next) || seen.len() >= 200 {
+        if !seen.insert(next.clone()) {
             continue;
         }
-        seen.push(next.clone());
         if let Some(m) = by_address(ctx, &next).await?
             && m.is_active()
             && m.mode != Mode::Hosted
@@ -338,27 +370,38 @@ async fn managed_domain(
     operator: bool,
     raw: Option<String>,
 ) -> Result<domains::Domain, ApiError> {
-    let raw = raw.ok_or_else(|| ApiError::bad_request("domainId is required"))?;
-    let name = validate::hostname(&raw).ok_or_else(|| ApiError::bad_request("That domain name is not valid"))?;
+    let raw = raw.ok_or(error::DOMAIN_ID_REQUIRED)?;
+    let name = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
     if operator && name == ctx.config.service_domain.to_ascii_lowercase() {
-        return domains::get(ctx, super::accounts::OPS_UID, &name)
+        return Ok(domains::get(ctx, super::accounts::OPS_UID, &name)
             .await?
-            .ok_or_else(ApiError::not_found);
+            .ok_or(error::NOT_FOUND)?);
     }
     domains::owned(ctx, account, &name).await
 }
 
 // ----------------------------------------------------------------------- routes
 
+/// POST /addMailbox and /setMailboxMode.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct MailboxInput {
+    /// The domain's hostname (`domain` is accepted too).
+    #[serde(rename = "domainId")]
+    #[schemars(with = "String")]
     pub domain: Option<String>,
+    /// The part before the @ (or give `mailboxId`, the address).
+    #[schemars(with = "String", length(min = 1, max = 64))]
     pub local_part: Option<String>,
+    #[schemars(with = "Mode")]
     pub mode: Option<String>,
+    /// Required and non-empty for forward and both; empty for hosted; at most 5.
+    #[schemars(with = "OneOrMany")]
     pub forward_to: Vec<String>,
 }
 
-impl MailboxInput {
-    pub fn parse(fields: &Fields) -> Result<Self, ApiError> {
+impl Input for MailboxInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
         let mut local_part = fields.str("localPart")?;
         let mut domain = fields.str("domainId")?.or(fields.str("domain")?);
         // mailboxId names the mailbox by address.
@@ -382,24 +425,26 @@ impl MailboxInput {
     }
 }
 
-pub async fn add_mailbox(
-    ctx: &Context,
-    account: &Account,
-    operator: bool,
-    input: MailboxInput,
-) -> Result<Value, ApiError> {
-    let domain = managed_domain(ctx, account, operator, input.domain).await?;
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MailboxOutput {
+    pub ok: bool,
+    pub mailbox: MailboxView,
+}
+
+/// Adds a mailbox on the caller's verified domain (operators also on the
+/// service domain, hosted only).
+pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<MailboxOutput, ApiError> {
+    let ctx = call.ctx;
+    let account = call.account().await?;
+    let domain = managed_domain(ctx, &account, call.is_operator(), input.domain).await?;
     let local = parse_local_part(input.local_part)?;
     let mode = Mode::parse(input.mode.as_deref())?;
     if domain.protected && mode != Mode::Hosted {
-        return Err(ApiError::bad_request(format!(
-            "Only hosted mailboxes can be added on {}",
-            domain.name
-        )));
+        return Err(error::HOSTED_ONLY.with(&domain.name));
     }
     let address = format!("{local}@{}", domain.name);
     if domain.status != DomainStatus::Verified {
-        return Err(ApiError::new(409, "Verify the domain before adding mailboxes."));
+        return Err(error::DOMAIN_NOT_VERIFIED.into());
     }
     for _ in 0..ROUTING_ATTEMPTS {
         let routing = routing_version(ctx, mode).await?;
@@ -429,23 +474,28 @@ pub async fn add_mailbox(
         ];
         writes.extend(routing_guards(routing, &domain.name, &input.forward_to));
         match ctx.store.transact(writes).await {
-            Ok(()) => return Ok(json!({ "ok": true, "mailbox": view(&mailbox) })),
+            Ok(()) => {
+                return Ok(MailboxOutput {
+                    ok: true,
+                    mailbox: view(&mailbox),
+                });
+            }
             Err(StoreError::ConditionFailed) => {
                 if get(ctx, &domain.name, &local).await?.is_some_and(|m| m.is_active()) {
-                    return Err(ApiError::new(409, "That mailbox already exists on this domain."));
+                    return Err(error::MAILBOX_EXISTS.into());
                 }
                 if !domains::get(ctx, &domain.uid, &domain.name)
                     .await?
                     .is_some_and(|d| d.status == DomainStatus::Verified)
                 {
-                    return Err(ApiError::new(409, "Verify the domain before adding mailboxes."));
+                    return Err(error::DOMAIN_NOT_VERIFIED.into());
                 }
                 // Forwarding changed meanwhile: validate again against what is there now.
             }
             Err(e) => return Err(e.into()),
         }
     }
-    Err(ApiError::new(409, "Forwarding is changing; try again."))
+    Err(error::FORWARDING_BUSY.into())
 }
 
 /// How many times a forwarding change is validated again after losing a race.
@@ -508,20 +558,18 @@ async fn owned_mailbox(
     let local = parse_local_part(local)?;
     match get(ctx, &domain.name, &local).await? {
         Some(m) if m.is_active() && m.uid == domain.uid => Ok(m),
-        _ => Err(ApiError::not_found()),
+        _ => Err(error::NOT_FOUND.into()),
     }
 }
 
-pub async fn set_mailbox_mode(
-    ctx: &Context,
-    account: &Account,
-    operator: bool,
-    input: MailboxInput,
-) -> Result<Value, ApiError> {
+/// Changes a mailbox's mode and forwarding; stored mail is kept.
+pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<MailboxOutput, ApiError> {
+    let ctx = call.ctx;
+    let account = call.account().await?;
     let mode = Mode::parse(input.mode.as_deref())?;
-    let mailbox = owned_mailbox(ctx, account, operator, input.domain, input.local_part).await?;
+    let mailbox = owned_mailbox(ctx, &account, call.is_operator(), input.domain, input.local_part).await?;
     if mailbox.protected && mode != Mode::Hosted {
-        return Err(ApiError::new(409, "That address is protected; it stays hosted.").with_code("protected"));
+        return Err(error::PROTECTED_MODE.into());
     }
     for _ in 0..ROUTING_ATTEMPTS {
         let routing = routing_version(ctx, mode).await?;
@@ -543,25 +591,55 @@ pub async fn set_mailbox_mode(
             Ok(()) => {
                 let updated = get(ctx, &mailbox.domain_id, &mailbox.local_part)
                     .await?
-                    .ok_or_else(ApiError::not_found)?;
-                return Ok(json!({ "ok": true, "mailbox": view(&updated) }));
+                    .ok_or(error::NOT_FOUND)?;
+                return Ok(MailboxOutput {
+                    ok: true,
+                    mailbox: view(&updated),
+                });
             }
             Err(StoreError::ConditionFailed) => {
                 if !get(ctx, &mailbox.domain_id, &mailbox.local_part)
                     .await?
                     .is_some_and(|m| m.is_active())
                 {
-                    return Err(ApiError::not_found());
+                    return Err(error::NOT_FOUND.into());
                 }
             }
             Err(e) => return Err(e.into()),
         }
     }
-    Err(ApiError::new(409, "Forwarding is changing; try again."))
+    Err(error::FORWARDING_BUSY.into())
 }
 
-/// `{address}` or `{domain, localPart}` (`domainId`, `mailboxId` accepted).
-pub fn parse_delete_target(fields: &Fields) -> Result<(String, String), ApiError> {
+/// POST /deleteMailbox: `{address}` or `{domain, localPart}` (`domainId`,
+/// `mailboxId` accepted).
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteTarget {
+    #[schemars(email)]
+    pub address: Option<String>,
+    pub domain: Option<String>,
+    pub domain_id: Option<String>,
+    pub local_part: Option<String>,
+    pub mailbox_id: Option<String>,
+    #[schemars(skip)]
+    target: (String, String),
+}
+
+impl Input for DeleteTarget {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(DeleteTarget {
+            address: None,
+            domain: None,
+            domain_id: None,
+            local_part: None,
+            mailbox_id: None,
+            target: parse_delete_target(fields)?,
+        })
+    }
+}
+
+fn parse_delete_target(fields: &Fields) -> Result<(String, String), ApiError> {
     let address = fields
         .str("address")?
         .or(fields.str("mailboxId")?.filter(|m| m.contains('@')));
@@ -575,27 +653,33 @@ pub fn parse_delete_target(fields: &Fields) -> Result<(String, String), ApiError
     };
     let address = match (address, from_parts) {
         (Some(a), Some(p)) if !a.eq_ignore_ascii_case(&p) => {
-            return Err(ApiError::bad_request("address does not match domain and localPart"));
+            return Err(error::DELETE_TARGET_MISMATCH.into());
         }
         (Some(a), _) | (None, Some(a)) => a,
-        (None, None) => return Err(ApiError::bad_request("address, or domain and localPart, is required")),
+        (None, None) => return Err(error::DELETE_TARGET_REQUIRED.into()),
     };
-    let address =
-        validate::email(&address).ok_or_else(|| ApiError::bad_request("That mailbox address is not valid"))?;
+    let address = validate::email(&address).ok_or(error::MAILBOX_ADDRESS_INVALID)?;
     let (local, domain) = address.rsplit_once('@').expect("a valid email has an @");
     Ok((domain.to_string(), local.to_string()))
 }
 
-pub async fn delete_mailbox(
-    ctx: &Context,
-    account: &Account,
-    operator: bool,
-    target: (String, String),
-) -> Result<Value, ApiError> {
-    let (domain_name, local) = target;
-    let mailbox = owned_mailbox(ctx, account, operator, Some(domain_name), Some(local)).await?;
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeleteOutput {
+    pub ok: bool,
+    /// With the removal plan: vmailbox false, virtualAlias null.
+    pub mailbox: MailboxView,
+    /// Always `leave`: stored mail is kept.
+    pub maildir: &'static str,
+}
+
+/// Removes a mailbox (not a protected one, not a verified domain's last).
+pub async fn delete_mailbox(call: &Call<'_>, input: DeleteTarget) -> Result<DeleteOutput, ApiError> {
+    let ctx = call.ctx;
+    let account = call.account().await?;
+    let (domain_name, local) = input.target;
+    let mailbox = owned_mailbox(ctx, &account, call.is_operator(), Some(domain_name), Some(local)).await?;
     if mailbox.protected {
-        return Err(ApiError::new(409, "That address is protected and cannot be deleted.").with_code("protected"));
+        return Err(error::PROTECTED_DELETE.into());
     }
     let now = iso(ctx.clock.now());
     let seq = next_seq(ctx).await?;
@@ -623,23 +707,20 @@ pub async fn delete_mailbox(
         Ok(()) => {}
         Err(StoreError::ConditionFailed) => {
             return match get(ctx, &mailbox.domain_id, &mailbox.local_part).await? {
-                Some(m) if m.is_active() => Err(ApiError::new(
-                    409,
-                    format!(
-                        "This is the last mailbox on {}. Add another mailbox first, or contact support to remove the domain.",
-                        mailbox.domain_id
-                    ),
-                )
-                .with_code("last_mailbox")),
-                _ => Err(ApiError::not_found()),
+                Some(m) if m.is_active() => Err(error::LAST_MAILBOX.with(&mailbox.domain_id)),
+                _ => Err(error::NOT_FOUND.into()),
             };
         }
         Err(e) => return Err(e.into()),
     }
     let removed = get(ctx, &mailbox.domain_id, &mailbox.local_part)
         .await?
-        .ok_or_else(ApiError::not_found)?;
-    Ok(json!({ "ok": true, "mailbox": view(&removed), "maildir": "leave" }))
+        .ok_or(error::NOT_FOUND)?;
+    Ok(DeleteOutput {
+        ok: true,
+        mailbox: view(&removed),
+        maildir: "leave",
+    })
 }
 
 /// Marks a mailbox removed without the last-mailbox rule (operator domain removal).
@@ -657,20 +738,60 @@ pub async fn mark_removed(ctx: &Context, mailbox: &Mailbox) -> StoreResult<()> {
     Ok(())
 }
 
+/// POST /issueMailboxCredential.
+#[derive(Debug, JsonSchema)]
+pub struct CredentialInput {
+    /// The mailbox's address.
+    #[schemars(email)]
+    pub address: String,
+}
+
+impl Input for CredentialInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let address = fields.str("address")?.ok_or(error::ADDRESS_REQUIRED)?;
+        let address = validate::email(&address).ok_or(error::MAILBOX_ADDRESS_INVALID)?;
+        Ok(CredentialInput { address })
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+    /// tls or starttls.
+    pub security: &'static str,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialOutput {
+    pub ok: bool,
+    pub address: String,
+    pub username: String,
+    /// Shown once; only its SHA512-CRYPT hash is stored.
+    pub password: String,
+    pub imap: Endpoint,
+    pub smtp: Endpoint,
+    /// False until the mail server applies the next export.
+    pub mta_applied: bool,
+    pub message: &'static str,
+}
+
 /// Issues (or resets) the IMAP/SMTP app password: returned once, stored hashed.
-pub async fn issue_credential(
-    ctx: &Context,
-    account: &Account,
-    operator: bool,
-    address: Option<String>,
-) -> Result<Value, ApiError> {
-    let address = address.ok_or_else(|| ApiError::bad_request("address is required"))?;
-    let address =
-        validate::email(&address).ok_or_else(|| ApiError::bad_request("That mailbox address is not valid"))?;
-    let (local, domain) = address.rsplit_once('@').expect("a valid email has an @");
-    let mailbox = owned_mailbox(ctx, account, operator, Some(domain.into()), Some(local.into())).await?;
+pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result<CredentialOutput, ApiError> {
+    let ctx = call.ctx;
+    let account = call.account().await?;
+    let (local, domain) = input.address.rsplit_once('@').expect("a valid email has an @");
+    let mailbox = owned_mailbox(
+        ctx,
+        &account,
+        call.is_operator(),
+        Some(domain.into()),
+        Some(local.into()),
+    )
+    .await?;
     if !mailbox.mode.stores() {
-        return Err(ApiError::bad_request("Forward-only mailboxes have no IMAP/SMTP login"));
+        return Err(error::FORWARD_ONLY_NO_LOGIN.into());
     }
     let password = crate::auth::keys::new_password();
     let hash = crate::auth::keys::sha512_crypt(&password);
@@ -697,19 +818,24 @@ pub async fn issue_credential(
         .await
     {
         Ok(_) => {}
-        Err(StoreError::ConditionFailed) => return Err(ApiError::not_found()),
+        Err(StoreError::ConditionFailed) => return Err(error::NOT_FOUND.into()),
         Err(e) => return Err(e.into()),
     }
-    Ok(json!({
-        "ok": true,
-        "address": mailbox.address,
-        "username": mailbox.address,
-        "password": password,
-        "imap": { "host": ctx.config.mail_host, "port": 993, "security": "tls" },
-        "smtp": { "host": ctx.config.mail_host, "port": 587, "security": "starttls" },
-        "mtaApplied": false,
-        "message": "The password is shown once. It works once the mail server applies the next export.",
-    }))
+    let endpoint = |port, security| Endpoint {
+        host: ctx.config.mail_host.clone(),
+        port,
+        security,
+    };
+    Ok(CredentialOutput {
+        ok: true,
+        username: mailbox.address.clone(),
+        address: mailbox.address,
+        password,
+        imap: endpoint(993, "tls"),
+        smtp: endpoint(587, "starttls"),
+        mta_applied: false,
+        message: "The password is shown once. It works once the mail server applies the next export.",
+    })
 }
 
 /// A protected hosted mailbox on the service domain, created once.
@@ -746,4 +872,58 @@ pub async fn ensure_protected(ctx: &Context, domain: &str, local: &str) -> anyho
         Ok(()) | Err(StoreError::ConditionFailed) => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+// ------------------------------------------------------------ listDomains
+
+/// GET /listDomains: an operator may name another account's `uid`.
+#[derive(Debug, JsonSchema)]
+pub struct ListDomainsInput {
+    /// Operators only: read this account instead of their own.
+    pub uid: Option<String>,
+}
+
+impl Input for ListDomainsInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(ListDomainsInput {
+            uid: fields.str("uid")?,
+        })
+    }
+}
+
+/// A domain with its mailboxes.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DomainRow {
+    #[serde(flatten)]
+    pub domain: domains::DomainView,
+    pub mailboxes: Vec<MailboxView>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DomainList {
+    pub ok: bool,
+    pub domains: Vec<DomainRow>,
+}
+
+/// The account's domains, each with its active mailboxes.
+pub async fn list_domains(call: &Call<'_>, input: ListDomainsInput) -> Result<DomainList, ApiError> {
+    let ctx = call.ctx;
+    let account = call.account().await?;
+    // An operator may read another account; everyone else reads their own.
+    let uid = match input.uid {
+        Some(uid) if call.is_operator() => uid,
+        _ => account.uid,
+    };
+    let mut rows = Vec::new();
+    for domain in domains::of_account(ctx, &uid).await? {
+        let mailboxes = of_domain(ctx, &domain.name).await?;
+        rows.push(DomainRow {
+            domain: domains::view(ctx, &domain),
+            mailboxes: mailboxes.iter().map(view).collect(),
+        });
+    }
+    Ok(DomainList {
+        ok: true,
+        domains: rows,
+    })
 }

@@ -14,6 +14,7 @@ pub mod mail_store;
 pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;
+pub mod removal;
 pub mod send;
 
 use crate::auth::{Caller, IdentityUser, Via};
@@ -29,9 +30,21 @@ pub struct Call<'a> {
     pub via: Via,
     /// The client's address (API Gateway's `sourceIp`, or the socket peer).
     pub ip: &'a str,
+    /// The acting account, read once per call.
+    account: tokio::sync::OnceCell<accounts::Account>,
 }
 
-impl Call<'_> {
+impl<'a> Call<'a> {
+    pub fn new(ctx: &'a Context, caller: &'a Caller, via: Via, ip: &'a str) -> Self {
+        Call {
+            ctx,
+            caller,
+            via,
+            ip,
+            account: tokio::sync::OnceCell::new(),
+        }
+    }
+
     /// The operator making the call (the access rule already required one).
     pub fn operator(&self) -> Result<&IdentityUser, ApiError> {
         match self.caller {
@@ -46,6 +59,9 @@ impl Call<'_> {
 
     /// The account a customer route acts for, with its setup complete.
     pub async fn account(&self) -> Result<accounts::Account, ApiError> {
-        accounts::acting(self.ctx, self.caller).await
+        self.account
+            .get_or_try_init(|| accounts::acting(self.ctx, self.caller))
+            .await
+            .cloned()
     }
 }

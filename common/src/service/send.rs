@@ -7,107 +7,134 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 use super::accounts::{self, OPS_UID};
 use super::credits::{self, AGENT_BUCKET, SEND_PER_DAY, SEND_PER_MINUTE};
 use super::domains::{self, DomainStatus};
 use super::mail_store::{self, AttachmentMeta, Direction, StoredMessage};
-use super::{dkim, mailboxes};
+use super::{Call, dkim, mailboxes};
+use crate::api::OneOrMany;
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
 use crate::mail::attachments::{self, Attachment};
 use crate::mail::message::{self, Draft, Signer};
 use crate::ratelimit::{self, DAY, Limit, MINUTE};
-use crate::validate::{self, Fields};
+use crate::validate::{self, Fields, Input, Later, Origin};
 
 pub const MAX_RECIPIENTS: usize = 5;
 pub const MAX_TEXT_BYTES: usize = 100 * 1024;
-pub const REQUIRED: &str = "to, subject, and text are required";
-pub const NO_HOSTED_MAILBOX: &str = "Add a fully hosted mailbox on a verified domain before sending.";
+/// The most Message-IDs `references` may carry, however they are given.
+pub const MAX_REFERENCES: usize = 100;
 
-#[derive(Debug)]
+/// One file of a REST send (spec 2.1).
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct AttachmentUpload {
+    #[schemars(length(min = 1, max = 255))]
+    filename: String,
+    /// Standard base64, or a data URL; at most 2MB decoded.
+    content_base64: String,
+    /// Must agree with the bytes when given.
+    content_type: Option<String>,
+}
+
+/// The send request (spec 2.1).
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SendInput {
+    /// One address, a comma- or semicolon-separated string, or an array; at most 5.
+    #[schemars(with = "OneOrMany")]
     pub to: Vec<String>,
+    #[schemars(length(min = 1, max = 998))]
     pub subject: String,
+    /// Plain text, at most 100KB of UTF-8.
+    #[schemars(length(min = 1, max = 102400))]
     pub text: String,
+    /// A hosted mailbox on your verified domain; may be omitted when you have
+    /// exactly one. The agent key always sends as noreply@ the service domain.
+    #[schemars(email)]
     pub from: Option<String>,
+    /// A Message-ID: threads the send onto that stored conversation.
     pub in_reply_to: Option<String>,
+    /// Message-IDs, as a string or an array; at most 100.
+    #[schemars(with = "Option<OneOrMany>")]
     pub references: Vec<String>,
+    /// REST only: at most 3 files, 2MB each, 4MB together.
+    #[schemars(with = "Option<Vec<AttachmentUpload>>", length(max = 3))]
     pub attachments: Vec<Attachment>,
 }
 
-/// Parses and validates a send body. MCP passes `allow_attachments: false`.
-pub fn parse(fields: &Fields, allow_attachments: bool) -> Result<SendInput, ApiError> {
-    let to = parse_recipients(fields.get("to"))?;
-    let subject = match fields.get("subject") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        None | Some(Value::Null) | Some(Value::String(_)) => return Err(ApiError::bad_request(REQUIRED)),
-        Some(_) => return Err(ApiError::bad_request("subject must be a string")),
-    };
-    if subject.chars().any(|c| c.is_control()) || subject.chars().count() > 998 {
-        return Err(ApiError::bad_request(
-            "subject must be one line of at most 998 characters",
-        ));
-    }
-    let text = match fields.get("text") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        None | Some(Value::Null) | Some(Value::String(_)) => return Err(ApiError::bad_request(REQUIRED)),
-        Some(_) => return Err(ApiError::bad_request("text must be a string")),
-    };
-    if to.is_empty() {
-        return Err(ApiError::bad_request(REQUIRED));
-    }
-    if to.len() > MAX_RECIPIENTS {
-        return Err(ApiError::bad_request("Max 5 recipients per request"));
-    }
-    if text.len() > MAX_TEXT_BYTES {
-        return Err(ApiError::bad_request("Body too large (max 100KB)"));
-    }
-    let from = match fields.str("from")? {
-        Some(f) => Some(validate::email(&f).ok_or_else(|| ApiError::bad_request("from is not a valid email address"))?),
-        None => None,
-    };
-    let in_reply_to = match fields.str("inReplyTo")? {
-        Some(id) => Some(message_id(&id).ok_or_else(|| ApiError::bad_request("inReplyTo is not a valid Message-ID"))?),
-        None => None,
-    };
-    let references = match fields.get("references") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(s)) => split_ids(s)?,
-        Some(Value::Array(list)) if list.len() <= 100 => {
-            let mut ids = Vec::new();
-            for v in list {
-                let s = v
-                    .as_str()
-                    .ok_or_else(|| ApiError::bad_request("references must be Message-IDs"))?;
-                ids.extend(split_ids(s)?);
+impl Input for SendInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let to = parse_recipients(fields.get("to"))?;
+        let subject = match fields.get("subject") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            None | Some(Value::Null) | Some(Value::String(_)) => return Err(error::SEND_REQUIRED.into()),
+            Some(_) => return Err(error::FIELD_TYPE.with("subject must be a string")),
+        };
+        if subject.chars().any(|c| c.is_control()) || subject.chars().count() > 998 {
+            return Err(error::SUBJECT_INVALID.into());
+        }
+        let text = match fields.get("text") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            None | Some(Value::Null) | Some(Value::String(_)) => return Err(error::SEND_REQUIRED.into()),
+            Some(_) => return Err(error::FIELD_TYPE.with("text must be a string")),
+        };
+        if to.is_empty() {
+            return Err(error::SEND_REQUIRED.into());
+        }
+        if to.len() > MAX_RECIPIENTS {
+            return Err(error::TOO_MANY_RECIPIENTS.into());
+        }
+        if text.len() > MAX_TEXT_BYTES {
+            return Err(error::TEXT_TOO_LARGE.into());
+        }
+        let from = match fields.str("from")? {
+            Some(f) => Some(validate::email(&f).ok_or(error::FROM_INVALID)?),
+            None => None,
+        };
+        let in_reply_to = match fields.str("inReplyTo")? {
+            Some(id) => Some(message_id(&id).ok_or(error::IN_REPLY_TO_INVALID)?),
+            None => None,
+        };
+        let references = match fields.get("references") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => split_ids(s)?,
+            Some(Value::Array(list)) if list.len() <= MAX_REFERENCES => {
+                let mut ids = Vec::new();
+                for v in list {
+                    ids.extend(split_ids(v.as_str().ok_or(error::REFERENCES_INVALID)?)?);
+                }
+                ids
             }
-            ids
+            Some(Value::Array(_)) => return Err(error::REFERENCES_TOO_MANY.into()),
+            Some(_) => return Err(error::REFERENCES_TYPE.into()),
+        };
+        if references.len() > MAX_REFERENCES {
+            return Err(error::REFERENCES_TOO_MANY.into());
         }
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "references must be a string or an array of Message-IDs",
-            ));
-        }
-    };
-    let attachments = match fields.get("attachments") {
-        Some(v) if !v.is_null() && !allow_attachments => {
-            return Err(ApiError::bad_request("send_mail does not accept attachments"));
-        }
-        other => attachments::parse(other)?,
-    };
-    Ok(SendInput {
-        to,
-        subject,
-        text,
-        from,
-        in_reply_to,
-        references,
-        attachments,
-    })
+        let attachments = match fields.get("attachments") {
+            Some(v) if !v.is_null() && fields.origin == Origin::Tool => {
+                return Err(error::TOOL_NO_ATTACHMENTS.into());
+            }
+            other => attachments::parse(other)?,
+        };
+        Ok(SendInput {
+            to,
+            subject,
+            text,
+            from,
+            in_reply_to,
+            references,
+            attachments,
+        })
+    }
 }
 
 fn parse_recipients(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
@@ -121,13 +148,11 @@ fn parse_recipients(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
             .collect(),
         Some(Value::Array(list)) => {
             if list.len() > MAX_RECIPIENTS {
-                return Err(ApiError::bad_request("Max 5 recipients per request"));
+                return Err(error::TOO_MANY_RECIPIENTS.into());
             }
             let mut out = Vec::new();
             for v in list {
-                let s = v
-                    .as_str()
-                    .ok_or_else(|| ApiError::bad_request("to must be addresses"))?;
+                let s = v.as_str().ok_or(error::TO_ITEMS)?;
                 out.extend(
                     s.split([',', ';'])
                         .map(str::trim)
@@ -137,15 +162,17 @@ fn parse_recipients(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
             }
             out
         }
-        Some(_) => return Err(ApiError::bad_request("to must be a string or an array of addresses")),
+        Some(_) => return Err(error::TO_TYPE.into()),
     };
     if raw.len() > MAX_RECIPIENTS {
-        return Err(ApiError::bad_request("Max 5 recipients per request"));
+        return Err(error::TOO_MANY_RECIPIENTS.into());
     }
     let mut out: Vec<String> = Vec::new();
     for r in raw {
-        let address =
-            validate::email(&r).ok_or_else(|| ApiError::bad_request(format!("Invalid recipient address: {r}")))?;
+        let address = validate::email(&r).ok_or_else(|| {
+            let shown: String = r.chars().take(254).collect();
+            error::RECIPIENT_INVALID.with(shown)
+        })?;
         if !out.contains(&address) {
             out.push(address);
         }
@@ -164,17 +191,27 @@ fn message_id(raw: &str) -> Option<String> {
     ok.then(|| format!("<{inner}>"))
 }
 
+/// The Message-IDs of one `references` string (stops counting past the cap,
+/// so a huge string costs no more than a refusal).
 fn split_ids(s: &str) -> Result<Vec<String>, ApiError> {
-    s.split_whitespace()
-        .map(|id| message_id(id).ok_or_else(|| ApiError::bad_request("references must be Message-IDs")))
+    let ids: Vec<&str> = s.split_whitespace().take(MAX_REFERENCES + 1).collect();
+    if ids.len() > MAX_REFERENCES {
+        return Err(error::REFERENCES_TOO_MANY.into());
+    }
+    ids.into_iter()
+        .map(|id| Ok(message_id(id).ok_or(error::REFERENCES_INVALID)?))
         .collect()
 }
 
 /// Who pays and whose windows count: (rate bucket, credit bucket if charged).
+/// A standard key's windows are its account's, so a fresh key starts none anew.
 fn buckets(caller: &Caller) -> (String, Option<String>) {
     match caller {
         Caller::Agent => (AGENT_BUCKET.into(), Some(AGENT_BUCKET.into())),
-        Caller::Standard(key) => (format!("key:{}", key.key_id), Some(credits::account_bucket(&key.uid))),
+        Caller::Standard(key) => (
+            credits::account_bucket(&key.uid),
+            Some(credits::account_bucket(&key.uid)),
+        ),
         Caller::Identity(user) => (format!("user:{}", user.uid), None),
         _ => ("none".into(), None),
     }
@@ -222,7 +259,7 @@ async fn sender(
         _ => {
             // Without a ready account there is no hosted mailbox to send from.
             let account = accounts::acting(ctx, caller).await.map_err(|e| match e.status {
-                403 => ApiError::forbidden(NO_HOSTED_MAILBOX),
+                403 => error::NO_HOSTED_MAILBOX.into(),
                 _ => e,
             })?;
             let mut sendable = Vec::new();
@@ -237,15 +274,15 @@ async fn sender(
                 }
             }
             if sendable.is_empty() {
-                return Err(ApiError::forbidden(NO_HOSTED_MAILBOX));
+                return Err(error::NO_HOSTED_MAILBOX.into());
             }
             match requested {
-                Some(from) => sendable
+                Some(from) => Ok(sendable
                     .into_iter()
                     .find(|(address, _)| address == from)
-                    .ok_or_else(|| ApiError::bad_request("from must be a hosted mailbox on your verified domain")),
+                    .ok_or(error::FROM_NOT_ALLOWED)?),
                 None if sendable.len() == 1 => Ok(sendable.remove(0)),
-                None => Err(ApiError::bad_request("Choose the address to send from")),
+                None => Err(error::CHOOSE_FROM.into()),
             }
         }
     }
@@ -257,14 +294,9 @@ async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Arc<Signer>, 
     if let Some(cached) = ctx.signers.lock().expect("signer cache").get(&domain.dkim_secret) {
         return Ok(cached.clone());
     }
-    let pem = ctx
-        .secrets
-        .get(&domain.dkim_secret)
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let pem = ctx.secrets.get(&domain.dkim_secret).await.map_err(ApiError::internal)?;
     let pem = pem.ok_or_else(|| ApiError::internal("the domain's DKIM key is missing"))?;
-    let signer =
-        Signer::from_pkcs8(dkim::SELECTOR, &domain.name, &pem).map_err(|e| ApiError::internal(e.to_string()))?;
+    let signer = Signer::from_pkcs8(dkim::SELECTOR, &domain.name, &pem).map_err(ApiError::internal)?;
     let signer = Arc::new(signer);
     ctx.signers
         .lock()
@@ -273,22 +305,39 @@ async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Arc<Signer>, 
     Ok(signer)
 }
 
-pub async fn send_mail(
-    ctx: &Context,
-    caller: &Caller,
-    fields: &Fields,
-    allow_attachments: bool,
-) -> Result<Value, ApiError> {
+/// The send result (spec 2.2).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SendOutput {
+    pub ok: bool,
+    pub message_id: String,
+    /// The address the mail was sent from.
+    pub from: String,
+    /// Present when the send was filed on a stored conversation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    pub attachment_count: usize,
+    /// Blobs kept for a threaded send; 0 when not filed on a thread.
+    pub attachments_stored: usize,
+    /// Agent and standard keys only; people signed in are not charged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credits_remaining: Option<i64>,
+}
+
+/// Sends one plain-text message, in the spec's order of checks. The input is
+/// parsed only after the kill switch, the freeze and the rate limit.
+pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
+    let (ctx, caller) = (call.ctx, call.caller);
     if !credits::sending_enabled(ctx).await? {
-        return Err(ApiError::new(503, "Sending temporarily disabled"));
+        return Err(error::SENDING_PAUSED.into());
     }
     if matches!(caller, Caller::Agent) && credits::agent_switch(ctx).await?.frozen(ctx.clock.now()) {
-        return Err(ApiError::new(503, "Agent key disabled"));
+        return Err(error::AGENT_KEY_DISABLED.into());
     }
     let (rate_bucket, credit_bucket) = buckets(caller);
     rate_limit(ctx, &rate_bucket).await?;
 
-    let input = parse(fields, allow_attachments)?;
+    let input = input.parse()?;
     let (from, domain) = sender(ctx, caller, input.from.as_deref()).await?;
     let message_id = message::new_message_id(&domain.name);
     let draft = Draft {
@@ -301,36 +350,34 @@ pub async fn send_mail(
         attachments: &input.attachments,
     };
     let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
-        .map_err(|e| ApiError::bad_request(format!("The message could not be built: {}", e.0)))?;
+        .map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
 
     let remaining = match &credit_bucket {
         Some(bucket) => Some(credits::spend(ctx, bucket).await?),
         None => None,
     };
-    let transport = ctx
-        .customer_mail
-        .as_ref()
-        .ok_or_else(|| ApiError::internal("outbound host not configured"))?;
+    let transport = ctx.customer_mail.as_ref().ok_or(error::NO_OUTBOUND_HOST)?;
     if let Err(e) = transport.send(&outgoing).await {
-        tracing::warn!(error = %e, "SMTP delivery failed");
-        return Err(ApiError::internal("Send failed"));
+        return Err(error::SEND_FAILED.caused_by(format_args!("SMTP delivery failed: {e}")));
     }
-
-    let (thread_id, stored) = file_on_thread(ctx, caller, &from, &message_id, &input).await?;
-    let mut out = json!({
-        "ok": true,
-        "messageId": message_id,
-        "from": from,
-        "attachmentCount": input.attachments.len(),
-        "attachmentsStored": stored,
-    });
-    if let Some(thread) = thread_id {
-        out["threadId"] = json!(thread);
-    }
-    if let Some(remaining) = remaining {
-        out["creditsRemaining"] = json!(remaining);
-    }
-    Ok(out)
+    // The mail is out and the credit spent: from here the answer is 200. A
+    // reply that cannot be filed is logged; a retry would send it twice.
+    let (thread_id, stored) = match file_on_thread(ctx, caller, &from, &message_id, &input).await {
+        Ok(filed) => filed,
+        Err(e) => {
+            tracing::error!(error = %e, message_id = %message_id, "a sent reply could not be filed on its thread");
+            (None, 0)
+        }
+    };
+    Ok(SendOutput {
+        ok: true,
+        message_id,
+        from,
+        thread_id,
+        attachment_count: input.attachments.len(),
+        attachments_stored: stored,
+        credits_remaining: remaining,
+    })
 }
 
 /// A reply to a stored conversation is filed on its thread as an outbound row,
@@ -401,9 +448,18 @@ async fn file_on_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn fields(v: Value) -> Fields {
         Fields::new(v.as_object().unwrap().clone(), Default::default())
+    }
+
+    fn parse(f: &Fields, rest: bool) -> Result<SendInput, ApiError> {
+        let mut f = f.clone();
+        if !rest {
+            f.origin = Origin::Tool;
+        }
+        SendInput::parse(&f)
     }
 
     #[test]
@@ -419,7 +475,10 @@ mod tests {
             json!({"to": "a@x.org", "text": "t"}),
             json!({"to": " ", "subject": "s", "text": "t"}),
         ] {
-            assert_eq!(parse(&fields(bad), true).unwrap_err().error, REQUIRED);
+            assert_eq!(
+                parse(&fields(bad), true).unwrap_err().error,
+                error::SEND_REQUIRED.sentence
+            );
         }
         let long = fields(json!({"to": "a@x.org", "subject": "s", "text": "é".repeat(60_000)}));
         assert_eq!(parse(&long, true).unwrap_err().error, "Body too large (max 100KB)");
@@ -437,5 +496,13 @@ mod tests {
         assert!(parse(&bad, true).is_err());
         let mcp = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "attachments": []}));
         assert!(parse(&mcp, false).is_err());
+        // However they are given, at most 100 references.
+        let many: Vec<String> = (0..101).map(|i| format!("<r{i}@x.org>")).collect();
+        let one_string = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "references": many.join(" ")}));
+        assert!(parse(&one_string, true).unwrap_err().is(error::REFERENCES_TOO_MANY));
+        let split = fields(
+            json!({"to": "a@x.org", "subject": "s", "text": "t", "references": [many[..60].join(" "), many[60..].join(" ")]}),
+        );
+        assert!(parse(&split, true).unwrap_err().is(error::REFERENCES_TOO_MANY));
     }
 }

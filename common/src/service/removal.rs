@@ -1,0 +1,174 @@
+//! Operator removal of a domain (spec 3.1, 4.9): the domain and every mailbox
+//! on it marked removed, their stored mail permanently deleted, the claim
+//! released while it still names the account.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::json;
+
+use super::Call;
+use super::domains::{self, DomainStatus, claim_key, domain_key, registry_key, slot_key};
+use crate::clock::iso;
+use crate::error::{self, ApiError};
+use crate::store::{Cond, StoreError, Update, Write};
+use crate::validate::{self, Fields, Input};
+
+/// POST /operatorRemoveDomain.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveInput {
+    /// The owning account (or give ownerEmail; both must agree).
+    pub uid: Option<String>,
+    #[schemars(email)]
+    pub owner_email: Option<String>,
+    /// The domain's hostname (`domain` is accepted too).
+    pub domain_id: String,
+    /// Must equal the domain name when the domain has any mailbox.
+    pub confirm: Option<String>,
+}
+
+impl Input for RemoveInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let uid = fields.str("uid")?;
+        let owner_email = fields.str("ownerEmail")?;
+        let domain = fields.str("domainId")?.or(fields.str("domain")?);
+        let confirm = fields.str("confirm")?;
+        if uid.is_none() && owner_email.is_none() {
+            return Err(error::REMOVE_OWNER_REQUIRED.into());
+        }
+        let raw = domain.ok_or(error::DOMAIN_ID_REQUIRED)?;
+        let domain_id = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
+        let owner_email = match owner_email {
+            Some(email) => Some(validate::email(&email).ok_or(error::OWNER_EMAIL_INVALID)?),
+            None => None,
+        };
+        Ok(RemoveInput {
+            uid,
+            owner_email,
+            domain_id,
+            confirm,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RemovedDomain {
+    pub id: String,
+    /// Always `removed`.
+    pub status: DomainStatus,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveOutput {
+    pub ok: bool,
+    pub domain: RemovedDomain,
+    pub mailboxes_removed: usize,
+    pub claim_released: bool,
+    /// The account record was already gone.
+    pub owner_missing: bool,
+    /// Always `leave`: the mail host keeps its maildirs.
+    pub maildir: &'static str,
+}
+
+/// Removes a customer's domain. The domain is marked removed first, in a
+/// conditional write, so an addMailbox racing with the removal either lands
+/// before (and is removed with the rest) or is refused.
+pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Result<RemoveOutput, ApiError> {
+    let (ctx, actor) = (call.ctx, call.operator()?.email.clone());
+    let name = input.domain_id;
+    if name == ctx.config.service_domain.to_ascii_lowercase() {
+        return Err(error::SYSTEM_DOMAIN.into());
+    }
+    let by_email = match &input.owner_email {
+        Some(email) => Some(
+            super::accounts::by_email(ctx, email)
+                .await?
+                .map(|a| a.uid)
+                .ok_or(error::NOT_FOUND)?,
+        ),
+        None => None,
+    };
+    let uid = match (input.uid, by_email) {
+        (Some(uid), Some(found)) if uid != found => return Err(error::REMOVE_OWNER_MISMATCH.into()),
+        (Some(uid), _) => uid,
+        (None, Some(found)) => found,
+        (None, None) => return Err(error::REMOVE_OWNER_REQUIRED.into()),
+    };
+    let owner_missing = super::accounts::get(ctx, &uid).await?.is_none();
+    let domain = domains::get(ctx, &uid, &name).await?.ok_or(error::NOT_FOUND)?;
+    let mailboxes = super::mailboxes::of_domain_all(ctx, &name).await?;
+    if domain.protected || mailboxes.iter().any(|m| m.protected) {
+        return Err(error::PROTECTED_DOMAIN.into());
+    }
+    let live_before = mailboxes.iter().filter(|m| m.is_active()).count();
+    if live_before > 0 && input.confirm.as_deref().map(str::to_ascii_lowercase) != Some(name.clone()) {
+        return Err(error::CONFIRM_REQUIRED.with(&name));
+    }
+    let now = iso(ctx.clock.now());
+    let mut writes = vec![
+        Write::Update {
+            key: domain_key(&uid, &name),
+            update: Update::new().set("status", "removed").set("removedAt", now.clone()),
+            cond: Some(Cond::And(vec![
+                Cond::Exists,
+                Cond::Ne("status".into(), json!("removed")),
+            ])),
+        },
+        Write::Delete {
+            key: registry_key(&name),
+            cond: None,
+        },
+    ];
+    if let Some(slot) = ctx.store.get(&slot_key(&uid)).await?
+        && slot.get("name").and_then(|v| v.as_str()) == Some(name.as_str())
+    {
+        writes.push(Write::Delete {
+            key: slot_key(&uid),
+            cond: Some(Cond::eq("name", name.clone())),
+        });
+    }
+    match ctx.store.transact(writes).await {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed) => return Err(error::NOT_FOUND.into()),
+        Err(e) => return Err(e.into()),
+    }
+    // From here no mailbox can be added (addMailbox requires the domain to be
+    // verified in its own transaction): what is listed now is everything.
+    let mailboxes = super::mailboxes::of_domain_all(ctx, &name).await?;
+    let mut removed = 0;
+    for mailbox in mailboxes.iter().filter(|m| m.is_active()) {
+        super::mailboxes::mark_removed(ctx, mailbox).await?;
+        removed += 1;
+    }
+    for mailbox in &mailboxes {
+        super::mail_store::purge_mailbox(ctx, &mailbox.address).await?;
+    }
+    ctx.store
+        .update(&domain_key(&uid, &name), Update::new().set("activeMailboxes", 0), None)
+        .await?;
+    // The claim goes only while it still names this account.
+    let released = match ctx
+        .store
+        .delete(&claim_key(&name), Some(Cond::eq("uid", uid.clone())))
+        .await
+    {
+        Ok(_) => true,
+        Err(StoreError::ConditionFailed) => false,
+        Err(e) => return Err(e.into()),
+    };
+    let _ = ctx.secrets.delete(&domain.dkim_secret).await;
+    let details = json!({ "uid": uid, "domain": name, "mailboxes": removed, "ownerMissing": owner_missing, "claimReleased": released });
+    super::audit::record(ctx, "domain.remove", &actor, details).await?;
+    Ok(RemoveOutput {
+        ok: true,
+        domain: RemovedDomain {
+            id: name,
+            status: DomainStatus::Removed,
+        },
+        mailboxes_removed: removed,
+        claim_released: released,
+        owner_missing,
+        maildir: "leave",
+    })
+}
