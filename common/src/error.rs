@@ -258,41 +258,6 @@ impl ApiError {
     }
 }
 
-/// Legacy constructors with inline sentences, kept only while services move
-/// their sentences into the catalogue above; removed when none is left.
-impl ApiError {
-    pub fn new(status: u16, error: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            error: Cow::Owned(error.into()),
-            code: None,
-            retry_after: None,
-        }
-    }
-    pub fn bad_request(error: impl Into<String>) -> Self {
-        Self::new(400, error)
-    }
-    pub fn unauthorized(error: impl Into<String>) -> Self {
-        Self::new(401, error)
-    }
-    pub fn forbidden(error: impl Into<String>) -> Self {
-        Self::new(403, error)
-    }
-    pub fn not_found() -> Self {
-        NOT_FOUND.into()
-    }
-    pub fn conflict(error: impl Into<String>, code: &'static str) -> Self {
-        Self {
-            code: Some(code),
-            ..Self::new(409, error)
-        }
-    }
-    pub fn with_code(mut self, code: &'static str) -> Self {
-        self.code = Some(code);
-        self
-    }
-}
-
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.status, self.error)

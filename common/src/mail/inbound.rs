@@ -69,10 +69,7 @@ pub struct Refused(pub String);
 fn envelope(raw: &[u8]) -> (Vec<String>, &[u8]) {
     let mut rest = raw;
     let mut recipients = Vec::new();
-    loop {
-        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
-            break;
-        };
+    while let Some(end) = rest.iter().position(|&b| b == b'\n') {
         let line = String::from_utf8_lossy(&rest[..end]);
         let Some((name, value)) = line.split_once(':') else {
             break;

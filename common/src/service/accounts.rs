@@ -1,14 +1,14 @@
 //! Accounts and their standard keys.
 //!
-//! Items: `ACCT#<uid>/A` the account; `EMAIL#<email>/A` the one account of an
-//! email; `KEY#<digest>/K` a key's owner, found by the key's keyed hash.
+//! Items (see `keys`): the account, its email index, and its key's owner.
 
 use serde::{Deserialize, Serialize};
 
+use super::keys;
 use crate::auth::StandardKey;
-use crate::auth::keys::{self, KeyHasher};
+use crate::auth::keys::{self as secret_keys, KeyHasher};
 use crate::context::Context;
-use crate::store::{Cond, Key, StoreExt, StoreResult, Update, Write, item, record};
+use crate::store::{Cond, StoreExt, StoreResult, Update, Write, item, record};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -55,28 +55,16 @@ struct KeyRecord {
 /// The operators' account: owns the service domain and its protected mailboxes.
 pub const OPS_UID: &str = "ops";
 
-pub fn account_key(uid: &str) -> Key {
-    Key::new(format!("ACCT#{uid}"), "A")
-}
-
-pub fn email_key(email: &str) -> Key {
-    Key::new(format!("EMAIL#{email}"), "A")
-}
-
-fn api_key_key(digest: &str) -> Key {
-    Key::new(format!("KEY#{digest}"), "K")
-}
-
 pub fn new_uid() -> String {
     format!("u_{}", hex::encode(rand::random::<[u8; 12]>()))
 }
 
 pub async fn get(ctx: &Context, uid: &str) -> StoreResult<Option<Account>> {
-    ctx.store.read(&account_key(uid)).await
+    ctx.store.read(&keys::account(uid)).await
 }
 
 pub async fn by_email(ctx: &Context, email: &str) -> StoreResult<Option<Account>> {
-    let Some(index) = ctx.store.get(&email_key(email)).await? else {
+    let Some(index) = ctx.store.get(&keys::email(email)).await? else {
         return Ok(None);
     };
     match index.get("uid").and_then(|v| v.as_str()) {
@@ -86,7 +74,7 @@ pub async fn by_email(ctx: &Context, email: &str) -> StoreResult<Option<Account>
 }
 
 pub async fn key_owner(ctx: &Context, digest: &str) -> StoreResult<Option<StandardKey>> {
-    let Some(found) = ctx.store.get(&api_key_key(digest)).await? else {
+    let Some(found) = ctx.store.get(&keys::api_key(digest)).await? else {
         return Ok(None);
     };
     let key: KeyRecord = record(found)?;
@@ -102,11 +90,11 @@ pub async fn key_owner(ctx: &Context, digest: &str) -> StoreResult<Option<Standa
 pub fn create_writes(account: &Account) -> Vec<Write> {
     vec![
         Write::Put {
-            item: item(&account_key(&account.uid), account),
+            item: item(&keys::account(&account.uid), account),
             cond: Some(Cond::NotExists),
         },
         Write::Put {
-            item: item(&email_key(&account.email), &serde_json::json!({ "uid": account.uid })),
+            item: item(&keys::email(&account.email), &serde_json::json!({ "uid": account.uid })),
             cond: Some(Cond::NotExists),
         },
     ]
@@ -122,10 +110,10 @@ pub fn issue_key_writes(
     now: &str,
     account_is_new: bool,
 ) -> (String, Account, Vec<Write>) {
-    let key = keys::new_key();
+    let key = secret_keys::new_key();
     let digest = hasher.key_digest(&key);
     let key_id = format!("key_{}", hex::encode(rand::random::<[u8; 6]>()));
-    let last4 = keys::last4(&key);
+    let last4 = secret_keys::last4(&key);
     let mut updated = account.clone();
     updated.key_digest = Some(digest.clone());
     updated.key_id = Some(key_id.clone());
@@ -137,13 +125,13 @@ pub fn issue_key_writes(
         created_at: now.into(),
     };
     let mut writes = vec![Write::Put {
-        item: item(&api_key_key(&digest), &owner),
+        item: item(&keys::api_key(&digest), &owner),
         cond: Some(Cond::NotExists),
     }];
     if !account_is_new {
         if let Some(old) = &account.key_digest {
             writes.push(Write::Delete {
-                key: api_key_key(old),
+                key: keys::api_key(old),
                 cond: None,
             });
         }
@@ -157,7 +145,7 @@ pub fn issue_key_writes(
             .set("keyId", key_id)
             .set("keyLast4", last4);
         writes.push(Write::Update {
-            key: account_key(&account.uid),
+            key: keys::account(&account.uid),
             update,
             cond: Some(unchanged),
         });
@@ -173,11 +161,11 @@ pub fn revoke_key_writes(account: &Account) -> Vec<Write> {
     };
     vec![
         Write::Delete {
-            key: api_key_key(digest),
+            key: keys::api_key(digest),
             cond: None,
         },
         Write::Update {
-            key: account_key(&account.uid),
+            key: keys::account(&account.uid),
             update: Update::new().remove("keyDigest").remove("keyId").remove("keyLast4"),
             cond: Some(Cond::eq("keyDigest", digest.clone())),
         },
@@ -216,7 +204,7 @@ pub async fn ensure_ops_account(ctx: &Context) -> StoreResult<()> {
     };
     match ctx
         .store
-        .put(item(&account_key(OPS_UID), &account), Some(Cond::NotExists))
+        .put(item(&keys::account(OPS_UID), &account), Some(Cond::NotExists))
         .await
     {
         Ok(()) | Err(crate::store::StoreError::ConditionFailed) => Ok(()),

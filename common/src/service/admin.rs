@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::accounts::{self, AccountStatus};
 use super::onboarding::{self, AccessRequest, RequestStatus};
-use super::{Call, allowlist};
+use super::{Call, allowlist, keys};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
@@ -42,7 +42,7 @@ pub struct Allowlist {
 }
 
 pub async fn list_allowlist(call: &Call<'_>, _: NoInput) -> Result<Allowlist, ApiError> {
-    let items = call.ctx.store.all(Query::partition(allowlist::PK).limit(500)).await?;
+    let items = call.ctx.store.all(Query::partition(keys::ALLOWLIST).limit(500)).await?;
     let domains = items
         .iter()
         .filter_map(|i| i.get("domain").and_then(Value::as_str).map(String::from))
@@ -62,7 +62,7 @@ pub async fn add_allowlist(call: &Call<'_>, input: DomainInput) -> Result<Allowl
     let (ctx, by) = (call.ctx, call.operator()?);
     let domain = input.domain;
     let row = json!({ "domain": domain, "addedBy": by.email, "addedAt": iso(ctx.clock.now()) });
-    let added = ctx.store.put_new(item(&allowlist::key(&domain), &row)).await?;
+    let added = ctx.store.put_new(item(&keys::allowlisted(&domain), &row)).await?;
     if added {
         super::audit::record(ctx, "allowlist.add", &by.email, json!({ "domain": domain })).await?;
     }
@@ -84,7 +84,7 @@ pub struct AllowlistRemoved {
 pub async fn remove_allowlist(call: &Call<'_>, input: DomainInput) -> Result<AllowlistRemoved, ApiError> {
     let (ctx, by) = (call.ctx, call.operator()?);
     let domain = input.domain;
-    let removed = ctx.store.delete(&allowlist::key(&domain), None).await?.is_some();
+    let removed = ctx.store.delete(&keys::allowlisted(&domain), None).await?.is_some();
     if removed {
         super::audit::record(ctx, "allowlist.remove", &by.email, json!({ "domain": domain })).await?;
     }
@@ -164,9 +164,9 @@ pub async fn request_decision(call: &Call<'_>, input: DecisionInput) -> Result<D
     };
     let approve = input.decision == Decision::Approve;
     let (account_status, request_status) = if approve {
-        (AccountStatus::Ready, "ready")
+        (AccountStatus::Ready, RequestStatus::Ready)
     } else {
-        (AccountStatus::Unavailable, "unavailable")
+        (AccountStatus::Unavailable, RequestStatus::Unavailable)
     };
     let account = accounts::get(ctx, uid).await?.ok_or(error::NOT_FOUND)?;
     let now = iso(ctx.clock.now());
@@ -176,24 +176,24 @@ pub async fn request_decision(call: &Call<'_>, input: DecisionInput) -> Result<D
         accounts::revoke_key_writes(&account)
     };
     let status_update = Update::new()
-        .set("status", account_status.as_str())
+        .set("status", account_status)
         .set("decidedAt", now.clone());
     match writes
         .iter_mut()
-        .find(|w| matches!(w, Write::Update { key, .. } if *key == accounts::account_key(uid)))
+        .find(|w| matches!(w, Write::Update { key, .. } if *key == keys::account(uid)))
     {
         // The revocation already updates the account: one write per item.
         Some(Write::Update { update, .. }) => {
             update.set.extend(status_update.set);
         }
         _ => writes.push(Write::Update {
-            key: accounts::account_key(uid),
+            key: keys::account(uid),
             update: status_update,
             cond: Some(Cond::Exists),
         }),
     }
     writes.push(Write::Update {
-        key: onboarding::request_key(&id),
+        key: keys::request(&id),
         update: Update::new().set("status", request_status).set("decidedAt", now),
         cond: Some(Cond::Exists),
     });
@@ -318,7 +318,7 @@ pub async fn request_delete(call: &Call<'_>, input: DeleteInput) -> Result<Delet
 
 async fn delete_request(ctx: &Context, req: &AccessRequest) -> StoreResult<()> {
     let mut writes = vec![Write::Delete {
-        key: onboarding::request_key(&req.id),
+        key: keys::request(&req.id),
         cond: None,
     }];
     writes.extend(
@@ -381,10 +381,10 @@ pub async fn request_duplicates(call: &Call<'_>, input: DuplicatesInput) -> Resu
     let ctx = call.ctx;
     let mut partitions = Vec::new();
     if let Some(e) = &input.email {
-        partitions.push(format!("REQBY#email#{e}"));
+        partitions.push(keys::requests_by_email(e));
     }
     if let Some(d) = &input.domain {
-        partitions.push(format!("REQBY#domain#{d}"));
+        partitions.push(keys::requests_by_domain(d));
     }
     let mut ids = Vec::new();
     for pk in partitions {

@@ -1,15 +1,10 @@
 //! The domain allowlist: an account whose email is on an allowlisted domain
-//! is ready at once. Items: `ALLOW#domains/<domain>` one domain each.
+//! is ready at once.
 
+use super::keys;
 use crate::context::Context;
-use crate::store::{Key, StoreResult};
-
-pub const PK: &str = "ALLOW#domains";
-
-pub fn key(domain: &str) -> Key {
-    Key::new(PK, domain)
-}
+use crate::store::StoreResult;
 
 pub async fn contains(ctx: &Context, domain: &str) -> StoreResult<bool> {
-    Ok(ctx.store.get(&key(domain)).await?.is_some())
+    Ok(ctx.store.get(&keys::allowlisted(domain)).await?.is_some())
 }

@@ -3,14 +3,11 @@
 use serde_json::{Value, json};
 
 use crate::context::Context;
-use crate::store::{Key, StoreResult};
+use crate::store::StoreResult;
 
 pub async fn record(ctx: &Context, action: &str, actor: &str, details: Value) -> StoreResult<()> {
     let now = ctx.clock.now();
-    let key = Key::new(
-        format!("AUDIT#{}", now.format("%Y-%m-%d")),
-        format!("{}#{:08x}", crate::clock::iso(now), rand::random::<u32>()),
-    );
+    let key = super::keys::audit(&now.format("%Y-%m-%d").to_string(), &crate::clock::iso(now));
     let row = json!({ "action": action, "actor": actor, "at": crate::clock::iso(now), "details": details });
     ctx.store.put(crate::store::item(&key, &row), None).await
 }

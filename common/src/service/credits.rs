@@ -10,30 +10,18 @@ use serde_json::{Value, json};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::Call;
+use super::{Call, keys};
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::store::{Cond, Key, StoreError, StoreResult, Update, Write, item};
+use crate::store::{Cond, StoreError, StoreResult, Update, Write, item};
 use crate::validate::{Fields, Input, NoInput};
 
 pub const AGENT_BUCKET: &str = "agent:default";
 pub const INITIAL_CREDITS: i64 = 100;
 pub const SEND_PER_MINUTE: i64 = 5;
 pub const SEND_PER_DAY: i64 = 50;
-
-pub fn credits_key(bucket: &str) -> Key {
-    Key::new(format!("CREDITS#{bucket}"), "C")
-}
-
-fn agent_key() -> Key {
-    Key::new("AGENT#default", "A")
-}
-
-fn sending_key() -> Key {
-    Key::new("SETTING#sending", "S")
-}
 
 pub fn account_bucket(uid: &str) -> String {
     format!("acct:{uid}")
@@ -43,7 +31,7 @@ pub fn account_bucket(uid: &str) -> String {
 pub fn create_write(bucket: &str) -> Write {
     let balance = json!({ "remaining": INITIAL_CREDITS, "initial": INITIAL_CREDITS });
     Write::Put {
-        item: item(&credits_key(bucket), &balance),
+        item: item(&keys::credits(bucket), &balance),
         cond: Some(Cond::NotExists),
     }
 }
@@ -61,7 +49,7 @@ pub async fn remaining(ctx: &Context, bucket: &str) -> StoreResult<i64> {
 }
 
 async fn balance(ctx: &Context, bucket: &str) -> StoreResult<(i64, i64)> {
-    let found = ctx.store.get(&credits_key(bucket)).await?;
+    let found = ctx.store.get(&keys::credits(bucket)).await?;
     let num = |name: &str| {
         found
             .as_ref()
@@ -77,7 +65,7 @@ pub async fn spend(ctx: &Context, bucket: &str) -> Result<i64, ApiError> {
     let taken = ctx
         .store
         .update(
-            &credits_key(bucket),
+            &keys::credits(bucket),
             Update::new().add("remaining", -1),
             Some(Cond::Ge("remaining".into(), 1)),
         )
@@ -91,7 +79,7 @@ pub async fn spend(ctx: &Context, bucket: &str) -> Result<i64, ApiError> {
 
 /// The global switch; on when no setting exists.
 pub async fn sending_enabled(ctx: &Context) -> StoreResult<bool> {
-    let found = ctx.store.get(&sending_key()).await?;
+    let found = ctx.store.get(&keys::sending_switch()).await?;
     Ok(found
         .and_then(|i| i.get("enabled").and_then(Value::as_bool))
         .unwrap_or(true))
@@ -109,7 +97,7 @@ impl AgentSwitch {
 }
 
 pub async fn agent_switch(ctx: &Context) -> StoreResult<AgentSwitch> {
-    let found = ctx.store.get(&agent_key()).await?;
+    let found = ctx.store.get(&keys::agent_switch()).await?;
     let disabled = found
         .as_ref()
         .and_then(|i| i.get("disabled"))
@@ -298,13 +286,13 @@ pub async fn control(call: &Call<'_>, control: Control) -> Result<CreditsPayload
     }
     if agent != Update::new() {
         ctx.store
-            .update(&agent_key(), agent.set("updatedAt", now.clone()), None)
+            .update(&keys::agent_switch(), agent.set("updatedAt", now.clone()), None)
             .await?;
     }
     if let Some(enabled) = control.sending_enabled {
         ctx.store
             .update(
-                &sending_key(),
+                &keys::sending_switch(),
                 Update::new().set("enabled", enabled).set("updatedAt", now),
                 None,
             )

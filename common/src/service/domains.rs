@@ -1,22 +1,21 @@
 //! Domains (spec 2.8, 3.1, 4.9, 4.10): add with a DKIM key and an immediate DNS
 //! check, verify, instructions, list, and operator removal.
 //!
-//! Items: `ACCT#<uid>/DOMAIN#<name>` the domain record; `ACCT#<uid>/SLOT#domain`
-//! {name} the account's one domain; `CLAIM#<name>/C` {uid} the account holding a
-//! hostname; `DOMAINS/<name>` {uid} every live domain (the export walks it).
+//! Items (see `keys`): the domain record, the account's one-domain slot, the
+//! claim on a hostname, and the registry of live domains the export walks.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::Call;
 use super::accounts::{Account, OPS_UID};
 use super::dkim;
+use super::{Call, keys};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::dns::Lookup;
 use crate::error::{self, ApiError};
-use crate::store::{Cond, Key, Query, StoreError, StoreExt, StoreResult, Update, Write, item, record};
+use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item, record};
 use crate::validate::{self, Fields, Input};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -62,43 +61,29 @@ pub struct Domain {
     pub protected: bool,
 }
 
-pub fn domain_key(uid: &str, name: &str) -> Key {
-    Key::new(format!("ACCT#{uid}"), format!("DOMAIN#{name}"))
-}
-
-pub(super) fn slot_key(uid: &str) -> Key {
-    Key::new(format!("ACCT#{uid}"), "SLOT#domain")
-}
-
-pub(super) fn claim_key(name: &str) -> Key {
-    Key::new(format!("CLAIM#{name}"), "C")
-}
-
-pub const REGISTRY_PK: &str = "DOMAINS";
-
-pub(super) fn registry_key(name: &str) -> Key {
-    Key::new(REGISTRY_PK, name)
-}
-
 pub fn dkim_secret_name(name: &str) -> String {
     format!("dkim-{name}-{:08x}", rand::random::<u32>())
 }
 
 /// The account that holds a hostname, if any.
 pub async fn claimant(ctx: &Context, name: &str) -> StoreResult<Option<String>> {
-    let found = ctx.store.get(&claim_key(name)).await?;
+    let found = ctx.store.get(&keys::claim(name)).await?;
     Ok(found.and_then(|i| i.get("uid").and_then(Value::as_str).map(String::from)))
 }
 
 pub async fn get(ctx: &Context, uid: &str, name: &str) -> StoreResult<Option<Domain>> {
-    let found: Option<Domain> = ctx.store.read(&domain_key(uid, name)).await?;
+    let found: Option<Domain> = ctx.store.read(&keys::domain(uid, name)).await?;
     Ok(found.filter(|d| d.status != DomainStatus::Removed))
 }
 
 pub async fn of_account(ctx: &Context, uid: &str) -> StoreResult<Vec<Domain>> {
     let page = ctx
         .store
-        .query(&Query::partition(format!("ACCT#{uid}")).prefix("DOMAIN#").limit(100))
+        .query(
+            &Query::partition(keys::account_partition(uid))
+                .prefix(keys::DOMAIN_PREFIX)
+                .limit(100),
+        )
         .await?;
     let all: Vec<Domain> = page.items.into_iter().map(record).collect::<StoreResult<_>>()?;
     Ok(all.into_iter().filter(|d| d.status != DomainStatus::Removed).collect())
@@ -350,7 +335,14 @@ async fn check_and_store(ctx: &Context, domain: &Domain) -> Result<Option<Domain
     let mut update = Update::new()
         .set("checks", serde_json::to_value(checks).expect("checks serialize"))
         .set("checkedAt", now.clone())
-        .set("status", if verified { "verified" } else { "failed" });
+        .set(
+            "status",
+            if verified {
+                DomainStatus::Verified
+            } else {
+                DomainStatus::Failed
+            },
+        );
     update = if verified {
         let update = update.remove("failureReason");
         if domain.verified_at.is_none() {
@@ -361,10 +353,10 @@ async fn check_and_store(ctx: &Context, domain: &Domain) -> Result<Option<Domain
     } else {
         update.set("failureReason", reasons.join(" "))
     };
-    let live = Cond::And(vec![Cond::Exists, Cond::Ne("status".into(), json!("removed"))]);
+    let live = Cond::And(vec![Cond::Exists, Cond::ne("status", DomainStatus::Removed)]);
     match ctx
         .store
-        .update(&domain_key(&domain.uid, &domain.name), update, Some(live))
+        .update(&keys::domain(&domain.uid, &domain.name), update, Some(live))
         .await
     {
         Ok(updated) => Ok(Some(record(updated)?)),
@@ -416,19 +408,19 @@ pub async fn add_domain(call: &Call<'_>, input: AddDomainInput) -> Result<AddDom
     };
     let writes = vec![
         Write::Put {
-            item: item(&slot_key(&account.uid), &json!({ "name": name })),
+            item: item(&keys::domain_slot(&account.uid), &json!({ "name": name })),
             cond: Some(Cond::NotExists),
         },
         Write::Put {
-            item: item(&claim_key(&name), &json!({ "uid": account.uid })),
+            item: item(&keys::claim(&name), &json!({ "uid": account.uid })),
             cond: Some(Cond::NotExists),
         },
         Write::Put {
-            item: item(&domain_key(&account.uid, &name), &domain),
+            item: item(&keys::domain(&account.uid, &name), &domain),
             cond: None,
         },
         Write::Put {
-            item: item(&registry_key(&name), &json!({ "uid": account.uid })),
+            item: item(&keys::registered(&name), &json!({ "uid": account.uid })),
             cond: None,
         },
     ];
@@ -456,7 +448,7 @@ pub async fn add_domain(call: &Call<'_>, input: AddDomainInput) -> Result<AddDom
 /// What an add answers when the account or the name is already taken: 200
 /// `created: false` for the account's own domain, 409 otherwise; `None` when free.
 async fn existing_add(ctx: &Context, account: &Account, name: &str) -> Result<Option<AddDomainOutput>, ApiError> {
-    if let Some(slot) = ctx.store.get(&slot_key(&account.uid)).await? {
+    if let Some(slot) = ctx.store.get(&keys::domain_slot(&account.uid)).await? {
         let held = slot.get("name").and_then(Value::as_str).unwrap_or_default();
         if held == name
             && let Some(domain) = get(ctx, &account.uid, name).await?
@@ -563,7 +555,7 @@ pub async fn dns_instructions(call: &Call<'_>, input: DomainIdInput) -> Result<D
 /// is their account's one domain.
 pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
     let name = ctx.config.service_domain.to_ascii_lowercase();
-    if ctx.store.get(&domain_key(OPS_UID, &name)).await?.is_none() {
+    if ctx.store.get(&keys::domain(OPS_UID, &name)).await?.is_none() {
         let key = dkim::generate()?;
         let secret_name = dkim_secret_name(&name);
         ctx.secrets.put(&secret_name, &key.private_pem).await?;
@@ -584,15 +576,15 @@ pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
         };
         let writes = vec![
             Write::Put {
-                item: item(&domain_key(OPS_UID, &name), &domain),
+                item: item(&keys::domain(OPS_UID, &name), &domain),
                 cond: Some(Cond::NotExists),
             },
             Write::Put {
-                item: item(&claim_key(&name), &json!({ "uid": OPS_UID })),
+                item: item(&keys::claim(&name), &json!({ "uid": OPS_UID })),
                 cond: None,
             },
             Write::Put {
-                item: item(&registry_key(&name), &json!({ "uid": OPS_UID })),
+                item: item(&keys::registered(&name), &json!({ "uid": OPS_UID })),
                 cond: None,
             },
         ];
@@ -604,7 +596,7 @@ pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
     // The operators' one-domain slot: an operator acting for their account
     // cannot add a second domain (spec 1.6).
     ctx.store
-        .put(item(&slot_key(OPS_UID), &json!({ "name": name })), None)
+        .put(item(&keys::domain_slot(OPS_UID), &json!({ "name": name })), None)
         .await?;
     Ok(())
 }

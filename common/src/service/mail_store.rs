@@ -5,7 +5,7 @@
 
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::store::Query;
+use crate::store::StoreExt;
 
 pub fn rows_partition(address: &str) -> String {
     format!("MSG#{address}")
@@ -17,32 +17,15 @@ pub fn blob_prefix(address: &str) -> String {
 
 /// Permanently deletes a mailbox's stored mail: every row, then every blob.
 pub async fn purge_mailbox(ctx: &Context, address: &str) -> Result<usize, ApiError> {
-    let mut deleted = 0;
-    loop {
-        let page = ctx
-            .store
-            .query(&Query::partition(rows_partition(address)).limit(200))
-            .await?;
-        if page.items.is_empty() {
-            break;
-        }
-        for row in &page.items {
-            if let Some(key) = crate::store::key_of(row) {
-                ctx.store.delete(&key, None).await?;
-                deleted += 1;
-            }
-        }
-    }
+    let mut deleted = ctx.store.delete_partition(&rows_partition(address)).await?;
+    deleted += ctx.store.delete_partition(&format!("MSGID#{address}")).await?;
     let blobs = ctx
         .blobs
         .list(&blob_prefix(address))
         .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+        .map_err(ApiError::internal)?;
     for key in blobs {
-        ctx.blobs
-            .delete(&key)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+        ctx.blobs.delete(&key).await.map_err(ApiError::internal)?;
         deleted += 1;
     }
     Ok(deleted)

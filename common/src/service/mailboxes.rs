@@ -1,22 +1,22 @@
 //! Mailboxes (spec 2.7, 3.2, 4.8): add, change mode, delete, and the IMAP/SMTP
 //! app password.
 //!
-//! Items: `MBOX#<domain>/<localPart>` the mailbox (a removed one stays as a
-//! tombstone so the mail-server export can carry its removal); `SEQ#mailbox/S`
-//! the change counter whose values mark each change for the export.
+//! Items (see `keys`): the mailbox (a removed one stays as a tombstone so the
+//! mail-server export can carry its removal) and the change counter whose
+//! values mark each change for the export.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::Call;
 use super::accounts::Account;
 use super::domains::{self, DomainStatus};
+use super::{Call, keys};
 use crate::api::OneOrMany;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::store::{Cond, Key, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
+use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
 use crate::validate::{self, Fields, Input};
 
 pub const MAX_FORWARD: usize = 5;
@@ -132,14 +132,6 @@ impl Mailbox {
     }
 }
 
-pub fn mailbox_key(domain: &str, local: &str) -> Key {
-    Key::new(format!("MBOX#{domain}"), local)
-}
-
-fn seq_key() -> Key {
-    Key::new("SEQ#mailbox", "S")
-}
-
 /// Where mail to an address goes (spec 2.7).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -219,7 +211,7 @@ pub fn view(m: &Mailbox) -> MailboxView {
 }
 
 pub async fn get(ctx: &Context, domain: &str, local: &str) -> StoreResult<Option<Mailbox>> {
-    ctx.store.read(&mailbox_key(domain, local)).await
+    ctx.store.read(&keys::mailbox(domain, local)).await
 }
 
 pub async fn by_address(ctx: &Context, address: &str) -> StoreResult<Option<Mailbox>> {
@@ -232,7 +224,7 @@ pub async fn by_address(ctx: &Context, address: &str) -> StoreResult<Option<Mail
 /// Every mailbox record of a domain, tombstones included.
 pub async fn of_domain_all(ctx: &Context, domain: &str) -> StoreResult<Vec<Mailbox>> {
     ctx.store
-        .all_records(Query::partition(format!("MBOX#{domain}")).limit(500))
+        .all_records(Query::partition(keys::mailboxes_of(domain)).limit(500))
         .await
 }
 
@@ -247,7 +239,7 @@ pub async fn of_domain(ctx: &Context, domain: &str) -> StoreResult<Vec<Mailbox>>
 async fn next_seq(ctx: &Context) -> StoreResult<i64> {
     let counted = ctx
         .store
-        .update(&seq_key(), Update::new().add("value", 1), None)
+        .update(&keys::mailbox_changes(), Update::new().add("value", 1), None)
         .await?;
     Ok(counted.get("value").and_then(Value::as_i64).unwrap_or(0))
 }
@@ -460,16 +452,16 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
             seq,
             &now,
         );
-        let free = Cond::Or(vec![Cond::NotExists, Cond::eq("status", "removed")]);
+        let free = Cond::Or(vec![Cond::NotExists, Cond::eq("status", MailboxStatus::Removed)]);
         let mut writes = vec![
             Write::Put {
-                item: item(&mailbox_key(&domain.name, &local), &mailbox),
+                item: item(&keys::mailbox(&domain.name, &local), &mailbox),
                 cond: Some(free),
             },
             Write::Update {
-                key: domains::domain_key(&domain.uid, &domain.name),
+                key: keys::domain(&domain.uid, &domain.name),
                 update: Update::new().add("activeMailboxes", 1),
-                cond: Some(Cond::eq("status", "verified")),
+                cond: Some(Cond::eq("status", DomainStatus::Verified)),
             },
         ];
         writes.extend(routing_guards(routing, &domain.name, &input.forward_to));
@@ -501,17 +493,13 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
 /// How many times a forwarding change is validated again after losing a race.
 const ROUTING_ATTEMPTS: usize = 5;
 
-fn routing_key() -> Key {
-    Key::new("ROUTING#forwards", "S")
-}
-
 /// The forwarding version a change was validated against: `None` for a change
 /// that adds no forwarding (it cannot close a loop).
 async fn routing_version(ctx: &Context, mode: Mode) -> StoreResult<Option<i64>> {
     if mode == Mode::Hosted {
         return Ok(None);
     }
-    let found = ctx.store.get(&routing_key()).await?;
+    let found = ctx.store.get(&keys::forwarding()).await?;
     Ok(Some(
         found
             .and_then(|i| i.get("version").and_then(Value::as_i64))
@@ -529,7 +517,7 @@ fn routing_guards(version: Option<i64>, domain: &str, targets: &[String]) -> Vec
         v => Cond::eq("version", v),
     };
     let mut writes = vec![Write::Update {
-        key: routing_key(),
+        key: keys::forwarding(),
         update: Update::new().add("version", 1),
         cond: Some(unchanged),
     }];
@@ -538,8 +526,8 @@ fn routing_guards(version: Option<i64>, domain: &str, targets: &[String]) -> Vec
             && target_domain == domain
         {
             writes.push(Write::Check {
-                key: mailbox_key(domain, local),
-                cond: Cond::eq("status", "active"),
+                key: keys::mailbox(domain, local),
+                cond: Cond::eq("status", MailboxStatus::Active),
             });
         }
     }
@@ -576,11 +564,14 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
         check_targets(ctx, &mailbox.address, &mailbox.domain_id, mode, &input.forward_to).await?;
         let now = iso(ctx.clock.now());
         let update = Update::new()
-            .set("mode", serde_json::to_value(mode).expect("mode serializes"))
+            .set("mode", mode)
             .set("forwardTo", json!(input.forward_to));
-        let still = Cond::And(vec![Cond::eq("status", "active"), Cond::eq("uid", mailbox.uid.clone())]);
+        let still = Cond::And(vec![
+            Cond::eq("status", MailboxStatus::Active),
+            Cond::eq("uid", mailbox.uid.clone()),
+        ]);
         let seq = next_seq(ctx).await?;
-        let key = mailbox_key(&mailbox.domain_id, &mailbox.local_part);
+        let key = keys::mailbox(&mailbox.domain_id, &mailbox.local_part);
         let mut writes = vec![Write::Update {
             key: key.clone(),
             update: changed(update, seq, &now),
@@ -683,22 +674,22 @@ pub async fn delete_mailbox(call: &Call<'_>, input: DeleteTarget) -> Result<Dele
     }
     let now = iso(ctx.clock.now());
     let seq = next_seq(ctx).await?;
-    let removal = changed(Update::new().set("status", "removed"), seq, &now);
+    let removal = changed(Update::new().set("status", MailboxStatus::Removed), seq, &now);
     let last_guard = Cond::Or(vec![
-        Cond::Ne("status".into(), json!("verified")),
+        Cond::ne("status", DomainStatus::Verified),
         Cond::Ge("activeMailboxes".into(), 2),
     ]);
     let writes = vec![
         Write::Update {
-            key: mailbox_key(&mailbox.domain_id, &mailbox.local_part),
+            key: keys::mailbox(&mailbox.domain_id, &mailbox.local_part),
             update: removal,
             cond: Some(Cond::And(vec![
-                Cond::eq("status", "active"),
+                Cond::eq("status", MailboxStatus::Active),
                 Cond::eq("uid", mailbox.uid.clone()),
             ])),
         },
         Write::Update {
-            key: domains::domain_key(&mailbox.uid, &mailbox.domain_id),
+            key: keys::domain(&mailbox.uid, &mailbox.domain_id),
             update: Update::new().add("activeMailboxes", -1),
             cond: Some(Cond::And(vec![Cond::Exists, last_guard])),
         },
@@ -727,10 +718,10 @@ pub async fn delete_mailbox(call: &Call<'_>, input: DeleteTarget) -> Result<Dele
 pub async fn mark_removed(ctx: &Context, mailbox: &Mailbox) -> StoreResult<()> {
     let now = iso(ctx.clock.now());
     let seq = next_seq(ctx).await?;
-    let removal = changed(Update::new().set("status", "removed"), seq, &now);
+    let removal = changed(Update::new().set("status", MailboxStatus::Removed), seq, &now);
     ctx.store
         .update(
-            &mailbox_key(&mailbox.domain_id, &mailbox.local_part),
+            &keys::mailbox(&mailbox.domain_id, &mailbox.local_part),
             removal,
             Some(Cond::Exists),
         )
@@ -805,13 +796,13 @@ pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result
         &now,
     );
     let still = Cond::And(vec![
-        Cond::eq("status", "active"),
-        Cond::Ne("mode".into(), json!("forward")),
+        Cond::eq("status", MailboxStatus::Active),
+        Cond::ne("mode", Mode::Forward),
     ]);
     match ctx
         .store
         .update(
-            &mailbox_key(&mailbox.domain_id, &mailbox.local_part),
+            &keys::mailbox(&mailbox.domain_id, &mailbox.local_part),
             update,
             Some(still),
         )
@@ -859,11 +850,11 @@ pub async fn ensure_protected(ctx: &Context, domain: &str, local: &str) -> anyho
     };
     let writes = vec![
         Write::Put {
-            item: item(&mailbox_key(domain, local), &mailbox),
+            item: item(&keys::mailbox(domain, local), &mailbox),
             cond: Some(Cond::NotExists),
         },
         Write::Update {
-            key: domains::domain_key(super::accounts::OPS_UID, domain),
+            key: keys::domain(super::accounts::OPS_UID, domain),
             update: Update::new().add("activeMailboxes", 1),
             cond: Some(Cond::Exists),
         },

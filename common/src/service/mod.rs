@@ -10,12 +10,33 @@ pub mod bootstrap;
 pub mod credits;
 pub mod dkim;
 pub mod domains;
+pub mod keys;
 pub mod mail_store;
 pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;
 pub mod removal;
 pub mod send;
+
+/// Stored statuses are compared and set as their typed values, never as
+/// string literals: each becomes the JSON value serde writes for it.
+macro_rules! stored_as_json {
+    ($($status:ty),* $(,)?) => {$(
+        impl From<$status> for serde_json::Value {
+            fn from(status: $status) -> serde_json::Value {
+                serde_json::to_value(status).expect("a status serializes")
+            }
+        }
+    )*};
+}
+
+stored_as_json!(
+    accounts::AccountStatus,
+    domains::DomainStatus,
+    mailboxes::MailboxStatus,
+    mailboxes::Mode,
+    onboarding::RequestStatus,
+);
 
 use crate::auth::{Caller, IdentityUser, Via};
 use crate::context::Context;

@@ -13,12 +13,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::Call;
 use super::mailboxes::{self, Mailbox, Mode};
+use super::{Call, keys};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::store::{Cond, Key, Query, StoreError, Update};
+use crate::store::{Cond, Query, StoreError, Update};
 use crate::validate::{Fields, Input, NoInput};
 
 pub const EXPORT_BLOB: &str = "mta/mtaMailboxExport.json";
@@ -108,12 +108,12 @@ pub fn render(domains: &[String], live: &[Mailbox]) -> (Postfix, Dovecot) {
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     let counted = ctx
         .store
-        .update(&Key::new("SEQ#export", "S"), Update::new().add("value", 1), None)
+        .update(&keys::export_versions(), Update::new().add("value", 1), None)
         .await?;
     let version = counted.get("value").and_then(Value::as_i64).unwrap_or(1);
 
     let mut domains = Vec::new();
-    let mut query = Query::partition(super::domains::REGISTRY_PK).limit(500);
+    let mut query = Query::partition(keys::REGISTRY).limit(500);
     loop {
         let page = ctx.store.query(&query).await?;
         domains.extend(
@@ -264,11 +264,7 @@ pub async fn acknowledge(ctx: &Context, version: i64) -> Result<Acknowledged, Ap
         let update = Update::new().set("mtaApplied", true).set("mtaAppliedAt", now.clone());
         match ctx
             .store
-            .update(
-                &mailboxes::mailbox_key(domain, local),
-                update,
-                Some(Cond::eq("changeSeq", *seq)),
-            )
+            .update(&keys::mailbox(domain, local), update, Some(Cond::eq("changeSeq", *seq)))
             .await
         {
             Ok(_) => applied += 1,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::accounts::{self, Account, AccountStatus};
-use super::{Call, allowlist, credits};
+use super::{Call, allowlist, credits, keys};
 use crate::auth::Caller;
 use crate::auth::keys::same_digest;
 use crate::clock::iso;
@@ -68,15 +68,11 @@ pub struct AccessRequest {
     pub uid: Option<String>,
 }
 
-pub fn request_key(id: &str) -> Key {
-    Key::new(format!("REQ#{id}"), "R")
-}
-
 pub fn index_keys(req: &AccessRequest) -> [Key; 2] {
     let sk = format!("{}#{}", req.created_at, req.id);
     [
-        Key::new(format!("REQBY#email#{}", req.email), sk.clone()),
-        Key::new(format!("REQBY#domain#{}", req.domain), sk),
+        Key::new(keys::requests_by_email(&req.email), sk.clone()),
+        Key::new(keys::requests_by_domain(&req.domain), sk),
     ]
 }
 
@@ -94,7 +90,7 @@ fn code_digest(ctx: &Context, request_id: &str, code: &str) -> String {
 }
 
 pub async fn load(ctx: &Context, id: &str) -> Result<Option<AccessRequest>, StoreError> {
-    ctx.store.read(&request_key(id)).await
+    ctx.store.read(&keys::request(id)).await
 }
 
 // ---------------------------------------------------------------- requestAccess
@@ -188,7 +184,7 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
         created_at: iso(now),
         uid: None,
     };
-    let mut row = item(&request_key(&req.id), &req);
+    let mut row = item(&keys::request(&req.id), &req);
     row.insert(TTL.into(), json!(expires_at + KEEP_FINISHED_SECS));
     let mut writes = vec![Write::Put {
         item: row,
@@ -206,7 +202,7 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
         tracing::error!(error = %e, request_id = %req.id, "access code email failed");
         // The request is useless without its code: take it back.
         let mut undo = vec![Write::Delete {
-            key: request_key(&req.id),
+            key: keys::request(&req.id),
             cond: None,
         }];
         undo.extend(
@@ -317,7 +313,7 @@ pub async fn verify_access_request(call: &Call<'_>, input: VerifyInput) -> Resul
         if !same_digest(&code_digest(ctx, id, code), &req.code_digest) {
             let counted = ctx
                 .store
-                .update(&request_key(id), Update::new().add("attempts", 1), Some(still_open()))
+                .update(&keys::request(id), Update::new().add("attempts", 1), Some(still_open()))
                 .await;
             match counted {
                 Ok(_) => return Err(error::CODE_NOT_VALID.into()),
@@ -336,18 +332,18 @@ pub async fn verify_access_request(call: &Call<'_>, input: VerifyInput) -> Resul
 /// The request is still waiting for its code and not locked.
 fn still_open() -> Cond {
     Cond::And(vec![
-        Cond::eq("status", "code_sent"),
+        Cond::eq("status", RequestStatus::CodeSent),
         Cond::Lt("attempts".into(), MAX_ATTEMPTS),
     ])
 }
 
 fn close_request(req: &AccessRequest, status: RequestStatus, uid: &str, now: &str) -> Write {
     let update = Update::new()
-        .set("status", serde_json::to_value(status).expect("status serializes"))
+        .set("status", status)
         .set("uid", uid)
         .set("finishedAt", now);
     Write::Update {
-        key: request_key(&req.id),
+        key: keys::request(&req.id),
         update,
         cond: Some(still_open()),
     }
@@ -395,8 +391,8 @@ async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> 
             other => {
                 let writes = vec![
                     Write::Check {
-                        key: accounts::account_key(&account.uid),
-                        cond: Cond::eq("status", other.as_str()),
+                        key: keys::account(&account.uid),
+                        cond: Cond::eq("status", other),
                     },
                     close_request(req, request_status(other), &account.uid, &now),
                 ];

@@ -7,7 +7,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::Call;
-use super::domains::{self, DomainStatus, claim_key, domain_key, registry_key, slot_key};
+use super::domains::{self, DomainStatus};
+use super::keys;
 use crate::clock::iso;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, StoreError, Update, Write};
@@ -108,23 +109,22 @@ pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Resu
     let now = iso(ctx.clock.now());
     let mut writes = vec![
         Write::Update {
-            key: domain_key(&uid, &name),
-            update: Update::new().set("status", "removed").set("removedAt", now.clone()),
-            cond: Some(Cond::And(vec![
-                Cond::Exists,
-                Cond::Ne("status".into(), json!("removed")),
-            ])),
+            key: keys::domain(&uid, &name),
+            update: Update::new()
+                .set("status", DomainStatus::Removed)
+                .set("removedAt", now.clone()),
+            cond: Some(Cond::And(vec![Cond::Exists, Cond::ne("status", DomainStatus::Removed)])),
         },
         Write::Delete {
-            key: registry_key(&name),
+            key: keys::registered(&name),
             cond: None,
         },
     ];
-    if let Some(slot) = ctx.store.get(&slot_key(&uid)).await?
+    if let Some(slot) = ctx.store.get(&keys::domain_slot(&uid)).await?
         && slot.get("name").and_then(|v| v.as_str()) == Some(name.as_str())
     {
         writes.push(Write::Delete {
-            key: slot_key(&uid),
+            key: keys::domain_slot(&uid),
             cond: Some(Cond::eq("name", name.clone())),
         });
     }
@@ -145,12 +145,16 @@ pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Resu
         super::mail_store::purge_mailbox(ctx, &mailbox.address).await?;
     }
     ctx.store
-        .update(&domain_key(&uid, &name), Update::new().set("activeMailboxes", 0), None)
+        .update(
+            &keys::domain(&uid, &name),
+            Update::new().set("activeMailboxes", 0),
+            None,
+        )
         .await?;
     // The claim goes only while it still names this account.
     let released = match ctx
         .store
-        .delete(&claim_key(&name), Some(Cond::eq("uid", uid.clone())))
+        .delete(&keys::claim(&name), Some(Cond::eq("uid", uid.clone())))
         .await
     {
         Ok(_) => true,

@@ -24,6 +24,9 @@ pub enum Cond {
 }
 
 impl Cond {
+    pub fn ne(attr: &str, value: impl Into<Value>) -> Self {
+        Cond::Ne(attr.into(), value.into())
+    }
     pub fn eq(attr: &str, value: impl Into<Value>) -> Self {
         Cond::Eq(attr.into(), value.into())
     }

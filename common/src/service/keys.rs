@@ -1,0 +1,127 @@
+//! Every item key the services write, in one place; `docs/data-model.md`
+//! describes the same layout. A partition key is `KIND#<id>`; the sort key
+//! names the item within it.
+
+use crate::store::Key;
+
+// ---------------------------------------------------------------- accounts
+
+/// `ACCT#<uid>/A`: the account.
+pub fn account(uid: &str) -> Key {
+    Key::new(account_partition(uid), "A")
+}
+
+/// `ACCT#<uid>`: the account, its domains (`DOMAIN#<name>`) and its domain slot.
+pub fn account_partition(uid: &str) -> String {
+    format!("ACCT#{uid}")
+}
+
+/// `EMAIL#<email>/A`: the one account of an email.
+pub fn email(email: &str) -> Key {
+    Key::new(format!("EMAIL#{email}"), "A")
+}
+
+/// `KEY#<digest>/K`: a standard key's owner, found by the key's keyed hash.
+pub fn api_key(digest: &str) -> Key {
+    Key::new(format!("KEY#{digest}"), "K")
+}
+
+// ---------------------------------------------------------- access requests
+
+/// `REQ#<id>/R`: an access request.
+pub fn request(id: &str) -> Key {
+    Key::new(format!("REQ#{id}"), "R")
+}
+
+/// `REQBY#email#<email>`: an email's access requests, `<createdAt>#<id>`.
+pub fn requests_by_email(email: &str) -> String {
+    format!("REQBY#email#{email}")
+}
+
+/// `REQBY#domain#<domain>`: an organization domain's access requests.
+pub fn requests_by_domain(domain: &str) -> String {
+    format!("REQBY#domain#{domain}")
+}
+
+/// `ALLOW#domains/<domain>`: one allowlisted domain.
+pub fn allowlisted(domain: &str) -> Key {
+    Key::new(ALLOWLIST, domain)
+}
+
+pub const ALLOWLIST: &str = "ALLOW#domains";
+
+// ----------------------------------------------------------------- domains
+
+/// `ACCT#<uid>/DOMAIN#<name>`: a domain record.
+pub fn domain(uid: &str, name: &str) -> Key {
+    Key::new(account_partition(uid), format!("{DOMAIN_PREFIX}{name}"))
+}
+
+pub const DOMAIN_PREFIX: &str = "DOMAIN#";
+
+/// `ACCT#<uid>/SLOT#domain` {name}: the account's one domain.
+pub fn domain_slot(uid: &str) -> Key {
+    Key::new(account_partition(uid), "SLOT#domain")
+}
+
+/// `CLAIM#<name>/C` {uid}: the account holding a hostname.
+pub fn claim(name: &str) -> Key {
+    Key::new(format!("CLAIM#{name}"), "C")
+}
+
+/// `DOMAINS/<name>` {uid}: every live domain (the export walks it).
+pub fn registered(name: &str) -> Key {
+    Key::new(REGISTRY, name)
+}
+
+pub const REGISTRY: &str = "DOMAINS";
+
+// --------------------------------------------------------------- mailboxes
+
+/// `MBOX#<domain>/<localPart>`: a mailbox (a removed one stays as a tombstone).
+pub fn mailbox(domain: &str, local: &str) -> Key {
+    Key::new(mailboxes_of(domain), local)
+}
+
+pub fn mailboxes_of(domain: &str) -> String {
+    format!("MBOX#{domain}")
+}
+
+/// `SEQ#mailbox/S`: the counter numbering each mailbox change for the export.
+pub fn mailbox_changes() -> Key {
+    Key::new("SEQ#mailbox", "S")
+}
+
+/// `ROUTING#forwards/S`: the version every forwarding change commits against.
+pub fn forwarding() -> Key {
+    Key::new("ROUTING#forwards", "S")
+}
+
+/// `SEQ#export/S`: the export version counter.
+pub fn export_versions() -> Key {
+    Key::new("SEQ#export", "S")
+}
+
+// ----------------------------------------------------------------- credits
+
+/// `CREDITS#<bucket>/C` {remaining, initial}.
+pub fn credits(bucket: &str) -> Key {
+    Key::new(format!("CREDITS#{bucket}"), "C")
+}
+
+/// `AGENT#default/A` {disabled, frozenUntil}.
+pub fn agent_switch() -> Key {
+    Key::new("AGENT#default", "A")
+}
+
+/// `SETTING#sending/S` {enabled}.
+pub fn sending_switch() -> Key {
+    Key::new("SETTING#sending", "S")
+}
+
+// ------------------------------------------------------------------- audit
+
+/// `AUDIT#<UTC day>/<at>#<random>`: one operator action.
+pub fn audit(day: &str, at: &str) -> Key {
+    Key::new(format!("AUDIT#{day}"), format!("{at}#{:08x}", rand::random::<u32>()))
+}
