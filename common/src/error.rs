@@ -106,6 +106,7 @@ catalogue! {
     ONE_DOMAIN_PER_ACCOUNT = 409 "This account already has a domain. Each account may hold one domain." code "one_domain_per_account";
     DOMAIN_CLAIMED = 409 "That domain is already claimed by another account." code "domain_claimed";
     DOMAIN_CHANGED = 500 "The domain changed while adding it; try again";
+    UID_INVALID = 400 "uid is not a valid account id";
     REMOVE_OWNER_REQUIRED = 400 "uid or ownerEmail is required";
     REMOVE_OWNER_MISMATCH = 400 "uid and ownerEmail name different accounts";
     OWNER_EMAIL_INVALID = 400 "ownerEmail is not valid";

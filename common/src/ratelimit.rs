@@ -18,6 +18,24 @@ pub const MINUTE: i64 = 60;
 /// Windows align to the epoch, so a day window is a UTC day.
 pub const DAY: i64 = 86_400;
 
+/// The bucket name of a client address for per-IP limits: an IPv4 address
+/// as it is, an IPv6 address by its /64 (one host usually holds the whole
+/// prefix, so counting single addresses would not limit it).
+pub fn client(ip: &str) -> String {
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+        Ok(std::net::IpAddr::V4(v4)) => v4.to_string(),
+        // Not an address (a missing peer): one shared bucket, bounded in size.
+        Err(_) => "unknown".into(),
+    }
+}
+
 fn partition(bucket: &str) -> String {
     format!("RATE#{bucket}")
 }
@@ -97,4 +115,18 @@ pub async fn clear(store: &dyn Store, bucket: &str) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod client_tests {
+    use super::client;
+
+    #[test]
+    fn ipv6_clients_are_counted_by_their_64() {
+        assert_eq!(client("2001:db8:1:2:aaaa::1"), client("2001:db8:1:2:bbbb::9"));
+        assert_ne!(client("2001:db8:1:2::1"), client("2001:db8:1:3::1"));
+        assert_eq!(client("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(client("192.0.2.7"), "192.0.2.7");
+        assert_eq!(client(&"x".repeat(5000)), "unknown");
+    }
 }

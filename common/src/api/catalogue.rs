@@ -45,7 +45,8 @@ pub static CATALOGUE: &[Operation] = &[
         summary: "Verify the emailed code and receive the API key once",
         description: "Step 2 of onboarding, no key needed. With the requestId and the emailed code: status ready \
                       returns apiKey exactly once (store it; send it as Authorization: Bearer svc_...); \
-                      setting_up and unavailable return no key. Five wrong codes lock the request.",
+                      setting_up and unavailable return no key. Five wrong codes lock the request; 30 calls \
+                      per hour per IP.",
         errors: &[
             VERIFY_FIELDS_REQUIRED,
             REQUEST_ID_INVALID,
@@ -55,6 +56,7 @@ pub static CATALOGUE: &[Operation] = &[
             ALREADY_COMPLETE,
             CODE_EXPIRED,
             REQUEST_BUSY,
+            RATE_LIMITED,
         ],
         io: io!(
             onboarding::verify_access_request,
@@ -342,6 +344,7 @@ pub static CATALOGUE: &[Operation] = &[
             DOMAIN_ID_REQUIRED,
             DOMAIN_INVALID,
             CONFIRM_REQUIRED,
+            UID_INVALID,
             NOT_FOUND,
             SYSTEM_DOMAIN,
             PROTECTED_DOMAIN,

@@ -18,12 +18,16 @@ impl FsBlobStore {
     /// Refuses keys that would escape the root.
     fn path(&self, key: &str) -> BlobResult<PathBuf> {
         let rel = Path::new(key);
-        if key.is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+        let staged = key == STAGING || key.starts_with(&format!("{STAGING}/"));
+        if key.is_empty() || staged || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
             return Err(BlobError(format!("invalid blob key {key:?}")));
         }
         Ok(self.root.join(rel))
     }
 }
+
+/// Where a put writes before its rename; `path` refuses keys under it.
+const STAGING: &str = ".staging";
 
 fn io(e: std::io::Error) -> BlobError {
     BlobError(e.to_string())
@@ -36,8 +40,11 @@ impl BlobStore for FsBlobStore {
         if let Some(dir) = path.parent() {
             tokio::fs::create_dir_all(dir).await.map_err(io)?;
         }
-        // Write then rename, so a reader never sees half a file.
-        let tmp = path.with_extension(format!("tmp{:08x}", rand::random::<u32>()));
+        // Write then rename, so a reader never sees half a file. The partial
+        // file lives outside the key space, so no key is ever hidden by it.
+        let staging = self.root.join(STAGING);
+        tokio::fs::create_dir_all(&staging).await.map_err(io)?;
+        let tmp = staging.join(format!("{:016x}", rand::random::<u64>()));
         tokio::fs::write(&tmp, bytes).await.map_err(io)?;
         tokio::fs::rename(&tmp, &path).await.map_err(io)
     }
@@ -74,10 +81,12 @@ impl BlobStore for FsBlobStore {
             while let Some(entry) = entries.next_entry().await.map_err(io)? {
                 let path = entry.path();
                 if entry.file_type().await.map_err(io)?.is_dir() {
-                    stack.push(path);
+                    if path != self.root.join(STAGING) {
+                        stack.push(path);
+                    }
                 } else if let Ok(rel) = path.strip_prefix(&self.root) {
                     let key = rel.to_string_lossy().replace('\\', "/");
-                    if key.starts_with(prefix) && !key.contains(".tmp") {
+                    if key.starts_with(prefix) {
                         out.push(key);
                     }
                 }
@@ -97,6 +106,10 @@ mod tests {
         let root = std::env::temp_dir().join(format!("mh-blobs-{:x}", rand::random::<u64>()));
         let store = FsBlobStore::new(&root);
         store.put("a/x/1.eml", b"one".to_vec(), "message/rfc822").await.unwrap();
+        // A key that looks like a temporary file is an ordinary key.
+        store.put("a/z/file.tmp1", b"t".to_vec(), "text/plain").await.unwrap();
+        assert_eq!(store.list("a/z/").await.unwrap(), ["a/z/file.tmp1"]);
+        store.delete("a/z/file.tmp1").await.unwrap();
         store.put("a/y/2.eml", b"two".to_vec(), "message/rfc822").await.unwrap();
         store.put("b/3.eml", b"three".to_vec(), "message/rfc822").await.unwrap();
         assert_eq!(store.get("a/x/1.eml").await.unwrap().as_deref(), Some(&b"one"[..]));

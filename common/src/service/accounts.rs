@@ -59,6 +59,12 @@ pub fn new_uid() -> String {
     format!("u_{}", hex::encode(rand::random::<[u8; 12]>()))
 }
 
+/// A uid this service could have issued (checked before one becomes part of a key).
+pub fn valid_uid(uid: &str) -> bool {
+    uid == OPS_UID
+        || (uid.len() == 26 && uid.starts_with("u_") && uid[2..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
 pub async fn get(ctx: &Context, uid: &str) -> StoreResult<Option<Account>> {
     ctx.store.read(&keys::account(uid)).await
 }

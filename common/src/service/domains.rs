@@ -463,8 +463,61 @@ async fn existing_add(ctx: &Context, account: &Account, name: &str) -> Result<Op
         return Err(error::ONE_DOMAIN_PER_ACCOUNT.into());
     }
     match claimant(ctx, name).await? {
+        Some(holder) if release_lapsed_claim(ctx, &holder, name).await? => Ok(None),
         Some(_) => Err(error::DOMAIN_CLAIMED.into()),
         None => Ok(None),
+    }
+}
+
+/// How long a domain may hold its name without ever being verified.
+pub const UNVERIFIED_CLAIM_DAYS: i64 = 7;
+
+/// Releases another account's claim on a name it added more than
+/// [`UNVERIFIED_CLAIM_DAYS`] ago and never verified, so a squatter cannot
+/// keep a name from its owner: that domain is removed (it has no mailboxes:
+/// they need a verified domain). Whether the claim is gone now.
+async fn release_lapsed_claim(ctx: &Context, holder: &str, name: &str) -> Result<bool, ApiError> {
+    let Some(domain) = get(ctx, holder, name).await? else {
+        return Ok(false);
+    };
+    let added = chrono::DateTime::parse_from_rfc3339(&domain.created_at).map(|t| t.timestamp());
+    let lapsed = domain.verified_at.is_none()
+        && domain.status != DomainStatus::Verified
+        && domain.active_mailboxes == 0
+        && added.is_ok_and(|t| ctx.clock.epoch() - t > UNVERIFIED_CLAIM_DAYS * 86_400);
+    if !lapsed {
+        return Ok(false);
+    }
+    let writes = vec![
+        Write::Delete {
+            key: keys::claim(name),
+            cond: Some(Cond::eq("uid", holder)),
+        },
+        Write::Update {
+            key: keys::domain(holder, name),
+            update: Update::new()
+                .set("status", DomainStatus::Removed)
+                .set("removedAt", iso(ctx.clock.now()))
+                .set("failureReason", "Not verified within 7 days; the name was released."),
+            cond: Some(Cond::And(vec![Cond::missing("verifiedAt"), Cond::eq("activeMailboxes", 0)])),
+        },
+        Write::Delete {
+            key: keys::domain_slot(holder),
+            cond: Some(Cond::eq("name", name)),
+        },
+        Write::Delete {
+            key: keys::registered(name),
+            cond: None,
+        },
+    ];
+    match ctx.store.transact(writes).await {
+        Ok(()) => {
+            let _ = ctx.secrets.delete(&domain.dkim_secret).await;
+            tracing::info!(domain = %name, "an unverified claim lapsed and was released");
+            Ok(true)
+        }
+        Err(StoreError::ConditionFailed) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -18,7 +18,7 @@ use super::{Call, keys};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::store::{Cond, Query, StoreError, Update};
+use crate::store::{Cond, Query, StoreError, StoreExt, Update};
 use crate::validate::{Fields, Input, NoInput};
 
 pub const EXPORT_BLOB: &str = "mta/mtaMailboxExport.json";
@@ -112,18 +112,22 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         .await?;
     let version = counted.get("value").and_then(Value::as_i64).unwrap_or(1);
 
+    // Only domains whose owner has proved them (verified at least once): an
+    // added but unproven name, say gmail.com, must never become local to
+    // the mail host.
     let mut domains = Vec::new();
-    let mut query = Query::partition(keys::REGISTRY).limit(500);
-    loop {
-        let page = ctx.store.query(&query).await?;
-        domains.extend(
-            page.items
-                .iter()
-                .filter_map(|i| i.get("sk").and_then(Value::as_str).map(String::from)),
-        );
-        match page.next {
-            Some(next) => query = query.after(Some(next)),
-            None => break,
+    for registered in ctx.store.all(Query::partition(keys::REGISTRY).limit(500)).await? {
+        let (Some(name), Some(uid)) = (
+            registered.get("sk").and_then(Value::as_str),
+            registered.get("uid").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if super::domains::get(ctx, uid, name)
+            .await?
+            .is_some_and(|d| d.verified_at.is_some() || d.status == super::domains::DomainStatus::Verified)
+        {
+            domains.push(name.to_string());
         }
     }
     let mut live = Vec::new();

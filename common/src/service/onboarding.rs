@@ -34,6 +34,11 @@ const STATUS_PER_IP: Limit = Limit {
     max: 10,
     period_secs: HOUR,
 };
+/// verifyAccessRequest reads a request without a credential: bounded per IP.
+const VERIFY_PER_IP: Limit = Limit {
+    max: 30,
+    period_secs: HOUR,
+};
 const STATUS_PER_EMAIL: Limit = Limit {
     max: 6,
     period_secs: HOUR,
@@ -155,7 +160,7 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
     let now = ctx.clock.now();
     ratelimit::hit(
         ctx.store.as_ref(),
-        &format!("requestAccess:ip:{ip}"),
+        &format!("requestAccess:ip:{}", ratelimit::client(ip)),
         REQUEST_PER_IP,
         now.timestamp(),
     )
@@ -299,6 +304,13 @@ enum Finish {
 /// Checks the code once: a wrong, expired or locked code never gives a key.
 pub async fn verify_access_request(call: &Call<'_>, input: VerifyInput) -> Result<VerifyOutput, ApiError> {
     let (ctx, id, code) = (call.ctx, input.request_id.as_str(), input.code.as_str());
+    ratelimit::hit(
+        ctx.store.as_ref(),
+        &format!("verifyAccessRequest:ip:{}", ratelimit::client(call.ip)),
+        VERIFY_PER_IP,
+        ctx.clock.epoch(),
+    )
+    .await?;
     for _ in 0..5 {
         let req = load(ctx, id).await?.ok_or(error::NOT_FOUND)?;
         if req.status != RequestStatus::CodeSent {
@@ -504,7 +516,7 @@ pub async fn get_request_status(call: &Call<'_>, input: StatusInput) -> Result<S
     let now = ctx.clock.epoch();
     ratelimit::hit(
         ctx.store.as_ref(),
-        &format!("getRequestStatus:ip:{ip}"),
+        &format!("getRequestStatus:ip:{}", ratelimit::client(ip)),
         STATUS_PER_IP,
         now,
     )

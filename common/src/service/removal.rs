@@ -31,6 +31,9 @@ pub struct RemoveInput {
 impl Input for RemoveInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
         let uid = fields.str("uid")?;
+        if uid.as_deref().is_some_and(|u| !super::accounts::valid_uid(u)) {
+            return Err(error::UID_INVALID.into());
+        }
         let owner_email = fields.str("ownerEmail")?;
         let domain = fields.str("domainId")?.or(fields.str("domain")?);
         let confirm = fields.str("confirm")?;
