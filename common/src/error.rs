@@ -173,6 +173,9 @@ catalogue! {
     /// `{}` is the builder's reason.
     MESSAGE_NOT_BUILT = 400 "The message could not be built: {}";
     NO_HOSTED_MAILBOX = 403 "Add a fully hosted mailbox on a verified domain before sending.";
+    IDEMPOTENCY_KEY_INVALID = 400 "Idempotency-Key must be 1 to 255 printable ASCII characters";
+    IDEMPOTENCY_KEY_REUSED = 409 "This Idempotency-Key was used with a different request" code "idempotency_key_reused";
+    IDEMPOTENCY_IN_PROGRESS = 409 "A request with this Idempotency-Key is still in progress" code "idempotency_in_progress";
     SENDING_PAUSED = 503 "Sending temporarily disabled";
     AGENT_KEY_DISABLED = 503 "Agent key disabled";
     SEND_FAILED = 500 "Send failed";

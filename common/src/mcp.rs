@@ -16,7 +16,7 @@ use crate::api::{self, CATALOGUE, Operation};
 use crate::auth::{self, Access, Authenticated, Caller, Presented, Via};
 use crate::error::{self, ApiError};
 use crate::http::AppState;
-use crate::http::extract::{client_ip, read_body};
+use crate::http::extract::{client_ip, discard, read_body};
 use crate::service::Call;
 use crate::validate::{Fields, Origin};
 
@@ -87,7 +87,10 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
         },
         presented => match auth::authenticate(&ctx, &presented).await {
             Ok(auth) => auth,
-            Err(e) => return e.into_response(),
+            Err(e) => {
+                discard(body).await;
+                return e.into_response();
+            }
         },
     };
     let bytes = match read_body(body, MAX_BODY).await {

@@ -492,7 +492,9 @@ pub static CATALOGUE: &[Operation] = &[
         description: "to (at most 5), subject, text (at most 100KB); from must be a hosted mailbox on your \
                       verified domain (optional with exactly one; the agent key sends as noreply@ the service \
                       domain). inReplyTo/references thread it onto a stored conversation. Costs 1 credit for \
-                      keys; 5 per minute and 50 per UTC day. Attachments are REST only.",
+                      keys; 5 per minute and 50 per UTC day. Attachments are REST only. With an \
+                      idempotencyKey (REST: the Idempotency-Key header) a retry within 24 hours returns the \
+                      first answer without sending or charging again.",
         errors: &[
             SENDING_PAUSED,
             AGENT_KEY_DISABLED,
@@ -521,6 +523,9 @@ pub static CATALOGUE: &[Operation] = &[
             INSUFFICIENT_CREDITS,
             SEND_FAILED,
             NO_OUTBOUND_HOST,
+            IDEMPOTENCY_KEY_INVALID,
+            IDEMPOTENCY_KEY_REUSED,
+            IDEMPOTENCY_IN_PROGRESS,
         ],
         io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
     },

@@ -31,6 +31,20 @@ pub fn client_ip(parts: &Parts) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// Reads and drops a body the answer does not need (a refused caller's), so
+/// a client still writing it reads the answer instead of a reset connection.
+pub async fn discard(body: Body) {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut seen = 0usize;
+    while let Some(Ok(frame)) = body.frame().await {
+        seen += frame.data_ref().map_or(0, |d| d.len());
+        if seen > DRAIN_LIMIT {
+            break;
+        }
+    }
+}
+
 /// The body, at most `limit` bytes; a larger one is 413 before any parsing.
 pub async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, ApiError> {
     use http_body_util::BodyExt;

@@ -6,7 +6,7 @@ use axum::extract::{Query, Request};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::extract::{client_ip, read_body};
+use super::extract::{client_ip, discard, read_body};
 use crate::api::{Operation, Source};
 use crate::auth::Presented;
 use crate::service::Call;
@@ -16,7 +16,10 @@ pub(super) async fn serve(op: &'static Operation, ctx: AppState, req: Request) -
     let (parts, body) = req.into_parts();
     let auth = match crate::auth::admit(&ctx, op.access, &Presented::from_headers(&parts.headers)).await {
         Ok(auth) => auth,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            discard(body).await;
+            return e.into_response();
+        }
     };
     let rest = op.rest.as_ref().expect("a routed operation has a REST form");
     let query = || {
@@ -42,6 +45,14 @@ pub(super) async fn serve(op: &'static Operation, ctx: AppState, req: Request) -
             })
         }
     };
+    // The Idempotency-Key header reaches the input as a field (the header wins).
+    let fields = fields.map(|mut fields| {
+        if let Some(key) = parts.headers.get("idempotency-key") {
+            let key = String::from_utf8_lossy(key.as_bytes()).into_owned();
+            fields.map.insert("idempotencyKey".into(), key.into());
+        }
+        fields
+    });
     let ip = client_ip(&parts);
     let call = Call::new(&ctx, &auth.caller, auth.via, &ip);
     match op.execute(&call, fields).await {

@@ -62,7 +62,9 @@ pub fn new_uid() -> String {
 /// A uid this service could have issued (checked before one becomes part of a key).
 pub fn valid_uid(uid: &str) -> bool {
     uid == OPS_UID
-        || (uid.len() == 26 && uid.starts_with("u_") && uid[2..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        || (uid.len() == 26
+            && uid.starts_with("u_")
+            && uid[2..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 pub async fn get(ctx: &Context, uid: &str) -> StoreResult<Option<Account>> {

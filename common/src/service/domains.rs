@@ -499,7 +499,10 @@ async fn release_lapsed_claim(ctx: &Context, holder: &str, name: &str) -> Result
                 .set("status", DomainStatus::Removed)
                 .set("removedAt", iso(ctx.clock.now()))
                 .set("failureReason", "Not verified within 7 days; the name was released."),
-            cond: Some(Cond::And(vec![Cond::missing("verifiedAt"), Cond::eq("activeMailboxes", 0)])),
+            cond: Some(Cond::And(vec![
+                Cond::missing("verifiedAt"),
+                Cond::eq("activeMailboxes", 0),
+            ])),
         },
         Write::Delete {
             key: keys::domain_slot(holder),

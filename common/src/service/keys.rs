@@ -119,6 +119,11 @@ pub fn sending_switch() -> Key {
     Key::new("SETTING#sending", "S")
 }
 
+/// `IDEM#<caller bucket>/<sha256(key)>`: a send's idempotency record.
+pub fn idempotency(bucket: &str, key_digest: &str) -> Key {
+    Key::new(format!("IDEM#{bucket}"), key_digest)
+}
+
 // ------------------------------------------------------------------- audit
 
 /// `AUDIT#<UTC day>/<at>#<random>`: one operator action.

@@ -8,14 +8,14 @@
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::accounts::{self, OPS_UID};
 use super::credits::{self, AGENT_BUCKET, SEND_PER_DAY, SEND_PER_MINUTE};
 use super::domains::{self, DomainStatus};
 use super::mail_store::{self, AttachmentMeta, Direction, StoredMessage};
-use super::{Call, dkim, mailboxes};
+use super::{Call, dkim, keys, mailboxes};
 use crate::api::OneOrMany;
 use crate::auth::Caller;
 use crate::clock::iso;
@@ -68,6 +68,11 @@ pub struct SendInput {
     /// REST only: at most 3 files, 2MB each, 4MB together.
     #[schemars(with = "Option<Vec<AttachmentUpload>>", length(max = 3))]
     pub attachments: Vec<Attachment>,
+    /// The same key with the same request within 24 hours returns the first
+    /// answer without sending or charging again (REST: the Idempotency-Key
+    /// header).
+    #[schemars(length(min = 1, max = 255))]
+    pub idempotency_key: Option<String>,
 }
 
 impl Input for SendInput {
@@ -133,6 +138,7 @@ impl Input for SendInput {
             in_reply_to,
             references,
             attachments,
+            idempotency_key: fields.str("idempotencyKey")?,
         })
     }
 }
@@ -306,7 +312,7 @@ async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Arc<Signer>, 
 }
 
 /// The send result (spec 2.2).
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendOutput {
     pub ok: bool,
@@ -327,6 +333,93 @@ pub struct SendOutput {
 /// Sends one plain-text message, in the spec's order of checks. The input is
 /// parsed only after the kill switch, the freeze and the rate limit.
 pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
+    let (ctx, caller) = (call.ctx, call.caller);
+    let key = match input.fields().map(|f| f.str("idempotencyKey")).transpose()?.flatten() {
+        Some(key) => key,
+        None => return send_once(call, input).await,
+    };
+    let claim = Idempotency::claim(ctx, &buckets(caller).0, &key, input.fields()).await?;
+    let claim = match claim {
+        Claimed::Replay(first) => return Ok(first),
+        Claimed::Fresh(claim) => claim,
+    };
+    let outcome = send_once(call, input).await;
+    claim.settle(ctx, outcome.as_ref().ok()).await;
+    outcome
+}
+
+/// A send keyed by an Idempotency-Key: one record per caller and key, claimed
+/// with a conditional write (so concurrent requests with one key send once),
+/// holding the first answer for 24 hours.
+struct Idempotency {
+    key: crate::store::Key,
+}
+
+enum Claimed {
+    Fresh(Idempotency),
+    Replay(SendOutput),
+}
+
+const IDEMPOTENCY_SECS: i64 = 86_400;
+
+impl Idempotency {
+    async fn claim(ctx: &Context, bucket: &str, key: &str, fields: Option<&Fields>) -> Result<Claimed, ApiError> {
+        use crate::store::{Cond, StoreError, TTL, item};
+        use sha2::{Digest, Sha256};
+        if key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+            return Err(error::IDEMPOTENCY_KEY_INVALID.into());
+        }
+        let mut request = fields.map(|f| f.map.clone()).unwrap_or_default();
+        request.remove("idempotencyKey");
+        // serde_json's maps are ordered, so equal bodies hash equally.
+        let fingerprint = hex::encode(Sha256::digest(Value::Object(request).to_string()));
+        let record = keys::idempotency(bucket, &hex::encode(Sha256::digest(key)));
+        let now = ctx.clock.epoch();
+        let claim = json!({ "state": "in_flight", "fingerprint": fingerprint, TTL: now + IDEMPOTENCY_SECS });
+        // A record past its 24 hours counts as absent (DynamoDB's TTL deletes lazily).
+        let free = Cond::Or(vec![Cond::NotExists, Cond::Lt(TTL.into(), now)]);
+        match ctx.store.put(item(&record, &claim), Some(free)).await {
+            Ok(()) => return Ok(Claimed::Fresh(Idempotency { key: record })),
+            Err(StoreError::ConditionFailed) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let Some(held) = ctx.store.get(&record).await? else {
+            return Err(error::IDEMPOTENCY_IN_PROGRESS.into());
+        };
+        if held.get("fingerprint").and_then(Value::as_str) != Some(fingerprint.as_str()) {
+            return Err(error::IDEMPOTENCY_KEY_REUSED.into());
+        }
+        match held.get("response") {
+            Some(first) => Ok(Claimed::Replay(
+                serde_json::from_value(first.clone()).map_err(ApiError::internal)?,
+            )),
+            None => Err(error::IDEMPOTENCY_IN_PROGRESS.into()),
+        }
+    }
+
+    /// Keeps the answer of a send that went out; forgets the claim of one that
+    /// did not, so the same key can be tried again.
+    async fn settle(self, ctx: &Context, sent: Option<&SendOutput>) {
+        use crate::store::Update;
+        let done = match sent {
+            Some(out) => ctx
+                .store
+                .update(
+                    &self.key,
+                    Update::new().set("state", "completed").set("response", json!(out)),
+                    None,
+                )
+                .await
+                .map(drop),
+            None => ctx.store.delete(&self.key, None).await.map(drop),
+        };
+        if let Err(e) = done {
+            tracing::error!(error = %e, "an idempotency record could not be settled");
+        }
+    }
+}
+
+async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
     if !credits::sending_enabled(ctx).await? {
         return Err(error::SENDING_PAUSED.into());
