@@ -9,9 +9,11 @@
 //! Python venv that holds cargo-lambda and aiosmtpd, named by
 //! `MAILHOST_TEST_VENV`, and is skipped without it.
 //!
-//! `mta-export`, `mailboxes` and `send` share one data directory (store, blobs
-//! and secrets), as they share the table, the bucket and Secrets Manager in
-//! AWS: `GET /mtaMailboxExport` reads the export `mta-export` wrote and
+//! `mta-export`, `credits`, `mcp`, `mailboxes` and `send` share one data
+//! directory (store, blobs and secrets), as they share the table, the bucket
+//! and Secrets Manager in AWS. No HTTP function writes at its cold start: the
+//! agent key's balance that `credits` and `mcp` read is opened by
+//! `mta-export`'s bootstrap. `GET /mtaMailboxExport` reads the export `mta-export` wrote and
 //! `POST /mtaMailboxExport` acknowledges it, and `POST /sendMail` with the
 //! agent key sends from `noreply@<service domain>`, signed with the DKIM key of
 //! the service domain that `mta-export`'s cold start (the bootstrap, which no
@@ -62,7 +64,12 @@ const SCHEDULED: &[(&str, &str)] = &[("mta-export", "rate(1 minute)")];
 
 /// Functions that read what another function wrote, and that one: each runs
 /// on the writer's data directory (embedded store, blobs and secrets), after it.
-const READS_DATA_OF: &[(&str, &str)] = &[("mailboxes", "mta-export"), ("send", "mta-export")];
+const READS_DATA_OF: &[(&str, &str)] = &[
+    ("credits", "mta-export"),
+    ("mcp", "mta-export"),
+    ("mailboxes", "mta-export"),
+    ("send", "mta-export"),
+];
 
 /// The service domain and mail host the functions run with, and the protected
 /// mailboxes the `mta-export` bootstrap creates on it (the default
@@ -111,8 +118,10 @@ struct Case {
 
 /// Every file under `events/`, in the order they are invoked. The cases of a
 /// function are together (its watch runs while they do), and `mta-export`
-/// comes before `mailboxes`, which reads and acknowledges its export, and
-/// before `send`, which sends from the service domain it bootstrapped.
+/// comes before `credits` and `mcp`, which read the agent balance its
+/// bootstrap opened, before `mailboxes`, which reads and acknowledges its
+/// export, and before `send`, which sends from the service domain it
+/// bootstrapped.
 const CASES: &[Case] = &[
     Case {
         function: "onboarding",
@@ -145,35 +154,6 @@ const CASES: &[Case] = &[
     Case {
         function: "onboarding",
         event: "get-account-status-no-credential.json",
-        status: Some(401),
-        check: |body| assert_error(body, MISSING_CREDENTIAL),
-    },
-    Case {
-        function: "credits",
-        event: "get-credits-agent-key.json",
-        status: Some(200),
-        check: |body| {
-            assert_eq!(body["ok"], true, "{body}");
-            assert_eq!(body["credits"]["remaining"], 100, "{body}");
-            assert_eq!(body["credits"]["initial"], 100, "{body}");
-            assert_eq!(body["agentKey"]["last4"], &AGENT_KEY[AGENT_KEY.len() - 4..], "{body}");
-            assert_eq!(body["canControl"], true, "{body}");
-        },
-    },
-    Case {
-        function: "credits",
-        event: "post-credits-agent-key.json",
-        status: Some(200),
-        check: |body| {
-            assert_eq!(body["ok"], true, "{body}");
-            assert_eq!(body["agentKey"]["disabled"], false, "{body}");
-            assert_eq!(body["agentKey"]["status"], "active", "{body}");
-            assert_eq!(body["credits"]["remaining"], 100, "{body}");
-        },
-    },
-    Case {
-        function: "credits",
-        event: "get-credits-no-credential.json",
         status: Some(401),
         check: |body| assert_error(body, MISSING_CREDENTIAL),
     },
@@ -228,6 +208,70 @@ const CASES: &[Case] = &[
             // carrying the protected mailboxes the cold start's bootstrap made.
             assert_eq!(out["version"], 1, "{out}");
             assert_eq!(out["mailboxes"], PROTECTED_MAILBOXES.len(), "{out}");
+        },
+    },
+    Case {
+        function: "credits",
+        event: "get-credits-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["credits"]["remaining"], 100, "{body}");
+            assert_eq!(body["credits"]["initial"], 100, "{body}");
+            assert_eq!(body["agentKey"]["last4"], &AGENT_KEY[AGENT_KEY.len() - 4..], "{body}");
+            assert_eq!(body["canControl"], true, "{body}");
+        },
+    },
+    Case {
+        function: "credits",
+        event: "post-credits-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["agentKey"]["disabled"], false, "{body}");
+            assert_eq!(body["agentKey"]["status"], "active", "{body}");
+            assert_eq!(body["credits"]["remaining"], 100, "{body}");
+        },
+    },
+    Case {
+        function: "credits",
+        event: "get-credits-no-credential.json",
+        status: Some(401),
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "mcp",
+        event: "api-initialize-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["id"], "init", "{body}");
+            assert_eq!(body["result"]["protocolVersion"], "2024-11-05", "{body}");
+            assert_eq!(body["result"]["serverInfo"]["version"], "0.7.0", "{body}");
+        },
+    },
+    Case {
+        function: "mcp",
+        event: "tools-call-get-credits-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            // The agent balance mta-export's bootstrap opened (no HTTP
+            // function writes at its cold start).
+            assert_eq!(body["result"]["isError"], false, "{body}");
+            assert_eq!(
+                body["result"]["structuredContent"],
+                json!({ "ok": true, "remaining": 100 }),
+                "{body}"
+            );
+        },
+    },
+    Case {
+        function: "mcp",
+        event: "get-openapi-no-credential.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["openapi"], "3.1.0", "{body}");
+            assert_eq!(body["info"]["version"], "0.7.0", "{body}");
+            assert!(body["paths"]["/sendMail"]["post"].is_object(), "{body}");
         },
     },
     Case {
@@ -317,40 +361,6 @@ const CASES: &[Case] = &[
             assert_eq!(body["attachmentCount"], 0, "{body}");
             assert_eq!(body["attachmentsStored"], 0, "{body}");
             assert!(body.get("threadId").is_none(), "{body}");
-        },
-    },
-    Case {
-        function: "mcp",
-        event: "api-initialize-agent-key.json",
-        status: Some(200),
-        check: |body| {
-            assert_eq!(body["id"], "init", "{body}");
-            assert_eq!(body["result"]["protocolVersion"], "2024-11-05", "{body}");
-            assert_eq!(body["result"]["serverInfo"]["version"], "0.7.0", "{body}");
-        },
-    },
-    Case {
-        function: "mcp",
-        event: "tools-call-get-credits-agent-key.json",
-        status: Some(200),
-        check: |body| {
-            // The agent balance opened at this function's cold start.
-            assert_eq!(body["result"]["isError"], false, "{body}");
-            assert_eq!(
-                body["result"]["structuredContent"],
-                json!({ "ok": true, "remaining": 100 }),
-                "{body}"
-            );
-        },
-    },
-    Case {
-        function: "mcp",
-        event: "get-openapi-no-credential.json",
-        status: Some(200),
-        check: |body| {
-            assert_eq!(body["openapi"], "3.1.0", "{body}");
-            assert_eq!(body["info"]["version"], "0.7.0", "{body}");
-            assert!(body["paths"]["/sendMail"]["post"].is_object(), "{body}");
         },
     },
 ];
