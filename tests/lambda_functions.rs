@@ -906,6 +906,14 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
             workspace().join("functions").join(function).join("Cargo.toml").exists(),
             "no functions/{function}"
         );
+        // `sam build` runs `cargo lambda build --bin <Binary>` in CodeUri: the
+        // function's own crate (at the workspace root cargo would not find it).
+        assert_eq!(
+            value(resource, &["Properties", "CodeUri"]),
+            Some(format!("functions/{function}").as_str()),
+            "{}",
+            resource.key
+        );
         assert!(found.insert(function.to_string()), "two functions build {function}");
         let events = child(resource, "Properties").and_then(|p| child(p, "Events"));
         for event in events.map(|e| e.children.as_slice()).unwrap_or_default() {
