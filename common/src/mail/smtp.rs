@@ -8,7 +8,7 @@
 //! AUTH and the SMTP dialogue stay lettre's). lettre's own transport opens
 //! sockets without TCP_NODELAY and offers no hook to set it, so each send
 //! waited ~40 ms for a delayed ACK (Nagle). Connections are pooled here:
-//! reused while the server answers NOOP, dropped after a minute idle.
+//! reused at once within 5 s, after a NOOP later, dropped after a minute idle.
 //! `smtps://` keeps lettre's own pooled transport (see docs/decisions.md).
 
 use std::path::Path;
@@ -29,6 +29,8 @@ use super::{MailError, Outgoing, Transport};
 const POOL_MAX_IDLE: usize = 10;
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// A pooled connection idle for less than this is reused without a NOOP.
+const TRUST_IDLE: Duration = Duration::from_secs(5);
 
 pub struct SmtpTransport {
     inner: Inner,
@@ -36,7 +38,7 @@ pub struct SmtpTransport {
 
 enum Inner {
     /// Plain or STARTTLS, on our own TCP_NODELAY sockets.
-    Direct(Direct),
+    Direct(Box<Direct>),
     /// Implicit TLS (`smtps://`), lettre's transport.
     Lettre(AsyncSmtpTransport<Tokio1Executor>),
 }
@@ -46,14 +48,20 @@ struct Direct {
     port: u16,
     hello: ClientId,
     starttls: StartTls,
+    /// Extra CA certificates (PEM) to trust besides the system roots.
+    ca_pem: Option<Vec<u8>>,
+    /// Built at the first connection, not at start: loading the system
+    /// roots takes milliseconds a Lambda cold start need not spend.
+    tls: tokio::sync::OnceCell<TlsParameters>,
     credentials: Option<Credentials>,
     idle: Mutex<Vec<(AsyncSmtpConnection, Instant)>>,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum StartTls {
     Never,
-    Opportunistic(TlsParameters),
-    Required(TlsParameters),
+    Opportunistic,
+    Required,
 }
 
 fn err(e: impl std::fmt::Display) -> MailError {
@@ -83,7 +91,7 @@ impl SmtpTransport {
             });
         }
         Ok(Self {
-            inner: Inner::Direct(Direct::from_url(&parsed, pem.as_deref())?),
+            inner: Inner::Direct(Box::new(Direct::from_url(&parsed, pem.as_deref())?)),
         })
     }
 }
@@ -100,13 +108,9 @@ impl Direct {
             .trim_end_matches(']')
             .to_string();
         let mode = url.query_pairs().find(|(k, _)| k == "tls").map(|(_, v)| v.into_owned());
-        let params = || -> Result<TlsParameters, MailError> {
-            let mut params = TlsParameters::builder(host.clone());
-            if let Some(pem) = ca_pem {
-                params = params.add_root_certificate(Certificate::from_pem(pem).map_err(err)?);
-            }
-            params.build().map_err(err)
-        };
+        if let Some(pem) = ca_pem {
+            Certificate::from_pem(pem).map_err(err)?;
+        }
         let (starttls, default_port) = match mode.as_deref() {
             None if ca_pem.is_some() => {
                 return Err(MailError(
@@ -114,8 +118,8 @@ impl Direct {
                 ));
             }
             None => (StartTls::Never, 25),
-            Some("required") => (StartTls::Required(params()?), 587),
-            Some("opportunistic") => (StartTls::Opportunistic(params()?), 587),
+            Some("required") => (StartTls::Required, 587),
+            Some("opportunistic") => (StartTls::Opportunistic, 587),
             Some(other) => return Err(MailError(format!("unknown SMTP tls mode {other:?}"))),
         };
         let hello = match url.path().trim_matches('/') {
@@ -134,6 +138,8 @@ impl Direct {
             host,
             hello,
             starttls,
+            ca_pem: ca_pem.map(<[u8]>::to_vec),
+            tls: tokio::sync::OnceCell::new(),
             credentials,
             idle: Mutex::new(Vec::new()),
         })
@@ -152,12 +158,14 @@ impl Direct {
         let mut conn = AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello)
             .await
             .map_err(err)?;
-        match &self.starttls {
-            StartTls::Required(params) => conn.starttls(params.clone(), &self.hello).await.map_err(err)?,
-            StartTls::Opportunistic(params) if conn.can_starttls() => {
-                conn.starttls(params.clone(), &self.hello).await.map_err(err)?
-            }
-            _ => {}
+        let upgrade = match self.starttls {
+            StartTls::Required => true,
+            StartTls::Opportunistic => conn.can_starttls(),
+            StartTls::Never => false,
+        };
+        if upgrade {
+            let params = self.tls.get_or_try_init(|| async { self.tls_parameters() }).await?;
+            conn.starttls(params.clone(), &self.hello).await.map_err(err)?;
         }
         if let Some(credentials) = &self.credentials {
             conn.auth(&[Mechanism::Plain, Mechanism::Login], credentials)
@@ -167,12 +175,23 @@ impl Direct {
         Ok(conn)
     }
 
+    fn tls_parameters(&self) -> Result<TlsParameters, MailError> {
+        let mut params = TlsParameters::builder(self.host.clone());
+        if let Some(pem) = &self.ca_pem {
+            params = params.add_root_certificate(Certificate::from_pem(pem).map_err(err)?);
+        }
+        params.build().map_err(err)
+    }
+
     /// A pooled connection that still answers, or a new one.
     async fn checkout(&self) -> Result<AsyncSmtpConnection, MailError> {
         loop {
             let next = self.idle.lock().expect("smtp pool").pop();
             let Some((mut conn, since)) = next else { break };
-            if since.elapsed() < POOL_IDLE_TIMEOUT && !conn.has_broken() && conn.test_connected().await {
+            let idle = since.elapsed();
+            // A connection used within the last seconds is taken as it is; an
+            // older one must first answer NOOP (the server may have closed it).
+            if idle < POOL_IDLE_TIMEOUT && !conn.has_broken() && (idle < TRUST_IDLE || conn.test_connected().await) {
                 return Ok(conn);
             }
             conn.abort().await;
