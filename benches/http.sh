@@ -6,7 +6,7 @@
 # On 2 cores wrk shares the CPU with the server: compare the ratio, never the
 # absolute figures across runs.
 #
-#   benches/http.sh                # DURATION=10 CONNECTIONS=32 PROFILE=bench
+#   benches/http.sh                # DURATION=10 CONNECTIONS=32 PROFILE=bench NO_BUILD=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10}
@@ -15,10 +15,14 @@ PROFILE=${PROFILE:-bench}
 KEY=svc_http_bench_agent_key_0000000000000000000000
 command -v wrk >/dev/null || { echo "wrk missing: apt-get install wrk" >&2; exit 1; }
 
-cargo build -q --profile "$PROFILE" -p mailhost --bin mailhost -p bare --bin bare-axum
+[ -n "${NO_BUILD:-}" ] || cargo build -q --profile "$PROFILE" -p mailhost --bin mailhost -p bare --bin bare-axum
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-bin=$target_dir/$PROFILE
-[ "$PROFILE" = dev ] && bin=$target_dir/debug
+# Cargo's built-in profiles write to debug/ (dev, test) and release/ (release, bench).
+case $PROFILE in
+  dev | test) bin=$target_dir/debug ;;
+  release | bench) bin=$target_dir/release ;;
+  *) bin=$target_dir/$PROFILE ;;
+esac
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {

@@ -43,7 +43,12 @@ fn main() {
         build.args(["-p", f]);
     }
     assert!(build.status().expect("cargo build").success(), "cargo build failed");
-    let dir = target.join(if profile == "dev" { "debug" } else { &profile });
+    // Cargo's built-in profiles write to debug/ (dev, test) and release/ (release, bench).
+    let dir = target.join(match profile.as_str() {
+        "dev" | "test" => "debug",
+        "release" | "bench" => "release",
+        other => other,
+    });
 
     let scratch = std::env::temp_dir().join(format!("mailhost-init-{:x}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
