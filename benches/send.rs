@@ -1,7 +1,8 @@
 //! Send benchmark: POST /sendMail through the local server (embedded store) to a
 //! local SMTP submission server (STARTTLS + AUTH, tests/support/smtp_sink.py),
 //! printing sends per second, p50/p99 latency and the storage requests one send
-//! makes. Run: `MAILHOST_TEST_VENV=~/.cache/mailhost/venv cargo bench --bench send`
+//! makes, and the SMTP submission alone (the transport without HTTP or
+//! store). Run: `MAILHOST_TEST_VENV=~/.cache/mailhost/venv cargo bench --bench send`
 //! (scripts/test installs the venv). `SENDS=n` sets the number of sends;
 //! `TRANSPORT=spool` writes to the local outbox instead, to separate the
 //! service's own cost from the SMTP round trips.
@@ -105,7 +106,28 @@ async fn main() {
         per_send.deletes as f64 / n,
     );
     if !spool {
-        let arrived = sink.wait_for(2 * sends + 1).await.len();
+        // The SMTP submission alone (the same transport, no HTTP, no store):
+        // what the relay's round trips cost a send.
+        use common::mail::Transport;
+        let transport =
+            common::mail::smtp::SmtpTransport::from_url_with_ca(&sink.url(), Some(&sink.ca_file())).unwrap();
+        let message = common::mail::plain_text(
+            "bench@svc.test",
+            "bench@partner.example",
+            "Benchmark",
+            "A short plain-text message.\n",
+        )
+        .unwrap();
+        transport.send(&message).await.unwrap();
+        let mut latencies = Vec::with_capacity(sends);
+        let started = Instant::now();
+        for _ in 0..sends {
+            let at = Instant::now();
+            transport.send(&message).await.unwrap();
+            latencies.push(at.elapsed());
+        }
+        report("SMTP transport alone, 1 client", &mut latencies, started.elapsed());
+        let arrived = sink.wait_for(3 * sends + 2).await.len();
         println!("messages received by the SMTP server: {arrived}");
     }
     server.abort();

@@ -69,5 +69,6 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         served = app.run() => served?,
         _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
     }
+    common::telemetry::flush();
     Ok(())
 }

@@ -9,9 +9,11 @@
 //! Python venv that holds cargo-lambda and aiosmtpd, named by
 //! `MAILHOST_TEST_VENV`, and is skipped without it.
 //!
-//! `mta-export`, `mailboxes` and `send` share one data directory (store, blobs
-//! and secrets), as they share the table, the bucket and Secrets Manager in
-//! AWS: `GET /mtaMailboxExport` reads the export `mta-export` wrote and
+//! `mta-export`, `credits`, `mcp`, `mailboxes` and `send` share one data
+//! directory (store, blobs and secrets), as they share the table, the bucket
+//! and Secrets Manager in AWS. No HTTP function writes at its cold start: the
+//! agent key's balance that `credits` and `mcp` read is opened by
+//! `mta-export`'s bootstrap. `GET /mtaMailboxExport` reads the export `mta-export` wrote and
 //! `POST /mtaMailboxExport` acknowledges it, and `POST /sendMail` with the
 //! agent key sends from `noreply@<service domain>`, signed with the DKIM key of
 //! the service domain that `mta-export`'s cold start (the bootstrap, which no
@@ -23,8 +25,9 @@
 //! time: each watch starts at its function's first case and stops after its
 //! last, and the next one starts once the store is released.
 //!
-//! The other tests need nothing: every route of the route table is in
-//! `template.yaml` at its root path and under `/api`, on its family's function,
+//! The other tests need nothing: every path of the route table is in
+//! `template.yaml` with method ANY at its root and under `/api`, on its
+//! family's function,
 //! `mta-export` runs on a one-minute schedule and serves no route, and every
 //! event file has a case here.
 
@@ -61,7 +64,12 @@ const SCHEDULED: &[(&str, &str)] = &[("mta-export", "rate(1 minute)")];
 
 /// Functions that read what another function wrote, and that one: each runs
 /// on the writer's data directory (embedded store, blobs and secrets), after it.
-const READS_DATA_OF: &[(&str, &str)] = &[("mailboxes", "mta-export"), ("send", "mta-export")];
+const READS_DATA_OF: &[(&str, &str)] = &[
+    ("credits", "mta-export"),
+    ("mcp", "mta-export"),
+    ("mailboxes", "mta-export"),
+    ("send", "mta-export"),
+];
 
 /// The service domain and mail host the functions run with, and the protected
 /// mailboxes the `mta-export` bootstrap creates on it (the default
@@ -110,8 +118,10 @@ struct Case {
 
 /// Every file under `events/`, in the order they are invoked. The cases of a
 /// function are together (its watch runs while they do), and `mta-export`
-/// comes before `mailboxes`, which reads and acknowledges its export, and
-/// before `send`, which sends from the service domain it bootstrapped.
+/// comes before `credits` and `mcp`, which read the agent balance its
+/// bootstrap opened, before `mailboxes`, which reads and acknowledges its
+/// export, and before `send`, which sends from the service domain it
+/// bootstrapped.
 const CASES: &[Case] = &[
     Case {
         function: "onboarding",
@@ -144,35 +154,6 @@ const CASES: &[Case] = &[
     Case {
         function: "onboarding",
         event: "get-account-status-no-credential.json",
-        status: Some(401),
-        check: |body| assert_error(body, MISSING_CREDENTIAL),
-    },
-    Case {
-        function: "credits",
-        event: "get-credits-agent-key.json",
-        status: Some(200),
-        check: |body| {
-            assert_eq!(body["ok"], true, "{body}");
-            assert_eq!(body["credits"]["remaining"], 100, "{body}");
-            assert_eq!(body["credits"]["initial"], 100, "{body}");
-            assert_eq!(body["agentKey"]["last4"], &AGENT_KEY[AGENT_KEY.len() - 4..], "{body}");
-            assert_eq!(body["canControl"], true, "{body}");
-        },
-    },
-    Case {
-        function: "credits",
-        event: "post-credits-agent-key.json",
-        status: Some(200),
-        check: |body| {
-            assert_eq!(body["ok"], true, "{body}");
-            assert_eq!(body["agentKey"]["disabled"], false, "{body}");
-            assert_eq!(body["agentKey"]["status"], "active", "{body}");
-            assert_eq!(body["credits"]["remaining"], 100, "{body}");
-        },
-    },
-    Case {
-        function: "credits",
-        event: "get-credits-no-credential.json",
         status: Some(401),
         check: |body| assert_error(body, MISSING_CREDENTIAL),
     },
@@ -227,6 +208,70 @@ const CASES: &[Case] = &[
             // carrying the protected mailboxes the cold start's bootstrap made.
             assert_eq!(out["version"], 1, "{out}");
             assert_eq!(out["mailboxes"], PROTECTED_MAILBOXES.len(), "{out}");
+        },
+    },
+    Case {
+        function: "credits",
+        event: "get-credits-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["credits"]["remaining"], 100, "{body}");
+            assert_eq!(body["credits"]["initial"], 100, "{body}");
+            assert_eq!(body["agentKey"]["last4"], &AGENT_KEY[AGENT_KEY.len() - 4..], "{body}");
+            assert_eq!(body["canControl"], true, "{body}");
+        },
+    },
+    Case {
+        function: "credits",
+        event: "post-credits-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["agentKey"]["disabled"], false, "{body}");
+            assert_eq!(body["agentKey"]["status"], "active", "{body}");
+            assert_eq!(body["credits"]["remaining"], 100, "{body}");
+        },
+    },
+    Case {
+        function: "credits",
+        event: "get-credits-no-credential.json",
+        status: Some(401),
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "mcp",
+        event: "api-initialize-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["id"], "init", "{body}");
+            assert_eq!(body["result"]["protocolVersion"], "2024-11-05", "{body}");
+            assert_eq!(body["result"]["serverInfo"]["version"], "0.7.0", "{body}");
+        },
+    },
+    Case {
+        function: "mcp",
+        event: "tools-call-get-credits-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            // The agent balance mta-export's bootstrap opened (no HTTP
+            // function writes at its cold start).
+            assert_eq!(body["result"]["isError"], false, "{body}");
+            assert_eq!(
+                body["result"]["structuredContent"],
+                json!({ "ok": true, "remaining": 100 }),
+                "{body}"
+            );
+        },
+    },
+    Case {
+        function: "mcp",
+        event: "get-openapi-no-credential.json",
+        status: Some(200),
+        check: |body| {
+            assert_eq!(body["openapi"], "3.1.0", "{body}");
+            assert_eq!(body["info"]["version"], "0.7.0", "{body}");
+            assert!(body["paths"]["/sendMail"]["post"].is_object(), "{body}");
         },
     },
     Case {
@@ -316,40 +361,6 @@ const CASES: &[Case] = &[
             assert_eq!(body["attachmentCount"], 0, "{body}");
             assert_eq!(body["attachmentsStored"], 0, "{body}");
             assert!(body.get("threadId").is_none(), "{body}");
-        },
-    },
-    Case {
-        function: "mcp",
-        event: "api-initialize-agent-key.json",
-        status: Some(200),
-        check: |body| {
-            assert_eq!(body["id"], "init", "{body}");
-            assert_eq!(body["result"]["protocolVersion"], "2024-11-05", "{body}");
-            assert_eq!(body["result"]["serverInfo"]["version"], "0.7.0", "{body}");
-        },
-    },
-    Case {
-        function: "mcp",
-        event: "tools-call-get-credits-agent-key.json",
-        status: Some(200),
-        check: |body| {
-            // The agent balance opened at this function's cold start.
-            assert_eq!(body["result"]["isError"], false, "{body}");
-            assert_eq!(
-                body["result"]["structuredContent"],
-                json!({ "ok": true, "remaining": 100 }),
-                "{body}"
-            );
-        },
-    },
-    Case {
-        function: "mcp",
-        event: "get-openapi-no-credential.json",
-        status: Some(200),
-        check: |body| {
-            assert_eq!(body["openapi"], "3.1.0", "{body}");
-            assert_eq!(body["info"]["version"], "0.7.0", "{body}");
-            assert!(body["paths"]["/sendMail"]["post"].is_object(), "{body}");
         },
     },
 ];
@@ -869,7 +880,7 @@ fn every_scheduled_event_is_an_eventbridge_scheduled_event() {
 // ------------------------------------------------------------ template.yaml
 
 #[test]
-fn template_routes_every_route_at_its_root_and_under_api_to_its_function() {
+fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function() {
     let text = fs::read_to_string(workspace().join("template.yaml")).expect("template.yaml");
     let doc = outline(&text);
     let resources = child(&doc, "Resources").expect("Resources");
@@ -894,6 +905,14 @@ fn template_routes_every_route_at_its_root_and_under_api_to_its_function() {
         assert!(
             workspace().join("functions").join(function).join("Cargo.toml").exists(),
             "no functions/{function}"
+        );
+        // `sam build` runs `cargo lambda build --bin <Binary>` in CodeUri: the
+        // function's own crate (at the workspace root cargo would not find it).
+        assert_eq!(
+            value(resource, &["Properties", "CodeUri"]),
+            Some(format!("functions/{function}").as_str()),
+            "{}",
+            resource.key
         );
         assert!(found.insert(function.to_string()), "two functions build {function}");
         let events = child(resource, "Properties").and_then(|p| child(p, "Events"));
@@ -934,21 +953,21 @@ fn template_routes_every_route_at_its_root_and_under_api_to_its_function() {
         let served: Vec<_> = routed.iter().filter(|(_, f)| f == function).collect();
         assert!(served.is_empty(), "{function} is scheduled but serves {served:?}");
     }
-    let routes = routes();
-    for route in &routes {
+    // API Gateway matches the method before the function runs, so each path
+    // is routed with ANY: the function answers every verb itself (405 for a
+    // verb the path does not serve, 204 for OPTIONS), as the local server does.
+    let mut expected: BTreeMap<(String, String), String> = BTreeMap::new();
+    for route in routes() {
         for path in [route.path.to_string(), format!("/api{}", route.path)] {
-            let key = (route.method.as_str().to_string(), path);
-            assert_eq!(
-                routed.get(&key).map(String::as_str),
-                Some(route.family.function()),
-                "{key:?} in template.yaml"
-            );
+            let function = route.family.function().to_string();
+            if let Some(other) = expected.insert(("ANY".to_string(), path.clone()), function.clone()) {
+                assert_eq!(other, function, "{path} belongs to two route families");
+            }
         }
     }
     assert_eq!(
-        routed.len(),
-        routes.len() * 2,
-        "template.yaml routes that are not in the route table: {routed:?}"
+        routed, expected,
+        "template.yaml routes each path of a family with ANY to its function, at the root and under /api, and nothing else"
     );
 }
 

@@ -75,51 +75,41 @@ impl Context {
                 &config.secret_prefix,
             )),
         };
-        let secret = |name: &'static str| {
-            let secrets = secrets.as_ref();
-            async move {
-                match mode {
-                    Mode::Local => Ok(crate::secrets::get_or_create(secrets, name, keys::new_secret).await?),
-                    Mode::Lambda => secrets
-                        .get(name)
-                        .await?
-                        .ok_or_else(|| anyhow::anyhow!("secret {name} is missing")),
-                }
+        // Lambda: the clients are built first so that their connections are
+        // opened (TLS included) while the secrets are read, in one request.
+        let dynamo = (config.store == StoreKind::Dynamodb)
+            .then(|| aws_sdk_dynamodb::Client::new(aws.as_ref().expect("aws config")));
+        let s3 = config
+            .bucket
+            .as_ref()
+            .map(|_| crate::blob::s3::client_for(aws.as_ref().expect("aws config")));
+        let (loaded, ()) = tokio::join!(
+            load_secrets(secrets.as_ref(), &config, mode),
+            warm_up(dynamo.as_ref(), s3.as_ref(), &config, mode)
+        );
+        let Loaded {
+            hmac_secret,
+            agent_key,
+            agent_key_pair,
+            sync_token,
+            new_agent_key,
+        } = loaded?;
+        let hasher = KeyHasher::new(hmac_secret);
+        let (agent_key_digest, agent_key_last4) = match (agent_key, agent_key_pair) {
+            (Some(key), _) => (hasher.key_digest(&key), keys::last4(&key)),
+            (None, Some(pair)) => pair,
+            (None, None) => {
+                let key = new_agent_key.as_deref().expect("a new key when none is stored");
+                let pair = (hasher.key_digest(key), keys::last4(key));
+                secrets.put(AGENT_KEY_DIGEST, &format!("{}:{}", pair.0, pair.1)).await?;
+                pair
             }
         };
-        let hasher = KeyHasher::new(secret(HMAC_SECRET).await?);
 
-        let mut new_agent_key = None;
-        let (agent_key_digest, agent_key_last4) = match (&config.agent_key, mode) {
-            (Some(key), _) => (hasher.key_digest(key), keys::last4(key)),
-            (None, Mode::Lambda) => {
-                let key = secrets
-                    .get(AGENT_KEY)
-                    .await?
-                    .ok_or_else(|| anyhow::anyhow!("secret {AGENT_KEY} is missing"))?;
-                (hasher.key_digest(&key), keys::last4(&key))
-            }
-            (None, Mode::Local) => match secrets.get(AGENT_KEY_DIGEST).await? {
-                Some(stored) => {
-                    let (digest, last4) = stored.split_once(':').unwrap_or((&stored, ""));
-                    (digest.to_string(), last4.to_string())
-                }
-                None => {
-                    let key = keys::new_key();
-                    let pair = (hasher.key_digest(&key), keys::last4(&key));
-                    secrets.put(AGENT_KEY_DIGEST, &format!("{}:{}", pair.0, pair.1)).await?;
-                    new_agent_key = Some(key);
-                    pair
-                }
-            },
-        };
-        let sync_token = match &config.sync_token {
-            Some(token) => token.clone(),
-            None => secret(SYNC_TOKEN).await?,
-        };
-
+        // Identity tokens: in production the JWKS is fetched when the first
+        // token arrives (no network call at cold start), then cached.
         let identity = match &config.jwks_url {
-            Some(url) => IdentityVerifier::remote(url, &config.token_issuer, &config.token_audience).await?,
+            Some(url) => IdentityVerifier::remote(url, &config.token_issuer, &config.token_audience),
             None => {
                 let signer = LocalSigner::load_or_create(secrets.as_ref()).await?;
                 IdentityVerifier::with_jwks(signer.jwks(), &config.token_issuer, &config.token_audience)
@@ -132,10 +122,7 @@ impl Context {
                 Arc::new(EmbeddedStore::open(&config.data_dir.join("store.redb"))?)
             }
             StoreKind::Dynamodb => {
-                let store = crate::store::dynamo::DynamoStore::new(
-                    aws_sdk_dynamodb::Client::new(aws.as_ref().expect("aws config")),
-                    &config.table,
-                );
+                let store = crate::store::dynamo::DynamoStore::new(dynamo.expect("dynamodb client"), &config.table);
                 if mode == Mode::Local {
                     store.ensure_table().await?;
                 }
@@ -145,10 +132,7 @@ impl Context {
         let (metered, store_meter) = crate::store::metered::Metered::new(store);
         let store: Arc<dyn Store> = Arc::new(metered);
         let blobs: Arc<dyn BlobStore> = match &config.bucket {
-            Some(bucket) => Arc::new(crate::blob::s3::S3BlobStore::new(
-                crate::blob::s3::client_for(aws.as_ref().expect("aws config")),
-                bucket,
-            )),
+            Some(bucket) => Arc::new(crate::blob::s3::S3BlobStore::new(s3.expect("s3 client"), bucket)),
             None => Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
         };
         let customer_mail: Option<Arc<dyn Transport>> = match (&config.smtp_url, mode) {
@@ -186,6 +170,117 @@ impl Context {
         });
         Ok(Built { context, new_agent_key })
     }
+}
+
+/// The secrets a context needs, read at once.
+struct Loaded {
+    hmac_secret: String,
+    /// The agent key itself, when configured or read (Lambda).
+    agent_key: Option<String>,
+    /// The stored digest and last four of the agent key (local).
+    agent_key_pair: Option<(String, String)>,
+    sync_token: String,
+    /// A key made on this start (local, first start), printed once.
+    new_agent_key: Option<String>,
+}
+
+/// Lambda: the HMAC secret, the agent key and the sync token in one request
+/// (`Secrets::get_many`; one BatchGetSecretValue on Secrets Manager), all
+/// required. Local: read from the data directory, created when missing.
+async fn load_secrets(secrets: &dyn Secrets, config: &Config, mode: Mode) -> anyhow::Result<Loaded> {
+    match mode {
+        Mode::Lambda => {
+            let mut names = vec![HMAC_SECRET];
+            if config.agent_key.is_none() {
+                names.push(AGENT_KEY);
+            }
+            if config.sync_token.is_none() {
+                names.push(SYNC_TOKEN);
+            }
+            let values = secrets.get_many(&names).await?;
+            let mut found = std::collections::HashMap::new();
+            for (name, value) in names.iter().zip(values) {
+                found.insert(*name, value.ok_or_else(|| anyhow::anyhow!("secret {name} is missing"))?);
+            }
+            // A configured key is taken as it is; the stored one is the random
+            // part CloudFormation generated, composed into `svc_` + random.
+            let agent_key = match &config.agent_key {
+                Some(key) => key.clone(),
+                None => keys::agent_key_from_secret(&found.remove(AGENT_KEY).expect("read")),
+            };
+            Ok(Loaded {
+                hmac_secret: found.remove(HMAC_SECRET).expect("read"),
+                agent_key: Some(agent_key),
+                agent_key_pair: None,
+                sync_token: match &config.sync_token {
+                    Some(token) => token.clone(),
+                    None => found.remove(SYNC_TOKEN).expect("read"),
+                },
+                new_agent_key: None,
+            })
+        }
+        Mode::Local => {
+            let hmac_secret = crate::secrets::get_or_create(secrets, HMAC_SECRET, keys::new_secret).await?;
+            let mut new_agent_key = None;
+            let (agent_key, agent_key_pair) = match &config.agent_key {
+                Some(key) => (Some(key.clone()), None),
+                None => match secrets.get(AGENT_KEY_DIGEST).await? {
+                    Some(stored) => {
+                        let (digest, last4) = stored.split_once(':').unwrap_or((&stored, ""));
+                        (None, Some((digest.to_string(), last4.to_string())))
+                    }
+                    None => {
+                        new_agent_key = Some(keys::new_key());
+                        (None, None)
+                    }
+                },
+            };
+            let sync_token = match &config.sync_token {
+                Some(token) => token.clone(),
+                None => crate::secrets::get_or_create(secrets, SYNC_TOKEN, keys::new_secret).await?,
+            };
+            Ok(Loaded {
+                hmac_secret,
+                agent_key,
+                agent_key_pair,
+                sync_token,
+                new_agent_key,
+            })
+        }
+    }
+}
+
+/// Opens the DynamoDB and S3 connections (DNS, TCP, TLS) during a Lambda
+/// cold start, so the first event does not pay for them: one read of an item
+/// that never exists, and a HEAD of the bucket (its answer, allowed or
+/// denied, does not matter). Local mode skips it.
+async fn warm_up(
+    dynamo: Option<&aws_sdk_dynamodb::Client>,
+    s3: Option<&aws_sdk_s3::Client>,
+    config: &Config,
+    mode: Mode,
+) {
+    if mode != Mode::Lambda {
+        return;
+    }
+    let dynamo = async {
+        if let Some(client) = dynamo {
+            let key = aws_sdk_dynamodb::types::AttributeValue::S("warm-up".into());
+            let _ = client
+                .get_item()
+                .table_name(&config.table)
+                .key("pk", key.clone())
+                .key("sk", key)
+                .send()
+                .await;
+        }
+    };
+    let s3 = async {
+        if let (Some(client), Some(bucket)) = (s3, &config.bucket) {
+            let _ = client.head_bucket().bucket(bucket).send().await;
+        }
+    };
+    tokio::join!(dynamo, s3);
 }
 
 fn needs_aws(config: &Config) -> bool {

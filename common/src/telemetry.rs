@@ -1,5 +1,15 @@
 //! Structured logs through tracing: JSON lines under Lambda, readable text
 //! locally. `RUST_LOG` filters as usual.
+//!
+//! Under Lambda each line goes straight to stdout: the environment may be
+//! frozen as soon as a response is out, so nothing waits in a buffer. Locally
+//! lines collect in memory and a background thread writes them every 50 ms
+//! (or once 64 KiB wait), so a request costs no write system call of its own;
+//! [`flush`] writes what is left at shutdown.
+
+use std::io::Write;
+use std::sync::{Mutex, Once};
+use std::time::Duration;
 
 pub fn init(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -13,6 +23,75 @@ pub fn init(json: bool) {
     let _ = if json {
         builder.json().without_time().try_init()
     } else {
-        builder.try_init()
+        start_flusher();
+        builder.with_writer(|| Buffered).try_init()
     };
+}
+
+/// Writes the buffered log lines now.
+pub fn flush() {
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    if pending.is_empty() {
+        return;
+    }
+    // Taken and written under the buffer's lock, so lines keep their order.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&pending);
+    let _ = out.flush();
+    pending.clear();
+}
+
+const FLUSH_EVERY: Duration = Duration::from_millis(50);
+const FLUSH_AT: usize = 64 * 1024;
+
+static PENDING: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+fn start_flusher() {
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
+        let _ = std::thread::Builder::new().name("log-flush".into()).spawn(|| {
+            loop {
+                std::thread::sleep(FLUSH_EVERY);
+                flush();
+            }
+        });
+    });
+}
+
+/// A log line's writer: appends to the shared buffer.
+struct Buffered;
+
+impl Write for Buffered {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let full = {
+            let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+            pending.extend_from_slice(buf);
+            pending.len() >= FLUSH_AT
+        };
+        if full {
+            flush();
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffered_lines_are_kept_in_order_until_flushed() {
+        let mut w = Buffered;
+        w.write_all(b"first\n").unwrap();
+        w.write_all(b"second\n").unwrap();
+        let pending = PENDING.lock().unwrap().clone();
+        let text = String::from_utf8(pending).unwrap();
+        assert!(text.find("first").unwrap() < text.find("second").unwrap(), "{text}");
+        flush();
+        assert!(PENDING.lock().unwrap().is_empty());
+    }
 }

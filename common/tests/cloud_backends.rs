@@ -118,6 +118,24 @@ async fn ses_transport_sends_raw_mail() {
 }
 
 #[tokio::test]
+async fn secrets_manager_reads_several_secrets_in_one_request() {
+    let Some((_, conf)) = moto().await else {
+        return;
+    };
+    let secrets = SecretsManagerSecrets::new(
+        aws_sdk_secretsmanager::Client::new(&conf),
+        format!("{}/", unique("mailhost")),
+    );
+    secrets.put("hmac-secret", "h").await.unwrap();
+    secrets.put("agent-key", "a").await.unwrap();
+    let values = secrets
+        .get_many(&["hmac-secret", "agent-key", "sync-token"])
+        .await
+        .unwrap();
+    assert_eq!(values, vec![Some("h".to_string()), Some("a".to_string()), None]);
+}
+
+#[tokio::test]
 async fn secrets_manager_round_trip() {
     let Some((_, conf)) = moto().await else {
         return;

@@ -2,7 +2,7 @@
 //! Local mode signs its own with a key pair kept in the data directory, and
 //! `mailhost token` mints tokens that server accepts.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::signature::KeyPair;
@@ -44,9 +44,16 @@ pub struct IdentityUser {
     pub operator: bool,
 }
 
+/// At most one JWKS fetch per this interval: a flood of tokens naming unknown
+/// key ids (forged `kid`s) costs one fetch a minute, not one each.
+pub const JWKS_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
+
 pub struct IdentityVerifier {
     jwks: RwLock<JwkSet>,
     jwks_url: Option<String>,
+    /// When the JWKS was last fetched (or tried); held while fetching, so
+    /// concurrent requests wait for one fetch instead of starting their own.
+    fetched_at: tokio::sync::Mutex<Option<Instant>>,
     issuer: String,
     audience: String,
 }
@@ -56,20 +63,41 @@ impl IdentityVerifier {
         Self {
             jwks: RwLock::new(jwks),
             jwks_url: None,
+            fetched_at: Default::default(),
             issuer: issuer.into(),
             audience: audience.into(),
         }
     }
 
-    /// Fetches the JWKS now and again whenever a token names a key it lacks.
-    pub async fn remote(url: &str, issuer: &str, audience: &str) -> anyhow::Result<Self> {
-        let jwks = fetch_jwks(url).await?;
-        Ok(Self {
-            jwks: RwLock::new(jwks),
+    /// Fetches the JWKS when the first token arrives (no network call at
+    /// cold start) and again when a token names a key it lacks, at most once
+    /// per [`JWKS_REFRESH_INTERVAL`].
+    pub fn remote(url: &str, issuer: &str, audience: &str) -> Self {
+        Self {
+            jwks: RwLock::new(JwkSet { keys: Vec::new() }),
             jwks_url: Some(url.into()),
+            fetched_at: Default::default(),
             issuer: issuer.into(),
             audience: audience.into(),
-        })
+        }
+    }
+
+    /// Refreshes the JWKS unless it was fetched within the interval. Returns
+    /// after any fetch already under way has finished.
+    async fn refresh(&self, url: &str, kid: Option<&str>) {
+        let mut fetched_at = self.fetched_at.lock().await;
+        // Another request may have fetched the key while this one waited.
+        if self.decoding_key(kid).await.is_some() {
+            return;
+        }
+        if fetched_at.is_some_and(|at| at.elapsed() < JWKS_REFRESH_INTERVAL) {
+            return;
+        }
+        *fetched_at = Some(Instant::now());
+        match fetch_jwks(url).await {
+            Ok(fresh) => *self.jwks.write().await = fresh,
+            Err(e) => tracing::warn!(error = %e, "JWKS fetch failed"),
+        }
     }
 
     /// The claims of a valid token whose email is verified, or `None`.
@@ -81,9 +109,8 @@ impl IdentityVerifier {
         let mut key = self.decoding_key(header.kid.as_deref()).await;
         if key.is_none()
             && let Some(url) = &self.jwks_url
-            && let Ok(fresh) = fetch_jwks(url).await
         {
-            *self.jwks.write().await = fresh;
+            self.refresh(url, header.kid.as_deref()).await;
             key = self.decoding_key(header.kid.as_deref()).await;
         }
         let mut validation = Validation::new(Algorithm::RS256);
@@ -209,6 +236,72 @@ mod tests {
         assert!(verifier.verify(&bad).await.is_none());
         let other = IdentityVerifier::with_jwks(signer.jwks(), LOCAL_ISSUER, "someone-else");
         assert!(other.verify(&token).await.is_none(), "audience is checked");
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    /// A JWKS server on loopback that counts the fetches.
+    async fn jwks_server(jwks: JwkSet) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let fetches = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = fetches.clone();
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let jwks = jwks.clone();
+                async move { axum::Json(jwks) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, fetches)
+    }
+
+    #[tokio::test]
+    async fn the_jwks_is_fetched_at_the_first_token_and_at_most_once_a_minute() {
+        use std::sync::atomic::Ordering;
+        let dir = std::env::temp_dir().join(format!("mh-id-{}", rand::random::<u64>()));
+        let signer = LocalSigner::load_or_create(&DirSecrets::new(&dir)).await.unwrap();
+        let (url, fetches) = jwks_server(signer.jwks()).await;
+        let verifier = IdentityVerifier::remote(&url, LOCAL_ISSUER, LOCAL_AUDIENCE);
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            0,
+            "nothing fetched before a token arrives"
+        );
+
+        let token = signer.mint("a@example.com", false, Duration::from_secs(60)).unwrap();
+        let (a, b) = tokio::join!(verifier.verify(&token), verifier.verify(&token));
+        assert!(a.is_some() && b.is_some());
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            1,
+            "one fetch for concurrent first tokens"
+        );
+
+        // Tokens naming key ids the JWKS lacks: no further fetch within the minute.
+        for n in 0..20 {
+            let mut header = Header::new(Algorithm::RS256);
+            header.kid = Some(format!("forged-{n}"));
+            let claims: Claims = serde_json::from_str(
+                &String::from_utf8(URL_SAFE_NO_PAD.decode(token.split('.').nth(1).unwrap()).unwrap()).unwrap(),
+            )
+            .unwrap();
+            let forged = jsonwebtoken::encode(
+                &header,
+                &claims,
+                &EncodingKey::from_rsa_pem(signer.pem.as_bytes()).unwrap(),
+            )
+            .unwrap();
+            assert!(verifier.verify(&forged).await.is_none());
+        }
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            1,
+            "forged key ids cost no fetch within a minute"
+        );
+        assert!(verifier.verify(&token).await.is_some(), "the cached key still verifies");
         std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -43,6 +43,18 @@ pub fn new_key() -> String {
     format!("{KEY_PREFIX}{}", URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>()))
 }
 
+/// The agent key held in a secret. Secrets Manager generates the random part
+/// (`GenerateSecretString`, 64 alphanumerics, about 380 bits); the key is
+/// `svc_` + that. A value that already starts with `svc_` is the key itself.
+pub fn agent_key_from_secret(secret: &str) -> String {
+    let secret = secret.trim();
+    if secret.starts_with(KEY_PREFIX) {
+        secret.to_string()
+    } else {
+        format!("{KEY_PREFIX}{secret}")
+    }
+}
+
 pub fn last4(key: &str) -> String {
     key.chars()
         .rev()
@@ -79,6 +91,23 @@ pub fn sha512_crypt(password: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_agent_key_is_svc_and_the_generated_secret() {
+        let generated = "a".repeat(64);
+        assert_eq!(agent_key_from_secret(&generated), format!("svc_{generated}"));
+        assert_eq!(
+            agent_key_from_secret(&format!("svc_{generated}\n")),
+            format!("svc_{generated}")
+        );
+    }
+
+    #[test]
+    fn a_new_key_is_svc_and_32_random_bytes_url_safe() {
+        let key = new_key();
+        let random = key.strip_prefix("svc_").expect("svc_ prefix");
+        assert_eq!(URL_SAFE_NO_PAD.decode(random).expect("URL-safe base64").len(), 32);
+    }
 
     #[test]
     fn passwords_hash_as_sha512_crypt_and_verify() {

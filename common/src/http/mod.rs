@@ -141,10 +141,11 @@ async fn not_found() -> ApiError {
 }
 
 /// A Lambda function's whole life: build the context once (cold start), then
-/// serve its families' routes.
+/// serve its families' routes. The cold start writes nothing to the store: the
+/// agent balance and the operators' bootstrap are the scheduled `mta-export`
+/// function's (`service::bootstrap::run`).
 pub async fn serve_lambda(families: &[Family]) -> Result<(), lambda_http::Error> {
     crate::telemetry::init(true);
     let built = Context::build(crate::config::Config::from_env(), crate::context::Mode::Lambda).await?;
-    crate::service::bootstrap::agent_balance(&built.context).await?;
     lambda_http::run(router(built.context, families)).await
 }

@@ -2,19 +2,66 @@
 //! `smtp://host:25` (plain, for a local relay or test server),
 //! `smtp://user:pass@host:587?tls=required` (STARTTLS) or
 //! `smtps://user:pass@host:465` (implicit TLS).
+//!
+//! Plain and STARTTLS connections are opened here, on a socket with
+//! TCP_NODELAY, and handed to lettre's `AsyncSmtpConnection` (EHLO, STARTTLS,
+//! AUTH and the SMTP dialogue stay lettre's). lettre's own transport opens
+//! sockets without TCP_NODELAY and offers no hook to set it, so each send
+//! waited ~40 ms for a delayed ACK (Nagle). Connections are pooled here:
+//! reused at once within 5 s, after a NOOP later, dropped after a minute idle.
+//! `smtps://` keeps lettre's own pooled transport (see docs/decisions.md).
 
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lettre::address::Envelope;
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;
-use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
+use lettre::transport::smtp::authentication::{Credentials, Mechanism};
+use lettre::transport::smtp::client::{AsyncSmtpConnection, Certificate, Tls, TlsParameters};
+use lettre::transport::smtp::extension::ClientId;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
 use super::{MailError, Outgoing, Transport};
 
+/// Idle pooled connections kept at most, and for how long.
+const POOL_MAX_IDLE: usize = 10;
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// A pooled connection idle for less than this is reused without a NOOP.
+const TRUST_IDLE: Duration = Duration::from_secs(5);
+
 pub struct SmtpTransport {
-    inner: AsyncSmtpTransport<Tokio1Executor>,
+    inner: Inner,
+}
+
+enum Inner {
+    /// Plain or STARTTLS, on our own TCP_NODELAY sockets.
+    Direct(Box<Direct>),
+    /// Implicit TLS (`smtps://`), lettre's transport.
+    Lettre(AsyncSmtpTransport<Tokio1Executor>),
+}
+
+struct Direct {
+    host: String,
+    port: u16,
+    hello: ClientId,
+    starttls: StartTls,
+    /// Extra CA certificates (PEM) to trust besides the system roots.
+    ca_pem: Option<Vec<u8>>,
+    /// Built at the first connection, not at start: loading the system
+    /// roots takes milliseconds a Lambda cold start need not spend.
+    tls: tokio::sync::OnceCell<TlsParameters>,
+    credentials: Option<Credentials>,
+    idle: Mutex<Vec<(AsyncSmtpConnection, Instant)>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StartTls {
+    Never,
+    Opportunistic,
+    Required,
 }
 
 fn err(e: impl std::fmt::Display) -> MailError {
@@ -22,8 +69,8 @@ fn err(e: impl std::fmt::Display) -> MailError {
 }
 
 impl SmtpTransport {
-    /// Call inside a Tokio runtime: lettre's connection pool spawns its
-    /// cleanup task when the transport is built.
+    /// Call inside a Tokio runtime (`smtps://` builds lettre's pool, which
+    /// spawns its cleanup task).
     pub fn from_url(url: &str) -> Result<Self, MailError> {
         Self::from_url_with_ca(url, None)
     }
@@ -37,10 +84,161 @@ impl SmtpTransport {
             }
             None => None,
         };
+        let parsed = reqwest::Url::parse(url).map_err(err)?;
+        if parsed.scheme() == "smtps" {
+            return Ok(Self {
+                inner: Inner::Lettre(builder(url, pem.as_deref())?.build()),
+            });
+        }
         Ok(Self {
-            inner: builder(url, pem.as_deref())?.build(),
+            inner: Inner::Direct(Box::new(Direct::from_url(&parsed, pem.as_deref())?)),
         })
     }
+}
+
+impl Direct {
+    fn from_url(url: &reqwest::Url, ca_pem: Option<&[u8]>) -> Result<Self, MailError> {
+        if url.scheme() != "smtp" {
+            return Err(MailError(format!("unknown SMTP URL scheme {:?}", url.scheme())));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| MailError("SMTP URL without a host".into()))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let mode = url.query_pairs().find(|(k, _)| k == "tls").map(|(_, v)| v.into_owned());
+        if let Some(pem) = ca_pem {
+            Certificate::from_pem(pem).map_err(err)?;
+        }
+        let (starttls, default_port) = match mode.as_deref() {
+            None if ca_pem.is_some() => {
+                return Err(MailError(
+                    "an SMTP CA file needs a TLS URL (smtps:// or ?tls=required)".into(),
+                ));
+            }
+            None => (StartTls::Never, 25),
+            Some("required") => (StartTls::Required, 587),
+            Some("opportunistic") => (StartTls::Opportunistic, 587),
+            Some(other) => return Err(MailError(format!("unknown SMTP tls mode {other:?}"))),
+        };
+        let hello = match url.path().trim_matches('/') {
+            "" => ClientId::default(),
+            name => ClientId::Domain(name.to_string()),
+        };
+        let credentials = match (url.username(), url.password()) {
+            ("", None) => None,
+            (user, password) => Some(Credentials::new(
+                percent_decode(user)?,
+                percent_decode(password.unwrap_or_default())?,
+            )),
+        };
+        Ok(Self {
+            port: url.port().unwrap_or(default_port),
+            host,
+            hello,
+            starttls,
+            ca_pem: ca_pem.map(<[u8]>::to_vec),
+            tls: tokio::sync::OnceCell::new(),
+            credentials,
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// A new connection: TCP with TCP_NODELAY, EHLO, STARTTLS, AUTH.
+    async fn connect(&self) -> Result<AsyncSmtpConnection, MailError> {
+        let stream = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            tokio::net::TcpStream::connect((self.host.as_str(), self.port)),
+        )
+        .await
+        .map_err(|_| MailError(format!("SMTP connect to {}:{} timed out", self.host, self.port)))?
+        .map_err(|e| MailError(format!("SMTP connect to {}:{}: {e}", self.host, self.port)))?;
+        stream.set_nodelay(true).map_err(err)?;
+        let mut conn = AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello)
+            .await
+            .map_err(err)?;
+        let upgrade = match self.starttls {
+            StartTls::Required => true,
+            StartTls::Opportunistic => conn.can_starttls(),
+            StartTls::Never => false,
+        };
+        if upgrade {
+            let params = self.tls.get_or_try_init(|| async { self.tls_parameters() }).await?;
+            conn.starttls(params.clone(), &self.hello).await.map_err(err)?;
+        }
+        if let Some(credentials) = &self.credentials {
+            conn.auth(&[Mechanism::Plain, Mechanism::Login], credentials)
+                .await
+                .map_err(err)?;
+        }
+        Ok(conn)
+    }
+
+    fn tls_parameters(&self) -> Result<TlsParameters, MailError> {
+        let mut params = TlsParameters::builder(self.host.clone());
+        if let Some(pem) = &self.ca_pem {
+            params = params.add_root_certificate(Certificate::from_pem(pem).map_err(err)?);
+        }
+        params.build().map_err(err)
+    }
+
+    /// A pooled connection that still answers, or a new one.
+    async fn checkout(&self) -> Result<AsyncSmtpConnection, MailError> {
+        loop {
+            let next = self.idle.lock().expect("smtp pool").pop();
+            let Some((mut conn, since)) = next else { break };
+            let idle = since.elapsed();
+            // A connection used within the last seconds is taken as it is; an
+            // older one must first answer NOOP (the server may have closed it).
+            if idle < POOL_IDLE_TIMEOUT && !conn.has_broken() && (idle < TRUST_IDLE || conn.test_connected().await) {
+                return Ok(conn);
+            }
+            conn.abort().await;
+        }
+        self.connect().await
+    }
+
+    fn checkin(&self, conn: AsyncSmtpConnection) {
+        if conn.has_broken() {
+            return;
+        }
+        let mut idle = self.idle.lock().expect("smtp pool");
+        if idle.len() < POOL_MAX_IDLE {
+            idle.push((conn, Instant::now()));
+        }
+    }
+
+    async fn send(&self, envelope: &Envelope, raw: &[u8]) -> Result<(), MailError> {
+        let mut conn = self.checkout().await?;
+        let sent = conn.send(envelope, raw).await;
+        match sent {
+            Ok(_) => {
+                self.checkin(conn);
+                Ok(())
+            }
+            // The connection is dropped: after a refusal mid-transaction it is
+            // in no known state.
+            Err(e) => Err(err(e)),
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> Result<String, MailError> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).map_err(err)?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| MailError("bad percent-encoding in SMTP URL".into()))?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(err)
 }
 
 /// lettre's transport builder for a URL, trusting the PEM CA certificates in
@@ -88,7 +286,21 @@ impl Transport for SmtpTransport {
             .map(|a| parse(a))
             .collect::<Result<Vec<_>, _>>()?;
         let envelope = Envelope::new(from, to).map_err(err)?;
-        self.inner.send_raw(&envelope, &message.raw).await.map_err(err)?;
-        Ok(())
+        match &self.inner {
+            Inner::Direct(direct) => direct.send(&envelope, &message.raw).await,
+            Inner::Lettre(lettre) => lettre.send_raw(&envelope, &message.raw).await.map(drop).map_err(err),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding_of_url_credentials() {
+        assert_eq!(percent_decode("p%40ss%2Fword").unwrap(), "p@ss/word");
+        assert_eq!(percent_decode("plain").unwrap(), "plain");
+        assert!(percent_decode("bad%zz").is_err());
     }
 }

@@ -43,6 +43,38 @@ impl Secrets for SecretsManagerSecrets {
         }
     }
 
+    async fn get_many(&self, names: &[&str]) -> Result<Vec<Option<String>>, SecretError> {
+        // One request for up to 20 ids; a missing id comes back in `errors`.
+        let ids: Vec<String> = names.iter().map(|n| self.id(n)).collect();
+        let out = self
+            .client
+            .batch_get_secret_value()
+            .set_secret_id_list(Some(ids.clone()))
+            .send()
+            .await
+            .map_err(err)?;
+        if let Some(e) = out
+            .errors()
+            .iter()
+            .find(|e| e.error_code() != Some("ResourceNotFoundException"))
+        {
+            return Err(SecretError(format!(
+                "{}: {}",
+                e.secret_id().unwrap_or_default(),
+                e.message().unwrap_or_default()
+            )));
+        }
+        Ok(ids
+            .iter()
+            .map(|id| {
+                out.secret_values()
+                    .iter()
+                    .find(|v| v.name() == Some(id.as_str()))
+                    .and_then(|v| v.secret_string().map(str::to_string))
+            })
+            .collect())
+    }
+
     async fn put(&self, name: &str, value: &str) -> Result<(), SecretError> {
         // Create first: `put` mostly follows a `get` that found nothing, and when
         // two instances race to create, the loser falls through to an update.

@@ -14,6 +14,15 @@ pub struct SecretError(pub String);
 #[async_trait]
 pub trait Secrets: Send + Sync {
     async fn get(&self, name: &str) -> Result<Option<String>, SecretError>;
+    /// Several secrets, in the order named; a backend that can reads them in
+    /// one request (Secrets Manager: BatchGetSecretValue).
+    async fn get_many(&self, names: &[&str]) -> Result<Vec<Option<String>>, SecretError> {
+        let mut values = Vec::with_capacity(names.len());
+        for name in names {
+            values.push(self.get(name).await?);
+        }
+        Ok(values)
+    }
     async fn put(&self, name: &str, value: &str) -> Result<(), SecretError>;
     /// Deleting a missing secret is not an error.
     async fn delete(&self, name: &str) -> Result<(), SecretError>;

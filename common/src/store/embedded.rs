@@ -38,9 +38,14 @@ impl EmbeddedStore {
     }
 
     fn init(db: Database) -> StoreResult<Self> {
-        let txn = db.begin_write().map_err(backend)?;
-        txn.open_table(ITEMS).map_err(backend)?;
-        txn.commit().map_err(backend)?;
+        // A write (and its fsync) only on a new file: opening an existing
+        // store, as every start after the first does, writes nothing.
+        let exists = db.begin_read().map_err(backend)?.open_table(ITEMS).is_ok();
+        if !exists {
+            let txn = db.begin_write().map_err(backend)?;
+            txn.open_table(ITEMS).map_err(backend)?;
+            txn.commit().map_err(backend)?;
+        }
         Ok(Self { db: Arc::new(db) })
     }
 
