@@ -517,6 +517,60 @@ async fn each_tool_answers_what_its_rest_route_answers(app: TestApp) {
         assert_eq!(error, rest.body["error"], "{name}: {}", via_mcp.body);
     }
 
+    // The tools whose answers carry something new each time (an id, a key,
+    // a password, a balance): the same body once that is set aside.
+    let volatile = |mut v: Value| {
+        for field in ["requestId", "messageId", "creditsRemaining", "password"] {
+            if let Some(o) = v.as_object_mut() {
+                o.remove(field);
+            }
+        }
+        v
+    };
+    let agent = Auth::Bearer(&agent_key);
+    let fresh: Vec<(&str, Auth, Value, &str)> = vec![
+        (
+            "request_access",
+            Auth::None,
+            json!({ "contactEmail": "parity@people.test", "domain": "people.test", "agentName": "a", "intendedUse": "b" }),
+            "/requestAccess",
+        ),
+        ("send_mail", agent, json!({ "to": "x@example.org", "subject": "s", "text": "t" }), "/sendMail"),
+        ("issue_mailbox_credential", customer, json!({ "address": "me@parity.test" }), "/issueMailboxCredential"),
+        ("verify_domain", customer, json!({ "domainId": "parity.test" }), "/verifyDomain"),
+        ("add_domain_allowlist", operator, json!({ "domain": ALLOWED_DOMAIN }), "/admin/domainAllowlist"),
+        (
+            "operator_delete_request",
+            operator,
+            json!({ "ids": ["ar_000000000000000000000000"] }),
+            "/admin/requestDelete",
+        ),
+        (
+            "verify_access_request",
+            Auth::None,
+            json!({ "requestId": "ar_000000000000000000000000", "code": "12345678" }),
+            "/verifyAccessRequest",
+        ),
+    ];
+    for (i, (name, auth, args, path)) in fresh.into_iter().enumerate() {
+        let rest = app.post(path, auth, args.clone()).await;
+        let via_mcp = mcp(&app, auth, tool(300 + i as i64, name, args)).await;
+        let mcp_body = if rest.status == 200 {
+            structured(&via_mcp).clone()
+        } else {
+            let mut content = via_mcp.body["result"]["structuredContent"].clone();
+            assert_eq!(content["status"], rest.status, "{name}: {}", via_mcp.body);
+            content.as_object_mut().unwrap().remove("status");
+            content
+        };
+        assert_eq!(volatile(mcp_body), volatile(rest.body.clone()), "{name} through MCP and REST");
+    }
+    let removed = app
+        .delete("/admin/domainAllowlist", operator, json!({ "domain": "absent.test" }))
+        .await;
+    let via_mcp = mcp(&app, operator, tool(400, "remove_domain_allowlist", json!({ "domain": "absent.test" }))).await;
+    assert_eq!(structured(&via_mcp), &removed.body);
+
     // get_credits is MCP's own shape: the balance GET /credits reports.
     let rest = app.get("/credits", Auth::Bearer(&agent_key)).await;
     let via_mcp = mcp(&app, Auth::Bearer(&agent_key), tool(200, "get_credits", json!({}))).await;
