@@ -535,10 +535,30 @@ async fn each_tool_answers_what_its_rest_route_answers(app: TestApp) {
             json!({ "contactEmail": "parity@people.test", "domain": "people.test", "agentName": "a", "intendedUse": "b" }),
             "/requestAccess",
         ),
-        ("send_mail", agent, json!({ "to": "x@example.org", "subject": "s", "text": "t" }), "/sendMail"),
-        ("issue_mailbox_credential", customer, json!({ "address": "me@parity.test" }), "/issueMailboxCredential"),
-        ("verify_domain", customer, json!({ "domainId": "parity.test" }), "/verifyDomain"),
-        ("add_domain_allowlist", operator, json!({ "domain": ALLOWED_DOMAIN }), "/admin/domainAllowlist"),
+        (
+            "send_mail",
+            agent,
+            json!({ "to": "x@example.org", "subject": "s", "text": "t" }),
+            "/sendMail",
+        ),
+        (
+            "issue_mailbox_credential",
+            customer,
+            json!({ "address": "me@parity.test" }),
+            "/issueMailboxCredential",
+        ),
+        (
+            "verify_domain",
+            customer,
+            json!({ "domainId": "parity.test" }),
+            "/verifyDomain",
+        ),
+        (
+            "add_domain_allowlist",
+            operator,
+            json!({ "domain": ALLOWED_DOMAIN }),
+            "/admin/domainAllowlist",
+        ),
         (
             "operator_delete_request",
             operator,
@@ -563,12 +583,21 @@ async fn each_tool_answers_what_its_rest_route_answers(app: TestApp) {
             content.as_object_mut().unwrap().remove("status");
             content
         };
-        assert_eq!(volatile(mcp_body), volatile(rest.body.clone()), "{name} through MCP and REST");
+        assert_eq!(
+            volatile(mcp_body),
+            volatile(rest.body.clone()),
+            "{name} through MCP and REST"
+        );
     }
     let removed = app
         .delete("/admin/domainAllowlist", operator, json!({ "domain": "absent.test" }))
         .await;
-    let via_mcp = mcp(&app, operator, tool(400, "remove_domain_allowlist", json!({ "domain": "absent.test" }))).await;
+    let via_mcp = mcp(
+        &app,
+        operator,
+        tool(400, "remove_domain_allowlist", json!({ "domain": "absent.test" })),
+    )
+    .await;
     assert_eq!(structured(&via_mcp), &removed.body);
 
     // get_credits is MCP's own shape: the balance GET /credits reports.

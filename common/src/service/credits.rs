@@ -175,16 +175,30 @@ pub async fn get_credits(call: &Call<'_>, _: NoInput) -> Result<CreditsPayload, 
 
 async fn payload(ctx: &Context, caller: &Caller) -> Result<CreditsPayload, ApiError> {
     let now = ctx.clock.now();
-    let agent_key = match caller {
-        Caller::Standard(key) => AgentKeyView {
+    let bucket = bucket_of(caller);
+    // The three reads are independent: made at once, the answer waits for
+    // the slowest, not for their sum.
+    let agent_switch = async {
+        match caller {
+            Caller::Standard(_) => Ok(None),
+            _ => agent_switch(ctx).await.map(Some),
+        }
+    };
+    let (switch, (remaining, initial), enabled) =
+        tokio::try_join!(agent_switch, balance(ctx, &bucket), sending_enabled(ctx))?;
+    let agent_key = match (caller, switch) {
+        (Caller::Standard(key), _) => AgentKeyView {
             id: key.key_id.clone(),
             last4: key.last4.clone(),
             status: "active",
             disabled: false,
             frozen_until: None,
         },
-        _ => {
-            let switch = agent_switch(ctx).await?;
+        (_, switch) => {
+            let switch = switch.unwrap_or(AgentSwitch {
+                disabled: false,
+                frozen_until: None,
+            });
             let status = if switch.disabled {
                 "disabled"
             } else if switch.frozen(now) {
@@ -201,7 +215,6 @@ async fn payload(ctx: &Context, caller: &Caller) -> Result<CreditsPayload, ApiEr
             }
         }
     };
-    let (remaining, initial) = balance(ctx, &bucket_of(caller)).await?;
     Ok(CreditsPayload {
         ok: true,
         credits: Credits {
@@ -211,9 +224,7 @@ async fn payload(ctx: &Context, caller: &Caller) -> Result<CreditsPayload, ApiEr
             auth_failure_burns_credit: false,
         },
         agent_key,
-        sending: Sending {
-            enabled: sending_enabled(ctx).await?,
-        },
+        sending: Sending { enabled },
         can_control: matches!(caller, Caller::Agent) || caller.is_operator(),
         can_pause_all: caller.is_operator(),
         docs: ctx.config.docs_url.clone(),
