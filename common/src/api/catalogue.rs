@@ -9,6 +9,31 @@ use crate::service::{admin, credits, domains, mailboxes, mta_export, onboarding,
 use crate::validate::Later;
 use crate::validate::NoInput;
 
+/// What adding a mailbox or changing its mode can answer: the rules of 4.8.
+const MAILBOX_ERRORS: &[crate::error::Problem] = &[
+    DOMAIN_ID_REQUIRED,
+    DOMAIN_INVALID,
+    LOCAL_PART_REQUIRED,
+    MAILBOX_ADDRESS_INVALID,
+    MODE_INVALID,
+    FORWARD_TO_TYPE,
+    FORWARD_TO_REQUIRED,
+    FORWARD_TO_HOSTED,
+    FORWARD_TO_TOO_MANY,
+    FORWARD_ADDRESS_INVALID,
+    FORWARD_TO_SELF,
+    FORWARD_TO_SERVICE,
+    FORWARD_TO_MISSING,
+    FORWARDING_LOOP,
+    HOSTED_ONLY,
+    SETUP_INCOMPLETE,
+    NOT_FOUND,
+    DOMAIN_NOT_VERIFIED,
+    MAILBOX_EXISTS,
+    PROTECTED_MODE,
+    FORWARDING_BUSY,
+];
+
 pub static CATALOGUE: &[Operation] = &[
     // --------------------------------------------------------------- onboarding
     Operation {
@@ -367,28 +392,7 @@ pub static CATALOGUE: &[Operation] = &[
                       or both; at most 5 forwardTo targets, no loops, no self-forward. Live on the mail server \
                       within about a minute (mtaApplied). Takes a standard key or a signed-in person, not the \
                       agent key. Free.",
-        errors: &[
-            DOMAIN_ID_REQUIRED,
-            DOMAIN_INVALID,
-            LOCAL_PART_REQUIRED,
-            MAILBOX_ADDRESS_INVALID,
-            MODE_INVALID,
-            FORWARD_TO_TYPE,
-            FORWARD_TO_REQUIRED,
-            FORWARD_TO_HOSTED,
-            FORWARD_TO_TOO_MANY,
-            FORWARD_ADDRESS_INVALID,
-            FORWARD_TO_SELF,
-            FORWARD_TO_SERVICE,
-            FORWARD_TO_MISSING,
-            FORWARDING_LOOP,
-            HOSTED_ONLY,
-            SETUP_INCOMPLETE,
-            NOT_FOUND,
-            DOMAIN_NOT_VERIFIED,
-            MAILBOX_EXISTS,
-            FORWARDING_BUSY,
-        ],
+        errors: MAILBOX_ERRORS,
         io: io!(
             mailboxes::add_mailbox,
             mailboxes::MailboxInput,
@@ -404,26 +408,7 @@ pub static CATALOGUE: &[Operation] = &[
         summary: "Change a mailbox's mode and forwarding",
         description: "Same rules as add_mailbox. Stored mail is kept; forward removes the IMAP/SMTP login and \
                       hosted or both restores it.",
-        errors: &[
-            DOMAIN_ID_REQUIRED,
-            DOMAIN_INVALID,
-            LOCAL_PART_REQUIRED,
-            MAILBOX_ADDRESS_INVALID,
-            MODE_INVALID,
-            FORWARD_TO_TYPE,
-            FORWARD_TO_REQUIRED,
-            FORWARD_TO_HOSTED,
-            FORWARD_TO_TOO_MANY,
-            FORWARD_ADDRESS_INVALID,
-            FORWARD_TO_SELF,
-            FORWARD_TO_SERVICE,
-            FORWARD_TO_MISSING,
-            FORWARDING_LOOP,
-            SETUP_INCOMPLETE,
-            NOT_FOUND,
-            PROTECTED_MODE,
-            FORWARDING_BUSY,
-        ],
+        errors: MAILBOX_ERRORS,
         io: io!(
             mailboxes::set_mailbox_mode,
             mailboxes::MailboxInput,
