@@ -428,3 +428,44 @@ async fn bad_input_gets_a_precise_400_and_changes_nothing(app: TestApp) {
     assert_eq!(app.agent_credits().await, 99);
     assert_eq!(app.outbox().len(), 1);
 }
+
+/// Once SMTP has accepted a send, the answer is 200 even if filing the reply
+/// on its thread then fails: a client that retried on a 500 would send twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_that_went_out_is_200_even_when_filing_it_fails() {
+    use common::service::mail_store::{self, Direction, StoredMessage};
+    let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
+    let key = app.sender(&format!("fail@{ALLOWED_DOMAIN}"), "fail.example", "fay").await;
+    let root = "<root-2@partner.example>";
+    let inbound = StoredMessage {
+        id: mail_store::new_message_row_id(),
+        message_id: root.into(),
+        mailbox: "fay@fail.example".into(),
+        direction: Direction::Inbound,
+        from: "pal@partner.example".into(),
+        to: vec!["fay@fail.example".into()],
+        subject: "Plans".into(),
+        preview: "Shall we?".into(),
+        date: None,
+        ingested_at: common::clock::iso(app.ctx.clock.now()),
+        unread: true,
+        folder: None,
+        source: "test".into(),
+        thread_id: mail_store::thread_id("fay@fail.example", root),
+        attachments: vec![],
+        body_blob: "mail/fay@fail.example/seed/body.txt".into(),
+    };
+    assert!(mail_store::file_message(&app.ctx, &inbound, "Shall we?", &[]).await.unwrap());
+    // The mailbox's blob folder becomes a file: the reply's blobs cannot be written.
+    let folder = app.data_dir.join("blobs/mail/fay@fail.example");
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::fs::write(&folder, b"in the way").unwrap();
+
+    let before = app.outbox().len();
+    let reply = json!({ "to": "pal@partner.example", "subject": "Re: Plans", "text": "Yes.", "inReplyTo": root });
+    let res = app.send_mail(Auth::Bearer(&key), reply).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert!(res.body.get("threadId").is_none(), "not filed: {}", res.body);
+    assert_eq!(res.body["attachmentsStored"], 0);
+    assert_eq!(app.outbox().len(), before + 1, "sent once");
+}
