@@ -7,7 +7,7 @@ use std::sync::Arc;
 use common::config::Config;
 use common::context::{Built, Context, Mode};
 use common::http::{self, Family};
-use common::service::mta_export;
+use common::service::{mta_export, poller};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -41,8 +41,10 @@ impl Application {
 
     pub async fn run(self) -> std::io::Result<()> {
         let jobs = tokio::spawn(run_jobs(self.context.clone()));
+        let poller = tokio::spawn(run_poller(self.context.clone()));
         let router = http::router(self.context.clone(), Family::ALL);
         let _stop_jobs = AbortOnDrop(jobs);
+        let _stop_poller = AbortOnDrop(poller);
         axum::serve(
             self.listener,
             router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -69,6 +71,28 @@ async fn run_jobs(ctx: Arc<Context>) {
             Err(e) => tracing::error!(error = %e, "mailbox export failed"),
         }
     }
+}
+
+/// The inbound poller, every second, so a dropped message is listed within
+/// about a second.
+async fn run_poller(ctx: Arc<Context>) {
+    let mut tick = tokio::time::interval(POLLER_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = poller::run_once(&ctx).await {
+            tracing::error!(error = %e, "inbound poller failed");
+        }
+    }
+}
+
+pub const POLLER_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Drops raw messages into the inbound queue of the blob store under a data
+/// directory (`<data-dir>/blobs`), without opening the store the server holds.
+pub async fn deliver(data_dir: &std::path::Path, raw: Vec<u8>) -> anyhow::Result<String> {
+    let blobs = common::blob::fs::FsBlobStore::new(data_dir.join("blobs"));
+    Ok(poller::drop_raw(&blobs, raw).await?)
 }
 
 struct AbortOnDrop(JoinHandle<()>);
