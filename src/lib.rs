@@ -53,7 +53,7 @@ impl Application {
     }
 }
 
-/// The scheduled jobs, on the local poll interval: the mailbox export (applied
+/// The scheduled jobs, on the local poll interval: the inbound poller, the mailbox export (applied
 /// at once when no mail host is attached).
 async fn run_jobs(ctx: Arc<Context>) {
     let period = std::time::Duration::from_secs(ctx.config.poll_interval.max(1));
@@ -61,6 +61,9 @@ async fn run_jobs(ctx: Arc<Context>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        if let Err(e) = poller::run_once(&ctx).await {
+            tracing::error!(error = %e, "inbound poller failed");
+        }
         match mta_export::run_once(&ctx).await {
             Ok(outcome) if ctx.config.mta_self_apply => {
                 if let Err(e) = mta_export::acknowledge(&ctx, outcome.version).await {
@@ -73,10 +76,13 @@ async fn run_jobs(ctx: Arc<Context>) {
     }
 }
 
-/// The inbound poller, every second, so a dropped message is listed within
-/// about a second.
+/// The inbound poller's quick runs (every second by default), so a dropped
+/// message is listed within about a second.
 async fn run_poller(ctx: Arc<Context>) {
-    let mut tick = tokio::time::interval(POLLER_INTERVAL);
+    if ctx.config.inbound_poll_ms == 0 {
+        return;
+    }
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(ctx.config.inbound_poll_ms));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
@@ -85,8 +91,6 @@ async fn run_poller(ctx: Arc<Context>) {
         }
     }
 }
-
-pub const POLLER_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Drops raw messages into the inbound queue of the blob store under a data
 /// directory (`<data-dir>/blobs`), without opening the store the server holds.
