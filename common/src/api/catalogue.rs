@@ -531,23 +531,33 @@ pub static CATALOGUE: &[Operation] = &[
     },
     // -------------------------------------------------------------------- inbox
     Operation {
-        id: "listInbox",
+        id: "getInbox",
         rest: get("/inbox"),
-        tool: Some(Tool {
-            name: "list_inbox",
-            hints: Hints::READ,
-            omit: &["id"],
-        }),
+        tool: None,
         family: Mailboxes,
         access: Mail,
-        summary: "List received mail, newest first",
+        summary: "List received mail newest first, or read one message by id",
         description: "The flat list {ok, messages, unreadInPage}: summary rows without bodies, newest first, \
                       limit 1 to 50 (default 25). A standard key reads all its account's hosted mailboxes; the \
                       agent key and operators read a service-domain mailbox (mailbox=, default inbox@ the \
-                      service domain). REST: with id, reads that message (as get_message). No credits, no rate \
-                      limit.",
+                      service domain). With id: {ok, message} with its text (and html), marked read; 404 for an \
+                      id this key cannot read. No credits, no rate limit.",
         errors: &[INBOX_LIMIT_INVALID, INBOX_MAILBOX_INVALID, INBOX_ID_INVALID, NOT_FOUND],
         io: io!(inbox::inbox, inbox::InboxQuery, inbox::InboxOutput),
+    },
+    Operation {
+        id: "listInbox",
+        rest: None,
+        tool: tool("list_inbox", Hints::READ),
+        family: Mailboxes,
+        access: Mail,
+        summary: "List received mail, newest first",
+        description: "{ok, messages, unreadInPage}: summary rows without bodies, newest first, limit 1 to 50 \
+                      (default 25). A standard key reads all its account's hosted mailboxes; the agent key reads \
+                      a service-domain mailbox (mailbox, default inbox@ the service domain). Read one with \
+                      get_message. No credits, no rate limit.",
+        errors: &[INBOX_LIMIT_INVALID, INBOX_MAILBOX_INVALID],
+        io: io!(inbox::list, inbox::ListQuery, inbox::InboxList),
     },
     Operation {
         id: "getMessage",

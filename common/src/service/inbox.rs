@@ -1,5 +1,5 @@
 //! The inbox (spec 2.4, 3.3, 4.2-4.4): inbound rows filed by the poller, read
-//! with GET /inbox, marked with POST /inbox, their files with GET /attachment.
+//! with GET /inbox (tools list_inbox and get_message), marked with POST /inbox, their files with GET /attachment.
 //!
 //! Rows live in one partition per reading scope (`keys::inbox_partition`): a
 //! customer account reads all its mailboxes' mail, the agent key and operators
@@ -309,7 +309,7 @@ async fn set_unread(ctx: &Context, scope: &str, row: &mut Row, unread: bool) -> 
     }
 }
 
-/// GET /inbox (tool `list_inbox`; by id, tool `get_message`).
+/// GET /inbox: the flat list, or one message by id.
 #[derive(Debug, JsonSchema)]
 pub struct InboxQuery {
     /// 1 to 50, default 25.
@@ -324,17 +324,41 @@ pub struct InboxQuery {
     pub id: Option<String>,
 }
 
+fn parse_limit(fields: &Fields) -> Result<Option<i64>, ApiError> {
+    match fields.int("limit") {
+        Ok(Some(n)) if (1..=MAX_LIMIT).contains(&n) => Ok(Some(n)),
+        Ok(None) => Ok(None),
+        _ => Err(error::INBOX_LIMIT_INVALID.into()),
+    }
+}
+
 impl Input for InboxQuery {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let limit = match fields.int("limit") {
-            Ok(Some(n)) if (1..=MAX_LIMIT).contains(&n) => Some(n),
-            Ok(None) => None,
-            _ => return Err(error::INBOX_LIMIT_INVALID.into()),
-        };
         Ok(InboxQuery {
-            limit,
+            limit: parse_limit(fields)?,
             mailbox: parse_mailbox(fields)?,
             id: parse_id(fields)?,
+        })
+    }
+}
+
+/// The flat list (tool `list_inbox`).
+#[derive(Debug, JsonSchema)]
+pub struct ListQuery {
+    /// 1 to 50, default 25.
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<i64>,
+    /// Agent key only: an address at the service domain (default inbox@ the
+    /// service domain).
+    #[schemars(email)]
+    pub mailbox: Option<String>,
+}
+
+impl Input for ListQuery {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(ListQuery {
+            limit: parse_limit(fields)?,
+            mailbox: parse_mailbox(fields)?,
         })
     }
 }
@@ -385,6 +409,18 @@ pub async fn inbox(call: &Call<'_>, input: InboxQuery) -> Result<InboxOutput, Ap
         .await?;
         return Ok(InboxOutput::Message(read));
     }
+    let list = list(
+        call,
+        ListQuery {
+            limit: input.limit,
+            mailbox: input.mailbox,
+        },
+    )
+    .await?;
+    Ok(InboxOutput::List(list))
+}
+
+pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT) as usize;
     let page = call
@@ -398,11 +434,11 @@ pub async fn inbox(call: &Call<'_>, input: InboxQuery) -> Result<InboxOutput, Ap
         messages.push(Summary::from(&row));
     }
     let unread_in_page = messages.iter().filter(|m| m.unread).count();
-    Ok(InboxOutput::List(InboxList {
+    Ok(InboxList {
         ok: true,
         messages,
         unread_in_page,
-    }))
+    })
 }
 
 /// A message by id (tool `get_message`).
