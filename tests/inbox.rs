@@ -47,10 +47,8 @@ fn report(to: &str, message_id: &str) -> Vec<u8> {
 }
 
 fn note(to: &str, message_id: &str) -> Vec<u8> {
-    format!(
-        "From: bob@example.org\r\nTo: {to}\r\nSubject: Hi\r\nMessage-ID: {message_id}\r\n\r\nHello there.\r\n"
-    )
-    .into_bytes()
+    format!("From: bob@example.org\r\nTo: {to}\r\nSubject: Hi\r\nMessage-ID: {message_id}\r\n\r\nHello there.\r\n")
+        .into_bytes()
 }
 
 async fn deliver(app: &TestApp, raw: Vec<u8>) {
@@ -76,7 +74,11 @@ async fn list(app: &TestApp, key: &str, query: &str) -> Value {
 async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
     let key = app.sender("tom@tom.example", "tom.example", "me").await;
     // No Delivered-To: the recipients are the To and Cc addresses hosted here.
-    deliver(&app, report("Me <me@tom.example>, someone@else.org", "<chart-1@example.org>")).await;
+    deliver(
+        &app,
+        report("Me <me@tom.example>, someone@else.org", "<chart-1@example.org>"),
+    )
+    .await;
     assert_eq!(
         poll(&app).await,
         Outcome {
@@ -112,7 +114,12 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
     // Reading it returns the text and marks it read.
     let read = list(&app, &key, &format!("?id={id}")).await;
     assert_eq!(read["message"]["id"], id.as_str());
-    assert!(read["message"]["text"].as_str().unwrap().contains("Here is the chart you asked for."));
+    assert!(
+        read["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Here is the chart you asked for.")
+    );
     assert_eq!(read["message"]["unread"], false);
     assert_eq!(list(&app, &key, "").await["unreadInPage"], 0);
 
@@ -136,7 +143,13 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
     }
     let unknown = app.get("/inbox?id=0000000000000feedface", Auth::Bearer(&key)).await;
     assert_eq!((unknown.status, unknown.error()), (404, "Message not found"));
-    for query in ["?limit=0", "?limit=51", "?limit=x", "?id=a.b", "?mailbox=inbox@svc.test"] {
+    for query in [
+        "?limit=0",
+        "?limit=51",
+        "?limit=x",
+        "?id=a.b",
+        "?mailbox=inbox@svc.test",
+    ] {
         let res = app.get(&format!("/inbox{query}"), Auth::Bearer(&key)).await;
         assert_eq!(res.status, 400, "{query}: {}", res.body);
     }
@@ -221,7 +234,9 @@ async fn forward_only_mailboxes_store_nothing_and_accounts_read_only_their_own(a
     assert_eq!((res.status, res.error()), (404, "Message not found"));
     let res = app.post("/inbox", Auth::Bearer(&ann), json!({"id": id})).await;
     assert_eq!(res.status, 404);
-    let res = app.get(&format!("/attachment?id={id}&index=0"), Auth::Bearer(&ann)).await;
+    let res = app
+        .get(&format!("/attachment?id={id}&index=0"), Auth::Bearer(&ann))
+        .await;
     assert_eq!(res.status, 404);
     // Still unread for its owner.
     assert_eq!(list(&app, &tom, "").await["unreadInPage"], 1);
@@ -238,10 +253,12 @@ async fn the_agent_key_and_operators_read_the_service_inbox(app: TestApp) {
     assert_eq!(listed["messages"].as_array().unwrap().len(), 1, "{listed}");
     assert_eq!(listed["messages"][0]["mailbox"], "inbox@svc.test");
     assert_eq!(list(&app, &agent, "?mailbox=inbox@svc.test&limit=50").await, listed);
-    assert!(list(&app, &agent, "?mailbox=abuse@svc.test").await["messages"]
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert!(
+        list(&app, &agent, "?mailbox=abuse@svc.test").await["messages"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     let res = app.get("/inbox?mailbox=me@tom.example", Auth::Bearer(&agent)).await;
     assert_eq!(res.status, 400, "{}", res.body);
     let operator = app.operator_token().await;
@@ -261,7 +278,8 @@ async fn the_agent_key_and_operators_read_the_service_inbox(app: TestApp) {
 }
 
 async fn tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
     let res = app.post("/mcp", Auth::Bearer(key), body).await;
     assert_eq!(res.status, 200, "{}", res.body);
     assert_eq!(res.body["result"]["isError"], false, "{}", res.body);

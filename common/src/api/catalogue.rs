@@ -580,7 +580,13 @@ pub static CATALOGUE: &[Operation] = &[
         summary: "Mark a received message read or unread",
         description: "{id, unread}: unread true marks it unread; omitted or false marks it read. Returns the \
                       updated summary row. No credits, no rate limit.",
-        errors: &[INBOX_ID_REQUIRED, INBOX_ID_INVALID, UNREAD_TYPE, INBOX_MAILBOX_INVALID, NOT_FOUND],
+        errors: &[
+            INBOX_ID_REQUIRED,
+            INBOX_ID_INVALID,
+            UNREAD_TYPE,
+            INBOX_MAILBOX_INVALID,
+            NOT_FOUND,
+        ],
         io: io!(inbox::mark, inbox::MarkInput, inbox::Marked),
     },
     Operation {

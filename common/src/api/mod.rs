@@ -286,7 +286,9 @@ macro_rules! io {
 pub(crate) use io;
 
 pub fn encode(output: &impl Serialize) -> Result<Output, ApiError> {
-    serde_json::to_value(output).map(Output::Json).map_err(ApiError::internal)
+    serde_json::to_value(output)
+        .map(Output::Json)
+        .map_err(ApiError::internal)
 }
 
 impl Operation {

@@ -68,7 +68,13 @@ fn download(file: Download) -> Response {
     let name: String = file
         .filename
         .chars()
-        .map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\""))
         .unwrap_or(HeaderValue::from_static("attachment"));
@@ -77,6 +83,8 @@ fn download(file: Download) -> Response {
     let mut response = file.bytes.into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, content_type);
     response.headers_mut().insert(header::CONTENT_DISPOSITION, disposition);
-    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+        .headers_mut()
+        .insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }

@@ -129,10 +129,7 @@ pub fn new_id(ms: i64) -> String {
 }
 
 pub fn valid_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 pub fn preview(text: &str) -> String {
@@ -394,7 +391,7 @@ pub struct MessageRead {
 #[serde(untagged)]
 pub enum InboxOutput {
     List(InboxList),
-    Message(MessageRead),
+    Message(Box<MessageRead>),
 }
 
 pub async fn inbox(call: &Call<'_>, input: InboxQuery) -> Result<InboxOutput, ApiError> {
@@ -407,7 +404,7 @@ pub async fn inbox(call: &Call<'_>, input: InboxQuery) -> Result<InboxOutput, Ap
             },
         )
         .await?;
-        return Ok(InboxOutput::Message(read));
+        return Ok(InboxOutput::Message(Box::new(read)));
     }
     let list = list(
         call,
@@ -465,7 +462,11 @@ async fn body(ctx: &Context, row: &Row) -> Result<(String, Option<String>), ApiE
     let blob = |name: &'static str| {
         let key = format!("{}/{name}", row.blob_prefix);
         async move {
-            let bytes = ctx.blobs.get(&key).await.map_err(|e| ApiError::internal(e.to_string()))?;
+            let bytes = ctx
+                .blobs
+                .get(&key)
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
             Ok::<_, ApiError>(String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned())
         }
     };
