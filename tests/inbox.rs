@@ -201,6 +201,35 @@ async fn a_second_delivery_changes_nothing(app: TestApp) {
     assert_eq!(list(&app, &key, "").await["messages"].as_array().unwrap().len(), 1);
     assert!(blobs(&app, "inbound/pending/").await.is_empty());
     assert_eq!(blobs(&app, "inbound/done/").await.len(), 2);
+
+    // Removing the domain deletes its stored mail: rows, index and blobs.
+    let uid = app
+        .ctx
+        .store
+        .get(&common::store::Key::new("EMAIL#tom@tom.example", "A"))
+        .await
+        .unwrap()
+        .unwrap()["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let op = app.operator_token().await;
+    let removed = app
+        .post(
+            "/operatorRemoveDomain",
+            Auth::Bearer(&op),
+            json!({"uid": uid, "domainId": "tom.example", "confirm": "tom.example"}),
+        )
+        .await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    let rows = app
+        .ctx
+        .store
+        .query(&common::store::Query::partition(format!("INBOX#acct:{uid}")))
+        .await
+        .unwrap();
+    assert!(rows.items.is_empty());
+    assert!(blobs(&app, "mail/").await.is_empty());
 }
 
 async fn forward_only_mailboxes_store_nothing_and_accounts_read_only_their_own(app: TestApp) {

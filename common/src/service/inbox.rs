@@ -241,6 +241,24 @@ pub async fn file(ctx: &Context, scope: &str, mailbox: &str, message: &Inbound) 
     }
 }
 
+/// Deletes a scope's inbound rows of these mailboxes (their blobs and
+/// Message-ID index items go with `mail_store::purge_mailbox`).
+pub async fn purge_rows(ctx: &Context, scope: &str, addresses: &[String]) -> Result<usize, ApiError> {
+    let rows = ctx.store.all(Query::partition(keys::inbox_partition(scope))).await?;
+    let mut deleted = 0;
+    for row in rows {
+        let owned = row
+            .get("mailbox")
+            .and_then(|m| m.as_str())
+            .is_some_and(|m| addresses.iter().any(|a| a == m));
+        if let (true, Some(key)) = (owned, crate::store::key_of(&row)) {
+            ctx.store.delete(&key, None).await?;
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
+}
+
 // -------------------------------------------------------------- reading
 
 /// The scope a caller reads: a standard key its account; the agent key and
