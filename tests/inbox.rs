@@ -84,7 +84,8 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
         Outcome {
             filed: 1,
             duplicates: 0,
-            failed: 0
+            failed: 0,
+            pending: 0
         }
     );
     assert!(blobs(&app, "inbound/pending/").await.is_empty());
@@ -194,7 +195,8 @@ async fn a_second_delivery_changes_nothing(app: TestApp) {
         Outcome {
             filed: 0,
             duplicates: 1,
-            failed: 0
+            failed: 0,
+            pending: 0
         }
     );
     assert_eq!(blobs(&app, "mail/").await, stored, "no extra blob");
@@ -369,6 +371,7 @@ async fn every_corpus_message_is_filed_or_failed_with_a_reason(app: TestApp) {
     };
     drop_all().await;
     let first = poll(&app).await;
+    assert_eq!(first.pending, 0, "{first:?}");
     assert!(blobs(&app, "inbound/pending/").await.is_empty());
     let done = blobs(&app, "inbound/done/").await;
     let failed = blobs(&app, "inbound/failed/").await;

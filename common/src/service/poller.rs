@@ -17,12 +17,14 @@ pub const PENDING: &str = "inbound/pending/";
 pub const DONE: &str = "inbound/done/";
 pub const FAILED: &str = "inbound/failed/";
 
-/// What one run did: copies filed, copies already there, files refused.
+/// What one run did: copies filed, copies already there, files refused, and
+/// files left pending because storage failed (tried again next run).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcome {
     pub filed: usize,
     pub duplicates: usize,
     pub failed: usize,
+    pub pending: usize,
 }
 
 /// Drops a raw message where the poller finds it; returns its key.
@@ -34,48 +36,59 @@ pub async fn drop_raw(blobs: &dyn BlobStore, raw: Vec<u8>) -> Result<String, Blo
 }
 
 /// One pass over `inbound/pending/`. A file whose filing fails for a reason
-/// other than its content (the store is down) stays pending for the next run.
+/// other than its content (the store is down) stays pending for the next run,
+/// and the run goes on with the others.
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
-    let blob_err = |e: BlobError| ApiError::internal(e.to_string());
     let mut outcome = Outcome::default();
     let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
     for key in pending {
-        let Some(raw) = ctx.blobs.get(&key).await.map_err(blob_err)? else {
-            continue;
-        };
-        let name = &key[PENDING.len()..];
-        let filed = match inbound::parse(&raw, &Limits::default()) {
-            Err(refused) => Err(refused.0),
-            Ok(message) => file(ctx, &message).await?,
-        };
-        match filed {
-            Ok((new, duplicates)) => {
-                outcome.filed += new;
-                outcome.duplicates += duplicates;
-                ctx.blobs
-                    .put(&format!("{DONE}{name}"), raw, "message/rfc822")
-                    .await
-                    .map_err(blob_err)?;
-            }
-            Err(reason) => {
-                outcome.failed += 1;
-                ctx.blobs
-                    .put(&format!("{FAILED}{name}"), raw, "message/rfc822")
-                    .await
-                    .map_err(blob_err)?;
-                ctx.blobs
-                    .put(
-                        &format!("{FAILED}{name}.reason"),
-                        format!("{reason}\n").into_bytes(),
-                        "text/plain; charset=utf-8",
-                    )
-                    .await
-                    .map_err(blob_err)?;
-            }
+        if let Err(e) = one(ctx, &key, &mut outcome).await {
+            tracing::error!(error = %e, file = %key, "filing an inbound message failed; it stays pending");
+            outcome.pending += 1;
         }
-        ctx.blobs.delete(&key).await.map_err(blob_err)?;
     }
     Ok(outcome)
+}
+
+fn blob_err(e: BlobError) -> ApiError {
+    ApiError::internal(e.to_string())
+}
+
+async fn one(ctx: &Context, key: &str, outcome: &mut Outcome) -> Result<(), ApiError> {
+    let Some(raw) = ctx.blobs.get(key).await.map_err(blob_err)? else {
+        return Ok(());
+    };
+    let name = &key[PENDING.len()..];
+    let filed = match inbound::parse(&raw, &Limits::default()) {
+        Err(refused) => Err(refused.0),
+        Ok(message) => file(ctx, &message).await?,
+    };
+    match filed {
+        Ok((new, duplicates)) => {
+            ctx.blobs
+                .put(&format!("{DONE}{name}"), raw, "message/rfc822")
+                .await
+                .map_err(blob_err)?;
+            outcome.filed += new;
+            outcome.duplicates += duplicates;
+        }
+        Err(reason) => {
+            ctx.blobs
+                .put(
+                    &format!("{FAILED}{name}.reason"),
+                    format!("{reason}\n").into_bytes(),
+                    "text/plain; charset=utf-8",
+                )
+                .await
+                .map_err(blob_err)?;
+            ctx.blobs
+                .put(&format!("{FAILED}{name}"), raw, "message/rfc822")
+                .await
+                .map_err(blob_err)?;
+            outcome.failed += 1;
+        }
+    }
+    ctx.blobs.delete(key).await.map_err(blob_err)
 }
 
 /// Files one message into every recipient mailbox here that stores mail:
