@@ -372,6 +372,7 @@ async fn every_corpus_message_is_filed_or_failed_with_a_reason(app: TestApp) {
     drop_all().await;
     let first = poll(&app).await;
     assert_eq!(first.pending, 0, "{first:?}");
+    eprintln!("{} corpus messages: {first:?}", files.len());
     assert!(blobs(&app, "inbound/pending/").await.is_empty());
     let done = blobs(&app, "inbound/done/").await;
     let failed = blobs(&app, "inbound/failed/").await;
