@@ -7,7 +7,7 @@ use std::sync::Arc;
 use common::config::Config;
 use common::context::{Built, Context, Mode};
 use common::http::{self, Family};
-use common::service::mta_export;
+use common::service::{mta_export, poller};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -41,8 +41,10 @@ impl Application {
 
     pub async fn run(self) -> std::io::Result<()> {
         let jobs = tokio::spawn(run_jobs(self.context.clone()));
+        let poller = tokio::spawn(run_poller(self.context.clone()));
         let router = http::router(self.context.clone(), Family::ALL);
         let _stop_jobs = AbortOnDrop(jobs);
+        let _stop_poller = AbortOnDrop(poller);
         axum::serve(
             self.listener,
             router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -51,7 +53,7 @@ impl Application {
     }
 }
 
-/// The scheduled jobs, on the local poll interval: the mailbox export (applied
+/// The scheduled jobs, on the local poll interval: the inbound poller, the mailbox export (applied
 /// at once when no mail host is attached).
 async fn run_jobs(ctx: Arc<Context>) {
     let period = std::time::Duration::from_secs(ctx.config.poll_interval.max(1));
@@ -59,6 +61,9 @@ async fn run_jobs(ctx: Arc<Context>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        if let Err(e) = poller::run_once(&ctx).await {
+            tracing::error!(error = %e, "inbound poller failed");
+        }
         match mta_export::run_once(&ctx).await {
             Ok(outcome) if ctx.config.mta_self_apply => {
                 if let Err(e) = mta_export::acknowledge(&ctx, outcome.version).await {
@@ -69,6 +74,29 @@ async fn run_jobs(ctx: Arc<Context>) {
             Err(e) => tracing::error!(error = %e, "mailbox export failed"),
         }
     }
+}
+
+/// The inbound poller's quick runs (every second by default), so a dropped
+/// message is listed within about a second.
+async fn run_poller(ctx: Arc<Context>) {
+    if ctx.config.inbound_poll_ms == 0 {
+        return;
+    }
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(ctx.config.inbound_poll_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = poller::run_once(&ctx).await {
+            tracing::error!(error = %e, "inbound poller failed");
+        }
+    }
+}
+
+/// Drops raw messages into the inbound queue of the blob store under a data
+/// directory (`<data-dir>/blobs`), without opening the store the server holds.
+pub async fn deliver(data_dir: &std::path::Path, raw: Vec<u8>) -> anyhow::Result<String> {
+    let blobs = common::blob::fs::FsBlobStore::new(data_dir.join("blobs"));
+    Ok(poller::drop_raw(&blobs, raw).await?)
 }
 
 struct AbortOnDrop(JoinHandle<()>);

@@ -35,6 +35,14 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         ttl: u64,
     },
+    /// Drop raw messages (.eml files) into the inbound queue of the server on
+    /// the same data directory; its poller files them within about a second.
+    Deliver {
+        #[arg(long, env = "MAILHOST_DATA_DIR", default_value = ".mailhost")]
+        data_dir: PathBuf,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[tokio::main]
@@ -52,6 +60,14 @@ async fn main() -> anyhow::Result<()> {
             let secrets = DirSecrets::new(data_dir.join("secrets"));
             let signer = common::auth::identity::LocalSigner::load_or_create(&secrets).await?;
             println!("{}", signer.mint(&email, operator, Duration::from_secs(ttl))?);
+            Ok(())
+        }
+        Some(Command::Deliver { data_dir, files }) => {
+            for file in files {
+                let raw = std::fs::read(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+                let key = mailhost::deliver(&data_dir, raw).await?;
+                println!("{} -> {key}", file.display());
+            }
             Ok(())
         }
     }

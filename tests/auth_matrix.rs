@@ -92,7 +92,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             // A signed-in person without a ready account.
             _ => Some((403, SETUP)),
         },
-        ("POST", "/sendMail") => match class {
+        ("POST", "/sendMail") | (_, "/inbox" | "/attachment") => match class {
             AgentBearer | AgentHeader | Standard | Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),
             _ => Some((401, INVALID_KEY)),

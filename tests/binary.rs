@@ -183,3 +183,62 @@ async fn the_binary_serves_onboarding_and_never_logs_a_secret() {
     drop(again);
     std::fs::remove_dir_all(data_dir).ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mailhost_deliver_drops_mail_that_the_running_server_lists_within_seconds() {
+    let data_dir = std::env::temp_dir().join(format!("mailhost-bin-{:x}", rand::random::<u64>()));
+    let port = free_port();
+    let server = start(&data_dir, port).await;
+    let printed = server.output.lock().unwrap().clone();
+    let agent_key = printed
+        .split_whitespace()
+        .find(|w| w.starts_with("svc_"))
+        .unwrap_or_else(|| panic!("the agent key is printed on first start: {printed}"))
+        .to_string();
+    let eml = data_dir.join("hello.eml");
+    std::fs::write(
+        &eml,
+        "From: ann@example.org\r\nTo: inbox@svc.test\r\nSubject: Hello\r\nMessage-ID: <bin-1@example.org>\r\n\r\nHi.\r\n",
+    )
+    .unwrap();
+    let delivered = Command::new(env!("CARGO_BIN_EXE_mailhost"))
+        .args([
+            "deliver",
+            "--data-dir",
+            data_dir.to_str().unwrap(),
+            eml.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(delivered.status.success(), "{delivered:?}");
+    assert!(String::from_utf8_lossy(&delivered.stdout).contains("inbound/pending/"));
+    let client = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    loop {
+        let listed: Value = client
+            .get(format!("http://127.0.0.1:{port}/inbox"))
+            .bearer_auth(&agent_key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if listed["messages"].as_array().is_some_and(|m| m.len() == 1) {
+            assert_eq!(listed["messages"][0]["subject"], "Hello");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "not listed: {listed} {}",
+            server.output.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        std::fs::read_dir(data_dir.join("blobs/inbound/done")).unwrap().count() == 1,
+        "moved to done"
+    );
+    drop(server);
+    std::fs::remove_dir_all(&data_dir).ok();
+}

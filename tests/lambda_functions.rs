@@ -282,6 +282,12 @@ const CASES: &[Case] = &[
     },
     Case {
         function: "mailboxes",
+        event: "get-inbox-no-credential.json",
+        status: Some(401),
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "mailboxes",
         event: "get-mta-export-agent-key.json",
         status: Some(403),
         check: |body| assert_error(body, SYNC_ONLY),

@@ -180,6 +180,15 @@ catalogue! {
     AGENT_KEY_DISABLED = 503 "Agent key disabled";
     SEND_FAILED = 500 "Send failed";
     NO_OUTBOUND_HOST = 500 "outbound host not configured";
+
+    // --------------------------------------------------------------------------- inbox
+    INBOX_LIMIT_INVALID = 400 "limit must be an integer from 1 to 50";
+    INBOX_MAILBOX_INVALID = 400 "mailbox must be an address at the service domain, and only the agent key or an operator may name one";
+    INBOX_ID_REQUIRED = 400 "id is required";
+    INBOX_ID_INVALID = 400 "id must match ^[A-Za-z0-9_-]{1,128}$";
+    UNREAD_TYPE = 400 "unread must be a boolean";
+    ATTACHMENT_INDEX_INVALID = 400 "index is required and must be an integer from 0 to 2";
+    ATTACHMENT_NOT_FOUND = 404 "Attachment not found";
 }
 
 impl Problem {

@@ -301,7 +301,12 @@ async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Resu
         Some(_) => return Err(Failure::params("Invalid params: arguments must be an object")),
     };
     let outcome = match op.access.admit(auth) {
-        Ok(()) => op.execute(call, Ok(Fields::new(arguments, Origin::Tool))).await,
+        Ok(()) => match op.execute(call, Ok(Fields::new(arguments, Origin::Tool))).await {
+            Ok(crate::api::Output::Json(value)) => Ok(value),
+            // No tool gives file bytes; the catalogue test holds it so.
+            Ok(crate::api::Output::Bytes(_)) => Err(crate::error::INTERNAL.into()),
+            Err(e) => Err(e),
+        },
         Err(refused) => Err(refused),
     };
     match outcome {

@@ -160,6 +160,10 @@ fn operation(op: &Operation, rest: &api::Rest, inputs: &mut SchemaGenerator, out
         "tags": [op.family.function()],
         "responses": responses(&problems, (op.io.output_schema)(outputs).to_value()),
     });
+    if op.io.binary {
+        // The stored bytes, with their stored Content-Type.
+        out["responses"]["200"]["content"] = json!({ "*/*": { "schema": { "type": "string", "format": "binary" } } });
+    }
     if let Some(tool) = &op.tool {
         out["x-mcp-tool"] = json!(tool.name);
     }

@@ -108,6 +108,8 @@ pub fn test_config(data_dir: &Path) -> Config {
     config.sync_token = Some(SYNC_TOKEN.into());
     // Tests run the export themselves, deterministically.
     config.poll_interval = 3600;
+    // And the inbound poller.
+    config.inbound_poll_ms = 0;
     config.mta_self_apply = false;
     config
 }

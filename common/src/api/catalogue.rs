@@ -5,7 +5,7 @@
 use super::{Family::*, Hints, Operation, Tool, delete, get, io, post, post_large, tool};
 use crate::auth::Access::*;
 use crate::error::*;
-use crate::service::{admin, credits, domains, mailboxes, mta_export, onboarding, removal, send};
+use crate::service::{admin, credits, domains, inbox, mailboxes, mta_export, onboarding, removal, send};
 use crate::validate::Later;
 use crate::validate::NoInput;
 
@@ -513,5 +513,84 @@ pub static CATALOGUE: &[Operation] = &[
             IDEMPOTENCY_IN_PROGRESS,
         ],
         io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
+    },
+    // -------------------------------------------------------------------- inbox
+    Operation {
+        id: "getInbox",
+        rest: get("/inbox"),
+        tool: None,
+        family: Mailboxes,
+        access: Mail,
+        summary: "List received mail newest first, or read one message by id",
+        description: "The flat list {ok, messages, unreadInPage}: summary rows without bodies, newest first, \
+                      limit 1 to 50 (default 25). A standard key reads all its account's hosted mailboxes; the \
+                      agent key and operators read a service-domain mailbox (mailbox=, default inbox@ the \
+                      service domain). With id: {ok, message} with its text (and html), marked read; 404 for an \
+                      id this key cannot read. No credits, no rate limit.",
+        errors: &[INBOX_LIMIT_INVALID, INBOX_MAILBOX_INVALID, INBOX_ID_INVALID, NOT_FOUND],
+        io: io!(inbox::inbox, inbox::InboxQuery, inbox::InboxOutput),
+    },
+    Operation {
+        id: "listInbox",
+        rest: None,
+        tool: tool("list_inbox", Hints::READ),
+        family: Mailboxes,
+        access: Mail,
+        summary: "List received mail, newest first",
+        description: "{ok, messages, unreadInPage}: summary rows without bodies, newest first, limit 1 to 50 \
+                      (default 25). A standard key reads all its account's hosted mailboxes; the agent key reads \
+                      a service-domain mailbox (mailbox, default inbox@ the service domain). Read one with \
+                      get_message. No credits, no rate limit.",
+        errors: &[INBOX_LIMIT_INVALID, INBOX_MAILBOX_INVALID],
+        io: io!(inbox::list, inbox::ListQuery, inbox::InboxList),
+    },
+    Operation {
+        id: "getMessage",
+        rest: None,
+        tool: tool("get_message", Hints::SET),
+        family: Mailboxes,
+        access: Mail,
+        summary: "Read one received message and mark it read",
+        description: "The message by id with its summary fields, text, and html when it had HTML; marks it read. \
+                      Attachments are downloaded over REST (GET /attachment). 404 for an id this key cannot read.",
+        errors: &[INBOX_ID_REQUIRED, INBOX_ID_INVALID, INBOX_MAILBOX_INVALID, NOT_FOUND],
+        io: io!(inbox::get_message, inbox::MessageTarget, inbox::MessageRead),
+    },
+    Operation {
+        id: "markMessage",
+        rest: post("/inbox"),
+        tool: tool("mark_read", Hints::SET),
+        family: Mailboxes,
+        access: Mail,
+        summary: "Mark a received message read or unread",
+        description: "{id, unread}: unread true marks it unread; omitted or false marks it read. Returns the \
+                      updated summary row. No credits, no rate limit.",
+        errors: &[
+            INBOX_ID_REQUIRED,
+            INBOX_ID_INVALID,
+            UNREAD_TYPE,
+            INBOX_MAILBOX_INVALID,
+            NOT_FOUND,
+        ],
+        io: io!(inbox::mark, inbox::MarkInput, inbox::Marked),
+    },
+    Operation {
+        id: "getAttachment",
+        rest: get("/attachment"),
+        tool: None,
+        family: Mailboxes,
+        access: Mail,
+        summary: "Download a received message's attachment",
+        description: "The stored bytes of attachment index (0 to 2) of message id, with its stored Content-Type \
+                      and Content-Disposition: attachment. No credits, no rate limit.",
+        errors: &[
+            INBOX_ID_REQUIRED,
+            INBOX_ID_INVALID,
+            ATTACHMENT_INDEX_INVALID,
+            INBOX_MAILBOX_INVALID,
+            NOT_FOUND,
+            ATTACHMENT_NOT_FOUND,
+        ],
+        io: io!(bytes inbox::attachment, inbox::AttachmentQuery),
     },
 ];

@@ -195,7 +195,23 @@ pub const fn tool(name: &'static str, hints: Hints) -> Option<Tool> {
     Some(Tool { name, hints, omit: &[] })
 }
 
-pub type Reply<'a> = Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send + 'a>>;
+pub type Reply<'a> = Pin<Box<dyn Future<Output = Result<Output, ApiError>> + Send + 'a>>;
+
+/// What an operation gives: JSON (REST and MCP), or file bytes that the REST
+/// layer writes as they are (an operation that gives bytes has no tool).
+#[derive(Debug)]
+pub enum Output {
+    Json(Value),
+    Bytes(Download),
+}
+
+/// File bytes with their stored type and the name to save them under.
+#[derive(Debug)]
+pub struct Download {
+    pub content_type: String,
+    pub filename: String,
+    pub bytes: Vec<u8>,
+}
 /// Parses the fields (or carries their parse error), calls the service, and
 /// encodes its output.
 pub type Handler = for<'a> fn(&'a Call<'a>, Result<Fields, ApiError>) -> Reply<'a>;
@@ -206,6 +222,8 @@ pub struct Io {
     pub input_schema: fn(&mut SchemaGenerator) -> Schema,
     pub output_schema: fn(&mut SchemaGenerator) -> Schema,
     pub run: Handler,
+    /// The output is file bytes ([`Download`]), not JSON.
+    pub binary: bool,
 }
 
 pub struct Operation {
@@ -242,20 +260,42 @@ macro_rules! io {
             input_schema: |g| g.subschema_for::<$input>(),
             output_schema: |g| g.subschema_for::<$output>(),
             run,
+            binary: false,
+        }
+    }};
+    // A service giving file bytes: `async fn(&Call, In) -> Result<Download, ApiError>`.
+    (bytes $service:path, $input:ty) => {{
+        fn run<'a>(
+            call: &'a $crate::service::Call<'a>,
+            fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
+        ) -> $crate::api::Reply<'a> {
+            Box::pin(async move {
+                let input = <$input as $crate::validate::Input>::from_request(fields)?;
+                let output: $crate::api::Download = $service(call, input).await?;
+                Ok($crate::api::Output::Bytes(output))
+            })
+        }
+        $crate::api::Io {
+            input_schema: |g| g.subschema_for::<$input>(),
+            output_schema: |_| schemars::json_schema!({ "type": "string", "format": "binary" }),
+            run,
+            binary: true,
         }
     }};
 }
 pub(crate) use io;
 
-pub fn encode(output: &impl Serialize) -> Result<Value, ApiError> {
-    serde_json::to_value(output).map_err(ApiError::internal)
+pub fn encode(output: &impl Serialize) -> Result<Output, ApiError> {
+    serde_json::to_value(output)
+        .map(Output::Json)
+        .map_err(ApiError::internal)
 }
 
 impl Operation {
     /// Runs the operation for an admitted caller: the one path REST and MCP
     /// share. A customer route's account must have its setup complete before
     /// its input is even read (403 before 400, as the route matrix says).
-    pub async fn execute(&self, call: &Call<'_>, fields: Result<Fields, ApiError>) -> Result<Value, ApiError> {
+    pub async fn execute(&self, call: &Call<'_>, fields: Result<Fields, ApiError>) -> Result<Output, ApiError> {
         if self.access == Access::Customer {
             call.account().await?;
         }

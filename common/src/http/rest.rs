@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::extract::{client_ip, discard, read_body};
-use crate::api::{Operation, Source};
+use crate::api::{Download, Operation, Output, Source};
 use crate::auth::Presented;
 use crate::service::Call;
 use crate::validate::Fields;
@@ -56,7 +56,35 @@ pub(super) async fn serve(op: &'static Operation, ctx: AppState, req: Request) -
     let ip = client_ip(&parts);
     let call = Call::new(&ctx, &auth.caller, auth.via, &ip);
     match op.execute(&call, fields).await {
-        Ok(output) => Json(output).into_response(),
+        Ok(Output::Json(output)) => Json(output).into_response(),
+        Ok(Output::Bytes(file)) => download(file),
         Err(e) => e.into_response(),
     }
+}
+
+/// File bytes as they are stored, saved under their name.
+fn download(file: Download) -> Response {
+    use axum::http::{HeaderValue, header};
+    let name: String = file
+        .filename
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\""))
+        .unwrap_or(HeaderValue::from_static("attachment"));
+    let content_type =
+        HeaderValue::from_str(&file.content_type).unwrap_or(HeaderValue::from_static("application/octet-stream"));
+    let mut response = file.bytes.into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, content_type);
+    response.headers_mut().insert(header::CONTENT_DISPOSITION, disposition);
+    response
+        .headers_mut()
+        .insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
 }

@@ -130,3 +130,31 @@ pub fn idempotency(bucket: &str, key_digest: &str) -> Key {
 pub fn audit(day: &str, at: &str) -> Key {
     Key::new(format!("AUDIT#{day}"), format!("{at}#{:08x}", rand::random::<u32>()))
 }
+
+// ------------------------------------------------------------ stored mail
+
+/// The reading scope of a customer account: all its mailboxes' mail.
+pub fn inbox_account_scope(uid: &str) -> String {
+    format!("acct:{uid}")
+}
+
+/// The reading scope of one service-domain mailbox (the agent key, operators).
+pub fn inbox_mailbox_scope(address: &str) -> String {
+    format!("mailbox:{address}")
+}
+
+/// `INBOX#<scope>`: a reading scope's inbound rows, sorted by message id (time).
+pub fn inbox_partition(scope: &str) -> String {
+    format!("INBOX#{scope}")
+}
+
+/// `INBOX#<scope>/<id>`: one inbound message row.
+pub fn inbox_message(scope: &str, id: &str) -> Key {
+    Key::new(inbox_partition(scope), id)
+}
+
+/// `MSGID#<mailbox>/<Message-ID>`: which row of a mailbox holds a Message-ID
+/// (its conditional put makes filing idempotent) and its thread.
+pub fn message_id(mailbox: &str, message_id: &str) -> Key {
+    Key::new(format!("MSGID#{mailbox}"), message_id)
+}

@@ -83,7 +83,7 @@ pub struct StoredMessage {
 }
 
 fn message_id_key(mailbox: &str, message_id: &str) -> Key {
-    Key::new(format!("MSGID#{mailbox}"), message_id.to_string())
+    super::keys::message_id(mailbox, message_id)
 }
 
 /// A thread's id: 64 lowercase hex characters, from the mailbox and the

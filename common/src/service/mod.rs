@@ -10,11 +10,13 @@ pub mod bootstrap;
 pub mod credits;
 pub mod dkim;
 pub mod domains;
+pub mod inbox;
 pub mod keys;
 pub mod mail_store;
 pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;
+pub mod poller;
 pub mod removal;
 pub mod send;
 

@@ -147,6 +147,8 @@ pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Resu
     for mailbox in &mailboxes {
         super::mail_store::purge_mailbox(ctx, &mailbox.address).await?;
     }
+    let addresses: Vec<String> = mailboxes.iter().map(|m| m.address.clone()).collect();
+    super::inbox::purge_rows(ctx, &keys::inbox_account_scope(&uid), &addresses).await?;
     ctx.store
         .update(
             &keys::domain(&uid, &name),

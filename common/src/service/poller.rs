@@ -1,0 +1,138 @@
+//! The inbound poller: files the raw messages the mail host (or `mailhost
+//! deliver`) drops under `inbound/pending/` into the inbox.
+//!
+//! Each file is parsed, its recipients here decided, a copy filed into each
+//! recipient mailbox that stores mail (idempotent on mailbox and Message-ID),
+//! and only then is the raw file moved: to `inbound/done/`, or to
+//! `inbound/failed/` with a `.reason` text beside it.
+
+use crate::blob::{BlobError, BlobStore};
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::mail::inbound::{self, Inbound, Limits};
+
+use super::{inbox, keys, mailboxes};
+
+pub const PENDING: &str = "inbound/pending/";
+pub const DONE: &str = "inbound/done/";
+pub const FAILED: &str = "inbound/failed/";
+
+/// What one run did: copies filed, copies already there, files refused, and
+/// files left pending because storage failed (tried again next run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub filed: usize,
+    pub duplicates: usize,
+    pub failed: usize,
+    pub pending: usize,
+}
+
+/// Drops a raw message where the poller finds it; returns its key.
+pub async fn drop_raw(blobs: &dyn BlobStore, raw: Vec<u8>) -> Result<String, BlobError> {
+    let ms = chrono::Utc::now().timestamp_millis();
+    let key = format!("{PENDING}{ms:013}-{}.eml", hex::encode(rand::random::<[u8; 8]>()));
+    blobs.put(&key, raw, "message/rfc822").await?;
+    Ok(key)
+}
+
+/// One pass over `inbound/pending/`. A file whose filing fails for a reason
+/// other than its content (the store is down) stays pending for the next run,
+/// and the run goes on with the others.
+pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
+    let mut outcome = Outcome::default();
+    let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
+    for key in pending {
+        if let Err(e) = one(ctx, &key, &mut outcome).await {
+            tracing::error!(error = %e, file = %key, "filing an inbound message failed; it stays pending");
+            outcome.pending += 1;
+        }
+    }
+    Ok(outcome)
+}
+
+fn blob_err(e: BlobError) -> ApiError {
+    ApiError::internal(e.to_string())
+}
+
+async fn one(ctx: &Context, key: &str, outcome: &mut Outcome) -> Result<(), ApiError> {
+    let Some(raw) = ctx.blobs.get(key).await.map_err(blob_err)? else {
+        return Ok(());
+    };
+    let name = &key[PENDING.len()..];
+    let filed = match inbound::parse(&raw, &Limits::default()) {
+        Err(refused) => Err(refused.0),
+        Ok(message) => file(ctx, &message).await?,
+    };
+    match filed {
+        Ok((new, duplicates)) => {
+            ctx.blobs
+                .put(&format!("{DONE}{name}"), raw, "message/rfc822")
+                .await
+                .map_err(blob_err)?;
+            outcome.filed += new;
+            outcome.duplicates += duplicates;
+        }
+        Err(reason) => {
+            ctx.blobs
+                .put(
+                    &format!("{FAILED}{name}.reason"),
+                    format!("{reason}\n").into_bytes(),
+                    "text/plain; charset=utf-8",
+                )
+                .await
+                .map_err(blob_err)?;
+            ctx.blobs
+                .put(&format!("{FAILED}{name}"), raw, "message/rfc822")
+                .await
+                .map_err(blob_err)?;
+            outcome.failed += 1;
+        }
+    }
+    ctx.blobs.delete(key).await.map_err(blob_err)
+}
+
+/// Files one message into every recipient mailbox here that stores mail:
+/// `Ok(Ok((new copies, duplicates)))`, or `Ok(Err(reason))` when nothing
+/// here receives it.
+async fn file(ctx: &Context, message: &Inbound) -> Result<Result<(usize, usize), String>, ApiError> {
+    let candidates: Vec<String> = if message.delivered_to.is_empty() {
+        message.to.iter().chain(&message.cc).cloned().collect()
+    } else {
+        message.delivered_to.clone()
+    };
+    let service_domain = ctx.config.service_domain.to_ascii_lowercase();
+    let mut seen = std::collections::HashSet::new();
+    let mut here = 0;
+    let (mut new, mut duplicates) = (0, 0);
+    for address in candidates {
+        let address = address.to_ascii_lowercase();
+        if !seen.insert(address.clone()) {
+            continue;
+        }
+        let Some(mailbox) = mailboxes::by_address(ctx, &address).await? else {
+            continue;
+        };
+        if !mailbox.is_active() {
+            continue;
+        }
+        here += 1;
+        // A forward-only mailbox stores nothing.
+        if !mailbox.mode.stores() {
+            continue;
+        }
+        let scope = if mailbox.domain_id == service_domain {
+            keys::inbox_mailbox_scope(&mailbox.address)
+        } else {
+            keys::inbox_account_scope(&mailbox.uid)
+        };
+        if inbox::file(ctx, &scope, &mailbox.address, message).await? {
+            new += 1;
+        } else {
+            duplicates += 1;
+        }
+    }
+    if here == 0 {
+        return Ok(Err("no recipient is a mailbox of this service".into()));
+    }
+    Ok(Ok((new, duplicates)))
+}
