@@ -435,7 +435,9 @@ async fn bad_input_gets_a_precise_400_and_changes_nothing(app: TestApp) {
 async fn a_send_that_went_out_is_200_even_when_filing_it_fails() {
     use common::service::mail_store::{self, Direction, StoredMessage};
     let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
-    let key = app.sender(&format!("fail@{ALLOWED_DOMAIN}"), "fail.example", "fay").await;
+    let key = app
+        .sender(&format!("fail@{ALLOWED_DOMAIN}"), "fail.example", "fay")
+        .await;
     let root = "<root-2@partner.example>";
     let inbound = StoredMessage {
         id: mail_store::new_message_row_id(),
@@ -455,7 +457,11 @@ async fn a_send_that_went_out_is_200_even_when_filing_it_fails() {
         attachments: vec![],
         body_blob: "mail/fay@fail.example/seed/body.txt".into(),
     };
-    assert!(mail_store::file_message(&app.ctx, &inbound, "Shall we?", &[]).await.unwrap());
+    assert!(
+        mail_store::file_message(&app.ctx, &inbound, "Shall we?", &[])
+            .await
+            .unwrap()
+    );
     // The mailbox's blob folder becomes a file: the reply's blobs cannot be written.
     let folder = app.data_dir.join("blobs/mail/fay@fail.example");
     std::fs::remove_dir_all(&folder).unwrap();
