@@ -83,7 +83,8 @@ catalogue! {
     REQUEST_BUSY = 500 "The request is busy; try again";
 
     // --------------------------------------------------------------------------- admin
-    DECISION_ID_REQUIRED = 400 "id is required";
+    /// An `id` field that is missing (a request decision, an inbox message).
+    ID_REQUIRED = 400 "id is required";
     DECISION_INVALID = 400 "decision must be approve or deny";
     DECISION_ID_INVALID = 400 "id is not a valid request id";
     NOT_READY_FOR_DECISION = 409 "This request is not ready for a decision.";
@@ -184,11 +185,9 @@ catalogue! {
     // --------------------------------------------------------------------------- inbox
     INBOX_LIMIT_INVALID = 400 "limit must be an integer from 1 to 50";
     INBOX_MAILBOX_INVALID = 400 "mailbox must be an address at the service domain, and only the agent key or an operator may name one";
-    INBOX_ID_REQUIRED = 400 "id is required";
     INBOX_ID_INVALID = 400 "id must match ^[A-Za-z0-9_-]{1,128}$";
     UNREAD_TYPE = 400 "unread must be a boolean";
     ATTACHMENT_INDEX_INVALID = 400 "index is required and must be an integer from 0 to 2";
-    ATTACHMENT_NOT_FOUND = 404 "Attachment not found";
 }
 
 impl Problem {

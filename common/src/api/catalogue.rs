@@ -133,7 +133,7 @@ pub static CATALOGUE: &[Operation] = &[
         description: "Operators only. approve makes the account ready; deny makes it unavailable and revokes \
                       its key.",
         errors: &[
-            DECISION_ID_REQUIRED,
+            ID_REQUIRED,
             DECISION_INVALID,
             DECISION_ID_INVALID,
             NOT_FOUND,
@@ -553,7 +553,7 @@ pub static CATALOGUE: &[Operation] = &[
         summary: "Read one received message and mark it read",
         description: "The message by id with its summary fields, text, and html when it had HTML; marks it read. \
                       Attachments are downloaded over REST (GET /attachment). 404 for an id this key cannot read.",
-        errors: &[INBOX_ID_REQUIRED, INBOX_ID_INVALID, INBOX_MAILBOX_INVALID, NOT_FOUND],
+        errors: &[ID_REQUIRED, INBOX_ID_INVALID, INBOX_MAILBOX_INVALID, NOT_FOUND],
         io: io!(inbox::get_message, inbox::MessageTarget, inbox::MessageRead),
     },
     Operation {
@@ -566,7 +566,7 @@ pub static CATALOGUE: &[Operation] = &[
         description: "{id, unread}: unread true marks it unread; omitted or false marks it read. Returns the \
                       updated summary row. No credits, no rate limit.",
         errors: &[
-            INBOX_ID_REQUIRED,
+            ID_REQUIRED,
             INBOX_ID_INVALID,
             UNREAD_TYPE,
             INBOX_MAILBOX_INVALID,
@@ -584,12 +584,11 @@ pub static CATALOGUE: &[Operation] = &[
         description: "The stored bytes of attachment index (0 to 2) of message id, with its stored Content-Type \
                       and Content-Disposition: attachment. No credits, no rate limit.",
         errors: &[
-            INBOX_ID_REQUIRED,
+            ID_REQUIRED,
             INBOX_ID_INVALID,
             ATTACHMENT_INDEX_INVALID,
             INBOX_MAILBOX_INVALID,
             NOT_FOUND,
-            ATTACHMENT_NOT_FOUND,
         ],
         io: io!(bytes inbox::attachment, inbox::AttachmentQuery),
     },

@@ -129,7 +129,7 @@ pub struct DecisionInput {
 
 impl Input for DecisionInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = fields.str("id")?.ok_or(error::DECISION_ID_REQUIRED)?;
+        let id = fields.str("id")?.ok_or(error::ID_REQUIRED)?;
         let decision = match fields.str("decision")?.as_deref() {
             Some("approve") => Decision::Approve,
             Some("deny") => Decision::Deny,

@@ -468,7 +468,7 @@ pub struct MessageTarget {
 
 impl Input for MessageTarget {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = parse_id(fields)?.ok_or(error::INBOX_ID_REQUIRED)?;
+        let id = parse_id(fields)?.ok_or(error::ID_REQUIRED)?;
         Ok(MessageTarget {
             id,
             mailbox: parse_mailbox(fields)?,
@@ -528,7 +528,7 @@ pub struct MarkInput {
 
 impl Input for MarkInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = parse_id(fields)?.ok_or(error::INBOX_ID_REQUIRED)?;
+        let id = parse_id(fields)?.ok_or(error::ID_REQUIRED)?;
         let unread = fields.bool("unread").map_err(|_| error::UNREAD_TYPE)?;
         Ok(MarkInput {
             id,
@@ -567,7 +567,7 @@ pub struct AttachmentQuery {
 
 impl Input for AttachmentQuery {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = parse_id(fields)?.ok_or(error::INBOX_ID_REQUIRED)?;
+        let id = parse_id(fields)?.ok_or(error::ID_REQUIRED)?;
         let index = match fields.int("index") {
             Ok(Some(i)) if (0..=MAX_ATTACHMENT_INDEX).contains(&i) => i,
             _ => return Err(error::ATTACHMENT_INDEX_INVALID.into()),
@@ -584,7 +584,7 @@ pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<crate
     let (_, row) = load(call, input.mailbox.as_deref(), &input.id).await?;
     let index = input.index as usize;
     let Some(meta) = row.attachments.iter().find(|a| a.index == index) else {
-        return Err(error::ATTACHMENT_NOT_FOUND.into());
+        return Err(error::NOT_FOUND.into());
     };
     let key = format!("{}/att-{index}", row.blob_prefix);
     let bytes = call
@@ -593,7 +593,7 @@ pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<crate
         .get(&key)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
-        .ok_or(error::ATTACHMENT_NOT_FOUND)?;
+        .ok_or(error::NOT_FOUND)?;
     Ok(crate::api::Download {
         content_type: meta.content_type.clone(),
         filename: meta.filename.clone(),
