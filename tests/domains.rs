@@ -399,6 +399,12 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
     // Stored mail of the mailbox: a row and a blob, where the inbox keeps them.
     let row = json!({"pk": "MSG#info@hal.example", "sk": "m1", "subject": "hi"});
     app.ctx.store.put(row.as_object().unwrap().clone(), None).await.unwrap();
+    let index = json!({"pk": "MSGID#info@hal.example", "sk": "<m1@partner.example>", "id": "m1"});
+    app.ctx
+        .store
+        .put(index.as_object().unwrap().clone(), None)
+        .await
+        .unwrap();
     app.ctx
         .blobs
         .put("mail/info@hal.example/m1.eml", b"raw".to_vec(), "message/rfc822")
@@ -465,6 +471,18 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
             .await
             .unwrap()
             .is_none()
+    );
+    assert!(
+        app.ctx
+            .store
+            .get(&common::service::keys::message_id(
+                "info@hal.example",
+                "<m1@partner.example>"
+            ))
+            .await
+            .unwrap()
+            .is_none(),
+        "the Message-ID index goes with the rows"
     );
     assert!(
         app.ctx

@@ -319,6 +319,15 @@ mod tests {
     }
 
     #[test]
+    fn a_backend_failure_shows_a_fixed_sentence() {
+        let e = ApiError::from(StoreError::Backend("ValidationException: table secret-name".into()));
+        assert_eq!((e.status, e.error.as_ref()), (500, "Internal error"));
+        let e = SEND_FAILED.caused_by("535 5.7.8 auth failed for relay-user");
+        assert_eq!(e.error, "Send failed");
+        assert_eq!(ApiError::internal("s3: AccessDenied").error, "Internal error");
+    }
+
+    #[test]
     fn details_fill_the_placeholder() {
         let e = LAST_MAILBOX.with("example.com");
         assert_eq!(

@@ -81,6 +81,15 @@ impl<T: Input> Input for Later<T> {
     }
 }
 
+/// A schema type for fields that take one string or a list of them.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
 /// The input of an operation that takes none; any fields are ignored.
 #[derive(Debug, Clone, Copy, Default, schemars::JsonSchema)]
 pub struct NoInput {}

@@ -13,7 +13,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use axum::http::Method;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::{Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -205,13 +205,8 @@ pub enum Output {
     Bytes(Download),
 }
 
-/// File bytes with their stored type and the name to save them under.
-#[derive(Debug)]
-pub struct Download {
-    pub content_type: String,
-    pub filename: String,
-    pub bytes: Vec<u8>,
-}
+pub use crate::service::Download;
+
 /// Parses the fields (or carries their parse error), calls the service, and
 /// encodes its output.
 pub type Handler = for<'a> fn(&'a Call<'a>, Result<Fields, ApiError>) -> Reply<'a>;
@@ -320,13 +315,4 @@ impl Operation {
 /// A path without the `/api` prefix the spec's second and third hosts use.
 pub fn strip_api(path: &str) -> &str {
     path.strip_prefix("/api").filter(|p| p.starts_with('/')).unwrap_or(path)
-}
-
-/// A schema type for fields that take one string or a list of them.
-#[derive(JsonSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-pub enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
 }

@@ -80,7 +80,7 @@ pub fn router(ctx: AppState, families: &[Family]) -> Router {
     };
     for op in CATALOGUE.iter().filter(|op| families.contains(&op.family)) {
         if let Some(rest) = &op.rest {
-            add(rest.path, endpoint(op, &rest.method));
+            add(rest.path, endpoint(op, rest));
         }
     }
     if families.contains(&Family::Mcp) {
@@ -104,10 +104,11 @@ pub fn router(ctx: AppState, families: &[Family]) -> Router {
 /// The handler of a catalogued operation: it authenticates and admits the
 /// caller itself, so every verb axum sends to it (HEAD included) passes the
 /// operation's access rule.
-fn endpoint(op: &'static Operation, method: &Method) -> MethodRouter<AppState> {
-    let filter = MethodFilter::try_from(method.clone()).expect("catalogue methods are standard");
+fn endpoint(op: &'static Operation, rest: &'static crate::api::Rest) -> MethodRouter<AppState> {
+    // Built at start-up from the catalogue's constant methods, never per request.
+    let filter = MethodFilter::try_from(rest.method.clone()).expect("catalogue methods are standard");
     on(filter, move |State(ctx): State<AppState>, req: Request| {
-        rest::serve(op, ctx, req)
+        rest::serve(op, rest, ctx, req)
     })
 }
 

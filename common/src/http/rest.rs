@@ -7,12 +7,12 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::extract::{client_ip, discard, read_body};
-use crate::api::{Download, Operation, Output, Source};
+use crate::api::{Download, Operation, Output, Rest, Source};
 use crate::auth::Presented;
 use crate::service::Call;
 use crate::validate::Fields;
 
-pub(super) async fn serve(op: &'static Operation, ctx: AppState, req: Request) -> Response {
+pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppState, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let auth = match crate::auth::admit(&ctx, op.access, &Presented::from_headers(&parts.headers)).await {
         Ok(auth) => auth,
@@ -21,7 +21,6 @@ pub(super) async fn serve(op: &'static Operation, ctx: AppState, req: Request) -
             return e.into_response();
         }
     };
-    let rest = op.rest.as_ref().expect("a routed operation has a REST form");
     let query = || {
         Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
             .map(|Query(pairs)| Fields::from_query(pairs))

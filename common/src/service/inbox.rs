@@ -580,7 +580,7 @@ impl Input for AttachmentQuery {
     }
 }
 
-pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<crate::api::Download, ApiError> {
+pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<super::Download, ApiError> {
     let (_, row) = load(call, input.mailbox.as_deref(), &input.id).await?;
     let index = input.index as usize;
     let Some(meta) = row.attachments.iter().find(|a| a.index == index) else {
@@ -594,7 +594,7 @@ pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<crate
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
         .ok_or(error::NOT_FOUND)?;
-    Ok(crate::api::Download {
+    Ok(super::Download {
         content_type: meta.content_type.clone(),
         filename: meta.filename.clone(),
         bytes,

@@ -156,5 +156,10 @@ pub fn inbox_message(scope: &str, id: &str) -> Key {
 /// `MSGID#<mailbox>/<Message-ID>`: which row of a mailbox holds a Message-ID
 /// (its conditional put makes filing idempotent) and its thread.
 pub fn message_id(mailbox: &str, message_id: &str) -> Key {
-    Key::new(format!("MSGID#{mailbox}"), message_id)
+    Key::new(message_ids_of(mailbox), message_id)
+}
+
+/// `MSGID#<mailbox>`: every Message-ID a mailbox holds.
+pub fn message_ids_of(mailbox: &str) -> String {
+    format!("MSGID#{mailbox}")
 }

@@ -18,7 +18,10 @@ pub fn blob_prefix(address: &str) -> String {
 /// Permanently deletes a mailbox's stored mail: every row, then every blob.
 pub async fn purge_mailbox(ctx: &Context, address: &str) -> Result<usize, ApiError> {
     let mut deleted = ctx.store.delete_partition(&rows_partition(address)).await?;
-    deleted += ctx.store.delete_partition(&format!("MSGID#{address}")).await?;
+    deleted += ctx
+        .store
+        .delete_partition(&super::keys::message_ids_of(address))
+        .await?;
     let blobs = ctx
         .blobs
         .list(&blob_prefix(address))

@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 use super::accounts::Account;
 use super::domains::{self, DomainStatus};
 use super::{Call, keys};
-use crate::api::OneOrMany;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
+use crate::validate::OneOrMany;
 use crate::validate::{self, Fields, Input};
 
 pub const MAX_FORWARD: usize = 5;

@@ -88,3 +88,12 @@ impl<'a> Call<'a> {
             .cloned()
     }
 }
+
+/// File bytes with their stored type and the name to save them under: the
+/// output of an operation that answers with a file, not JSON.
+#[derive(Debug)]
+pub struct Download {
+    pub content_type: String,
+    pub filename: String,
+    pub bytes: Vec<u8>,
+}

@@ -16,7 +16,6 @@ use super::credits::{self, AGENT_BUCKET, SEND_PER_DAY, SEND_PER_MINUTE};
 use super::domains::{self, DomainStatus};
 use super::mail_store::{self, AttachmentMeta, Direction, StoredMessage};
 use super::{Call, dkim, keys, mailboxes};
-use crate::api::OneOrMany;
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
@@ -24,6 +23,7 @@ use crate::error::{self, ApiError};
 use crate::mail::attachments::{self, Attachment};
 use crate::mail::message::{self, Draft, Signer};
 use crate::ratelimit::{self, DAY, Limit, MINUTE};
+use crate::validate::OneOrMany;
 use crate::validate::{self, Fields, Input, Later, Origin};
 
 pub const MAX_RECIPIENTS: usize = 5;
@@ -297,17 +297,17 @@ async fn sender(
 /// The domain's DKIM signer. Read from its secret once per process: a key's
 /// secret name is new for every key, so a cached signer is never stale.
 async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Arc<Signer>, ApiError> {
-    if let Some(cached) = ctx.signers.lock().expect("signer cache").get(&domain.dkim_secret) {
+    // A poisoned cache still holds good signers: a panic elsewhere never
+    // turns every later send into one.
+    let cache = || ctx.signers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(cached) = cache().get(&domain.dkim_secret) {
         return Ok(cached.clone());
     }
     let pem = ctx.secrets.get(&domain.dkim_secret).await.map_err(ApiError::internal)?;
     let pem = pem.ok_or_else(|| ApiError::internal("the domain's DKIM key is missing"))?;
     let signer = Signer::from_pkcs8(dkim::SELECTOR, &domain.name, &pem).map_err(ApiError::internal)?;
     let signer = Arc::new(signer);
-    ctx.signers
-        .lock()
-        .expect("signer cache")
-        .insert(domain.dkim_secret.clone(), signer.clone());
+    cache().insert(domain.dkim_secret.clone(), signer.clone());
     Ok(signer)
 }
 
