@@ -52,3 +52,16 @@ fn the_context_only_composes() {
 fn the_store_knows_nothing_above_it() {
     refuse("store", &["crate::service", "crate::api", "crate::http", "crate::mcp"]);
 }
+
+#[test]
+fn services_take_typed_input_and_give_typed_output() {
+    for (path, text) in sources("service") {
+        for line in text.lines().filter(|l| l.trim_start().starts_with("pub async fn")) {
+            assert!(!line.contains("Fields"), "{path}: a service takes raw fields: {line}");
+            assert!(
+                !line.contains("Result<Value") && !line.contains("serde_json::Value>"),
+                "{path}: a service returns Value: {line}"
+            );
+        }
+    }
+}
