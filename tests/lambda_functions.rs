@@ -1037,3 +1037,18 @@ fn outline(text: &str) -> Node {
     }
     stack.pop().expect("root").1
 }
+
+/// Deleted mail is deleted for good in the versioned bucket: a lifecycle rule
+/// expires the hidden versions under mail/ (issue: "stored mail permanently
+/// deleted").
+#[test]
+fn deleted_mail_does_not_live_on_as_old_versions() {
+    let template = std::fs::read_to_string(workspace().join("template.yaml")).unwrap();
+    let rule = template
+        .split("- Id: ")
+        .find(|r| r.lines().any(|l| l.trim() == "Prefix: mail/"))
+        .expect("a lifecycle rule for the mail/ prefix");
+    assert!(rule.contains("Status: Enabled"), "{rule}");
+    assert!(rule.contains("NoncurrentVersionExpiration:"), "{rule}");
+    assert!(rule.contains("ExpiredObjectDeleteMarker: true"), "{rule}");
+}
