@@ -396,20 +396,20 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
             .status,
         200
     );
-    // Stored mail of the mailbox: a row and a blob, where the inbox keeps them.
-    let row = json!({"pk": "MSG#info@hal.example", "sk": "m1", "subject": "hi"});
-    app.ctx.store.put(row.as_object().unwrap().clone(), None).await.unwrap();
-    let index = json!({"pk": "MSGID#info@hal.example", "sk": "<m1@partner.example>", "id": "m1"});
-    app.ctx
-        .store
-        .put(index.as_object().unwrap().clone(), None)
+    // Stored mail of the mailbox, filed by the poller: rows, a thread, the
+    // Message-ID copy, and blobs (a long text and an HTML body).
+    let long = "words ".repeat(2000);
+    let raw = format!(
+        "Delivered-To: info@hal.example\r\nFrom: pal@partner.example\r\nTo: info@hal.example\r\n\
+         Subject: hi\r\nMessage-ID: <m1@partner.example>\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/alternative; boundary=\"b\"\r\n\r\n--b\r\n\
+         Content-Type: text/plain\r\n\r\n{long}\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>{long}</p>\r\n--b--\r\n"
+    );
+    common::service::poller::drop_raw(&*app.ctx.blobs, raw.into_bytes())
         .await
         .unwrap();
-    app.ctx
-        .blobs
-        .put("mail/info@hal.example/m1.eml", b"raw".to_vec(), "message/rfc822")
-        .await
-        .unwrap();
+    assert_eq!(common::service::poller::run_once(&app.ctx).await.unwrap().filed, 1);
+    assert_eq!(app.ctx.blobs.list("mail/info@hal.example/").await.unwrap().len(), 2);
 
     let op = app.operator_token().await;
     let op = Auth::Bearer(&op);
@@ -464,34 +464,29 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
     assert_eq!(removed.body["maildir"], "leave");
     assert_eq!(removed.body["mailboxesRemoved"], 2);
     assert_eq!(removed.body["claimReleased"], true);
-    assert!(
-        app.ctx
+    // Every row, copy, thread and blob of its mail is gone.
+    let scope = common::service::keys::inbox_account_scope(&uid);
+    let thread = common::service::mail_store::thread_id("info@hal.example", "<m1@partner.example>");
+    let mut partitions = vec![
+        common::service::keys::mail_partition(&scope, false),
+        common::service::keys::mail_partition(&scope, true),
+        common::service::keys::message_ids_of(&scope),
+        common::service::keys::thread_partition(&scope, &thread),
+    ];
+    for folder in ["inbox", "archive", "trash"] {
+        partitions.push(common::service::keys::folder_partition(&scope, folder));
+        partitions.push(common::service::keys::threads_partition(&scope, folder));
+    }
+    for pk in partitions {
+        let left = app
+            .ctx
             .store
-            .get(&common::store::Key::new("MSG#info@hal.example", "m1"))
+            .query(&common::store::Query::partition(&pk))
             .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        app.ctx
-            .store
-            .get(&common::service::keys::message_id(
-                "info@hal.example",
-                "<m1@partner.example>"
-            ))
-            .await
-            .unwrap()
-            .is_none(),
-        "the Message-ID index goes with the rows"
-    );
-    assert!(
-        app.ctx
-            .blobs
-            .get("mail/info@hal.example/m1.eml")
-            .await
-            .unwrap()
-            .is_none()
-    );
+            .unwrap();
+        assert!(left.items.is_empty(), "{pk}: {:?}", left.items);
+    }
+    assert!(app.ctx.blobs.list("mail/info@hal.example/").await.unwrap().is_empty());
     let info = common::service::mailboxes::by_address(&app.ctx, "info@hal.example")
         .await
         .unwrap()

@@ -109,7 +109,8 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
     assert!(row.get("text").is_none(), "list rows carry no body: {row}");
     assert_eq!(
         row["attachments"],
-        json!([{"index": 0, "filename": "chart.png", "contentType": "image/png", "size": PNG.len()}])
+        json!([{"index": 0, "filename": "chart.png", "contentType": "image/png", "size": PNG.len(),
+                "downloadPath": format!("/attachment?id={id}&index=0")}])
     );
 
     // Reading it returns the text and marks it read.
@@ -124,36 +125,101 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
     assert_eq!(read["message"]["unread"], false);
     assert_eq!(list(&app, &key, "").await["unreadInPage"], 0);
 
-    // Marked unread again, then read with POST and no flag.
+    // Marked unread again, then read: the answer is the updated thread.
     let marked = app
         .post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": true}))
         .await;
     assert_eq!(marked.status, 200, "{}", marked.body);
-    assert_eq!(marked.body["message"]["unread"], true);
+    assert_eq!(marked.body["messages"][0]["unread"], true);
+    assert_eq!(marked.body["thread"]["unreadCount"], 1);
     assert_eq!(list(&app, &key, "").await["unreadInPage"], 1);
-    let marked = app.post("/inbox", Auth::Bearer(&key), json!({"id": id})).await;
-    assert_eq!(marked.body["message"]["unread"], false);
-    for (body, status) in [
-        (json!({}), 400),
-        (json!({"id": "no/such"}), 400),
-        (json!({"id": id, "unread": "yes"}), 400),
-        (json!({"id": "0000000000000feedface"}), 404),
+    let marked = app
+        .post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": false}))
+        .await;
+    assert_eq!(marked.body["messages"][0]["unread"], false);
+    assert_eq!(marked.body["thread"]["unreadCount"], 0);
+    for (body, status, error) in [
+        (json!({}), 400, "thread, id or messageId is required"),
+        (json!({"id": id}), 400, "unread or folder is required"),
+        (
+            json!({"id": "no/such", "unread": true}),
+            400,
+            "id must match ^[A-Za-z0-9_-]{1,128}$",
+        ),
+        (json!({"id": id, "unread": "yes"}), 400, "unread must be a boolean"),
+        (
+            json!({"id": id, "folder": "spam"}),
+            400,
+            "folder must be inbox, archive or trash",
+        ),
+        (
+            json!({"thread": "ABC", "unread": true}),
+            400,
+            "thread must be 64 lowercase hex characters",
+        ),
+        (
+            json!({"messageId": "<a b>", "unread": true}),
+            400,
+            "messageId must be a Message-ID such as <id@example.com>",
+        ),
+        (
+            json!({"id": "0000000000000feedface", "unread": false}),
+            404,
+            "Message not found",
+        ),
+        (
+            json!({"thread": "0".repeat(64), "unread": false}),
+            404,
+            "Message not found",
+        ),
+        (
+            json!({"messageId": "<nope@example.org>", "folder": "trash"}),
+            404,
+            "Message not found",
+        ),
     ] {
         let res = app.post("/inbox", Auth::Bearer(&key), body.clone()).await;
-        assert_eq!(res.status, status, "{body}: {}", res.body);
+        assert_eq!((res.status, res.error()), (status, error), "{body}: {}", res.body);
     }
     let unknown = app.get("/inbox?id=0000000000000feedface", Auth::Bearer(&key)).await;
     assert_eq!((unknown.status, unknown.error()), (404, "Message not found"));
-    for query in [
-        "?limit=0",
-        "?limit=51",
-        "?limit=x",
-        "?id=a.b",
-        "?mailbox=inbox@svc.test",
+    for (query, error) in [
+        ("?limit=0", "limit must be an integer from 1 to 50"),
+        ("?limit=51", "limit must be an integer from 1 to 50"),
+        ("?limit=x", "limit must be an integer from 1 to 50"),
+        ("?id=a.b", "id must match ^[A-Za-z0-9_-]{1,128}$"),
+        (
+            "?mailbox=inbox@svc.test",
+            "mailbox must be an address at the service domain, and only the agent key or an operator may name one",
+        ),
+        (
+            "?messageId=%3Ca%20b%3E",
+            "messageId must be a Message-ID such as <id@example.com>",
+        ),
+        ("?thread=xyz", "thread must be 64 lowercase hex characters"),
+        ("?view=list", "view must be threads"),
+        ("?q=a", "q must be 2 to 200 characters"),
+        ("?q=", "q must be 2 to 200 characters"),
+        ("?folder=spam", "folder must be inbox, archive or trash"),
+        (
+            "?cursor=a%2Fb",
+            "cursor and after must be a cursor or message id from this API",
+        ),
+        ("?wait=26", "wait must be an integer from 1 to 25"),
+        ("?wait=0", "wait must be an integer from 1 to 25"),
     ] {
         let res = app.get(&format!("/inbox{query}"), Auth::Bearer(&key)).await;
-        assert_eq!(res.status, 400, "{query}: {}", res.body);
+        assert_eq!((res.status, res.error()), (400, error), "{query}: {}", res.body);
     }
+    let q = "q=".to_string() + &"x".repeat(201);
+    assert_eq!(app.get(&format!("/inbox?{q}"), Auth::Bearer(&key)).await.status, 400);
+    // The same message by its Message-ID.
+    let by_mid = list(&app, &key, "?messageId=%3Cchart-1%40example.org%3E").await;
+    assert_eq!(by_mid["message"]["id"], id.as_str());
+    assert_eq!(
+        list(&app, &key, "?messageId=chart-1%40example.org").await["message"]["id"],
+        id.as_str()
+    );
 
     // The attachment, as stored.
     let res = app
@@ -170,12 +236,31 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
         "attachment; filename=\"chart.png\""
     );
     assert_eq!(res.bytes().await.unwrap().as_ref(), PNG);
+    // Inline when asked, for a type a browser shows; by Message-ID too.
+    let inline = app
+        .client
+        .get(format!(
+            "{}/attachment?messageId=%3Cchart-1%40example.org%3E&index=0&disposition=inline",
+            app.base
+        ))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(inline.status(), 200);
+    assert_eq!(
+        inline.headers()["content-disposition"],
+        "inline; filename=\"chart.png\""
+    );
     for (query, status) in [
         (format!("?id={id}&index=1"), 404),
         (format!("?id={id}&index=3"), 400),
         (format!("?id={id}"), 400),
         ("?index=0".to_string(), 400),
         ("?id=0000000000000feedface&index=0".to_string(), 404),
+        (format!("?id={id}&index=0&box=outbound"), 404),
+        (format!("?id={id}&index=0&box=sideways"), 400),
+        (format!("?id={id}&index=0&disposition=attachment"), 400),
     ] {
         let res = app.get(&format!("/attachment{query}"), Auth::Bearer(&key)).await;
         assert_eq!(res.status, status, "{query}: {}", res.body);
@@ -224,13 +309,21 @@ async fn a_second_delivery_changes_nothing(app: TestApp) {
         )
         .await;
     assert_eq!(removed.status, 200, "{}", removed.body);
-    let rows = app
-        .ctx
-        .store
-        .query(&common::store::Query::partition(format!("INBOX#acct:{uid}")))
-        .await
-        .unwrap();
-    assert!(rows.items.is_empty());
+    let scope = common::service::keys::inbox_account_scope(&uid);
+    for pk in [
+        common::service::keys::mail_partition(&scope, false),
+        common::service::keys::message_ids_of(&scope),
+        common::service::keys::folder_partition(&scope, "inbox"),
+        common::service::keys::threads_partition(&scope, "inbox"),
+    ] {
+        let rows = app
+            .ctx
+            .store
+            .query(&common::store::Query::partition(&pk))
+            .await
+            .unwrap();
+        assert!(rows.items.is_empty(), "{pk}");
+    }
     assert!(blobs(&app, "mail/").await.is_empty());
 }
 
@@ -263,7 +356,9 @@ async fn forward_only_mailboxes_store_nothing_and_accounts_read_only_their_own(a
     assert!(list(&app, &ann, "").await["messages"].as_array().unwrap().is_empty());
     let res = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&ann)).await;
     assert_eq!((res.status, res.error()), (404, "Message not found"));
-    let res = app.post("/inbox", Auth::Bearer(&ann), json!({"id": id})).await;
+    let res = app
+        .post("/inbox", Auth::Bearer(&ann), json!({"id": id, "unread": false}))
+        .await;
     assert_eq!(res.status, 404);
     let res = app
         .get(&format!("/attachment?id={id}&index=0"), Auth::Bearer(&ann))
@@ -327,11 +422,13 @@ async fn the_tools_answer_what_the_routes_answer(app: TestApp) {
     let all = list(&app, &key, "").await;
     assert_eq!(tool(&app, &key, "list_inbox", json!({})).await, all);
     let id = all["messages"][1]["id"].as_str().unwrap().to_string();
-    let read = tool(&app, &key, "get_message", json!({"id": id})).await;
+    let mut read = tool(&app, &key, "get_message", json!({"id": id})).await;
     assert_eq!(read["message"]["unread"], false);
+    assert_eq!(read["truncated"], false, "{read}");
+    read.as_object_mut().unwrap().remove("truncated");
     assert_eq!(list(&app, &key, &format!("?id={id}")).await, read);
     let marked = tool(&app, &key, "mark_read", json!({"id": id, "unread": true})).await;
-    assert_eq!(marked["message"]["unread"], true);
+    assert_eq!(marked["messages"][0]["unread"], true);
     let again = app
         .post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": true}))
         .await;

@@ -60,7 +60,7 @@ const SYNC_ONLY: &str = "This route is limited to the mail server's sync token."
 
 /// The functions run by a schedule rather than behind the API, and the
 /// schedule of each.
-const SCHEDULED: &[(&str, &str)] = &[("mta-export", "rate(1 minute)")];
+const SCHEDULED: &[(&str, &str)] = &[("mta-export", "rate(1 minute)"), ("poller", "rate(1 minute)")];
 
 /// Functions that read what another function wrote, and that one: each runs
 /// on the writer's data directory (embedded store, blobs and secrets), after it.
@@ -68,7 +68,9 @@ const READS_DATA_OF: &[(&str, &str)] = &[
     ("credits", "mta-export"),
     ("mcp", "mta-export"),
     ("mailboxes", "mta-export"),
+    ("inbox", "mta-export"),
     ("send", "mta-export"),
+    ("poller", "mta-export"),
 ];
 
 /// The service domain and mail host the functions run with, and the protected
@@ -282,12 +284,6 @@ const CASES: &[Case] = &[
     },
     Case {
         function: "mailboxes",
-        event: "get-inbox-no-credential.json",
-        status: Some(401),
-        check: |body| assert_error(body, MISSING_CREDENTIAL),
-    },
-    Case {
-        function: "mailboxes",
         event: "get-mta-export-agent-key.json",
         status: Some(403),
         check: |body| assert_error(body, SYNC_ONLY),
@@ -343,6 +339,23 @@ const CASES: &[Case] = &[
         },
     },
     Case {
+        function: "inbox",
+        event: "get-inbox-no-credential.json",
+        status: Some(401),
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "inbox",
+        event: "get-inbox-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            // The service inbox of a fresh data directory: nothing filed yet.
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["messages"], json!([]), "{body}");
+            assert_eq!(body["unreadInPage"], 0, "{body}");
+        },
+    },
+    Case {
         function: "send",
         event: "api-send-mail-no-credential.json",
         status: Some(401),
@@ -367,6 +380,19 @@ const CASES: &[Case] = &[
             assert_eq!(body["attachmentCount"], 0, "{body}");
             assert_eq!(body["attachmentsStored"], 0, "{body}");
             assert!(body.get("threadId").is_none(), "{body}");
+        },
+    },
+    Case {
+        function: "poller",
+        event: "scheduled.json",
+        status: None,
+        check: |out| {
+            // An empty spool: nothing to file, nothing failed or left.
+            assert_eq!(
+                out,
+                &json!({ "filed": 0, "duplicates": 0, "failed": 0, "pending": 0 }),
+                "{out}"
+            );
         },
     },
 ];
@@ -895,6 +921,8 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
     // function -> the schedules of its Schedule events.
     let mut routed: BTreeMap<(String, String), String> = BTreeMap::new();
     let mut schedules: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // function -> the key prefixes its S3 object-created rules watch.
+    let mut bridged: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut found = BTreeSet::new();
     for resource in &resources.children {
         if value(resource, &["Type"]) != Some("AWS::Serverless::Function") {
@@ -934,6 +962,25 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
                         .push(schedule.to_string());
                     continue;
                 }
+                Some("EventBridgeRule") => {
+                    let pattern = child(event, "Properties").and_then(|p| child(p, "Pattern"));
+                    let list = |node: Option<&Node>| -> Vec<String> {
+                        node.map(|n| n.children.iter().map(|c| format!("{} {}", c.key, c.value)).collect())
+                            .unwrap_or_default()
+                    };
+                    assert_eq!(
+                        list(pattern.and_then(|p| child(p, "source"))),
+                        ["- aws.s3 "],
+                        "{}",
+                        event.key
+                    );
+                    let key = pattern
+                        .and_then(|p| child(p, "detail"))
+                        .and_then(|d| child(d, "object"))
+                        .and_then(|o| child(o, "key"));
+                    bridged.entry(function.to_string()).or_default().extend(list(key));
+                    continue;
+                }
                 other => panic!("{}: event {} of type {other:?}", resource.key, event.key),
             }
             let field =
@@ -955,6 +1002,9 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
         .map(|(f, schedule)| (f.to_string(), vec![schedule.to_string()]))
         .collect();
     assert_eq!(schedules, expected, "Schedule events in template.yaml");
+    // The poller also runs as each message lands in the spool.
+    let expected = BTreeMap::from([("poller".to_string(), vec!["- prefix inbound/pending/".to_string()])]);
+    assert_eq!(bridged, expected, "EventBridge rules in template.yaml");
     for (function, _) in SCHEDULED {
         let served: Vec<_> = routed.iter().filter(|(_, f)| f == function).collect();
         assert!(served.is_empty(), "{function} is scheduled but serves {served:?}");

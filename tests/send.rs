@@ -302,35 +302,23 @@ async fn attachments_are_checked_and_attached(app: TestApp) {
     assert_eq!(app.agent_credits().await, 99, "no refused send spent a credit");
 }
 
+/// An inbound message filed into a mailbox by the poller, as the mail host
+/// hands it over.
+async fn deliver(app: &TestApp, to: &str, message_id: &str) {
+    use common::service::poller;
+    let raw = format!(
+        "Delivered-To: {to}\r\nFrom: pal@partner.example\r\nTo: {to}\r\nSubject: Plans\r\nMessage-ID: {message_id}\r\n\r\nShall we?\r\n"
+    );
+    poller::drop_raw(&*app.ctx.blobs, raw.into_bytes()).await.unwrap();
+    assert_eq!(poller::run_once(&app.ctx).await.unwrap().filed, 1);
+}
+
 async fn a_reply_is_filed_on_its_thread(app: TestApp) {
-    use common::service::mail_store::{self, Direction, StoredMessage};
+    use common::service::mail_store;
     let key = app.sender(&format!("tom@{ALLOWED_DOMAIN}"), "tom.example", "tom").await;
-    // An inbound message already stored in the mailbox, as the poller files it.
     let root = "<root-1@partner.example>";
     let thread = mail_store::thread_id("tom@tom.example", root);
-    let inbound = StoredMessage {
-        id: mail_store::new_message_row_id(),
-        message_id: root.into(),
-        mailbox: "tom@tom.example".into(),
-        direction: Direction::Inbound,
-        from: "pal@partner.example".into(),
-        to: vec!["tom@tom.example".into()],
-        subject: "Plans".into(),
-        preview: "Shall we?".into(),
-        date: None,
-        ingested_at: common::clock::iso(app.ctx.clock.now()),
-        unread: true,
-        folder: None,
-        source: "test".into(),
-        thread_id: thread.clone(),
-        attachments: vec![],
-        body_blob: "mail/tom@tom.example/seed/body.txt".into(),
-    };
-    assert!(
-        mail_store::file_message(&app.ctx, &inbound, "Shall we?", &[])
-            .await
-            .unwrap()
-    );
+    deliver(&app, "tom@tom.example", root).await;
 
     let reply = json!({
         "to": "pal@partner.example", "subject": "Re: Plans", "text": "Yes.", "inReplyTo": root,
@@ -341,17 +329,26 @@ async fn a_reply_is_filed_on_its_thread(app: TestApp) {
     assert_eq!(res.body["threadId"], thread.as_str());
     assert_eq!(res.body["attachmentsStored"], 1);
     let id = res.body["messageId"].as_str().unwrap();
-    let row = mail_store::by_message_id(&app.ctx, "tom@tom.example", id)
+    // The reply sits on the thread, read, with its file kept.
+    let view = app.get(&format!("/inbox?thread={thread}"), Auth::Bearer(&key)).await;
+    assert_eq!(view.status, 200, "{}", view.body);
+    let messages = view.body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{}", view.body);
+    let sent = &messages[1];
+    assert_eq!(sent["messageId"], id);
+    assert_eq!(sent["box"], "outbound");
+    assert_eq!(sent["unread"], false);
+    let path = sent["attachments"][0]["downloadPath"].as_str().unwrap();
+    assert!(path.contains("box=outbound"), "{path}");
+    let file = app
+        .client
+        .get(format!("{}{path}", app.base))
+        .bearer_auth(&key)
+        .send()
         .await
-        .unwrap()
-        .expect("the outbound row");
-    assert_eq!(row.direction, Direction::Outbound);
-    assert_eq!(row.thread_id, thread);
-    assert!(!row.unread);
-    assert_eq!(
-        app.ctx.blobs.get(&row.attachments[0].blob).await.unwrap().as_deref(),
-        Some(PNG)
-    );
+        .unwrap();
+    assert_eq!(file.status(), 200);
+    assert_eq!(file.bytes().await.unwrap().as_ref(), PNG);
     let raw = app.outbox().pop().unwrap();
     assert!(raw.contains(&format!("In-Reply-To: {root}")));
 
@@ -433,42 +430,23 @@ async fn bad_input_gets_a_precise_400_and_changes_nothing(app: TestApp) {
 /// on its thread then fails: a client that retried on a 500 would send twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_that_went_out_is_200_even_when_filing_it_fails() {
-    use common::service::mail_store::{self, Direction, StoredMessage};
     let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
     let key = app
         .sender(&format!("fail@{ALLOWED_DOMAIN}"), "fail.example", "fay")
         .await;
     let root = "<root-2@partner.example>";
-    let inbound = StoredMessage {
-        id: mail_store::new_message_row_id(),
-        message_id: root.into(),
-        mailbox: "fay@fail.example".into(),
-        direction: Direction::Inbound,
-        from: "pal@partner.example".into(),
-        to: vec!["fay@fail.example".into()],
-        subject: "Plans".into(),
-        preview: "Shall we?".into(),
-        date: None,
-        ingested_at: common::clock::iso(app.ctx.clock.now()),
-        unread: true,
-        folder: None,
-        source: "test".into(),
-        thread_id: mail_store::thread_id("fay@fail.example", root),
-        attachments: vec![],
-        body_blob: "mail/fay@fail.example/seed/body.txt".into(),
-    };
-    assert!(
-        mail_store::file_message(&app.ctx, &inbound, "Shall we?", &[])
-            .await
-            .unwrap()
-    );
+    deliver(&app, "fay@fail.example", root).await;
     // The mailbox's blob folder becomes a file: the reply's blobs cannot be written.
     let folder = app.data_dir.join("blobs/mail/fay@fail.example");
-    std::fs::remove_dir_all(&folder).unwrap();
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(folder.parent().unwrap()).unwrap();
     std::fs::write(&folder, b"in the way").unwrap();
 
     let before = app.outbox().len();
-    let reply = json!({ "to": "pal@partner.example", "subject": "Re: Plans", "text": "Yes.", "inReplyTo": root });
+    let reply = json!({
+        "to": "pal@partner.example", "subject": "Re: Plans", "text": "Yes.", "inReplyTo": root,
+        "attachments": [{"filename": "map.png", "contentBase64": b64(PNG)}],
+    });
     let res = app.send_mail(Auth::Bearer(&key), reply).await;
     assert_eq!(res.status, 200, "{}", res.body);
     assert!(res.body.get("threadId").is_none(), "not filed: {}", res.body);

@@ -188,6 +188,20 @@ catalogue! {
     INBOX_ID_INVALID = 400 "id must match ^[A-Za-z0-9_-]{1,128}$";
     UNREAD_TYPE = 400 "unread must be a boolean";
     ATTACHMENT_INDEX_INVALID = 400 "index is required and must be an integer from 0 to 2";
+    INBOX_MESSAGE_ID_INVALID = 400 "messageId must be a Message-ID such as <id@example.com>";
+    INBOX_THREAD_INVALID = 400 "thread must be 64 lowercase hex characters";
+    INBOX_VIEW_INVALID = 400 "view must be threads";
+    INBOX_QUERY_INVALID = 400 "q must be 2 to 200 characters";
+    INBOX_FOLDER_INVALID = 400 "folder must be inbox, archive or trash";
+    INBOX_CURSOR_INVALID = 400 "cursor and after must be a cursor or message id from this API";
+    INBOX_WAIT_INVALID = 400 "wait must be an integer from 1 to 25";
+    INBOX_FILTER_INVALID = 400 "from and subject must be strings of at most 200 characters";
+    INBOX_TARGET_REQUIRED = 400 "thread, id or messageId is required";
+    INBOX_CHANGE_REQUIRED = 400 "unread or folder is required";
+    MESSAGE_TARGET_REQUIRED = 400 "id or messageId is required";
+    MAX_CHARS_INVALID = 400 "maxChars must be an integer from 100 to 1000000";
+    ATTACHMENT_BOX_INVALID = 400 "box must be inbound or outbound";
+    ATTACHMENT_DISPOSITION_INVALID = 400 "disposition must be inline";
 }
 
 impl Problem {

@@ -519,74 +519,193 @@ pub static CATALOGUE: &[Operation] = &[
         id: "getInbox",
         rest: get("/inbox"),
         tool: None,
-        family: Mailboxes,
+        family: Inbox,
         access: Mail,
-        summary: "List received mail newest first, or read one message by id",
-        description: "The flat list {ok, messages, unreadInPage}: summary rows without bodies, newest first, \
-                      limit 1 to 50 (default 25). A standard key reads all its account's hosted mailboxes; the \
-                      agent key and operators read a service-domain mailbox (mailbox=, default inbox@ the \
-                      service domain). With id: {ok, message} with its text (and html), marked read; 404 for an \
-                      id this key cannot read. No credits, no rate limit.",
-        errors: &[INBOX_LIMIT_INVALID, INBOX_MAILBOX_INVALID, INBOX_ID_INVALID, NOT_FOUND],
+        summary: "Read received mail: the list, one message, threads, a thread, search, or wait for mail",
+        description: "By precedence (spec 4.2): id or messageId (id wins) reads {ok, message} with its text (and \
+                      html) and marks it read; thread=<64 hex> gives {ok, thread, messages} oldest first and marks \
+                      its inbound rows read; q= (2 to 200 characters) searches subject, sender and body of the \
+                      newest 200 inbound and 200 outbound rows without marking them; view=threads lists {ok, \
+                      threads} newest activity first (folder, default inbox); otherwise the flat list {ok, \
+                      messages, unreadInPage} newest first (folder narrows it; every folder by default). limit 1 \
+                      to 50 (default 25); nextCursor/cursor page on. wait=<1-25> answers as soon as an unread \
+                      message (or one after the message id `after`) matching from/subject is stored, or with an \
+                      empty list at the deadline. A standard key reads its account's mail; the agent key and \
+                      operators a service-domain mailbox (mailbox=, default inbox@). No credits, no rate limit.",
+        errors: &[
+            INBOX_LIMIT_INVALID,
+            INBOX_MAILBOX_INVALID,
+            INBOX_ID_INVALID,
+            INBOX_MESSAGE_ID_INVALID,
+            INBOX_THREAD_INVALID,
+            INBOX_VIEW_INVALID,
+            INBOX_QUERY_INVALID,
+            INBOX_FOLDER_INVALID,
+            INBOX_CURSOR_INVALID,
+            INBOX_WAIT_INVALID,
+            INBOX_FILTER_INVALID,
+            NOT_FOUND,
+        ],
         io: io!(inbox::inbox, inbox::InboxQuery, inbox::InboxOutput),
     },
     Operation {
         id: "listInbox",
         rest: None,
         tool: tool("list_inbox", Hints::READ),
-        family: Mailboxes,
+        family: Inbox,
         access: Mail,
         summary: "List received mail, newest first",
-        description: "{ok, messages, unreadInPage}: summary rows without bodies, newest first, limit 1 to 50 \
-                      (default 25). A standard key reads all its account's hosted mailboxes; the agent key reads \
-                      a service-domain mailbox (mailbox, default inbox@ the service domain). Read one with \
-                      get_message. No credits, no rate limit.",
-        errors: &[INBOX_LIMIT_INVALID, INBOX_MAILBOX_INVALID],
+        description: "{ok, messages, unreadInPage, nextCursor?}: summary rows without bodies, newest first, limit 1 \
+                      to 50 (default 25), optionally one folder (inbox, archive, trash). A standard key reads all \
+                      its account's hosted mailboxes; the agent key reads a service-domain mailbox (mailbox, \
+                      default inbox@ the service domain). Read one with get_message. No credits, no rate limit.",
+        errors: &[
+            INBOX_LIMIT_INVALID,
+            INBOX_MAILBOX_INVALID,
+            INBOX_FOLDER_INVALID,
+            INBOX_CURSOR_INVALID,
+        ],
         io: io!(inbox::list, inbox::ListQuery, inbox::InboxList),
     },
     Operation {
         id: "getMessage",
         rest: None,
         tool: tool("get_message", Hints::SET),
-        family: Mailboxes,
+        family: Inbox,
         access: Mail,
         summary: "Read one received message and mark it read",
-        description: "The message by id with its summary fields, text, and html when it had HTML; marks it read. \
-                      Attachments are downloaded over REST (GET /attachment). 404 for an id this key cannot read.",
-        errors: &[ID_REQUIRED, INBOX_ID_INVALID, INBOX_MAILBOX_INVALID, NOT_FOUND],
+        description: "The message by id or messageId with its summary fields, text, and html when it had HTML; \
+                      marks it read. Text and html are cut at maxChars (default 20000) and `truncated` says so. \
+                      Attachments are listed as metadata with their downloadPath (GET /attachment), never \
+                      inlined. 404 for a message this key cannot read.",
+        errors: &[
+            MESSAGE_TARGET_REQUIRED,
+            INBOX_ID_INVALID,
+            INBOX_MESSAGE_ID_INVALID,
+            INBOX_MAILBOX_INVALID,
+            MAX_CHARS_INVALID,
+            NOT_FOUND,
+        ],
         io: io!(inbox::get_message, inbox::MessageTarget, inbox::MessageRead),
+    },
+    Operation {
+        id: "listThreads",
+        rest: None,
+        tool: tool("list_threads", Hints::READ),
+        family: Inbox,
+        access: Mail,
+        summary: "List conversation threads of a folder, newest activity first",
+        description: "{ok, threads, nextCursor?}: each thread's id, subject, participants, lastActivity, \
+                      messageCount and unreadCount; folder inbox (default), archive or trash. Same as GET \
+                      /inbox?view=threads. No credits.",
+        errors: &[
+            INBOX_LIMIT_INVALID,
+            INBOX_MAILBOX_INVALID,
+            INBOX_FOLDER_INVALID,
+            INBOX_CURSOR_INVALID,
+        ],
+        io: io!(inbox::list_threads, inbox::ThreadsQuery, inbox::ThreadList),
+    },
+    Operation {
+        id: "getThread",
+        rest: None,
+        tool: tool("get_thread", Hints::SET),
+        family: Inbox,
+        access: Mail,
+        summary: "Read a thread's messages, oldest first, and mark them read",
+        description: "{ok, thread, messages, nextCursor?}: the thread's summary and its messages (both \
+                      directions) oldest first, 100 per page; its inbound rows are marked read. Same as GET \
+                      /inbox?thread=. Read a message's text with get_message.",
+        errors: &[
+            INBOX_THREAD_INVALID,
+            INBOX_MAILBOX_INVALID,
+            INBOX_CURSOR_INVALID,
+            NOT_FOUND,
+        ],
+        io: io!(inbox::get_thread, inbox::ThreadQuery, inbox::ThreadView),
+    },
+    Operation {
+        id: "searchInbox",
+        rest: None,
+        tool: tool("search_inbox", Hints::READ),
+        family: Inbox,
+        access: Mail,
+        summary: "Search received and sent mail",
+        description: "{ok, messages, unreadInPage}: rows whose subject, sender or body contains q (2 to 200 \
+                      characters, case-insensitive) among the newest 200 inbound and 200 outbound rows, newest \
+                      first; folder narrows the hits. Marks nothing read. Same as GET /inbox?q=.",
+        errors: &[
+            INBOX_QUERY_INVALID,
+            INBOX_FOLDER_INVALID,
+            INBOX_LIMIT_INVALID,
+            INBOX_MAILBOX_INVALID,
+        ],
+        io: io!(inbox::search, inbox::SearchQuery, inbox::InboxList),
+    },
+    Operation {
+        id: "waitForMessage",
+        rest: None,
+        tool: tool("wait_for_message", Hints::SET),
+        family: Inbox,
+        access: Mail,
+        summary: "Wait for a message and get the verification code or link in it",
+        description: "Waits up to `wait` seconds (1 to 25, default 25) for an unread message (or, with `after`, \
+                      one newer than that message id) whose sender and subject contain `from` and `subject`. \
+                      Answers {ok, message, codes, links, truncated}: the newest match read and marked read, the \
+                      one-time codes (4 to 8 digits, or letter-and-digit codes after the word code) and the \
+                      links in it, likeliest first; or message null at the deadline. No credits.",
+        errors: &[
+            INBOX_WAIT_INVALID,
+            INBOX_CURSOR_INVALID,
+            INBOX_FILTER_INVALID,
+            INBOX_MAILBOX_INVALID,
+            MAX_CHARS_INVALID,
+        ],
+        io: io!(inbox::wait_for_message, inbox::WaitQuery, inbox::WaitResult),
     },
     Operation {
         id: "markMessage",
         rest: post("/inbox"),
         tool: tool("mark_read", Hints::SET),
-        family: Mailboxes,
+        family: Inbox,
         access: Mail,
-        summary: "Mark a received message read or unread",
-        description: "{id, unread}: unread true marks it unread; omitted or false marks it read. Returns the \
-                      updated summary row. No credits, no rate limit.",
+        summary: "Mark mail read or unread, or move a thread to a folder",
+        description: "One target: id (wins), messageId, or thread (64 hex). unread true or false sets the flag on \
+                      that inbound row, or on every inbound row of the thread (outbound rows stay read); folder \
+                      (inbox, archive, trash) moves the whole thread and up to 100 inbound and 100 outbound of \
+                      its messages. REST needs unread or folder; the tool marks read when both are omitted. \
+                      Returns the updated thread {ok, thread, messages}. No credits, no rate limit.",
         errors: &[
-            ID_REQUIRED,
+            INBOX_TARGET_REQUIRED,
+            INBOX_CHANGE_REQUIRED,
             INBOX_ID_INVALID,
+            INBOX_MESSAGE_ID_INVALID,
+            INBOX_THREAD_INVALID,
             UNREAD_TYPE,
+            INBOX_FOLDER_INVALID,
             INBOX_MAILBOX_INVALID,
             NOT_FOUND,
         ],
-        io: io!(inbox::mark, inbox::MarkInput, inbox::Marked),
+        io: io!(inbox::mark, inbox::MarkInput, inbox::ThreadView),
     },
     Operation {
         id: "getAttachment",
         rest: get("/attachment"),
         tool: None,
-        family: Mailboxes,
+        family: Inbox,
         access: Mail,
-        summary: "Download a received message's attachment",
-        description: "The stored bytes of attachment index (0 to 2) of message id, with its stored Content-Type \
-                      and Content-Disposition: attachment. No credits, no rate limit.",
+        summary: "Download a stored message's attachment",
+        description: "The stored bytes of attachment index (0 to 2) of message id (or messageId), with its stored \
+                      Content-Type and Content-Disposition: attachment, or inline when disposition=inline and the \
+                      type is an image, PDF or text. box=outbound reads a threaded send's files. No credits, no \
+                      rate limit.",
         errors: &[
-            ID_REQUIRED,
+            MESSAGE_TARGET_REQUIRED,
             INBOX_ID_INVALID,
+            INBOX_MESSAGE_ID_INVALID,
             ATTACHMENT_INDEX_INVALID,
+            ATTACHMENT_BOX_INVALID,
+            ATTACHMENT_DISPOSITION_INVALID,
             INBOX_MAILBOX_INVALID,
             NOT_FOUND,
         ],

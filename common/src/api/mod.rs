@@ -37,6 +37,8 @@ pub enum Family {
     Admin,
     Domains,
     Mailboxes,
+    /// GET/POST /inbox and GET /attachment: reading stored mail.
+    Inbox,
     Send,
     /// `POST /mcp` (every tool), `GET /mcp`, and the API description.
     Mcp,
@@ -49,6 +51,7 @@ impl Family {
         Family::Admin,
         Family::Domains,
         Family::Mailboxes,
+        Family::Inbox,
         Family::Send,
         Family::Mcp,
     ];
@@ -61,6 +64,7 @@ impl Family {
             Family::Admin => "admin",
             Family::Domains => "domains",
             Family::Mailboxes => "mailboxes",
+            Family::Inbox => "inbox",
             Family::Send => "send",
             Family::Mcp => "mcp",
         }

@@ -75,7 +75,8 @@ fn download(file: Download) -> Response {
             }
         })
         .collect();
-    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\""))
+    let kind = if file.inline { "inline" } else { "attachment" };
+    let disposition = HeaderValue::from_str(&format!("{kind}; filename=\"{name}\""))
         .unwrap_or(HeaderValue::from_static("attachment"));
     let content_type =
         HeaderValue::from_str(&file.content_type).unwrap_or(HeaderValue::from_static("application/octet-stream"));

@@ -193,10 +193,13 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
         });
     }
     let text = message.body_text(0).map(|t| cut(&t, MAX_TEXT)).unwrap_or_default();
-    let html = message
-        .body_html(0)
-        .filter(|_| message.html_body_count() > 0)
-        .map(|h| cut(&h, MAX_TEXT));
+    // mail-parser lists a plain-text body as the HTML body too when there is
+    // no HTML part (and would render one): only a real text/html part counts.
+    let has_html = message
+        .html_body
+        .iter()
+        .any(|id| message.part(*id).is_some_and(|p| matches!(p.body, PartType::Html(_))));
+    let html = message.body_html(0).filter(|_| has_html).map(|h| cut(&h, MAX_TEXT));
     Ok(Inbound {
         delivered_to,
         message_id,

@@ -1,84 +1,40 @@
-//! The inbox (spec 2.4, 3.3, 4.2-4.4): inbound rows filed by the poller, read
-//! with GET /inbox (tools list_inbox and get_message), marked with POST /inbox, their files with GET /attachment.
+//! The inbox API (spec 2.4, 3.3, 4.2-4.4): GET /inbox (the flat list, a read,
+//! threads, search, waiting for mail), POST /inbox (read flags and folders),
+//! GET /attachment, and their MCP tools. What is stored, and how each change is
+//! kept exact, is `mail_store`.
 //!
-//! Rows live in one partition per reading scope (`keys::inbox_partition`): a
-//! customer account reads all its mailboxes' mail, the agent key and operators
-//! one service-domain mailbox. A row's id starts with its 13-digit filing time
-//! in milliseconds, so the flat list newest first is one backward query and a
-//! read by id one GetItem.
+//! Who reads what: a standard key reads its own account's stored mail; the
+//! agent key and operators read one service-domain mailbox (`mailbox=`,
+//! default `inbox@`). A message, thread or file of another scope is 404.
+
+use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::mail_store::thread_id;
-use super::{Call, keys};
+use super::mail_store::{self, AttachmentInfo, Direction, Folder, Row, Thread};
+use super::{Call, Download, keys};
 use crate::auth::Caller;
-use crate::clock::iso;
-use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::mail::inbound::Inbound;
-use crate::store::{Cond, Query, StoreError, StoreExt, Update, Write, item};
-use crate::validate::{self, Fields, Input};
+use crate::mail::codes;
+use crate::validate::{self, Fields, Input, Origin};
 
 pub const DEFAULT_LIMIT: i64 = 25;
 pub const MAX_LIMIT: i64 = 50;
 /// The most attachments a read can address (GET /attachment index 0-2).
 pub const MAX_ATTACHMENT_INDEX: i64 = 2;
-/// A body longer than this is kept in a blob rather than on the row.
-pub const MAX_BODY_ON_ROW: usize = 100 * 1024;
-pub const PREVIEW_CHARS: usize = 200;
+/// Rows of each direction a search reads (spec 4.2 rule 5).
+pub const SEARCH_DEPTH: usize = 200;
+/// Messages in one page of a thread.
+pub const THREAD_PAGE: usize = 100;
+/// The longest wait for mail, under API Gateway's 29-second limit.
+pub const MAX_WAIT_SECONDS: i64 = 25;
+/// How often a wait looks for new mail.
+const WAIT_POLL: Duration = Duration::from_millis(500);
+/// The text an MCP read returns unless the agent asks for more or less.
+pub const DEFAULT_MAX_CHARS: i64 = 20_000;
 
-// ------------------------------------------------------------------ rows
-
-/// Attachment metadata on a row (its bytes are the blob `<prefix>/att-<index>`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AttachmentInfo {
-    pub index: usize,
-    pub filename: String,
-    pub content_type: String,
-    pub size: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Folder {
-    Inbox,
-    Archive,
-    Trash,
-}
-
-/// One stored inbound message, as the row holds it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Row {
-    pub id: String,
-    pub message_id: String,
-    pub mailbox: String,
-    pub from: String,
-    pub to: Vec<String>,
-    pub subject: String,
-    pub preview: String,
-    pub date: Option<String>,
-    pub ingested_at: String,
-    pub unread: bool,
-    #[serde(default)]
-    pub folder: Option<Folder>,
-    pub source: String,
-    pub thread_id: String,
-    pub attachments: Vec<AttachmentInfo>,
-    /// Where its blobs live: `mail/<mailbox>/<id>`.
-    pub blob_prefix: String,
-    /// The body, when it fits on the row; otherwise in `<prefix>/body.txt`.
-    #[serde(default)]
-    pub text: Option<String>,
-    #[serde(default)]
-    pub text_in_blob: bool,
-    #[serde(default)]
-    pub html: Option<String>,
-    #[serde(default)]
-    pub html_in_blob: bool,
-}
+// ------------------------------------------------------------------ shapes
 
 /// A list row (spec 2.4): no body, attachment metadata only.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -97,6 +53,10 @@ pub struct Summary {
     pub unread: bool,
     pub folder: Folder,
     pub source: String,
+    /// inbound, or outbound for a threaded send.
+    #[serde(rename = "box")]
+    pub direction: Direction,
+    /// 64 lowercase hex characters.
     pub thread_id: String,
     pub attachments: Vec<AttachmentInfo>,
 }
@@ -114,152 +74,199 @@ impl From<&Row> for Summary {
             date: r.date.clone(),
             ingested_at: Some(r.ingested_at.clone()),
             unread: r.unread,
-            folder: r.folder.unwrap_or(Folder::Inbox),
+            folder: r.folder(),
             source: r.source.clone(),
+            direction: r.direction,
             thread_id: r.thread_id.clone(),
             attachments: r.attachments.clone(),
         }
     }
 }
 
-/// A new row id: the 13-digit filing time in milliseconds and 16 random hex
-/// characters, so ids sort by time.
-pub fn new_id(ms: i64) -> String {
-    format!("{:013}{}", ms.max(0), hex::encode(rand::random::<[u8; 8]>()))
+/// A page of rows, newest first.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxList {
+    pub ok: bool,
+    pub messages: Vec<Summary>,
+    /// Unread rows in this page only.
+    pub unread_in_page: usize,
+    /// Present when older rows exist: pass it back as `cursor`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
-pub fn valid_id(id: &str) -> bool {
-    (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-pub fn preview(text: &str) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    flat.chars().take(PREVIEW_CHARS).collect()
-}
-
-// ---------------------------------------------------------------- filing
-
-/// Files a parsed message into one mailbox of a reading scope. Idempotent on
-/// (mailbox, Message-ID): `Ok(false)` when it is already there, and then no
-/// row and no blob is written.
-pub async fn file(ctx: &Context, scope: &str, mailbox: &str, message: &Inbound) -> Result<bool, ApiError> {
-    let index_key = keys::message_id(mailbox, &message.message_id);
-    if ctx.store.get(&index_key).await?.is_some() {
-        return Ok(false);
-    }
-    let now = ctx.clock.now();
-    let id = new_id(now.timestamp_millis());
-    let blob_prefix = format!("{}{id}", super::mail_store::blob_prefix(mailbox));
-    let blob_err = |e: crate::blob::BlobError| ApiError::internal(e.to_string());
-    let mut written = Vec::new();
-    let mut attachments = Vec::new();
-    for (index, a) in message.attachments.iter().enumerate() {
-        let key = format!("{blob_prefix}/att-{index}");
-        ctx.blobs
-            .put(&key, a.bytes.clone(), &a.content_type)
-            .await
-            .map_err(blob_err)?;
-        written.push(key);
-        attachments.push(AttachmentInfo {
-            index,
-            filename: a.filename.clone(),
-            content_type: a.content_type.clone(),
-            size: a.bytes.len(),
-        });
-    }
-    let text_in_blob = message.text.len() > MAX_BODY_ON_ROW;
-    if text_in_blob {
-        let key = format!("{blob_prefix}/body.txt");
-        ctx.blobs
-            .put(&key, message.text.as_bytes().to_vec(), "text/plain; charset=utf-8")
-            .await
-            .map_err(blob_err)?;
-        written.push(key);
-    }
-    let html_in_blob = message.html.as_ref().is_some_and(|h| h.len() > MAX_BODY_ON_ROW);
-    if let Some(html) = message.html.as_ref().filter(|_| html_in_blob) {
-        let key = format!("{blob_prefix}/body.html");
-        ctx.blobs
-            .put(&key, html.as_bytes().to_vec(), "text/html; charset=utf-8")
-            .await
-            .map_err(blob_err)?;
-        written.push(key);
-    }
-    // A reply joins the thread of a message this mailbox already holds.
-    let mut related = message.references.clone();
-    related.extend(message.in_reply_to.iter().cloned());
-    let thread = match super::mail_store::find_thread(ctx, mailbox, &related).await? {
-        Some(thread) => thread,
-        None => {
-            let root = message.references.first().unwrap_or(&message.message_id);
-            thread_id(mailbox, root)
+impl InboxList {
+    fn of(rows: &[Row], next_cursor: Option<String>) -> InboxList {
+        let messages: Vec<Summary> = rows.iter().map(Summary::from).collect();
+        InboxList {
+            ok: true,
+            unread_in_page: messages.iter().filter(|m| m.unread).count(),
+            messages,
+            next_cursor,
         }
+    }
+}
+
+/// One message with its body.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView {
+    #[serde(flatten)]
+    pub summary: Summary,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub html: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MessageRead {
+    pub ok: bool,
+    pub message: MessageView,
+    /// Set by get_message: whether the text (and html) was cut at maxChars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+}
+
+/// A folder's threads, newest activity first.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadList {
+    pub ok: bool,
+    pub threads: Vec<Thread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// A thread's summary and its messages, oldest first.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadView {
+    pub ok: bool,
+    pub thread: Thread,
+    pub messages: Vec<Summary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// GET /inbox answers with one of these, by the precedence of spec 4.2.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum InboxOutput {
+    Message(Box<MessageRead>),
+    Thread(ThreadView),
+    List(InboxList),
+    Threads(ThreadList),
+}
+
+// ---------------------------------------------------------- parsing helpers
+
+fn parse_mailbox(fields: &Fields) -> Result<Option<String>, ApiError> {
+    match fields.str("mailbox") {
+        Ok(Some(m)) => validate::email(&m).map(Some).ok_or(error::INBOX_MAILBOX_INVALID.into()),
+        Ok(None) => Ok(None),
+        Err(_) => Err(error::INBOX_MAILBOX_INVALID.into()),
+    }
+}
+
+fn parse_id(fields: &Fields) -> Result<Option<String>, ApiError> {
+    match fields.str("id") {
+        Ok(Some(id)) if mail_store::valid_id(&id) => Ok(Some(id)),
+        Ok(None) => Ok(None),
+        _ => Err(error::INBOX_ID_INVALID.into()),
+    }
+}
+
+/// A Message-ID to look up, brackets optional: what the poller stores.
+fn parse_message_id(fields: &Fields) -> Result<Option<String>, ApiError> {
+    let Ok(raw) = fields.str("messageId") else {
+        return Err(error::INBOX_MESSAGE_ID_INVALID.into());
     };
-    let row = Row {
-        id: id.clone(),
-        message_id: message.message_id.clone(),
-        mailbox: mailbox.to_string(),
-        from: message.from.clone(),
-        to: message.to.clone(),
-        subject: message.subject.clone(),
-        preview: preview(&message.text),
-        date: message.date.clone(),
-        ingested_at: iso(now),
-        unread: true,
-        folder: None,
-        source: "smtp".into(),
-        thread_id: thread.clone(),
-        attachments,
-        blob_prefix,
-        text: (!text_in_blob).then(|| message.text.clone()),
-        text_in_blob,
-        html: message.html.clone().filter(|_| !html_in_blob),
-        html_in_blob,
-    };
-    let row_key = keys::inbox_message(scope, &id);
-    let index = serde_json::json!({ "id": id, "scope": scope, "threadId": thread });
-    let writes = vec![
-        Write::Put {
-            item: item(&index_key, &index),
-            cond: Some(Cond::NotExists),
-        },
-        Write::Put {
-            item: item(&row_key, &row),
-            cond: None,
-        },
-    ];
-    match ctx.store.transact(writes).await {
-        Ok(()) => Ok(true),
-        Err(StoreError::ConditionFailed) => {
-            // Filed meanwhile by another run: this copy's blobs go.
-            for key in written {
-                let _ = ctx.blobs.delete(&key).await;
-            }
-            Ok(false)
-        }
-        Err(e) => Err(e.into()),
+    let Some(raw) = raw else { return Ok(None) };
+    let inner = raw.trim_start_matches('<').trim_end_matches('>');
+    let ok =
+        !inner.is_empty() && inner.len() <= 500 && inner.chars().all(|c| c.is_ascii_graphic() && c != '<' && c != '>');
+    if ok {
+        Ok(Some(format!("<{inner}>")))
+    } else {
+        Err(error::INBOX_MESSAGE_ID_INVALID.into())
     }
 }
 
-/// Deletes a scope's inbound rows of these mailboxes (their blobs and
-/// Message-ID index items go with `mail_store::purge_mailbox`).
-pub async fn purge_rows(ctx: &Context, scope: &str, addresses: &[String]) -> Result<usize, ApiError> {
-    let rows = ctx.store.all(Query::partition(keys::inbox_partition(scope))).await?;
-    let mut deleted = 0;
-    for row in rows {
-        let owned = row
-            .get("mailbox")
-            .and_then(|m| m.as_str())
-            .is_some_and(|m| addresses.iter().any(|a| a == m));
-        if let (true, Some(key)) = (owned, crate::store::key_of(&row)) {
-            ctx.store.delete(&key, None).await?;
-            deleted += 1;
-        }
+fn parse_thread(fields: &Fields) -> Result<Option<String>, ApiError> {
+    match fields.str("thread") {
+        Ok(Some(t)) if mail_store::valid_thread_id(&t) => Ok(Some(t)),
+        Ok(None) => Ok(None),
+        _ => Err(error::INBOX_THREAD_INVALID.into()),
     }
-    Ok(deleted)
 }
 
-// -------------------------------------------------------------- reading
+fn parse_folder(fields: &Fields) -> Result<Option<Folder>, ApiError> {
+    match fields.str("folder") {
+        Ok(Some(f)) => Folder::parse(&f).map(Some).ok_or(error::INBOX_FOLDER_INVALID.into()),
+        Ok(None) => Ok(None),
+        Err(_) => Err(error::INBOX_FOLDER_INVALID.into()),
+    }
+}
+
+fn parse_limit(fields: &Fields) -> Result<Option<i64>, ApiError> {
+    match fields.int("limit") {
+        Ok(Some(n)) if (1..=MAX_LIMIT).contains(&n) => Ok(Some(n)),
+        Ok(None) => Ok(None),
+        _ => Err(error::INBOX_LIMIT_INVALID.into()),
+    }
+}
+
+/// A cursor is the sort key of the last row of a page: digits, letters, '-'.
+fn parse_cursor(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
+    match fields.str(name) {
+        Ok(Some(c)) if c.len() <= 100 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') => Ok(Some(c)),
+        Ok(None) => Ok(None),
+        _ => Err(error::INBOX_CURSOR_INVALID.into()),
+    }
+}
+
+fn parse_q(fields: &Fields) -> Result<Option<String>, ApiError> {
+    match fields.str("q") {
+        Ok(Some(q)) if (2..=200).contains(&q.chars().count()) => Ok(Some(q)),
+        Ok(None) if !fields.has("q") => Ok(None),
+        _ => Err(error::INBOX_QUERY_INVALID.into()),
+    }
+}
+
+fn parse_view(fields: &Fields) -> Result<bool, ApiError> {
+    match fields.str("view") {
+        Ok(Some(v)) if v == "threads" => Ok(true),
+        Ok(None) if !fields.has("view") => Ok(false),
+        _ => Err(error::INBOX_VIEW_INVALID.into()),
+    }
+}
+
+fn parse_wait(fields: &Fields) -> Result<Option<i64>, ApiError> {
+    match fields.int("wait") {
+        Ok(Some(n)) if (1..=MAX_WAIT_SECONDS).contains(&n) => Ok(Some(n)),
+        Ok(None) => Ok(None),
+        _ => Err(error::INBOX_WAIT_INVALID.into()),
+    }
+}
+
+fn parse_filter(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
+    match fields.str(name) {
+        Ok(Some(f)) if f.chars().count() <= 200 => Ok(Some(f.to_lowercase())),
+        Ok(None) => Ok(None),
+        _ => Err(error::INBOX_FILTER_INVALID.into()),
+    }
+}
+
+fn parse_max_chars(fields: &Fields) -> Result<Option<i64>, ApiError> {
+    match fields.int("maxChars") {
+        Ok(Some(n)) if (100..=1_000_000).contains(&n) => Ok(Some(n)),
+        Ok(None) => Ok(None),
+        _ => Err(error::MAX_CHARS_INVALID.into()),
+    }
+}
+
+// ---------------------------------------------------------------- scope
 
 /// The scope a caller reads: a standard key its account; the agent key and
 /// operators a service-domain mailbox (`inbox@` by default).
@@ -281,51 +288,34 @@ fn scope(call: &Call<'_>, mailbox: Option<&str>) -> Result<String, ApiError> {
     }
 }
 
-fn parse_mailbox(fields: &Fields) -> Result<Option<String>, ApiError> {
-    match fields.str("mailbox") {
-        Ok(Some(m)) => validate::email(&m).map(Some).ok_or(error::INBOX_MAILBOX_INVALID.into()),
-        Ok(None) => Ok(None),
-        Err(_) => Err(error::INBOX_MAILBOX_INVALID.into()),
-    }
+/// A message by id, else by Message-ID.
+async fn find(call: &Call<'_>, scope: &str, target: &Target) -> Result<Row, ApiError> {
+    let row = match target {
+        Target::Id(id) => mail_store::by_id(call.ctx, scope, id).await?,
+        Target::MessageId(mid) => mail_store::by_message_id(call.ctx, scope, mid, None).await?,
+        Target::Thread(_) => None,
+    };
+    row.ok_or(error::NOT_FOUND.into())
 }
 
-fn parse_id(fields: &Fields) -> Result<Option<String>, ApiError> {
-    match fields.str("id") {
-        Ok(Some(id)) if valid_id(&id) => Ok(Some(id)),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_ID_INVALID.into()),
-    }
+#[derive(Debug, Clone)]
+enum Target {
+    Id(String),
+    MessageId(String),
+    Thread(String),
 }
 
-async fn load(call: &Call<'_>, mailbox: Option<&str>, id: &str) -> Result<(String, Row), ApiError> {
-    let scope = scope(call, mailbox)?;
-    match call.ctx.store.read::<Row>(&keys::inbox_message(&scope, id)).await? {
-        Some(row) => Ok((scope, row)),
-        None => Err(error::NOT_FOUND.into()),
-    }
+/// id wins over messageId, and both over thread (spec 4.2 rule 1, 4.3).
+fn target(id: Option<String>, message_id: Option<String>, thread: Option<String>) -> Option<Target> {
+    id.map(Target::Id)
+        .or(message_id.map(Target::MessageId))
+        .or(thread.map(Target::Thread))
 }
 
-async fn set_unread(ctx: &Context, scope: &str, row: &mut Row, unread: bool) -> Result<(), ApiError> {
-    if row.unread == unread {
-        return Ok(());
-    }
-    let key = keys::inbox_message(scope, &row.id);
-    match ctx
-        .store
-        .update(&key, Update::new().set("unread", unread), Some(Cond::Exists))
-        .await
-    {
-        Ok(_) => {
-            row.unread = unread;
-            Ok(())
-        }
-        Err(StoreError::ConditionFailed) => Err(error::NOT_FOUND.into()),
-        Err(e) => Err(e.into()),
-    }
-}
+// ------------------------------------------------------------ GET /inbox
 
-/// GET /inbox: the flat list, or one message by id.
 #[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct InboxQuery {
     /// 1 to 50, default 25.
     #[schemars(range(min = 1, max = 50))]
@@ -334,17 +324,37 @@ pub struct InboxQuery {
     /// (default inbox@ the service domain).
     #[schemars(email)]
     pub mailbox: Option<String>,
-    /// A message id: reads that message (with its text) and marks it read.
+    /// Reads that message (with its text) and marks it read.
     #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
     pub id: Option<String>,
-}
-
-fn parse_limit(fields: &Fields) -> Result<Option<i64>, ApiError> {
-    match fields.int("limit") {
-        Ok(Some(n)) if (1..=MAX_LIMIT).contains(&n) => Ok(Some(n)),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_LIMIT_INVALID.into()),
-    }
+    /// Reads the message with this Message-ID (id wins).
+    pub message_id: Option<String>,
+    /// `threads` lists conversation threads.
+    #[schemars(regex(pattern = r"^threads$"))]
+    pub view: Option<String>,
+    /// A thread's messages, oldest first; marks its inbound rows read.
+    #[schemars(regex(pattern = r"^[a-f0-9]{64}$"))]
+    pub thread: Option<String>,
+    /// Search subject, sender and body of the newest 200 inbound and 200
+    /// outbound rows; 2 to 200 characters.
+    #[schemars(length(min = 2, max = 200))]
+    pub q: Option<String>,
+    /// inbox, archive or trash. Threads: default inbox; list and search:
+    /// every folder.
+    pub folder: Option<Folder>,
+    /// The nextCursor of the previous page.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9-]{1,100}$"))]
+    pub cursor: Option<String>,
+    /// Wait up to this many seconds (1 to 25) for a matching message.
+    #[schemars(range(min = 1, max = 25))]
+    pub wait: Option<i64>,
+    /// With wait: only messages after this message id; without it, unread ones.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9-]{1,100}$"))]
+    pub after: Option<String>,
+    /// With wait: the sender contains this (case-insensitive).
+    pub from: Option<String>,
+    /// With wait: the subject contains this (case-insensitive).
+    pub subject: Option<String>,
 }
 
 impl Input for InboxQuery {
@@ -353,12 +363,252 @@ impl Input for InboxQuery {
             limit: parse_limit(fields)?,
             mailbox: parse_mailbox(fields)?,
             id: parse_id(fields)?,
+            message_id: parse_message_id(fields)?,
+            view: parse_view(fields)?.then(|| "threads".to_string()),
+            thread: parse_thread(fields)?,
+            q: parse_q(fields)?,
+            folder: parse_folder(fields)?,
+            cursor: parse_cursor(fields, "cursor")?,
+            wait: parse_wait(fields)?,
+            after: parse_cursor(fields, "after")?,
+            from: parse_filter(fields, "from")?,
+            subject: parse_filter(fields, "subject")?,
         })
     }
 }
 
-/// The flat list (tool `list_inbox`).
+pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiError> {
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+    match target(q.id, q.message_id, q.thread) {
+        Some(Target::Thread(thread)) => {
+            let scope = scope(call, q.mailbox.as_deref())?;
+            return Ok(InboxOutput::Thread(
+                read_thread(call, &scope, &thread, q.cursor.as_deref()).await?,
+            ));
+        }
+        Some(target) => {
+            let scope = scope(call, q.mailbox.as_deref())?;
+            let read = read_message(call, &scope, &target, None).await?;
+            return Ok(InboxOutput::Message(Box::new(read)));
+        }
+        None => {}
+    }
+    let scope = scope(call, q.mailbox.as_deref())?;
+    if let Some(text) = q.q {
+        return Ok(InboxOutput::List(
+            search_scope(call, &scope, &text, q.folder, limit).await?,
+        ));
+    }
+    if q.view.is_some() {
+        let folder = q.folder.unwrap_or(Folder::Inbox);
+        return Ok(InboxOutput::Threads(
+            threads_page(call, &scope, folder, q.cursor.as_deref(), limit).await?,
+        ));
+    }
+    if let Some(seconds) = q.wait {
+        let filter = WaitFilter {
+            after: q.after,
+            from: q.from,
+            subject: q.subject,
+        };
+        let rows = wait_rows(call, &scope, &filter, seconds).await?;
+        return Ok(InboxOutput::List(InboxList::of(&rows, None)));
+    }
+    Ok(InboxOutput::List(
+        flat_page(call, &scope, q.folder, q.cursor.as_deref(), limit).await?,
+    ))
+}
+
+async fn flat_page(
+    call: &Call<'_>,
+    scope: &str,
+    folder: Option<Folder>,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<InboxList, ApiError> {
+    let pk = match folder {
+        Some(f) => keys::folder_partition(scope, f.as_str()),
+        None => keys::mail_partition(scope, false),
+    };
+    let (rows, next) = mail_store::page::<Row>(call.ctx, pk, true, cursor, limit).await?;
+    Ok(InboxList::of(&rows, next))
+}
+
+async fn threads_page(
+    call: &Call<'_>,
+    scope: &str,
+    folder: Folder,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<ThreadList, ApiError> {
+    let pk = keys::threads_partition(scope, folder.as_str());
+    let (threads, next_cursor) = mail_store::page::<Thread>(call.ctx, pk, true, cursor, limit).await?;
+    Ok(ThreadList {
+        ok: true,
+        threads,
+        next_cursor,
+    })
+}
+
+/// A thread's summary and a page of its messages, oldest first; every unread
+/// inbound row of the thread is marked read.
+async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<&str>) -> Result<ThreadView, ApiError> {
+    let ctx = call.ctx;
+    let pk = keys::thread_partition(scope, thread);
+    let (summary, page) = tokio::join!(
+        mail_store::thread(ctx, scope, thread),
+        mail_store::page::<Row>(ctx, pk.clone(), false, cursor, THREAD_PAGE)
+    );
+    let mut summary = summary?.ok_or(error::NOT_FOUND)?;
+    let (rows, next_cursor) = page?;
+    let unread_here = rows.iter().filter(|r| r.unread).count() as i64;
+    let rows = if summary.unread_count > unread_here {
+        // Unread rows beyond this page: read them all to mark them.
+        let all: Vec<Row> =
+            crate::store::StoreExt::all_records(&*ctx.store, crate::store::Query::partition(pk).between("0", "~"))
+                .await?;
+        let unread: Vec<Row> = all.into_iter().filter(|r| r.unread).collect();
+        mail_store::set_unread(ctx, scope, unread, false).await?;
+        rows.into_iter().map(|r| Row { unread: false, ..r }).collect()
+    } else {
+        let (unread, read): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.unread);
+        let mut rows = read;
+        rows.extend(mail_store::set_unread(ctx, scope, unread, false).await?);
+        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        rows
+    };
+    summary.unread_count = 0;
+    Ok(ThreadView {
+        ok: true,
+        thread: summary,
+        messages: rows.iter().map(Summary::from).collect(),
+        next_cursor,
+    })
+}
+
+/// Rows of the newest 200 of each direction whose subject, sender or body
+/// holds the text, newest first. Marks nothing read.
+async fn search_scope(
+    call: &Call<'_>,
+    scope: &str,
+    text: &str,
+    folder: Option<Folder>,
+    limit: usize,
+) -> Result<InboxList, ApiError> {
+    let (inbound, outbound) = tokio::join!(
+        mail_store::newest(call.ctx, scope, false, SEARCH_DEPTH),
+        mail_store::newest(call.ctx, scope, true, SEARCH_DEPTH)
+    );
+    let needle = text.to_lowercase();
+    let mut hits: Vec<Row> = inbound?
+        .into_iter()
+        .chain(outbound?)
+        .filter(|r| folder.is_none_or(|f| r.folder() == f) && r.matches(&needle))
+        .collect();
+    hits.sort_by(|a, b| b.id.cmp(&a.id));
+    hits.truncate(limit);
+    Ok(InboxList::of(&hits, None))
+}
+
+/// A message with its body, marked read; the text cut at `max_chars` when
+/// given.
+async fn read_message(
+    call: &Call<'_>,
+    scope: &str,
+    target: &Target,
+    max_chars: Option<usize>,
+) -> Result<MessageRead, ApiError> {
+    let row = find(call, scope, target).await?;
+    let row = if row.unread {
+        mail_store::set_unread(call.ctx, scope, vec![row], false)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or(error::NOT_FOUND)?
+    } else {
+        row
+    };
+    let (mut text, mut html) = mail_store::body(call.ctx, &row).await?;
+    let mut truncated = None;
+    if let Some(max) = max_chars {
+        let cut_text = cut_chars(&mut text, max);
+        let cut_html = html.as_mut().is_some_and(|h| cut_chars(h, max));
+        truncated = Some(cut_text || cut_html);
+    }
+    Ok(MessageRead {
+        ok: true,
+        message: MessageView {
+            summary: Summary::from(&row),
+            text,
+            html,
+        },
+        truncated,
+    })
+}
+
+fn cut_chars(s: &mut String, max: usize) -> bool {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => {
+            s.truncate(at);
+            true
+        }
+        None => false,
+    }
+}
+
+// ------------------------------------------------------------ waiting
+
+struct WaitFilter {
+    after: Option<String>,
+    from: Option<String>,
+    subject: Option<String>,
+}
+
+impl WaitFilter {
+    fn admits(&self, row: &Row) -> bool {
+        let fresh = match &self.after {
+            Some(after) => row.id.as_str() > after.as_str(),
+            None => row.unread,
+        };
+        fresh
+            && self.from.as_ref().is_none_or(|f| row.from.to_lowercase().contains(f))
+            && self
+                .subject
+                .as_ref()
+                .is_none_or(|s| row.subject.to_lowercase().contains(s))
+    }
+}
+
+/// Matching inbound rows, newest first, as soon as there are any, or none at
+/// the deadline. Looks every half second: the poller may run in another
+/// process (another Lambda function), so the store is what they share.
+async fn wait_rows(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) -> Result<Vec<Row>, ApiError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds as u64);
+    loop {
+        let (rows, _) = match &filter.after {
+            // Oldest first past `after`, so nothing newer is skipped.
+            Some(after) => {
+                mail_store::page::<Row>(call.ctx, keys::mail_partition(scope, false), false, Some(after), 50).await?
+            }
+            None => mail_store::page::<Row>(call.ctx, keys::mail_partition(scope, false), true, None, 50).await?,
+        };
+        let mut hits: Vec<Row> = rows.into_iter().filter(|r| filter.admits(r)).collect();
+        if !hits.is_empty() {
+            hits.sort_by(|a, b| b.id.cmp(&a.id));
+            return Ok(hits);
+        }
+        if tokio::time::Instant::now() + WAIT_POLL > deadline {
+            return Ok(Vec::new());
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+}
+
+// ------------------------------------------------------------- MCP tools
+
+/// Tool `list_inbox`: the flat list.
 #[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ListQuery {
     /// 1 to 50, default 25.
     #[schemars(range(min = 1, max = 50))]
@@ -367,6 +617,10 @@ pub struct ListQuery {
     /// service domain).
     #[schemars(email)]
     pub mailbox: Option<String>,
+    /// inbox, archive or trash; omitted: every folder.
+    pub folder: Option<Folder>,
+    /// The nextCursor of the previous page.
+    pub cursor: Option<String>,
 }
 
 impl Input for ListQuery {
@@ -374,153 +628,244 @@ impl Input for ListQuery {
         Ok(ListQuery {
             limit: parse_limit(fields)?,
             mailbox: parse_mailbox(fields)?,
+            folder: parse_folder(fields)?,
+            cursor: parse_cursor(fields, "cursor")?,
         })
     }
-}
-
-/// The flat list, newest first.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InboxList {
-    pub ok: bool,
-    pub messages: Vec<Summary>,
-    /// Unread rows in this page only.
-    pub unread_in_page: usize,
-}
-
-/// One message with its body.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageView {
-    #[serde(flatten)]
-    pub summary: Summary,
-    pub text: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub html: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct MessageRead {
-    pub ok: bool,
-    pub message: MessageView,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum InboxOutput {
-    List(InboxList),
-    Message(Box<MessageRead>),
-}
-
-pub async fn inbox(call: &Call<'_>, input: InboxQuery) -> Result<InboxOutput, ApiError> {
-    if let Some(id) = input.id {
-        let read = get_message(
-            call,
-            MessageTarget {
-                id,
-                mailbox: input.mailbox,
-            },
-        )
-        .await?;
-        return Ok(InboxOutput::Message(Box::new(read)));
-    }
-    let list = list(
-        call,
-        ListQuery {
-            limit: input.limit,
-            mailbox: input.mailbox,
-        },
-    )
-    .await?;
-    Ok(InboxOutput::List(list))
 }
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT) as usize;
-    let page = call
-        .ctx
-        .store
-        .query(&Query::partition(keys::inbox_partition(&scope)).backward().limit(limit))
-        .await?;
-    let mut messages = Vec::new();
-    for item in page.items {
-        let row: Row = crate::store::record(item)?;
-        messages.push(Summary::from(&row));
-    }
-    let unread_in_page = messages.iter().filter(|m| m.unread).count();
-    Ok(InboxList {
-        ok: true,
-        messages,
-        unread_in_page,
-    })
+    flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await
 }
 
-/// A message by id (tool `get_message`).
+/// Tool `get_message`: one message by id or Message-ID.
 #[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct MessageTarget {
     #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
-    pub id: String,
+    pub id: Option<String>,
+    /// The RFC Message-ID (id wins when both are given).
+    pub message_id: Option<String>,
     /// Agent key and operators only: an address at the service domain.
     #[schemars(email)]
     pub mailbox: Option<String>,
+    /// Cut text and html to this many characters (100 to 1000000, default
+    /// 20000); `truncated` says whether they were.
+    #[schemars(range(min = 100, max = 1_000_000))]
+    pub max_chars: Option<i64>,
 }
 
 impl Input for MessageTarget {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = parse_id(fields)?.ok_or(error::ID_REQUIRED)?;
-        Ok(MessageTarget {
-            id,
+        let target = MessageTarget {
+            id: parse_id(fields)?,
+            message_id: parse_message_id(fields)?,
+            mailbox: parse_mailbox(fields)?,
+            max_chars: parse_max_chars(fields)?,
+        };
+        if target.id.is_none() && target.message_id.is_none() {
+            return Err(error::MESSAGE_TARGET_REQUIRED.into());
+        }
+        Ok(target)
+    }
+}
+
+pub async fn get_message(call: &Call<'_>, input: MessageTarget) -> Result<MessageRead, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let target = target(input.id, input.message_id, None).ok_or(error::MESSAGE_TARGET_REQUIRED)?;
+    let max = input.max_chars.unwrap_or(DEFAULT_MAX_CHARS) as usize;
+    read_message(call, &scope, &target, Some(max)).await
+}
+
+/// Tool `list_threads`: a folder's threads.
+#[derive(Debug, JsonSchema)]
+pub struct ThreadsQuery {
+    /// inbox (default), archive or trash.
+    pub folder: Option<Folder>,
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+    #[schemars(email)]
+    pub mailbox: Option<String>,
+}
+
+impl Input for ThreadsQuery {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(ThreadsQuery {
+            folder: parse_folder(fields)?,
+            limit: parse_limit(fields)?,
+            cursor: parse_cursor(fields, "cursor")?,
             mailbox: parse_mailbox(fields)?,
         })
     }
 }
 
-async fn body(ctx: &Context, row: &Row) -> Result<(String, Option<String>), ApiError> {
-    let blob = |name: &'static str| {
-        let key = format!("{}/{name}", row.blob_prefix);
-        async move {
-            let bytes = ctx
-                .blobs
-                .get(&key)
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
-            Ok::<_, ApiError>(String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned())
-        }
-    };
-    let text = match (&row.text, row.text_in_blob) {
-        (_, true) => blob("body.txt").await?,
-        (Some(t), false) => t.clone(),
-        (None, false) => String::new(),
-    };
-    let html = match (&row.html, row.html_in_blob) {
-        (_, true) => Some(blob("body.html").await?),
-        (h, false) => h.clone(),
-    };
-    Ok((text, html))
+pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<ThreadList, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+    threads_page(
+        call,
+        &scope,
+        input.folder.unwrap_or(Folder::Inbox),
+        input.cursor.as_deref(),
+        limit,
+    )
+    .await
 }
 
-pub async fn get_message(call: &Call<'_>, input: MessageTarget) -> Result<MessageRead, ApiError> {
-    let (scope, mut row) = load(call, input.mailbox.as_deref(), &input.id).await?;
-    set_unread(call.ctx, &scope, &mut row, false).await?;
-    let (text, html) = body(call.ctx, &row).await?;
-    Ok(MessageRead {
+/// Tool `get_thread`.
+#[derive(Debug, JsonSchema)]
+pub struct ThreadQuery {
+    #[schemars(regex(pattern = r"^[a-f0-9]{64}$"))]
+    pub thread: String,
+    pub cursor: Option<String>,
+    #[schemars(email)]
+    pub mailbox: Option<String>,
+}
+
+impl Input for ThreadQuery {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(ThreadQuery {
+            thread: parse_thread(fields)?.ok_or(error::INBOX_THREAD_INVALID)?,
+            cursor: parse_cursor(fields, "cursor")?,
+            mailbox: parse_mailbox(fields)?,
+        })
+    }
+}
+
+pub async fn get_thread(call: &Call<'_>, input: ThreadQuery) -> Result<ThreadView, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    read_thread(call, &scope, &input.thread, input.cursor.as_deref()).await
+}
+
+/// Tool `search_inbox`.
+#[derive(Debug, JsonSchema)]
+pub struct SearchQuery {
+    #[schemars(length(min = 2, max = 200))]
+    pub q: String,
+    pub folder: Option<Folder>,
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<i64>,
+    #[schemars(email)]
+    pub mailbox: Option<String>,
+}
+
+impl Input for SearchQuery {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(SearchQuery {
+            q: parse_q(fields)?.ok_or(error::INBOX_QUERY_INVALID)?,
+            folder: parse_folder(fields)?,
+            limit: parse_limit(fields)?,
+            mailbox: parse_mailbox(fields)?,
+        })
+    }
+}
+
+pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+    search_scope(call, &scope, &input.q, input.folder, limit).await
+}
+
+/// Tool `wait_for_message`.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitQuery {
+    /// Seconds to wait, 1 to 25 (default 25).
+    #[schemars(range(min = 1, max = 25))]
+    pub wait: Option<i64>,
+    /// Only messages after this message id; omitted: any unread message.
+    pub after: Option<String>,
+    /// The sender contains this (case-insensitive).
+    pub from: Option<String>,
+    /// The subject contains this (case-insensitive).
+    pub subject: Option<String>,
+    #[schemars(email)]
+    pub mailbox: Option<String>,
+    /// Cut the text to this many characters (default 20000).
+    #[schemars(range(min = 100, max = 1_000_000))]
+    pub max_chars: Option<i64>,
+}
+
+impl Input for WaitQuery {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(WaitQuery {
+            wait: parse_wait(fields)?,
+            after: parse_cursor(fields, "after")?,
+            from: parse_filter(fields, "from")?,
+            subject: parse_filter(fields, "subject")?,
+            mailbox: parse_mailbox(fields)?,
+            max_chars: parse_max_chars(fields)?,
+        })
+    }
+}
+
+/// The newest matching message, read, with the codes and links in it; or
+/// `message: null` at the deadline.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitResult {
+    pub ok: bool,
+    pub message: Option<MessageView>,
+    /// One-time codes found in the subject and text, likeliest first.
+    pub codes: Vec<String>,
+    /// http(s) links found, verification-looking ones first.
+    pub links: Vec<String>,
+    pub truncated: bool,
+}
+
+pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitResult, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let filter = WaitFilter {
+        after: input.after,
+        from: input.from,
+        subject: input.subject,
+    };
+    let rows = wait_rows(call, &scope, &filter, input.wait.unwrap_or(MAX_WAIT_SECONDS)).await?;
+    let Some(newest) = rows.into_iter().next() else {
+        return Ok(WaitResult {
+            ok: true,
+            message: None,
+            codes: Vec::new(),
+            links: Vec::new(),
+            truncated: false,
+        });
+    };
+    // Codes and links come from the whole text, before any cut.
+    let (text, html) = mail_store::body(call.ctx, &newest).await?;
+    let found_codes = codes::codes(&newest.subject, &text);
+    let found_links = codes::links(&text, html.as_deref());
+    let max = input.max_chars.unwrap_or(DEFAULT_MAX_CHARS) as usize;
+    let read = read_message(call, &scope, &Target::Id(newest.id), Some(max)).await?;
+    Ok(WaitResult {
         ok: true,
-        message: MessageView {
-            summary: Summary::from(&row),
-            text,
-            html,
-        },
+        truncated: read.truncated.unwrap_or(false),
+        message: Some(read.message),
+        codes: found_codes,
+        links: found_links,
     })
 }
 
+// ------------------------------------------------------------ POST /inbox
+
 /// POST /inbox (tool `mark_read`).
 #[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct MarkInput {
+    /// A message; wins over messageId and thread.
     #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
-    pub id: String,
-    /// true marks it unread; omitted or false marks it read.
+    pub id: Option<String>,
+    pub message_id: Option<String>,
+    /// A whole thread (all its inbound rows).
+    #[schemars(regex(pattern = r"^[a-f0-9]{64}$"))]
+    pub thread: Option<String>,
+    /// true marks unread, false read (outbound rows stay read). The tool
+    /// marks read when neither unread nor folder is given.
     pub unread: Option<bool>,
+    /// Moves the whole thread (up to 100 inbound and 100 outbound messages).
+    pub folder: Option<Folder>,
     /// Agent key and operators only: an address at the service domain.
     #[schemars(email)]
     pub mailbox: Option<String>,
@@ -528,38 +873,91 @@ pub struct MarkInput {
 
 impl Input for MarkInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = parse_id(fields)?.ok_or(error::ID_REQUIRED)?;
-        let unread = fields.bool("unread").map_err(|_| error::UNREAD_TYPE)?;
-        Ok(MarkInput {
-            id,
-            unread,
+        let mut input = MarkInput {
+            id: parse_id(fields)?,
+            message_id: parse_message_id(fields)?,
+            thread: parse_thread(fields)?,
+            unread: fields.bool("unread").map_err(|_| error::UNREAD_TYPE)?,
+            folder: parse_folder(fields)?,
             mailbox: parse_mailbox(fields)?,
-        })
+        };
+        if input.id.is_none() && input.message_id.is_none() && input.thread.is_none() {
+            return Err(error::INBOX_TARGET_REQUIRED.into());
+        }
+        if input.unread.is_none() && input.folder.is_none() {
+            // The spec's mark_read: "omit unread to mark read".
+            if fields.origin != Origin::Tool {
+                return Err(error::INBOX_CHANGE_REQUIRED.into());
+            }
+            input.unread = Some(false);
+        }
+        Ok(input)
     }
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Marked {
-    pub ok: bool,
-    pub message: Summary,
-}
-
-pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<Marked, ApiError> {
-    let (scope, mut row) = load(call, input.mailbox.as_deref(), &input.id).await?;
-    set_unread(call.ctx, &scope, &mut row, input.unread.unwrap_or(false)).await?;
-    Ok(Marked {
+/// The thread as it is after the change.
+pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiError> {
+    let ctx = call.ctx;
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let target = target(input.id, input.message_id, input.thread).ok_or(error::INBOX_TARGET_REQUIRED)?;
+    let (thread_id, row) = match &target {
+        Target::Thread(t) => {
+            mail_store::thread(ctx, &scope, t).await?.ok_or(error::NOT_FOUND)?;
+            (t.clone(), None)
+        }
+        _ => {
+            let row = find(call, &scope, &target).await?;
+            (row.thread_id.clone(), Some(row))
+        }
+    };
+    if let Some(folder) = input.folder {
+        mail_store::move_thread(ctx, &scope, &thread_id, folder).await?;
+    }
+    if let Some(unread) = input.unread {
+        let rows = match row {
+            // After a move, the row as it is now.
+            Some(row) => vec![mail_store::by_id(ctx, &scope, &row.id).await?.ok_or(error::NOT_FOUND)?],
+            None => {
+                crate::store::StoreExt::all_records(
+                    &*ctx.store,
+                    crate::store::Query::partition(keys::thread_partition(&scope, &thread_id)).between("0", "~"),
+                )
+                .await?
+            }
+        };
+        mail_store::set_unread(ctx, &scope, rows, unread).await?;
+    }
+    let pk = keys::thread_partition(&scope, &thread_id);
+    let (summary, page) = tokio::join!(
+        mail_store::thread(ctx, &scope, &thread_id),
+        mail_store::page::<Row>(ctx, pk, false, None, THREAD_PAGE)
+    );
+    let (rows, next_cursor) = page?;
+    Ok(ThreadView {
         ok: true,
-        message: Summary::from(&row),
+        thread: summary?.ok_or(error::NOT_FOUND)?,
+        messages: rows.iter().map(Summary::from).collect(),
+        next_cursor,
     })
 }
 
-/// GET /attachment.
+// ---------------------------------------------------------- GET /attachment
+
 #[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct AttachmentQuery {
+    /// The message's id; wins over messageId.
     #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
-    pub id: String,
+    pub id: Option<String>,
+    pub message_id: Option<String>,
     #[schemars(range(min = 0, max = 2))]
     pub index: i64,
+    /// inbound (default), or outbound for a threaded send's files.
+    #[schemars(regex(pattern = r"^(inbound|outbound)$"))]
+    pub r#box: Option<String>,
+    /// `inline`: shown in the browser, for images, PDF and text.
+    #[schemars(regex(pattern = r"^inline$"))]
+    pub disposition: Option<String>,
     /// Agent key and operators only: an address at the service domain.
     #[schemars(email)]
     pub mailbox: Option<String>,
@@ -567,25 +965,62 @@ pub struct AttachmentQuery {
 
 impl Input for AttachmentQuery {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = parse_id(fields)?.ok_or(error::ID_REQUIRED)?;
+        let id = parse_id(fields)?;
+        let message_id = parse_message_id(fields)?;
+        if id.is_none() && message_id.is_none() {
+            return Err(error::MESSAGE_TARGET_REQUIRED.into());
+        }
         let index = match fields.int("index") {
             Ok(Some(i)) if (0..=MAX_ATTACHMENT_INDEX).contains(&i) => i,
             _ => return Err(error::ATTACHMENT_INDEX_INVALID.into()),
         };
+        let r#box = match fields.str("box") {
+            Ok(Some(b)) if b == "inbound" || b == "outbound" => Some(b),
+            Ok(None) if !fields.has("box") => None,
+            _ => return Err(error::ATTACHMENT_BOX_INVALID.into()),
+        };
+        let disposition = match fields.str("disposition") {
+            Ok(Some(d)) if d == "inline" => Some(d),
+            Ok(None) if !fields.has("disposition") => None,
+            _ => return Err(error::ATTACHMENT_DISPOSITION_INVALID.into()),
+        };
         Ok(AttachmentQuery {
             id,
+            message_id,
             index,
+            r#box,
+            disposition,
             mailbox: parse_mailbox(fields)?,
         })
     }
 }
 
-pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<super::Download, ApiError> {
-    let (_, row) = load(call, input.mailbox.as_deref(), &input.id).await?;
-    let index = input.index as usize;
-    let Some(meta) = row.attachments.iter().find(|a| a.index == index) else {
-        return Err(error::NOT_FOUND.into());
+/// Types a browser can show without running anything: images, PDF, text.
+fn previewable(content_type: &str) -> bool {
+    let t = content_type.to_ascii_lowercase();
+    (t.starts_with("image/") && t != "image/svg+xml")
+        || t == "application/pdf"
+        || t.starts_with("text/") && t != "text/html"
+}
+
+pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Download, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let direction = match input.r#box.as_deref() {
+        Some("outbound") => Direction::Outbound,
+        _ => Direction::Inbound,
     };
+    let row = match (input.id, input.message_id) {
+        (Some(id), _) => mail_store::by_id(call.ctx, &scope, &id).await?,
+        (None, Some(mid)) => mail_store::by_message_id(call.ctx, &scope, &mid, Some(direction)).await?,
+        (None, None) => None,
+    };
+    let row = row.filter(|r| r.direction == direction).ok_or(error::NOT_FOUND)?;
+    let index = input.index as usize;
+    let meta = row
+        .attachments
+        .iter()
+        .find(|a| a.index == index)
+        .ok_or(error::NOT_FOUND)?;
     let key = format!("{}/att-{index}", row.blob_prefix);
     let bytes = call
         .ctx
@@ -594,9 +1029,10 @@ pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<super
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
         .ok_or(error::NOT_FOUND)?;
-    Ok(super::Download {
+    Ok(Download {
         content_type: meta.content_type.clone(),
         filename: meta.filename.clone(),
         bytes,
+        inline: input.disposition.is_some() && previewable(&meta.content_type),
     })
 }

@@ -143,23 +143,56 @@ pub fn inbox_mailbox_scope(address: &str) -> String {
     format!("mailbox:{address}")
 }
 
-/// `INBOX#<scope>`: a reading scope's inbound rows, sorted by message id (time).
-pub fn inbox_partition(scope: &str) -> String {
-    format!("INBOX#{scope}")
+/// `MAIL#<scope>#in|out/<id>`: a scope's stored messages of one direction,
+/// sorted by id (ids start with their filing time), each the whole row.
+pub fn mail_partition(scope: &str, outbound: bool) -> String {
+    format!("MAIL#{scope}#{}", if outbound { "out" } else { "in" })
 }
 
-/// `INBOX#<scope>/<id>`: one inbound message row.
-pub fn inbox_message(scope: &str, id: &str) -> Key {
-    Key::new(inbox_partition(scope), id)
+/// `FOLDER#<scope>#<folder>/<id>`: a copy of each inbound row in its folder,
+/// so the folder filter reads full pages.
+pub fn folder_partition(scope: &str, folder: &str) -> String {
+    format!("FOLDER#{scope}#{folder}")
 }
 
-/// `MSGID#<mailbox>/<Message-ID>`: which row of a mailbox holds a Message-ID
-/// (its conditional put makes filing idempotent) and its thread.
-pub fn message_id(mailbox: &str, message_id: &str) -> Key {
-    Key::new(message_ids_of(mailbox), message_id)
+/// `THREAD#<scope>#<thread>`: the thread's summary (sort key `#`, first) and a
+/// copy of each of its rows, both directions, oldest first.
+pub fn thread_partition(scope: &str, thread: &str) -> String {
+    format!("THREAD#{scope}#{thread}")
 }
 
-/// `MSGID#<mailbox>`: every Message-ID a mailbox holds.
-pub fn message_ids_of(mailbox: &str) -> String {
-    format!("MSGID#{mailbox}")
+/// The sort key of a thread's summary: before every message id.
+pub const THREAD_SUMMARY: &str = "#";
+
+pub fn thread_summary(scope: &str, thread: &str) -> Key {
+    Key::new(thread_partition(scope, thread), THREAD_SUMMARY)
+}
+
+/// `THREADS#<scope>#<folder>/<last activity ms>-<thread>`: a copy of each
+/// thread's summary in its folder, newest activity last in sort order.
+pub fn threads_partition(scope: &str, folder: &str) -> String {
+    format!("THREADS#{scope}#{folder}")
+}
+
+/// `MSGID#<scope>/<Message-ID>\n<mailbox>\n<in|out>`: a copy of each row by
+/// its Message-ID; its conditional put makes filing idempotent per mailbox.
+pub fn message_ids_of(scope: &str) -> String {
+    format!("MSGID#{scope}")
+}
+
+/// The sort-key prefix of one Message-ID (in any mailbox of the scope), or of
+/// one Message-ID in one mailbox.
+pub fn message_id_prefix(message_id: &str, mailbox: Option<&str>) -> String {
+    match mailbox {
+        Some(mailbox) => format!("{message_id}\n{mailbox}\n"),
+        None => format!("{message_id}\n"),
+    }
+}
+
+pub fn message_id(scope: &str, message_id: &str, mailbox: &str, outbound: bool) -> Key {
+    let dir = if outbound { "out" } else { "in" };
+    Key::new(
+        message_ids_of(scope),
+        format!("{}{dir}", message_id_prefix(message_id, Some(mailbox))),
+    )
 }

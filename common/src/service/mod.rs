@@ -96,4 +96,6 @@ pub struct Download {
     pub content_type: String,
     pub filename: String,
     pub bytes: Vec<u8>,
+    /// Shown in the browser (Content-Disposition: inline) rather than saved.
+    pub inline: bool,
 }

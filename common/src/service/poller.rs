@@ -11,7 +11,8 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::mail::inbound::{self, Inbound, Limits};
 
-use super::{inbox, keys, mailboxes};
+use super::mail_store::{self, Direction, NewMessage};
+use super::{keys, mailboxes};
 
 pub const PENDING: &str = "inbound/pending/";
 pub const DONE: &str = "inbound/done/";
@@ -125,14 +126,38 @@ async fn file(ctx: &Context, message: &Inbound) -> Result<Result<(usize, usize),
         } else {
             keys::inbox_account_scope(&mailbox.uid)
         };
-        if inbox::file(ctx, &scope, &mailbox.address, message).await? {
-            new += 1;
-        } else {
-            duplicates += 1;
+        match mail_store::file(ctx, &as_new(message, &scope, &mailbox.address)).await? {
+            Some(_row) => new += 1,
+            None => duplicates += 1,
         }
     }
     if here == 0 {
         return Ok(Err("no recipient is a mailbox of this service".into()));
     }
     Ok(Ok((new, duplicates)))
+}
+
+/// What is filed of a parsed message in one mailbox.
+fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> NewMessage<'a> {
+    NewMessage {
+        scope,
+        mailbox,
+        direction: Direction::Inbound,
+        message_id: &message.message_id,
+        from: &message.from,
+        to: &message.to,
+        subject: &message.subject,
+        date: message.date.clone(),
+        in_reply_to: &message.in_reply_to,
+        references: &message.references,
+        text: &message.text,
+        html: message.html.as_deref(),
+        attachments: message
+            .attachments
+            .iter()
+            .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
+            .collect(),
+        source: "smtp",
+        only_on_existing_thread: false,
+    }
 }

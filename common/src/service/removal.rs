@@ -144,11 +144,8 @@ pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Resu
         super::mailboxes::mark_removed(ctx, mailbox).await?;
         removed += 1;
     }
-    for mailbox in &mailboxes {
-        super::mail_store::purge_mailbox(ctx, &mailbox.address).await?;
-    }
     let addresses: Vec<String> = mailboxes.iter().map(|m| m.address.clone()).collect();
-    super::inbox::purge_rows(ctx, &keys::inbox_account_scope(&uid), &addresses).await?;
+    super::mail_store::purge(ctx, &keys::inbox_account_scope(&uid), &addresses).await?;
     ctx.store
         .update(
             &keys::domain(&uid, &name),

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::accounts::{self, OPS_UID};
 use super::credits::{self, AGENT_BUCKET, SEND_PER_DAY, SEND_PER_MINUTE};
 use super::domains::{self, DomainStatus};
-use super::mail_store::{self, AttachmentMeta, Direction, StoredMessage};
+use super::mail_store::{self, Direction, NewMessage};
 use super::{Call, dkim, keys, mailboxes};
 use crate::auth::Caller;
 use crate::clock::iso;
@@ -482,60 +482,44 @@ async fn file_on_thread(
     message_id: &str,
     input: &SendInput,
 ) -> Result<(Option<String>, usize), ApiError> {
-    let mut ids = input.references.clone();
-    ids.extend(input.in_reply_to.clone());
-    if ids.is_empty() {
+    if input.references.is_empty() && input.in_reply_to.is_none() {
         return Ok((None, 0));
     }
-    // The agent and operators read the shared inbox; customers their own mailbox.
-    let mailbox = match caller {
-        Caller::Agent => format!("inbox@{}", ctx.config.service_domain.to_ascii_lowercase()),
-        Caller::Identity(user) if user.operator && from.starts_with("noreply@") => {
-            format!("inbox@{}", ctx.config.service_domain.to_ascii_lowercase())
+    // The agent and operators read a service-domain mailbox; a customer its account.
+    let service_inbox = || format!("inbox@{}", ctx.config.service_domain.to_ascii_lowercase());
+    let (scope, mailbox) = match caller {
+        Caller::Standard(key) => (keys::inbox_account_scope(&key.uid), from.to_string()),
+        Caller::Identity(user) if user.operator && !from.starts_with("noreply@") => {
+            (keys::inbox_mailbox_scope(from), from.to_string())
         }
-        _ => from.to_string(),
+        _ => (keys::inbox_mailbox_scope(&service_inbox()), service_inbox()),
     };
-    let Some(thread_id) = mail_store::find_thread(ctx, &mailbox, &ids).await? else {
-        return Ok((None, 0));
-    };
-    let id = mail_store::new_message_row_id();
-    let prefix = format!("{}{id}", mail_store::blob_prefix(&mailbox));
-    let files: Vec<(AttachmentMeta, Vec<u8>)> = input
-        .attachments
-        .iter()
-        .enumerate()
-        .map(|(index, a)| {
-            let meta = AttachmentMeta {
-                index,
-                filename: a.filename.clone(),
-                content_type: a.content_type.clone(),
-                size: a.bytes.len(),
-                blob: format!("{prefix}/att-{index}"),
-            };
-            (meta, a.bytes.clone())
-        })
-        .collect();
-    let now = iso(ctx.clock.now());
-    let row = StoredMessage {
-        id,
-        message_id: message_id.to_string(),
-        mailbox,
+    let in_reply_to: Vec<String> = input.in_reply_to.iter().cloned().collect();
+    let new = NewMessage {
+        scope: &scope,
+        mailbox: &mailbox,
         direction: Direction::Outbound,
-        from: from.to_string(),
-        to: input.to.clone(),
-        subject: input.subject.clone(),
-        preview: mail_store::preview(&input.text),
-        date: Some(now.clone()),
-        ingested_at: now,
-        unread: false,
-        folder: None,
-        source: "send".into(),
-        thread_id: thread_id.clone(),
-        attachments: files.iter().map(|(m, _)| m.clone()).collect(),
-        body_blob: format!("{prefix}/body.txt"),
+        message_id,
+        from,
+        to: &input.to,
+        subject: &input.subject,
+        date: Some(iso(ctx.clock.now())),
+        in_reply_to: &in_reply_to,
+        references: &input.references,
+        text: &input.text,
+        html: None,
+        attachments: input
+            .attachments
+            .iter()
+            .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
+            .collect(),
+        source: "send",
+        only_on_existing_thread: true,
     };
-    mail_store::file_message(ctx, &row, &input.text, &files).await?;
-    Ok((Some(thread_id), files.len()))
+    Ok(match mail_store::file(ctx, &new).await? {
+        Some(row) => (Some(row.thread_id), row.attachments.len()),
+        None => (None, 0),
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,7 @@
+//! The `inbox` function: serves GET/POST /inbox and GET /attachment under API
+//! Gateway.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    common::http::serve_lambda(&[common::http::Family::Inbox]).await
+}
