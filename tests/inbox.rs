@@ -16,6 +16,12 @@ on_both_backends!(
     the_agent_key_and_operators_read_the_service_inbox,
     the_tools_answer_what_the_routes_answer,
     every_corpus_message_is_filed_or_failed_with_a_reason,
+    threads_gather_a_conversation_whatever_order_it_arrives_in,
+    folders_move_whole_threads_and_new_mail_brings_them_back,
+    concurrent_marks_keep_the_unread_count_exact,
+    search_reads_subject_sender_and_body_without_marking,
+    cursors_page_through_mail_without_gaps_or_repeats,
+    waiting_returns_on_arrival_or_at_the_deadline,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -496,4 +502,445 @@ async fn every_corpus_message_is_filed_or_failed_with_a_reason(app: TestApp) {
     assert_eq!(second.failed, first.failed);
     assert!(blobs(&app, "inbound/pending/").await.is_empty());
     assert_eq!(blobs(&app, "mail/").await, stored);
+}
+
+/// A message in a conversation: optional In-Reply-To and References.
+fn in_thread(to: &str, message_id: &str, irt: Option<&str>, refs: &[&str], body: &str) -> Vec<u8> {
+    let mut raw = format!("From: pal@partner.example\r\nTo: {to}\r\nSubject: Plans\r\nMessage-ID: {message_id}\r\n");
+    if let Some(irt) = irt {
+        raw.push_str(&format!("In-Reply-To: {irt}\r\n"));
+    }
+    if !refs.is_empty() {
+        raw.push_str(&format!("References: {}\r\n", refs.join(" ")));
+    }
+    raw.push_str(&format!("\r\n{body}\r\n"));
+    raw.into_bytes()
+}
+
+async fn threads_gather_a_conversation_whatever_order_it_arrives_in(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    // The third message first, then the first, then the second.
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<c@p.example>",
+            Some("<b@p.example>"),
+            &["<a@p.example>", "<b@p.example>"],
+            "third",
+        ),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 1);
+    deliver(&app, in_thread("me@tom.example", "<a@p.example>", None, &[], "first")).await;
+    assert_eq!(poll(&app).await.filed, 1);
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<b@p.example>",
+            Some("<a@p.example>"),
+            &["<a@p.example>"],
+            "second",
+        ),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 1);
+    deliver(&app, note("me@tom.example", "<other@example.org>")).await;
+    assert_eq!(poll(&app).await.filed, 1);
+
+    let threads = list(&app, &key, "?view=threads").await;
+    let threads = threads["threads"].as_array().unwrap().clone();
+    assert_eq!(threads.len(), 2, "{threads:?}");
+    // Newest activity first: the note came last.
+    assert_eq!(threads[0]["subject"], "Hi");
+    let plans = &threads[1];
+    let id = plans["threadId"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 64);
+    assert!(id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    assert_eq!(plans["messageCount"], 3);
+    assert_eq!(plans["unreadCount"], 3);
+    assert_eq!(plans["folder"], "inbox");
+    assert!(
+        plans["participants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "pal@partner.example")
+    );
+    let rows = list(&app, &key, "").await;
+    let ids: Vec<&str> = rows["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["threadId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids.iter().filter(|t| **t == id).count(),
+        3,
+        "one thread id for all three"
+    );
+
+    // The thread: oldest first, marked read, the summary's count with it.
+    let view = list(&app, &key, &format!("?thread={id}")).await;
+    let previews: Vec<&str> = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["preview"].as_str().unwrap())
+        .collect();
+    assert_eq!(previews, ["third", "first", "second"], "in arrival (filing) order");
+    assert_eq!(view["thread"]["unreadCount"], 0);
+    let threads = list(&app, &key, "?view=threads").await;
+    assert_eq!(threads["threads"][1]["unreadCount"], 0);
+    assert_eq!(list(&app, &key, "").await["unreadInPage"], 1, "only the note is unread");
+    // The same through the tools.
+    let tool_view = tool(&app, &key, "get_thread", json!({"thread": id})).await;
+    assert_eq!(tool_view["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        tool(&app, &key, "list_threads", json!({})).await,
+        list(&app, &key, "?view=threads").await
+    );
+
+    // A reply sent through the API joins the thread, as an outbound row.
+    let sent = app
+        .send_mail(Auth::Bearer(&key), json!({"from": "me@tom.example", "to": "pal@partner.example", "subject": "Re: Plans", "text": "Count me in", "inReplyTo": "<c@p.example>"}))
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert_eq!(sent.body["threadId"], id.as_str());
+    let view = list(&app, &key, &format!("?thread={id}")).await;
+    let last = &view["messages"][3];
+    assert_eq!(
+        (last["box"].as_str(), last["unread"].as_bool()),
+        (Some("outbound"), Some(false))
+    );
+    assert_eq!(view["thread"]["messageCount"], 4);
+    // Another account cannot read it.
+    let ann = app.sender("ann@ann.example", "ann.example", "me").await;
+    let res = app.get(&format!("/inbox?thread={id}"), Auth::Bearer(&ann)).await;
+    assert_eq!((res.status, res.error()), (404, "Message not found"));
+}
+
+async fn folders_move_whole_threads_and_new_mail_brings_them_back(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    deliver(&app, in_thread("me@tom.example", "<a@f.example>", None, &[], "one")).await;
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<b@f.example>",
+            Some("<a@f.example>"),
+            &["<a@f.example>"],
+            "two",
+        ),
+    )
+    .await;
+    deliver(&app, note("me@tom.example", "<n@f.example>")).await;
+    assert_eq!(poll(&app).await.filed, 3);
+    let rows = list(&app, &key, "").await;
+    let one = rows["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["preview"] == "one")
+        .unwrap()
+        .clone();
+    let thread = one["threadId"].as_str().unwrap().to_string();
+
+    // Archiving by one message's id moves its whole thread.
+    let moved = app
+        .post(
+            "/inbox",
+            Auth::Bearer(&key),
+            json!({"id": one["id"], "folder": "archive"}),
+        )
+        .await;
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    assert_eq!(moved.body["thread"]["folder"], "archive");
+    assert!(
+        moved.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["folder"] == "archive")
+    );
+    let archived = list(&app, &key, "?folder=archive").await;
+    assert_eq!(archived["messages"].as_array().unwrap().len(), 2, "{archived}");
+    assert_eq!(archived["unreadInPage"], 2, "a move changes no read flag");
+    assert_eq!(
+        list(&app, &key, "?folder=inbox").await["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        list(&app, &key, "").await["messages"].as_array().unwrap().len(),
+        3,
+        "every folder"
+    );
+    assert_eq!(
+        list(&app, &key, "?view=threads").await["threads"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let archived_threads = list(&app, &key, "?view=threads&folder=archive").await;
+    assert_eq!(archived_threads["threads"][0]["threadId"], thread.as_str());
+    // Marking the whole thread read by its id.
+    let read = app
+        .post("/inbox", Auth::Bearer(&key), json!({"thread": thread, "unread": false}))
+        .await;
+    assert_eq!(read.body["thread"]["unreadCount"], 0, "{}", read.body);
+    // Trash, by Message-ID through the tool.
+    let trashed = tool(
+        &app,
+        &key,
+        "mark_read",
+        json!({"messageId": "<b@f.example>", "folder": "trash"}),
+    )
+    .await;
+    assert_eq!(trashed["thread"]["folder"], "trash");
+    assert!(
+        list(&app, &key, "?folder=archive").await["messages"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // A new message on the trashed thread brings it back to the inbox.
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<c@f.example>",
+            Some("<b@f.example>"),
+            &["<a@f.example>", "<b@f.example>"],
+            "three",
+        ),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 1);
+    let threads = list(&app, &key, "?view=threads").await;
+    let back = threads["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["threadId"] == thread.as_str())
+        .expect("back in the inbox")
+        .clone();
+    assert_eq!(
+        (back["messageCount"].as_i64(), back["unreadCount"].as_i64()),
+        (Some(3), Some(1))
+    );
+    assert!(
+        list(&app, &key, "?view=threads&folder=trash").await["threads"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        list(&app, &key, "?folder=inbox").await["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "the note and the new message"
+    );
+}
+
+async fn concurrent_marks_keep_the_unread_count_exact(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let ids: Vec<String> = (0..8).map(|i| format!("<m{i}@c.example>")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let refs: Vec<&str> = if i == 0 { vec![] } else { vec!["<m0@c.example>"] };
+        deliver(
+            &app,
+            in_thread("me@tom.example", id, refs.first().copied(), &refs, &format!("n{i}")),
+        )
+        .await;
+    }
+    assert_eq!(poll(&app).await.filed, 8);
+    let rows = list(&app, &key, "").await;
+    let thread = rows["messages"][0]["threadId"].as_str().unwrap().to_string();
+    let row_ids: Vec<String> = rows["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect();
+    // Every row read twice at once, and the thread marked read at the same time.
+    let mut calls = Vec::new();
+    for id in row_ids.iter().chain(row_ids.iter()) {
+        calls.push(app.post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": false})));
+    }
+    let results = futures::future::join_all(calls).await;
+    assert!(
+        results.iter().all(|r| r.status == 200),
+        "{:?}",
+        results.iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
+    let view = list(&app, &key, "?view=threads").await;
+    assert_eq!(view["threads"][0]["unreadCount"], 0, "{view}");
+    // Half unread again, concurrently, some twice.
+    let mut calls = Vec::new();
+    for id in row_ids.iter().take(4).chain(row_ids.iter().take(2)) {
+        calls.push(app.post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": true})));
+    }
+    futures::future::join_all(calls).await;
+    let view = list(&app, &key, &format!("?view=threads")).await;
+    assert_eq!(view["threads"][0]["unreadCount"], 4, "{view}");
+    assert_eq!(list(&app, &key, "").await["unreadInPage"], 4);
+    // A thread read and a message unread racing leave the count equal to the rows.
+    let (a, b) = tokio::join!(
+        app.post("/inbox", Auth::Bearer(&key), json!({"thread": thread, "unread": false})),
+        app.post("/inbox", Auth::Bearer(&key), json!({"id": row_ids[7], "unread": true})),
+    );
+    assert_eq!((a.status, b.status), (200, 200));
+    let unread_rows = list(&app, &key, "").await["unreadInPage"].as_i64().unwrap();
+    let view = list(&app, &key, "?view=threads").await;
+    assert_eq!(view["threads"][0]["unreadCount"].as_i64(), Some(unread_rows), "{view}");
+}
+
+async fn search_reads_subject_sender_and_body_without_marking(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    deliver(&app, report("me@tom.example", "<s1@example.org>")).await;
+    deliver(&app, note("me@tom.example", "<s2@example.org>")).await;
+    let long = format!(
+        "From: zed@zeta.example\r\nTo: me@tom.example\r\nSubject: Long\r\nMessage-ID: <s3@example.org>\r\n\r\n{}NEEDLE\r\n",
+        "hay ".repeat(500)
+    );
+    deliver(&app, long.into_bytes()).await;
+    assert_eq!(poll(&app).await.filed, 3);
+    let hits = |q: &str| {
+        let q = q.to_string();
+        let app = &app;
+        let key = key.clone();
+        async move {
+            list(app, &key, &format!("?q={q}")).await["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["messageId"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(hits("CHART").await, ["<s1@example.org>"], "subject, any case");
+    assert_eq!(hits("bob%40example").await, ["<s2@example.org>"], "sender");
+    assert_eq!(hits("hello%20there").await, ["<s2@example.org>"], "body");
+    assert_eq!(hits("needle").await, ["<s3@example.org>"], "deep in the body");
+    assert!(hits("nowhere-to-be-found").await.is_empty());
+    assert_eq!(
+        list(&app, &key, "").await["unreadInPage"],
+        3,
+        "search marks nothing read"
+    );
+    assert!(
+        list(&app, &key, "?q=chart&folder=archive").await["messages"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        list(&app, &key, "?q=chart&folder=inbox").await["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // q wins over view; id wins over everything.
+    let both = list(&app, &key, "?q=chart&view=threads").await;
+    assert!(both["messages"].is_array(), "{both}");
+    let tool_hits = tool(&app, &key, "search_inbox", json!({"q": "chart"})).await;
+    assert_eq!(tool_hits, list(&app, &key, "?q=chart").await);
+}
+
+async fn cursors_page_through_mail_without_gaps_or_repeats(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    for i in 0..7 {
+        deliver(&app, note("me@tom.example", &format!("<p{i}@example.org>"))).await;
+        assert_eq!(poll(&app).await.filed, 1);
+    }
+    let mut seen = Vec::new();
+    let mut query = "?limit=3".to_string();
+    loop {
+        let page = list(&app, &key, &query).await;
+        let ids: Vec<String> = page["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["messageId"].as_str().unwrap().to_string())
+            .collect();
+        assert!(ids.len() <= 3);
+        seen.extend(ids);
+        match page["nextCursor"].as_str() {
+            Some(cursor) => {
+                // New mail arriving between pages changes nothing already listed.
+                deliver(&app, note("me@tom.example", &format!("<late-{cursor}@example.org>"))).await;
+                poll(&app).await;
+                query = format!("?limit=3&cursor={cursor}");
+            }
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..7).rev().map(|i| format!("<p{i}@example.org>")).collect();
+    assert_eq!(seen, expected);
+}
+
+async fn waiting_returns_on_arrival_or_at_the_deadline(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    // Nothing comes: an empty list after the wait.
+    let started = std::time::Instant::now();
+    let empty = list(&app, &key, "?wait=1").await;
+    assert!(empty["messages"].as_array().unwrap().is_empty());
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900));
+
+    // A verification mail arrives while an agent waits for it through MCP.
+    let ctx = app.ctx.clone();
+    let data_dir = app.data_dir.clone();
+    let arrive = async move {
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+        let raw = "From: Acme <no-reply@acme.example>\r\nTo: me@tom.example\r\nSubject: Your Acme verification code\r\n\
+                   Message-ID: <verify@acme.example>\r\n\r\nWelcome!\r\nYour verification code is 482913.\r\n\
+                   Or click https://acme.example/verify?token=abc123 to confirm.\r\nSee https://acme.example/help\r\n";
+        mailhost::deliver(&data_dir, raw.as_bytes().to_vec()).await.unwrap();
+        poller::run_once(&ctx).await.unwrap();
+    };
+    let wait = tool(
+        &app,
+        &key,
+        "wait_for_message",
+        json!({"from": "acme.example", "wait": 10}),
+    );
+    let ((), got) = tokio::join!(arrive, wait);
+    assert_eq!(got["message"]["messageId"], "<verify@acme.example>", "{got}");
+    assert_eq!(got["codes"], json!(["482913"]));
+    assert_eq!(got["links"][0], "https://acme.example/verify?token=abc123");
+    assert_eq!(got["message"]["unread"], false, "read once returned");
+    assert!(got["message"]["text"].as_str().unwrap().contains("482913"));
+    // Read now, so an unread-only wait finds nothing; after= finds newer mail only.
+    let none = tool(
+        &app,
+        &key,
+        "wait_for_message",
+        json!({"from": "acme.example", "wait": 1}),
+    )
+    .await;
+    assert_eq!(none["message"], Value::Null);
+    let id = got["message"]["id"].as_str().unwrap().to_string();
+    deliver(&app, note("me@tom.example", "<after@example.org>")).await;
+    poll(&app).await;
+    let after = list(&app, &key, &format!("?wait=2&after={id}")).await;
+    let listed: Vec<&str> = after["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["messageId"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["<after@example.org>"]);
+    // get_message cuts long text when asked.
+    let cut = tool(&app, &key, "get_message", json!({"id": id, "maxChars": 100})).await;
+    assert_eq!(cut["truncated"], true);
+    assert_eq!(cut["message"]["text"].as_str().unwrap().chars().count(), 100);
 }

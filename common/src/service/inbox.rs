@@ -597,10 +597,11 @@ async fn wait_rows(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i
             hits.sort_by(|a, b| b.id.cmp(&a.id));
             return Ok(hits);
         }
-        if tokio::time::Instant::now() + WAIT_POLL > deadline {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
             return Ok(Vec::new());
         }
-        tokio::time::sleep(WAIT_POLL).await;
+        tokio::time::sleep(WAIT_POLL.min(deadline - now)).await;
     }
 }
 
