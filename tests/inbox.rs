@@ -22,6 +22,7 @@ on_both_backends!(
     search_reads_subject_sender_and_body_without_marking,
     cursors_page_through_mail_without_gaps_or_repeats,
     waiting_returns_on_arrival_or_at_the_deadline,
+    storage_requests_per_route_are_what_the_data_model_says,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -943,4 +944,114 @@ async fn waiting_returns_on_arrival_or_at_the_deadline(app: TestApp) {
     let cut = tool(&app, &key, "get_message", json!({"id": id, "maxChars": 100})).await;
     assert_eq!(cut["truncated"], true);
     assert_eq!(cut["message"]["text"].as_str().unwrap().chars().count(), 100);
+}
+
+/// The counts of `docs/data-model.md` ("Storage requests per route"), beyond
+/// what authenticating the key costs, measured with the metered store.
+async fn storage_requests_per_route_are_what_the_data_model_says(app: TestApp) {
+    use common::store::metered::Counts;
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    deliver(&app, report("me@tom.example", "<r1@example.org>")).await;
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<r2@example.org>",
+            Some("<r1@example.org>"),
+            &["<r1@example.org>"],
+            "reply",
+        ),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 2);
+    let rows = list(&app, &key, "").await;
+    let id = rows["messages"][1]["id"].as_str().unwrap().to_string();
+    let thread = rows["messages"][1]["threadId"].as_str().unwrap().to_string();
+
+    let cost = |path: String, post: Option<Value>| {
+        let app = &app;
+        let key = key.clone();
+        async move {
+            let before = app.ctx.store_meter.counts();
+            let res = match post {
+                Some(body) => app.post(&path, Auth::Bearer(&key), body).await,
+                None => app.get(&path, Auth::Bearer(&key)).await,
+            };
+            assert!(res.status < 500, "{path}: {}", res.body);
+            app.ctx.store_meter.counts().since(&before)
+        }
+    };
+    // Authenticating and checking the account, then a refused parameter.
+    let auth = cost("/inbox?limit=0".into(), None).await;
+    let beyond = |c: Counts| Counts {
+        gets: c.gets - auth.gets,
+        queries: c.queries - auth.queries,
+        ..c
+    };
+    let reads = |gets, queries| Counts {
+        gets,
+        queries,
+        ..Counts::default()
+    };
+    assert_eq!(beyond(cost("/inbox".into(), None).await), reads(0, 1), "flat list");
+    assert_eq!(
+        beyond(cost("/inbox?folder=inbox".into(), None).await),
+        reads(0, 1),
+        "folder list"
+    );
+    assert_eq!(
+        beyond(cost("/inbox?view=threads".into(), None).await),
+        reads(0, 1),
+        "threads"
+    );
+    assert_eq!(beyond(cost("/inbox?q=chart".into(), None).await), reads(0, 2), "search");
+    assert_eq!(
+        beyond(cost(format!("/inbox?id={id}"), None).await),
+        Counts {
+            gets: 2,
+            transactions: 1,
+            ..Counts::default()
+        },
+        "read an unread message"
+    );
+    assert_eq!(
+        beyond(cost(format!("/inbox?id={id}"), None).await),
+        reads(1, 0),
+        "read it again"
+    );
+    assert_eq!(
+        beyond(cost("/inbox?messageId=%3Cr1%40example.org%3E".into(), None).await),
+        reads(0, 1),
+        "by Message-ID (already read)"
+    );
+    assert_eq!(
+        beyond(cost(format!("/inbox?thread={thread}"), None).await),
+        Counts {
+            gets: 2,
+            queries: 1,
+            transactions: 1,
+            ..Counts::default()
+        },
+        "a thread with one unread row"
+    );
+    assert_eq!(
+        beyond(cost(format!("/inbox?thread={thread}"), None).await),
+        reads(1, 1),
+        "a read thread"
+    );
+    assert_eq!(
+        beyond(cost("/inbox".into(), Some(json!({"id": id, "unread": true}))).await),
+        Counts {
+            gets: 3,
+            queries: 1,
+            transactions: 1,
+            ..Counts::default()
+        },
+        "mark one row unread"
+    );
+    assert_eq!(
+        beyond(cost(format!("/attachment?id={id}&index=0"), None).await),
+        reads(1, 0),
+        "attachment"
+    );
 }

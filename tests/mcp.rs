@@ -696,6 +696,58 @@ async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
     let message = app.outbox_for("friend@example.org");
     assert_eq!(message.len(), 1);
     assert!(message[0].contains("Subject: From MCP"));
+
+    // A verification mail arrives; the agent waits for it, reads the code, and
+    // uses every inbox tool, each answer checked against its output schema by
+    // the SDK.
+    let raw = "From: Acme <no-reply@acme.example>\r\nTo: hello@sdk.test\r\nSubject: Confirm your Acme account\r\n\
+               Message-ID: <confirm@acme.example>\r\n\r\nYour code is 739164.\r\nhttps://acme.example/confirm?t=9\r\n";
+    mailhost::deliver(&app.data_dir, raw.as_bytes().to_vec()).await.unwrap();
+    assert_eq!(common::service::poller::run_once(&app.ctx).await.unwrap().filed, 1);
+    let inbox = run(
+        Some(key.clone()),
+        json!([
+            { "tool": "wait_for_message", "args": { "from": "acme", "wait": 5 } },
+            { "tool": "list_inbox", "args": { "limit": 5 } },
+            { "tool": "list_threads" },
+            { "tool": "search_inbox", "args": { "q": "acme" } },
+        ]),
+    )
+    .await;
+    let calls = inbox["calls"].as_array().unwrap();
+    assert!(calls.iter().all(|c| c["isError"] == false), "{inbox}");
+    let got = &calls[0]["structured"];
+    assert_eq!(got["codes"], json!(["739164"]), "{inbox}");
+    assert_eq!(got["links"], json!(["https://acme.example/confirm?t=9"]), "{inbox}");
+    let id = got["message"]["id"].as_str().unwrap().to_string();
+    let thread = got["message"]["threadId"].as_str().unwrap().to_string();
+    assert_eq!(calls[1]["structured"]["messages"][0]["id"], id.as_str(), "{inbox}");
+    assert_eq!(
+        calls[2]["structured"]["threads"][0]["threadId"],
+        thread.as_str(),
+        "{inbox}"
+    );
+    assert_eq!(
+        calls[3]["structured"]["messages"].as_array().unwrap().len(),
+        1,
+        "{inbox}"
+    );
+    let more = run(
+        Some(key.clone()),
+        json!([
+            { "tool": "get_message", "args": { "id": id, "maxChars": 100 } },
+            { "tool": "get_thread", "args": { "thread": thread } },
+            { "tool": "mark_read", "args": { "thread": thread, "folder": "archive" } },
+            { "tool": "wait_for_message", "args": { "from": "acme", "wait": 1 } },
+        ]),
+    )
+    .await;
+    let calls = more["calls"].as_array().unwrap();
+    assert!(calls.iter().all(|c| c["isError"] == false), "{more}");
+    assert_eq!(calls[0]["structured"]["truncated"], false, "{more}");
+    assert_eq!(calls[1]["structured"]["thread"]["messageCount"], 1, "{more}");
+    assert_eq!(calls[2]["structured"]["thread"]["folder"], "archive", "{more}");
+    assert_eq!(calls[3]["structured"]["message"], Value::Null, "nothing unread: {more}");
 }
 
 fn sdk_client(venv: &str, url: &str, key: Option<&str>, steps: &Value) -> Value {

@@ -917,7 +917,10 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiEr
     if let Some(unread) = input.unread {
         let rows = match row {
             // After a move, the row as it is now.
-            Some(row) => vec![mail_store::by_id(ctx, &scope, &row.id).await?.ok_or(error::NOT_FOUND)?],
+            Some(row) if input.folder.is_some() => {
+                vec![mail_store::by_id(ctx, &scope, &row.id).await?.ok_or(error::NOT_FOUND)?]
+            }
+            Some(row) => vec![row],
             None => {
                 crate::store::StoreExt::all_records(
                     &*ctx.store,
