@@ -790,7 +790,7 @@ async fn concurrent_marks_keep_the_unread_count_exact(app: TestApp) {
         calls.push(app.post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": true})));
     }
     futures::future::join_all(calls).await;
-    let view = list(&app, &key, &format!("?view=threads")).await;
+    let view = list(&app, &key, "?view=threads").await;
     assert_eq!(view["threads"][0]["unreadCount"], 4, "{view}");
     assert_eq!(list(&app, &key, "").await["unreadInPage"], 4);
     // A thread read and a message unread racing leave the count equal to the rows.

@@ -847,7 +847,7 @@ fn move_writes(scope: &str, row: &Row, folder: Folder) -> Vec<Write> {
 /// copy of every row, their threads and list copies, and every blob under
 /// `mail/<mailbox>/`.
 pub async fn purge(ctx: &Context, scope: &str, addresses: &[String]) -> Result<usize, ApiError> {
-    let owned = |row: &Row| addresses.iter().any(|a| *a == row.mailbox);
+    let owned = |row: &Row| addresses.contains(&row.mailbox);
     let mut deleted = 0;
     let mut threads = std::collections::BTreeSet::new();
     for outbound in [false, true] {
