@@ -23,6 +23,7 @@ on_both_backends!(
     cursors_page_through_mail_without_gaps_or_repeats,
     waiting_returns_on_arrival_or_at_the_deadline,
     storage_requests_per_route_are_what_the_data_model_says,
+    a_poller_cut_short_files_once_and_leaves_no_orphan,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -1053,5 +1054,62 @@ async fn storage_requests_per_route_are_what_the_data_model_says(app: TestApp) {
         beyond(cost(format!("/attachment?id={id}&index=0"), None).await),
         reads(1, 0),
         "attachment"
+    );
+}
+
+/// A run that stops between writing a message's blobs and its rows (here a
+/// blob write fails half-way) leaves the raw file pending; the next run files
+/// it once, and the blobs are exactly the ones its row names.
+async fn a_poller_cut_short_files_once_and_leaves_no_orphan(app: TestApp) {
+    use sha2::Digest;
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let png = base64::engine::general_purpose::STANDARD.encode(PNG);
+    let raw = format!(
+        "From: ann@example.org\r\nTo: me@tom.example\r\nSubject: Both\r\nMessage-ID: <cut@example.org>\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"m\"\r\n\r\n--m\r\n\
+         Content-Type: multipart/alternative; boundary=\"a\"\r\n\r\n--a\r\nContent-Type: text/plain\r\n\r\nplain\r\n\
+         --a\r\nContent-Type: text/html\r\n\r\n<p>html</p>\r\n--a--\r\n--m\r\nContent-Type: image/png\r\n\
+         Content-Disposition: attachment; filename=\"c.png\"\r\nContent-Transfer-Encoding: base64\r\n\r\n{png}\r\n--m--\r\n"
+    );
+    let prefix = format!(
+        "mail/me@tom.example/{}",
+        &hex::encode(sha2::Sha256::digest("in\n<cut@example.org>"))[..32]
+    );
+    // The HTML body's blob cannot be written: a directory stands in its way.
+    let blocker = app.data_dir.join("blobs").join(&prefix).join("body.html");
+    std::fs::create_dir_all(blocker.join("x")).unwrap();
+    deliver(&app, raw.into_bytes()).await;
+    assert_eq!(
+        poll(&app).await,
+        Outcome {
+            pending: 1,
+            ..Outcome::default()
+        }
+    );
+    assert_eq!(
+        blobs(&app, &prefix).await,
+        [format!("{prefix}/att-0")],
+        "the attachment was written"
+    );
+    assert!(list(&app, &key, "").await["messages"].as_array().unwrap().is_empty());
+
+    std::fs::remove_dir_all(&blocker).unwrap();
+    assert_eq!(
+        poll(&app).await,
+        Outcome {
+            filed: 1,
+            ..Outcome::default()
+        }
+    );
+    assert_eq!(poll(&app).await, Outcome::default());
+    let listed = list(&app, &key, "").await;
+    assert_eq!(listed["messages"].as_array().unwrap().len(), 1);
+    let mut stored = blobs(&app, "mail/").await;
+    stored.sort();
+    assert_eq!(stored, [format!("{prefix}/att-0"), format!("{prefix}/body.html")]);
+    let id = listed["messages"][0]["id"].as_str().unwrap();
+    assert_eq!(
+        list(&app, &key, &format!("?id={id}")).await["message"]["html"],
+        "<p>html</p>"
     );
 }

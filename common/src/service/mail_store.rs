@@ -105,7 +105,7 @@ pub struct Row {
     pub source: String,
     pub thread_id: String,
     pub attachments: Vec<AttachmentInfo>,
-    /// `mail/<mailbox>/<id>`: its blobs.
+    /// `mail/<mailbox>/<32 hex of its direction and Message-ID>`: its blobs.
     pub blob_prefix: String,
     /// The body, or its first `TEXT_ON_ROW` bytes when `text_in_blob`.
     pub text: String,
@@ -325,8 +325,10 @@ async fn thread_of(ctx: &Context, m: &NewMessage<'_>) -> Result<(String, Option<
 
 /// Files a message into its scope: blobs first, then every item in one
 /// transaction. Idempotent on (mailbox, Message-ID, direction): `Ok(None)`
-/// when it is already there (its blobs are not kept), and also when
-/// `only_on_existing_thread` finds no thread.
+/// when it is already there, and also when `only_on_existing_thread` finds no
+/// thread. The blobs' keys come from the Message-ID, not the attempt: an
+/// attempt cut short between its blobs and its transaction leaves nothing the
+/// next attempt does not write again, and a duplicate adds no blob.
 pub async fn file(ctx: &Context, m: &NewMessage<'_>) -> Result<Option<Row>, ApiError> {
     let outbound = m.direction == Direction::Outbound;
     let dedupe = keys::message_id(m.scope, m.message_id, m.mailbox, outbound);
@@ -340,19 +342,12 @@ pub async fn file(ctx: &Context, m: &NewMessage<'_>) -> Result<Option<Row>, ApiE
     let now = ctx.clock.now();
     let ms = now.timestamp_millis();
     let id = new_id(ms, m.direction);
-    let prefix = format!("{}{id}", blob_prefix(m.mailbox));
-    let mut written = Vec::new();
-    let result = store_and_index(ctx, m, &thread_id, existing, &id, &prefix, ms, &mut written).await;
-    if !matches!(result, Ok(Some(_))) {
-        // A duplicate, or a failure: this attempt's blobs go.
-        for key in written {
-            let _ = ctx.blobs.delete(&key).await;
-        }
-    }
-    result
+    let dir = if outbound { "out" } else { "in" };
+    let digest = hex::encode(Sha256::digest(format!("{dir}\n{}", m.message_id)));
+    let prefix = format!("{}{}", blob_prefix(m.mailbox), &digest[..32]);
+    store_and_index(ctx, m, &thread_id, existing, &id, &prefix, ms).await
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn store_and_index(
     ctx: &Context,
     m: &NewMessage<'_>,
@@ -361,7 +356,6 @@ async fn store_and_index(
     id: &str,
     prefix: &str,
     ms: i64,
-    written: &mut Vec<String>,
 ) -> Result<Option<Row>, ApiError> {
     let outbound = m.direction == Direction::Outbound;
     let mut attachments = Vec::new();
@@ -371,7 +365,6 @@ async fn store_and_index(
             .put(&key, bytes.to_vec(), content_type)
             .await
             .map_err(blob_err)?;
-        written.push(key);
         let mut path = format!("/attachment?id={id}&index={index}");
         if outbound {
             path.push_str("&box=outbound");
@@ -394,7 +387,6 @@ async fn store_and_index(
             .put(&key, m.text.as_bytes().to_vec(), "text/plain; charset=utf-8")
             .await
             .map_err(blob_err)?;
-        written.push(key);
     }
     if let Some(html) = m.html {
         let key = format!("{prefix}/body.html");
@@ -402,7 +394,6 @@ async fn store_and_index(
             .put(&key, html.as_bytes().to_vec(), "text/html; charset=utf-8")
             .await
             .map_err(blob_err)?;
-        written.push(key);
     }
     let row = Row {
         id: id.to_string(),
