@@ -76,8 +76,8 @@ async fn run_jobs(ctx: Arc<Context>) {
     }
 }
 
-/// The inbound poller's quick runs (every second by default), so a dropped
-/// message is listed within about a second.
+/// The inbound poller's quick runs (every 250 ms by default), so a dropped
+/// message is listed well within a second.
 async fn run_poller(ctx: Arc<Context>) {
     if ctx.config.inbound_poll_ms == 0 {
         return;

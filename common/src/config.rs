@@ -92,9 +92,9 @@ pub struct Config {
     #[arg(long, env = "MAILHOST_POLL_INTERVAL", default_value_t = 5)]
     pub poll_interval: u64,
     /// Milliseconds between the quick runs of the inbound poller (local mode),
-    /// so dropped mail is listed within about a second; 0: only on the poll
-    /// interval.
-    #[arg(long, env = "MAILHOST_INBOUND_POLL_MS", default_value_t = 1000)]
+    /// so dropped mail is listed well within a second (a run over an empty
+    /// spool is one directory read); 0: only on the poll interval.
+    #[arg(long, env = "MAILHOST_INBOUND_POLL_MS", default_value_t = 250)]
     pub inbound_poll_ms: u64,
     /// JWKS for identity tokens; unset: the local signing key in the data directory.
     #[arg(long, env = "MAILHOST_JWKS_URL")]
