@@ -12,7 +12,10 @@ use common::config::Config;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let messages: usize = std::env::var("MESSAGES").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
+    let messages: usize = std::env::var("MESSAGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
     let (quick, quick_ctx) = server(None).await;
     let (direct, direct_ctx) = server(Some(0)).await;
     let interval = quick_ctx.config.inbound_poll_ms;

@@ -95,8 +95,23 @@ async fn run_poller(ctx: Arc<Context>) {
 /// Drops raw messages into the inbound queue of the blob store under a data
 /// directory (`<data-dir>/blobs`), without opening the store the server holds.
 pub async fn deliver(data_dir: &std::path::Path, raw: Vec<u8>) -> anyhow::Result<String> {
-    let blobs = common::blob::fs::FsBlobStore::new(data_dir.join("blobs"));
-    Ok(poller::drop_raw(&blobs, raw).await?)
+    Ok(poller::drop_raw(spool(data_dir, None).await.as_ref(), raw).await?)
+}
+
+/// Where `mailhost deliver` drops mail: the S3 bucket a deployed stack's
+/// poller reads (credentials and endpoint from the AWS environment), or the
+/// local server's `<data-dir>/blobs`.
+pub async fn spool(data_dir: &std::path::Path, bucket: Option<&str>) -> Box<dyn common::blob::BlobStore> {
+    match bucket {
+        Some(bucket) => {
+            let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            Box::new(common::blob::s3::S3BlobStore::new(
+                common::blob::s3::client_for(&conf),
+                bucket,
+            ))
+        }
+        None => Box::new(common::blob::fs::FsBlobStore::new(data_dir.join("blobs"))),
+    }
 }
 
 struct AbortOnDrop(JoinHandle<()>);

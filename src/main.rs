@@ -40,6 +40,10 @@ enum Command {
     Deliver {
         #[arg(long, env = "MAILHOST_DATA_DIR", default_value = ".mailhost")]
         data_dir: PathBuf,
+        /// Drop into this S3 bucket's spool instead of `<data-dir>/blobs`
+        /// (a mail host in front of a deployed stack).
+        #[arg(long, env = "MAILHOST_BUCKET")]
+        bucket: Option<String>,
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -62,10 +66,15 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", signer.mint(&email, operator, Duration::from_secs(ttl))?);
             Ok(())
         }
-        Some(Command::Deliver { data_dir, files }) => {
+        Some(Command::Deliver {
+            data_dir,
+            bucket,
+            files,
+        }) => {
+            let spool = mailhost::spool(&data_dir, bucket.as_deref()).await;
             for file in files {
                 let raw = std::fs::read(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-                let key = mailhost::deliver(&data_dir, raw).await?;
+                let key = common::service::poller::drop_raw(spool.as_ref(), raw).await?;
                 println!("{} -> {key}", file.display());
             }
             Ok(())

@@ -242,3 +242,54 @@ async fn mailhost_deliver_drops_mail_that_the_running_server_lists_within_second
     drop(server);
     std::fs::remove_dir_all(&data_dir).ok();
 }
+
+/// `mailhost deliver --bucket` drops into a deployed stack's S3 spool (moto
+/// here), where the poller function reads it.
+#[tokio::test]
+async fn deliver_drops_into_an_s3_bucket() {
+    let Some(endpoint) = common::testing::standin("MAILHOST_TEST_MOTO_ENDPOINT") else {
+        return;
+    };
+    let env = [
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let conf = aws_sdk_s3::config::Builder::new()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .endpoint_url(&endpoint)
+        .force_path_style(true)
+        .region(aws_sdk_s3::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "test", "test", None, None, "static",
+        ))
+        .build();
+    let s3 = aws_sdk_s3::Client::from_conf(conf);
+    let bucket = format!("spool-{:016x}", rand::random::<u64>());
+    s3.create_bucket().bucket(&bucket).send().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("mailhost-deliver-{:x}", rand::random::<u64>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let eml = dir.join("m.eml");
+    let raw = "Delivered-To: me@example.com\r\nFrom: a@example.org\r\nSubject: S3\r\n\r\nHi.\r\n";
+    std::fs::write(&eml, raw).unwrap();
+    let delivered = Command::new(env!("CARGO_BIN_EXE_mailhost"))
+        .args(["deliver", "--bucket", &bucket, eml.to_str().unwrap()])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(delivered.status.success(), "{delivered:?}");
+    let listed = s3
+        .list_objects_v2()
+        .bucket(&bucket)
+        .prefix("inbound/pending/")
+        .send()
+        .await
+        .unwrap();
+    let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(String::from_utf8_lossy(&delivered.stdout).contains(keys[0]));
+    let got = s3.get_object().bucket(&bucket).key(keys[0]).send().await.unwrap();
+    assert_eq!(got.body.collect().await.unwrap().into_bytes().as_ref(), raw.as_bytes());
+    assert!(!dir.join("blobs").exists(), "nothing written locally");
+}
