@@ -496,6 +496,21 @@ async fn every_corpus_message_is_filed_or_failed_with_a_reason(app: TestApp) {
         "{first:?}"
     );
 
+    // Every filed message sits on a thread: the threads' counts add up.
+    let mut in_threads = 0;
+    let mut query = "?view=threads&limit=50".to_string();
+    loop {
+        let page = list(&app, &key, &query).await;
+        for thread in page["threads"].as_array().unwrap() {
+            in_threads += thread["messageCount"].as_u64().unwrap() as usize;
+        }
+        match page["nextCursor"].as_str() {
+            Some(cursor) => query = format!("?view=threads&limit=50&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(in_threads, first.filed, "{first:?}");
+
     // Again: nothing new is filed.
     let stored = blobs(&app, "mail/").await;
     drop_all().await;
