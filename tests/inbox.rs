@@ -24,6 +24,7 @@ on_both_backends!(
     waiting_returns_on_arrival_or_at_the_deadline,
     storage_requests_per_route_are_what_the_data_model_says,
     a_poller_cut_short_files_once_and_leaves_no_orphan,
+    a_long_thread_moves_and_reads_within_the_transaction_limits,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -1127,4 +1128,87 @@ async fn a_poller_cut_short_files_once_and_leaves_no_orphan(app: TestApp) {
         list(&app, &key, &format!("?id={id}")).await["message"]["html"],
         "<p>html</p>"
     );
+}
+
+/// 60 inbound rows and 2 outbound: a move is 5 writes per inbound row and 3
+/// per outbound, a read 4 per row; both stay inside 100-write transactions
+/// (the embedded store refuses more, as DynamoDB does).
+async fn a_long_thread_moves_and_reads_within_the_transaction_limits(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    deliver(
+        &app,
+        in_thread("me@tom.example", "<l0@long.example>", None, &[], "start"),
+    )
+    .await;
+    for i in 1..60 {
+        let id = format!("<l{i}@long.example>");
+        deliver(
+            &app,
+            in_thread(
+                "me@tom.example",
+                &id,
+                Some("<l0@long.example>"),
+                &["<l0@long.example>"],
+                "more",
+            ),
+        )
+        .await;
+    }
+    assert_eq!(poll(&app).await.filed, 60);
+    for _ in 0..2 {
+        let sent = app
+            .send_mail(Auth::Bearer(&key), json!({"from": "me@tom.example", "to": "pal@partner.example", "subject": "Re", "text": "ok", "references": ["<l0@long.example>"]}))
+            .await;
+        assert_eq!(sent.status, 200, "{}", sent.body);
+        app.ctx.clock.advance(61);
+    }
+    let threads = list(&app, &key, "?view=threads").await;
+    let thread = threads["threads"][0]["threadId"].as_str().unwrap().to_string();
+    assert_eq!(threads["threads"][0]["messageCount"], 62);
+    assert_eq!(threads["threads"][0]["unreadCount"], 60);
+
+    let moved = app
+        .post(
+            "/inbox",
+            Auth::Bearer(&key),
+            json!({"thread": thread, "folder": "trash"}),
+        )
+        .await;
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    let mut in_trash = 0;
+    let mut query = "?folder=trash&limit=50".to_string();
+    loop {
+        let page = list(&app, &key, &query).await;
+        in_trash += page["messages"].as_array().unwrap().len();
+        match page["nextCursor"].as_str() {
+            Some(c) => query = format!("?folder=trash&limit=50&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(in_trash, 60);
+    assert!(
+        list(&app, &key, "?folder=inbox").await["messages"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let searched = list(&app, &key, "?q=ok&folder=trash").await;
+    assert_eq!(
+        searched["messages"].as_array().unwrap().len(),
+        2,
+        "outbound rows moved too"
+    );
+
+    let view = list(&app, &key, &format!("?thread={thread}")).await;
+    assert_eq!(view["thread"]["unreadCount"], 0);
+    assert_eq!(view["messages"].as_array().unwrap().len(), 62);
+    assert_eq!(
+        list(&app, &key, "?folder=trash&limit=50").await["unreadInPage"],
+        0,
+        "all 60 read"
+    );
+    let unread = app
+        .post("/inbox", Auth::Bearer(&key), json!({"thread": thread, "unread": true}))
+        .await;
+    assert_eq!(unread.body["thread"]["unreadCount"], 60, "{}", unread.body);
 }
