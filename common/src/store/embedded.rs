@@ -49,6 +49,13 @@ impl EmbeddedStore {
         Ok(Self { db: Arc::new(db) })
     }
 
+    /// A read runs where it is called: a redb read transaction is a snapshot
+    /// that takes no lock and, on cached pages, microseconds, less than the
+    /// hand-off to a blocking thread would cost.
+    fn read_now<T>(&self, f: impl FnOnce(&Database) -> StoreResult<T>) -> StoreResult<T> {
+        f(&self.db)
+    }
+
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> StoreResult<T> + Send + 'static,
@@ -108,8 +115,7 @@ fn apply_update(table: &mut Table<'_>, key: &Key, update: &Update, cond: Option<
 impl Store for EmbeddedStore {
     async fn get(&self, key: &Key) -> StoreResult<Option<Item>> {
         limits::key(key)?;
-        let key = key.clone();
-        self.blocking(move |db| {
+        self.read_now(|db| {
             let txn = db.begin_read().map_err(backend)?;
             let table = txn.open_table(ITEMS).map_err(backend)?;
             match table.get((key.pk.as_str(), key.sk.as_str())).map_err(backend)? {
@@ -117,7 +123,6 @@ impl Store for EmbeddedStore {
                 None => Ok(None),
             }
         })
-        .await
     }
 
     async fn put(&self, item: Item, cond: Option<Cond>) -> StoreResult<()> {
