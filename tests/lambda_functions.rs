@@ -69,6 +69,8 @@ const READS_DATA_OF: &[(&str, &str)] = &[
     ("mcp", "mta-export"),
     ("mailboxes", "mta-export"),
     ("inbox", "mta-export"),
+    ("drafts", "mta-export"),
+    ("webhooks", "mta-export"),
     ("send", "mta-export"),
     ("poller", "mta-export"),
 ];
@@ -354,6 +356,30 @@ const CASES: &[Case] = &[
             assert_eq!(body["messages"], json!([]), "{body}");
             assert_eq!(body["unreadInPage"], 0, "{body}");
         },
+    },
+    Case {
+        function: "drafts",
+        event: "get-drafts-no-credential.json",
+        status: Some(401),
+        check: |body| assert_error(body, MISSING_CREDENTIAL),
+    },
+    Case {
+        function: "drafts",
+        event: "get-drafts-agent-key.json",
+        status: Some(403),
+        check: |body| assert_error(body, "Drafts require a signed-in user"),
+    },
+    Case {
+        function: "webhooks",
+        event: "get-webhook-agent-key.json",
+        status: Some(200),
+        check: |body| assert_eq!(body, &json!({ "ok": true, "webhook": null }), "{body}"),
+    },
+    Case {
+        function: "webhooks",
+        event: "set-webhook-private-url-agent-key.json",
+        status: Some(400),
+        check: |body| assert_error(body, "url host is not allowed"),
     },
     Case {
         function: "send",

@@ -88,6 +88,10 @@ pub struct Config {
         default_value = ""
     )]
     pub webhook_allow_hosts: Vec<String>,
+    /// PEM certificates webhook deliveries trust beside the system's roots
+    /// (which `SSL_CERT_FILE` also extends); tests name their receiver's CA.
+    #[arg(long, env = "MAILHOST_WEBHOOK_CA_FILE")]
+    pub webhook_ca_file: Option<std::path::PathBuf>,
     /// Seconds between runs of the inbound poller and the mailbox export (local mode).
     #[arg(long, env = "MAILHOST_POLL_INTERVAL", default_value_t = 5)]
     pub poll_interval: u64,

@@ -1,5 +1,5 @@
-//! DNS lookups for domain checks: the MX, SPF, DKIM and DMARC records a
-//! customer publishes. Every lookup goes to the nameserver afresh (no cache), is
+//! DNS lookups for domain checks (the MX, SPF, DKIM and DMARC records a
+//! customer publishes) and for webhook hosts (their A and AAAA records). Every lookup goes to the nameserver afresh (no cache), is
 //! bounded in time, and says apart "the records are not there" ([`Lookup::Missing`])
 //! from "the lookup did not finish" ([`Lookup::Transient`]).
 
@@ -112,6 +112,20 @@ impl Dns {
         self.lookup(name, RecordType::TXT, txt_records).await
     }
 
+    /// The IPv4 and IPv6 addresses of a name (A and AAAA together): found when
+    /// either has records; transient when either lookup did not finish.
+    pub async fn ips(&self, name: &str) -> Lookup<Vec<IpAddr>> {
+        let (v4, v6) = tokio::join!(
+            self.lookup(name, RecordType::A, ip_records),
+            self.lookup(name, RecordType::AAAA, ip_records)
+        );
+        match (v4, v6) {
+            (Lookup::Transient(e), _) | (_, Lookup::Transient(e)) => Lookup::Transient(e),
+            (Lookup::Missing, Lookup::Missing) => Lookup::Missing,
+            (a, b) => Lookup::Found(a.found().into_iter().chain(b.found()).flatten().collect()),
+        }
+    }
+
     async fn lookup<T>(&self, name: &str, kind: RecordType, extract: fn(&[Record]) -> Vec<T>) -> Lookup<Vec<T>> {
         // A name that cannot be written in DNS cannot have records.
         let Some(name) = fqdn(name) else {
@@ -203,6 +217,17 @@ fn mx_records(answers: &[Record]) -> Vec<(u16, String)> {
         .collect();
     out.sort();
     out
+}
+
+fn ip_records(answers: &[Record]) -> Vec<IpAddr> {
+    answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::A(a) => Some(IpAddr::V4(a.0)),
+            RData::AAAA(aaaa) => Some(IpAddr::V6(aaaa.0)),
+            _ => None,
+        })
+        .collect()
 }
 
 fn txt_records(answers: &[Record]) -> Vec<String> {

@@ -202,6 +202,18 @@ catalogue! {
     MAX_CHARS_INVALID = 400 "maxChars must be an integer from 100 to 1000000";
     ATTACHMENT_BOX_INVALID = 400 "box must be inbound or outbound";
     ATTACHMENT_DISPOSITION_INVALID = 400 "disposition must be inline";
+
+    // -------------------------------------------------------------------------- drafts
+    DRAFT_EMPTY = 400 "A draft needs at least one of to, subject, text or inReplyTo";
+    DRAFTS_FULL = 400 "Max 50 drafts per user";
+
+    // ------------------------------------------------------------------------ webhooks
+    WEBHOOK_URL_HTTPS = 400 "url must be https";
+    WEBHOOK_HOST = 400 "url host is not allowed";
+    WEBHOOK_URL_REQUIRED = 400 "url is required to register a webhook";
+    WEBHOOK_NONE = 400 "Register an enabled webhook before replaying";
+    EVENT_ID_INVALID = 400 "eventId must be an event id from the delivery log (evt_...)";
+    REPLAY_TARGET = 400 "eventId, or from and to (ISO 8601, at most 24 hours apart), is required";
 }
 
 impl Problem {

@@ -20,3 +20,4 @@ pub mod store;
 pub mod telemetry;
 pub mod testing;
 pub mod validate;
+pub mod webhook;

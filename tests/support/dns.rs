@@ -1,5 +1,5 @@
 //! A real authoritative DNS server for tests: UDP and TCP on one random port of
-//! 127.0.0.1, answering MX and TXT queries from an in-memory map the test edits
+//! 127.0.0.1, answering MX, TXT, A and AAAA queries from an in-memory map the test edits
 //! while it runs. Records carry long TTLs (and negative answers an SOA with a long
 //! minimum), so a resolver that caches would be caught by a test that changes them.
 
@@ -25,6 +25,8 @@ const TTL: u32 = 3600;
 struct Entry {
     mx: Vec<RData>,
     txt: Vec<RData>,
+    a: Vec<RData>,
+    aaaa: Vec<RData>,
 }
 
 #[derive(Default)]
@@ -71,6 +73,27 @@ impl TestDns {
     pub fn set_txt(&self, name: &str, records: &[&str]) {
         let records = records.iter().map(|text| RData::TXT(txt(text))).collect();
         self.state.lock().unwrap().names.entry(key(name)).or_default().txt = records;
+    }
+
+    /// Replaces the A and AAAA records of `name` with these addresses.
+    pub fn set_ips(&self, name: &str, ips: &[std::net::IpAddr]) {
+        use hickory_server::proto::rr::rdata::{A, AAAA};
+        let mut state = self.state.lock().unwrap();
+        let entry = state.names.entry(key(name)).or_default();
+        entry.a = ips
+            .iter()
+            .filter_map(|ip| match ip {
+                std::net::IpAddr::V4(v4) => Some(RData::A(A(*v4))),
+                _ => None,
+            })
+            .collect();
+        entry.aaaa = ips
+            .iter()
+            .filter_map(|ip| match ip {
+                std::net::IpAddr::V6(v6) => Some(RData::AAAA(AAAA(*v6))),
+                _ => None,
+            })
+            .collect();
     }
 
     /// Forgets every record of `name`: it no longer exists (NXDOMAIN).
@@ -151,6 +174,8 @@ impl Handler {
         let data = match kind {
             RecordType::MX => &entry.mx[..],
             RecordType::TXT => &entry.txt[..],
+            RecordType::A => &entry.a[..],
+            RecordType::AAAA => &entry.aaaa[..],
             _ => &[],
         };
         let records = data

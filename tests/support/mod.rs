@@ -4,6 +4,7 @@
 
 pub mod dns;
 pub mod smtp;
+pub mod webhooks;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

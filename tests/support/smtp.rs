@@ -254,7 +254,7 @@ fn launch_blocking(venv: &Path, reject: bool) -> SmtpSink {
 }
 
 /// A port of 127.0.0.1 that was free a moment ago (the sink retries if it is taken).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -264,7 +264,7 @@ fn free_port() -> u16 {
 
 /// Writes ca.pem (a throwaway CA) and server.pem/server.key (issued by it for
 /// IP 127.0.0.1 and DNS localhost) into `dir`. P-256 keys: fast to make.
-fn make_certificates(dir: &Path) {
+pub fn make_certificates(dir: &Path) {
     let ext = "subjectAltName=IP:127.0.0.1,DNS:localhost\n\
                basicConstraints=critical,CA:FALSE\n\
                keyUsage=critical,digitalSignature\n\

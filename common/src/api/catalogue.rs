@@ -5,7 +5,9 @@
 use super::{Family::*, Hints, Operation, Tool, delete, get, io, post, post_large, tool};
 use crate::auth::Access::*;
 use crate::error::*;
-use crate::service::{admin, credits, domains, inbox, mailboxes, mta_export, onboarding, removal, send};
+use crate::service::{
+    admin, credits, domains, drafts, inbox, mailboxes, mta_export, onboarding, removal, send, webhooks,
+};
 use crate::validate::Later;
 use crate::validate::NoInput;
 
@@ -710,5 +712,125 @@ pub static CATALOGUE: &[Operation] = &[
             NOT_FOUND,
         ],
         io: io!(bytes inbox::attachment, inbox::AttachmentQuery),
+    },
+    // ------------------------------------------------------------------- drafts
+    Operation {
+        id: "getDrafts",
+        rest: get("/drafts"),
+        tool: tool("list_drafts", Hints::READ),
+        family: Drafts,
+        access: Drafting,
+        summary: "Read one draft, or the newest 25",
+        description: "With id: {ok, draft}; without: {ok, drafts}, the caller's newest 25. A signed-in operator's \
+                      own drafts only; another user's draft is 404. No credits.",
+        errors: &[INBOX_ID_INVALID, NOT_FOUND],
+        io: io!(drafts::get, drafts::DraftQuery, drafts::DraftsOutput),
+    },
+    Operation {
+        id: "saveDraft",
+        rest: post("/drafts"),
+        tool: tool("save_draft", Hints::SET.not_idempotent()),
+        family: Drafts,
+        access: Drafting,
+        summary: "Create a draft, or replace the content of one",
+        description: "to (at most 5 addresses), subject (one line, at most 998 characters), text (at most 100KB), \
+                      inReplyTo, references (at most 100): at least one of to, subject, text or inReplyTo. Without \
+                      id creates one (at most 50 per user); with id replaces that draft's content. Returns {ok, \
+                      draft}. Send it with POST /sendMail, then delete it. No credits.",
+        errors: &[
+            DRAFT_EMPTY,
+            INBOX_ID_INVALID,
+            SUBJECT_INVALID,
+            TEXT_TOO_LARGE,
+            TOO_MANY_RECIPIENTS,
+            RECIPIENT_INVALID,
+            TO_TYPE,
+            TO_ITEMS,
+            IN_REPLY_TO_INVALID,
+            REFERENCES_INVALID,
+            REFERENCES_TOO_MANY,
+            REFERENCES_TYPE,
+            DRAFTS_FULL,
+            NOT_FOUND,
+        ],
+        io: io!(drafts::save, drafts::DraftInput, drafts::DraftSaved),
+    },
+    Operation {
+        id: "deleteDraft",
+        rest: delete("/drafts"),
+        tool: tool("delete_draft", Hints::DESTROY),
+        family: Drafts,
+        access: Drafting,
+        summary: "Delete a draft",
+        description: "Deletes the caller's draft id: {ok, id}. 404 when it is not theirs or is gone.",
+        errors: &[ID_REQUIRED, INBOX_ID_INVALID, NOT_FOUND],
+        io: io!(drafts::delete, drafts::DraftTarget, drafts::DraftDeleted),
+    },
+    // ----------------------------------------------------------------- webhooks
+    Operation {
+        id: "getWebhook",
+        rest: get("/webhooks"),
+        tool: tool("get_webhook", Hints::READ),
+        family: Webhooks,
+        access: WebhookKey,
+        summary: "The key's webhook registration",
+        description: "{ok, webhook: {url, secret, enabled, createdAt, updatedAt}} or {ok, webhook: null}. The agent \
+                      key has one registration (for the service-domain mailboxes), each standard key its \
+                      account's. No credit.",
+        errors: &[],
+        io: io!(webhooks::get, NoInput, webhooks::WebhookView),
+    },
+    Operation {
+        id: "setWebhook",
+        rest: post("/webhooks"),
+        tool: tool("set_webhook", Hints::SET.open_world()),
+        family: Webhooks,
+        access: WebhookKey,
+        summary: "Register or change the key's webhook",
+        description: "url (https, a public host: private, loopback, link-local, CGNAT, multicast, documentation \
+                      and metadata addresses are refused, by literal and by name), enabled (false keeps it and \
+                      skips delivery), rotateSecret (true issues a new whsec_ secret). Returns the stored \
+                      registration with its secret. Each new inbound message is POSTed as inbound.received, \
+                      signed with X-SVC-Signature (sha256=hex HMAC of \"<X-SVC-Timestamp>.<body>\") and the \
+                      Standard Webhooks headers. No credit.",
+        errors: &[WEBHOOK_URL_HTTPS, WEBHOOK_HOST, WEBHOOK_URL_REQUIRED, FIELD_TYPE],
+        io: io!(webhooks::set, webhooks::WebhookInput, webhooks::WebhookView),
+    },
+    Operation {
+        id: "deleteWebhook",
+        rest: delete("/webhooks"),
+        tool: tool("delete_webhook", Hints::DESTROY),
+        family: Webhooks,
+        access: WebhookKey,
+        summary: "Remove the key's webhook",
+        description: "{ok: true, webhook: null}. No credit.",
+        errors: &[],
+        io: io!(webhooks::remove, NoInput, webhooks::WebhookView),
+    },
+    Operation {
+        id: "listWebhookDeliveries",
+        rest: get("/webhooks/deliveries"),
+        tool: tool("list_webhook_deliveries", Hints::READ),
+        family: Webhooks,
+        access: WebhookKey,
+        summary: "The webhook delivery log, newest first",
+        description: "{ok, deliveries, nextCursor?}: every attempt of the last 7 days (eventId, the message's id \
+                      and messageId, attempt, replay, at, url, status or error, latencyMs); limit 1 to 50 \
+                      (default 25), cursor. No credit.",
+        errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID],
+        io: io!(webhooks::deliveries, webhooks::DeliveriesQuery, webhooks::Deliveries),
+    },
+    Operation {
+        id: "replayWebhook",
+        rest: post("/webhooks/replay"),
+        tool: tool("replay_webhook", Hints::SET.open_world().not_idempotent()),
+        family: Webhooks,
+        access: WebhookKey,
+        summary: "Send logged events again",
+        description: "eventId, or from and to (ISO 8601, at most 24 hours apart, at most 50 events): each event \
+                      is sent again with its own id and a fresh signature, to the registration as it is now \
+                      (its URL checked again). {ok, replayed, deliveries}. 10 replays a minute; no credit.",
+        errors: &[EVENT_ID_INVALID, REPLAY_TARGET, WEBHOOK_NONE, NOT_FOUND, RATE_LIMITED],
+        io: io!(webhooks::replay, webhooks::ReplayInput, webhooks::Replayed),
     },
 ];

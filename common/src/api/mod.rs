@@ -39,6 +39,10 @@ pub enum Family {
     Mailboxes,
     /// GET/POST /inbox and GET /attachment: reading stored mail.
     Inbox,
+    /// GET/POST/DELETE /drafts.
+    Drafts,
+    /// /webhooks, its delivery log and replay.
+    Webhooks,
     Send,
     /// `POST /mcp` (every tool), `GET /mcp`, and the API description.
     Mcp,
@@ -52,6 +56,8 @@ impl Family {
         Family::Domains,
         Family::Mailboxes,
         Family::Inbox,
+        Family::Drafts,
+        Family::Webhooks,
         Family::Send,
         Family::Mcp,
     ];
@@ -65,6 +71,8 @@ impl Family {
             Family::Domains => "domains",
             Family::Mailboxes => "mailboxes",
             Family::Inbox => "inbox",
+            Family::Drafts => "drafts",
+            Family::Webhooks => "webhooks",
             Family::Send => "send",
             Family::Mcp => "mcp",
         }

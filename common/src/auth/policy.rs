@@ -4,8 +4,8 @@
 
 use super::{Authenticated, Caller, Via};
 use crate::error::{
-    ACCOUNT_KEY_ONLY, ApiError, CONTROL_REFUSED, FIREBASE_REQUIRED, INVALID_KEY, MCP_AGENT_KEY_ONLY, OPERATOR_MAILBOX,
-    OPERATOR_ONLY, Problem, SYNC_ONLY,
+    ACCOUNT_KEY_ONLY, ApiError, CONTROL_REFUSED, DRAFTS_SIGNED_IN, FIREBASE_REQUIRED, INVALID_KEY, MCP_AGENT_KEY_ONLY,
+    OPERATOR_MAILBOX, OPERATOR_ONLY, Problem, SYNC_ONLY, WEBHOOKS_AGENT_KEY,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,11 @@ pub enum Access {
     Customer,
     /// The agent key, a standard key, or an operator identity token.
     Mail,
+    /// An operator identity token (drafts are a signed-in person's); the keys
+    /// are told drafts need one, other people the mailbox sentence.
+    Drafting,
+    /// The agent key or a standard key (each its own registration).
+    WebhookKey,
     /// The mail host's sync token.
     Sync,
     /// `POST /mcp`: the agent key or a standard key. Identity tokens are
@@ -46,6 +51,14 @@ impl Access {
             Access::Operator => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, OPERATOR_ONLY],
             Access::Customer => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, FIREBASE_REQUIRED],
             Access::Mail => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, OPERATOR_MAILBOX],
+            Access::Drafting => &[
+                MISSING_CREDENTIAL,
+                INVALID_KEY,
+                INVALID_TOKEN,
+                DRAFTS_SIGNED_IN,
+                OPERATOR_MAILBOX,
+            ],
+            Access::WebhookKey => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, WEBHOOKS_AGENT_KEY],
             Access::Sync => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, SYNC_ONLY],
             Access::Mcp => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, MCP_AGENT_KEY_ONLY],
         }
@@ -55,7 +68,7 @@ impl Access {
     /// as a class of its own (the customer and operator routes): on `/mcp`
     /// only such tools take one.
     pub fn takes_identity_token(self) -> bool {
-        matches!(self, Access::Customer | Access::Operator)
+        matches!(self, Access::Customer | Access::Operator | Access::Drafting)
     }
 
     /// Admits or refuses an authenticated caller. Missing and invalid
@@ -94,6 +107,17 @@ impl Access {
                 Agent | Standard(_) => Ok(()),
                 Identity(user) if user.operator => Ok(()),
                 Identity(_) => refuse(OPERATOR_MAILBOX),
+                _ => refuse(INVALID_KEY),
+            },
+            Access::Drafting => match caller {
+                Identity(user) if user.operator => Ok(()),
+                Identity(_) => refuse(OPERATOR_MAILBOX),
+                Agent | Standard(_) => refuse(DRAFTS_SIGNED_IN),
+                _ => refuse(INVALID_KEY),
+            },
+            Access::WebhookKey => match caller {
+                Agent | Standard(_) => Ok(()),
+                Identity(_) => refuse(WEBHOOKS_AGENT_KEY),
                 _ => refuse(INVALID_KEY),
             },
             Access::Sync => match caller {

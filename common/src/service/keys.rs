@@ -196,3 +196,45 @@ pub fn message_id(scope: &str, message_id: &str, mailbox: &str, outbound: bool) 
         format!("{}{dir}", message_id_prefix(message_id, Some(mailbox))),
     )
 }
+
+// ------------------------------------------------------------------ drafts
+
+/// `DRAFTS#<uid>`: a user's drafts by id (creation time first), and `#`, their
+/// count.
+pub fn drafts_of(uid: &str) -> String {
+    format!("DRAFTS#{uid}")
+}
+
+pub fn draft(uid: &str, id: &str) -> Key {
+    Key::new(drafts_of(uid), id)
+}
+
+pub fn drafts_count(uid: &str) -> Key {
+    Key::new(drafts_of(uid), "#")
+}
+
+// ---------------------------------------------------------------- webhooks
+
+/// `WEBHOOK#<owner>/W`: the registration of the agent key (`agent`) or of an
+/// account (its uid).
+pub fn webhook(owner: &str) -> Key {
+    Key::new(format!("WEBHOOK#{owner}"), "W")
+}
+
+/// `WHEVENT#<owner>/<ms><hex>`: an event's body, kept for replay.
+pub fn webhook_events(owner: &str) -> String {
+    format!("WHEVENT#{owner}")
+}
+
+pub fn webhook_event(owner: &str, sk: &str) -> Key {
+    Key::new(webhook_events(owner), sk)
+}
+
+/// `WHLOG#<owner>/<ms>-<event>-<attempt>`: one delivery attempt.
+pub fn webhook_deliveries(owner: &str) -> String {
+    format!("WHLOG#{owner}")
+}
+
+pub fn webhook_delivery(owner: &str, sk: &str) -> Key {
+    Key::new(webhook_deliveries(owner), sk)
+}

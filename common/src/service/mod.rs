@@ -10,6 +10,7 @@ pub mod bootstrap;
 pub mod credits;
 pub mod dkim;
 pub mod domains;
+pub mod drafts;
 pub mod inbox;
 pub mod keys;
 pub mod mail_store;
@@ -19,6 +20,7 @@ pub mod onboarding;
 pub mod poller;
 pub mod removal;
 pub mod send;
+pub mod webhooks;
 
 /// Stored statuses are compared and set as their typed values, never as
 /// string literals: each becomes the JSON value serde writes for it.

@@ -11,8 +11,8 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::mail::inbound::{self, Inbound, Limits};
 
-use super::mail_store::{self, Direction, NewMessage};
-use super::{keys, mailboxes};
+use super::mail_store::{self, Direction, NewMessage, Row};
+use super::{keys, mailboxes, webhooks};
 
 pub const PENDING: &str = "inbound/pending/";
 pub const DONE: &str = "inbound/done/";
@@ -41,13 +41,17 @@ pub async fn drop_raw(blobs: &dyn BlobStore, raw: Vec<u8>) -> Result<String, Blo
 /// and the run goes on with the others.
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     let mut outcome = Outcome::default();
+    let mut filed = Vec::new();
     let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
     for key in pending {
-        if let Err(e) = one(ctx, &key, &mut outcome).await {
+        if let Err(e) = one(ctx, &key, &mut outcome, &mut filed).await {
             tracing::error!(error = %e, file = %key, "filing an inbound message failed; it stays pending");
             outcome.pending += 1;
         }
     }
+    // Only newly stored copies are announced, after filing: a receiver that is
+    // down or slow delays no message's filing.
+    webhooks::announce(ctx, &filed).await;
     Ok(outcome)
 }
 
@@ -55,23 +59,24 @@ fn blob_err(e: BlobError) -> ApiError {
     ApiError::internal(e.to_string())
 }
 
-async fn one(ctx: &Context, key: &str, outcome: &mut Outcome) -> Result<(), ApiError> {
+async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(String, Row)>) -> Result<(), ApiError> {
     let Some(raw) = ctx.blobs.get(key).await.map_err(blob_err)? else {
         return Ok(());
     };
     let name = &key[PENDING.len()..];
-    let filed = match inbound::parse(&raw, &Limits::default()) {
+    let result = match inbound::parse(&raw, &Limits::default()) {
         Err(refused) => Err(refused.0),
         Ok(message) => file(ctx, &message).await?,
     };
-    match filed {
+    match result {
         Ok((new, duplicates)) => {
             ctx.blobs
                 .put(&format!("{DONE}{name}"), raw, "message/rfc822")
                 .await
                 .map_err(blob_err)?;
-            outcome.filed += new;
+            outcome.filed += new.len();
             outcome.duplicates += duplicates;
+            filed.extend(new);
         }
         Err(reason) => {
             ctx.blobs
@@ -93,9 +98,11 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome) -> Result<(), ApiE
 }
 
 /// Files one message into every recipient mailbox here that stores mail:
-/// `Ok(Ok((new copies, duplicates)))`, or `Ok(Err(reason))` when nothing
-/// here receives it.
-async fn file(ctx: &Context, message: &Inbound) -> Result<Result<(usize, usize), String>, ApiError> {
+/// `Ok(Ok((new copies with their scopes, duplicates)))`, or `Ok(Err(reason))`
+/// when nothing here receives it.
+type Filed = (Vec<(String, Row)>, usize);
+
+async fn file(ctx: &Context, message: &Inbound) -> Result<Result<Filed, String>, ApiError> {
     let candidates: Vec<String> = if message.delivered_to.is_empty() {
         message.to.iter().chain(&message.cc).cloned().collect()
     } else {
@@ -104,7 +111,7 @@ async fn file(ctx: &Context, message: &Inbound) -> Result<Result<(usize, usize),
     let service_domain = ctx.config.service_domain.to_ascii_lowercase();
     let mut seen = std::collections::HashSet::new();
     let mut here = 0;
-    let (mut new, mut duplicates) = (0, 0);
+    let (mut new, mut duplicates) = (Vec::new(), 0);
     for address in candidates {
         let address = address.to_ascii_lowercase();
         if !seen.insert(address.clone()) {
@@ -127,7 +134,7 @@ async fn file(ctx: &Context, message: &Inbound) -> Result<Result<(usize, usize),
             keys::inbox_account_scope(&mailbox.uid)
         };
         match mail_store::file(ctx, &as_new(message, &scope, &mailbox.address)).await? {
-            Some(_row) => new += 1,
+            Some(row) => new.push((scope, row)),
             None => duplicates += 1,
         }
     }

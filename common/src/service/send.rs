@@ -108,22 +108,7 @@ impl Input for SendInput {
             Some(id) => Some(message_id(&id).ok_or(error::IN_REPLY_TO_INVALID)?),
             None => None,
         };
-        let references = match fields.get("references") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(s)) => split_ids(s)?,
-            Some(Value::Array(list)) if list.len() <= MAX_REFERENCES => {
-                let mut ids = Vec::new();
-                for v in list {
-                    ids.extend(split_ids(v.as_str().ok_or(error::REFERENCES_INVALID)?)?);
-                }
-                ids
-            }
-            Some(Value::Array(_)) => return Err(error::REFERENCES_TOO_MANY.into()),
-            Some(_) => return Err(error::REFERENCES_TYPE.into()),
-        };
-        if references.len() > MAX_REFERENCES {
-            return Err(error::REFERENCES_TOO_MANY.into());
-        }
+        let references = parse_references(fields)?;
         let attachments = match fields.get("attachments") {
             Some(v) if !v.is_null() && fields.origin == Origin::Tool => {
                 return Err(error::TOOL_NO_ATTACHMENTS.into());
@@ -143,7 +128,31 @@ impl Input for SendInput {
     }
 }
 
-fn parse_recipients(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
+/// `references`: Message-IDs as one string or an array of strings, at most
+/// 100 however given.
+pub(crate) fn parse_references(fields: &Fields) -> Result<Vec<String>, ApiError> {
+    let references = match fields.get("references") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => split_ids(s)?,
+        Some(Value::Array(list)) if list.len() <= MAX_REFERENCES => {
+            let mut ids = Vec::new();
+            for v in list {
+                ids.extend(split_ids(v.as_str().ok_or(error::REFERENCES_INVALID)?)?);
+            }
+            ids
+        }
+        Some(Value::Array(_)) => return Err(error::REFERENCES_TOO_MANY.into()),
+        Some(_) => return Err(error::REFERENCES_TYPE.into()),
+    };
+    if references.len() > MAX_REFERENCES {
+        return Err(error::REFERENCES_TOO_MANY.into());
+    }
+    Ok(references)
+}
+
+/// `to`: addresses as one string (split on commas and semicolons) or an
+/// array, at most 5, each valid, duplicates dropped.
+pub(crate) fn parse_recipients(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
     let raw: Vec<String> = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::String(s)) => s
@@ -187,7 +196,7 @@ fn parse_recipients(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
 }
 
 /// `<local@domain>`, brackets added when missing.
-fn message_id(raw: &str) -> Option<String> {
+pub(crate) fn message_id(raw: &str) -> Option<String> {
     let inner = raw.trim().trim_start_matches('<').trim_end_matches('>');
     let ok = inner.len() <= 250
         && inner.contains('@')

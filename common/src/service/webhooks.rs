@@ -1,0 +1,501 @@
+//! Webhooks (spec 2.6, 3.6, 4.7, 6): one registration per key (the agent
+//! key's, and each standard key's account's), the signed `inbound.received`
+//! event for each newly stored message, and beyond the spec a delivery log
+//! and replay.
+//!
+//! Items: `WEBHOOK#<owner>/W` the registration (url, secret, enabled);
+//! `WHEVENT#<owner>/<event>` each event's body, kept for replay;
+//! `WHLOG#<owner>/<ms>-<event>-<attempt>` each attempt. Events and attempts
+//! expire after `RETENTION_DAYS`. The owner is `agent` for the agent key (and
+//! the service-domain mailboxes it reads), else the account's uid.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::mail_store::{self, Row};
+use super::{Call, keys};
+use crate::auth::Caller;
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::{self, ApiError};
+use crate::ratelimit::{self, Limit, MINUTE};
+use crate::store::{StoreExt, TTL, item};
+use crate::validate::{Fields, Input};
+use crate::webhook::{self, Refused};
+
+/// How long events and attempts are kept for the log and replay.
+pub const RETENTION_DAYS: i64 = 7;
+/// The wait before the one retry (spec 6).
+pub const RETRY_AFTER: Duration = Duration::from_millis(750);
+/// Deliveries made at once by one poller run, so one slow receiver does not
+/// hold up the others for long.
+pub const CONCURRENCY: usize = 8;
+/// Replays a key may ask for per minute.
+pub const REPLAYS_PER_MINUTE: i64 = 10;
+/// The most events one time-range replay re-sends.
+pub const MAX_REPLAY: usize = 50;
+/// The widest time range a replay covers.
+pub const MAX_REPLAY_RANGE_SECS: i64 = 86_400;
+pub const AGENT_OWNER: &str = "agent";
+
+/// The registration as stored and shown (with its secret, as spec 4.7 has
+/// GET return it).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    pub url: String,
+    /// `whsec_` and the base64 of 32 random bytes.
+    pub secret: String,
+    pub enabled: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WebhookView {
+    pub ok: bool,
+    pub webhook: Option<Webhook>,
+}
+
+/// One delivery attempt, as the log keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    pub event_id: String,
+    /// The stored message's id and Message-ID.
+    pub id: String,
+    pub message_id: String,
+    /// 1 for the first try, 2 for the retry.
+    pub attempt: u8,
+    pub replay: bool,
+    pub at: String,
+    pub url: String,
+    /// The receiver's status; absent when none came.
+    pub status: Option<u16>,
+    /// Why no 2xx came: a dropped connection, a timeout, a refused URL.
+    pub error: Option<String>,
+    pub latency_ms: u64,
+}
+
+/// The event body of spec 6, and what replay sends again.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Event {
+    event_id: String,
+    id: String,
+    message_id: String,
+    body: String,
+    created_at: String,
+}
+
+fn owner(call: &Call<'_>) -> Result<String, ApiError> {
+    match call.caller {
+        Caller::Agent => Ok(AGENT_OWNER.into()),
+        Caller::Standard(key) => Ok(key.uid.clone()),
+        _ => Err(error::WEBHOOKS_AGENT_KEY.into()),
+    }
+}
+
+/// The registration a stored message's event goes to: the account's, or the
+/// agent key's for the service-domain mailboxes.
+fn owner_of_scope(scope: &str) -> String {
+    match scope.strip_prefix("acct:") {
+        Some(uid) => uid.to_string(),
+        None => AGENT_OWNER.into(),
+    }
+}
+
+async fn registration(ctx: &Context, owner: &str) -> Result<Option<Webhook>, ApiError> {
+    Ok(ctx.store.read(&keys::webhook(owner)).await?)
+}
+
+fn url_problem(refused: Refused) -> ApiError {
+    match refused {
+        Refused::NotHttps => error::WEBHOOK_URL_HTTPS.into(),
+        Refused::HostNotAllowed => error::WEBHOOK_HOST.into(),
+    }
+}
+
+// ----------------------------------------------------------- registration
+
+pub async fn get(call: &Call<'_>, _: crate::validate::NoInput) -> Result<WebhookView, ApiError> {
+    let owner = owner(call)?;
+    Ok(WebhookView {
+        ok: true,
+        webhook: registration(call.ctx, &owner).await?,
+    })
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookInput {
+    /// An https URL whose host is public; required to register.
+    #[schemars(url, length(max = 2048))]
+    pub url: Option<String>,
+    /// false keeps the registration and skips delivery.
+    pub enabled: Option<bool>,
+    /// true issues a new secret.
+    pub rotate_secret: Option<bool>,
+}
+
+impl Input for WebhookInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        Ok(WebhookInput {
+            url: fields.str("url").map_err(|_| error::WEBHOOK_URL_HTTPS)?,
+            enabled: fields.bool("enabled")?,
+            rotate_secret: fields.bool("rotateSecret")?,
+        })
+    }
+}
+
+pub async fn set(call: &Call<'_>, input: WebhookInput) -> Result<WebhookView, ApiError> {
+    let owner = owner(call)?;
+    let ctx = call.ctx;
+    if let Some(url) = &input.url {
+        webhook::check(&ctx.dns, &ctx.config.webhook_allow_hosts, url)
+            .await
+            .map_err(url_problem)?;
+    }
+    let now = iso(ctx.clock.now());
+    let current = registration(ctx, &owner).await?;
+    let webhook = match current {
+        Some(w) => Webhook {
+            url: input.url.unwrap_or(w.url),
+            secret: if input.rotate_secret == Some(true) {
+                webhook::new_secret()
+            } else {
+                w.secret
+            },
+            enabled: input.enabled.unwrap_or(w.enabled),
+            created_at: w.created_at,
+            updated_at: now,
+        },
+        None => Webhook {
+            url: input.url.ok_or(error::WEBHOOK_URL_REQUIRED)?,
+            secret: webhook::new_secret(),
+            enabled: input.enabled.unwrap_or(true),
+            created_at: now.clone(),
+            updated_at: now,
+        },
+    };
+    ctx.store.put(item(&keys::webhook(&owner), &webhook), None).await?;
+    Ok(WebhookView {
+        ok: true,
+        webhook: Some(webhook),
+    })
+}
+
+pub async fn remove(call: &Call<'_>, _: crate::validate::NoInput) -> Result<WebhookView, ApiError> {
+    let owner = owner(call)?;
+    call.ctx.store.delete(&keys::webhook(&owner), None).await?;
+    Ok(WebhookView {
+        ok: true,
+        webhook: None,
+    })
+}
+
+// --------------------------------------------------------------- delivery
+
+/// Announces newly stored messages: one `inbound.received` event each to its
+/// owner's registration (none when absent or disabled), a few at a time.
+/// Failures are logged; filing already succeeded.
+pub async fn announce(ctx: &Context, filed: &[(String, Row)]) {
+    futures::stream::iter(filed)
+        .for_each_concurrent(CONCURRENCY, |(scope, row)| async move {
+            if let Err(e) = received(ctx, scope, row).await {
+                tracing::error!(error = %e, id = %row.id, "webhook delivery failed");
+            }
+        })
+        .await;
+}
+
+async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError> {
+    let owner = owner_of_scope(scope);
+    let Some(hook) = registration(ctx, &owner).await?.filter(|w| w.enabled) else {
+        return Ok(());
+    };
+    let now = ctx.clock.now();
+    let event_sk = format!(
+        "{:013}{}",
+        now.timestamp_millis().max(0),
+        hex::encode(rand::random::<[u8; 8]>())
+    );
+    let body = serde_json::json!({
+        "type": "inbound.received",
+        "id": row.id,
+        "messageId": row.message_id,
+        "from": row.from,
+        "to": row.to,
+        "subject": row.subject,
+        "preview": row.preview,
+        "timestamp": row.ingested_at,
+        "mailbox": row.mailbox,
+    });
+    let event = Event {
+        event_id: format!("evt_{event_sk}"),
+        id: row.id.clone(),
+        message_id: row.message_id.clone(),
+        body: body.to_string(),
+        created_at: iso(now),
+    };
+    let mut stored = item(&keys::webhook_event(&owner, &event_sk), &event);
+    stored.insert(TTL.into(), expiry(ctx).into());
+    ctx.store.put(stored, None).await?;
+    deliver(ctx, &owner, &hook, &event, false).await?;
+    Ok(())
+}
+
+fn expiry(ctx: &Context) -> i64 {
+    ctx.clock.epoch() + RETENTION_DAYS * 86_400
+}
+
+/// Sends one event: a try, and one retry 750 ms later when no 2xx came. The
+/// URL is checked again first; each attempt is logged.
+async fn deliver(
+    ctx: &Context,
+    owner: &str,
+    hook: &Webhook,
+    event: &Event,
+    replay: bool,
+) -> Result<Vec<Delivery>, ApiError> {
+    let mut attempts = Vec::new();
+    let target = webhook::check(&ctx.dns, &ctx.config.webhook_allow_hosts, &hook.url).await;
+    let roots = match &ctx.config.webhook_ca_file {
+        Some(path) => std::fs::read(path).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    for attempt in 1..=2u8 {
+        // Signed when sent: a receiver checks the time against its own clock,
+        // so this is the wall clock, not the service's (a test's may run ahead).
+        let unix = chrono::Utc::now().timestamp();
+        let outcome = match &target {
+            Ok(target) => {
+                let headers = webhook::signature_headers(&hook.secret, &event.event_id, unix, event.body.as_bytes());
+                webhook::post(target, &headers, event.body.as_bytes(), &roots).await
+            }
+            Err(refused) => webhook::Attempt {
+                status: None,
+                error: Some(url_problem(*refused).error.into_owned()),
+                latency_ms: 0,
+            },
+        };
+        let ok = outcome.ok();
+        let delivery = Delivery {
+            event_id: event.event_id.clone(),
+            id: event.id.clone(),
+            message_id: event.message_id.clone(),
+            attempt,
+            replay,
+            at: iso(ctx.clock.now()),
+            url: hook.url.clone(),
+            status: outcome.status,
+            error: outcome.error,
+            latency_ms: outcome.latency_ms,
+        };
+        if !ok {
+            tracing::warn!(event = %event.event_id, attempt, status = ?delivery.status, error = ?delivery.error, "webhook attempt failed");
+        }
+        let sk = format!(
+            "{:013}-{}-{attempt}",
+            ctx.clock.now().timestamp_millis().max(0),
+            event.event_id
+        );
+        let mut logged = item(&keys::webhook_delivery(owner, &sk), &delivery);
+        logged.insert(TTL.into(), expiry(ctx).into());
+        ctx.store.put(logged, None).await?;
+        attempts.push(delivery);
+        if ok || target.is_err() {
+            break;
+        }
+        if attempt == 1 {
+            tokio::time::sleep(RETRY_AFTER).await;
+        }
+    }
+    Ok(attempts)
+}
+
+// ------------------------------------------------------- log and replay
+
+#[derive(Debug, JsonSchema)]
+pub struct DeliveriesQuery {
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<i64>,
+    /// The nextCursor of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl Input for DeliveriesQuery {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let limit = match fields.int("limit") {
+            Ok(Some(n)) if (1..=50).contains(&n) => Some(n),
+            Ok(None) => None,
+            _ => return Err(error::INBOX_LIMIT_INVALID.into()),
+        };
+        let cursor = match fields.str("cursor") {
+            Ok(Some(c)) if c.len() <= 100 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => {
+                Some(c)
+            }
+            Ok(None) => None,
+            _ => return Err(error::INBOX_CURSOR_INVALID.into()),
+        };
+        Ok(DeliveriesQuery { limit, cursor })
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Deliveries {
+    pub ok: bool,
+    /// Newest first.
+    pub deliveries: Vec<Delivery>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+pub async fn deliveries(call: &Call<'_>, input: DeliveriesQuery) -> Result<Deliveries, ApiError> {
+    let owner = owner(call)?;
+    let limit = input.limit.unwrap_or(25) as usize;
+    let (deliveries, next_cursor) = mail_store::page::<Delivery>(
+        call.ctx,
+        keys::webhook_deliveries(&owner),
+        true,
+        input.cursor.as_deref(),
+        limit,
+    )
+    .await?;
+    Ok(Deliveries {
+        ok: true,
+        deliveries,
+        next_cursor,
+    })
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayInput {
+    /// One event of the log (`evt_...`).
+    #[schemars(regex(pattern = r"^evt_[0-9a-f]{29}$"))]
+    pub event_id: Option<String>,
+    /// Or every event from this time (ISO 8601) ...
+    pub from: Option<String>,
+    /// ... to this one, at most 24 hours later; at most 50 events.
+    pub to: Option<String>,
+}
+
+enum Replay {
+    One(String),
+    Range(i64, i64),
+}
+
+fn parse_time(fields: &Fields, name: &str) -> Result<Option<i64>, ApiError> {
+    match fields.str(name) {
+        Ok(Some(t)) => chrono::DateTime::parse_from_rfc3339(&t)
+            .map(|t| Some(t.timestamp_millis()))
+            .map_err(|_| error::REPLAY_TARGET.into()),
+        Ok(None) => Ok(None),
+        Err(_) => Err(error::REPLAY_TARGET.into()),
+    }
+}
+
+impl Input for ReplayInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let event_id = match fields.str("eventId") {
+            Ok(Some(id)) if valid_event_id(&id) => Some(id),
+            Ok(None) => None,
+            _ => return Err(error::EVENT_ID_INVALID.into()),
+        };
+        let (from, to) = (parse_time(fields, "from")?, parse_time(fields, "to")?);
+        match (&event_id, from, to) {
+            (Some(_), _, _) => {}
+            (None, Some(a), Some(b)) if a <= b && b - a <= MAX_REPLAY_RANGE_SECS * 1000 => {}
+            _ => return Err(error::REPLAY_TARGET.into()),
+        }
+        Ok(ReplayInput {
+            event_id,
+            from: fields.str("from")?,
+            to: fields.str("to")?,
+        })
+    }
+}
+
+fn valid_event_id(id: &str) -> bool {
+    id.strip_prefix("evt_")
+        .is_some_and(|rest| rest.len() == 29 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Replayed {
+    pub ok: bool,
+    /// Events sent again.
+    pub replayed: usize,
+    /// Their attempts, as logged.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// Sends logged events again with their own ids and fresh signatures, to the
+/// registration as it is now (its URL checked again). Rate limited; no credit.
+pub async fn replay(call: &Call<'_>, input: ReplayInput) -> Result<Replayed, ApiError> {
+    let owner = owner(call)?;
+    let ctx = call.ctx;
+    let which = match (input.event_id, input.from, input.to) {
+        (Some(id), _, _) => Replay::One(id),
+        (None, Some(from), Some(to)) => {
+            let ms = |t: &str| {
+                chrono::DateTime::parse_from_rfc3339(t)
+                    .map(|t| t.timestamp_millis())
+                    .unwrap_or(0)
+            };
+            Replay::Range(ms(&from), ms(&to))
+        }
+        _ => return Err(error::REPLAY_TARGET.into()),
+    };
+    let hook = registration(ctx, &owner)
+        .await?
+        .filter(|w| w.enabled)
+        .ok_or(error::WEBHOOK_NONE)?;
+    ratelimit::hit(
+        &*ctx.store,
+        &format!("webhookReplay:{owner}"),
+        Limit {
+            max: REPLAYS_PER_MINUTE,
+            period_secs: MINUTE,
+        },
+        ctx.clock.epoch(),
+    )
+    .await?;
+    let events: Vec<Event> = match which {
+        Replay::One(id) => {
+            let sk = id.trim_start_matches("evt_");
+            let event = ctx
+                .store
+                .read(&keys::webhook_event(&owner, sk))
+                .await?
+                .ok_or(error::NOT_FOUND)?;
+            vec![event]
+        }
+        Replay::Range(from, to) => {
+            let query = crate::store::Query::partition(keys::webhook_events(&owner))
+                .between(format!("{from:013}"), format!("{to:013}~"))
+                .limit(MAX_REPLAY);
+            ctx.store
+                .query(&query)
+                .await?
+                .items
+                .into_iter()
+                .map(crate::store::record)
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let mut deliveries = Vec::new();
+    for event in &events {
+        deliveries.extend(deliver(ctx, &owner, &hook, event, true).await?);
+    }
+    Ok(Replayed {
+        ok: true,
+        replayed: events.len(),
+        deliveries,
+    })
+}

@@ -1,0 +1,346 @@
+//! Outbound webhooks: which URLs may receive them, how a delivery is signed,
+//! and one HTTPS attempt. What is delivered, to whom and when is
+//! `service::webhooks`.
+//!
+//! A URL must be https and its host must not reach inside: every address its
+//! name resolves to is checked (private, loopback, link-local and metadata,
+//! CGNAT, multicast, documentation and reserved ranges, and IPv6 forms that
+//! embed an IPv4 address are refused), and the attempt connects to an address
+//! that was checked, with no second lookup and no redirect followed, so a name
+//! cannot be pointed elsewhere between the check and the connection.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::dns::{Dns, Lookup};
+
+/// Each attempt's limit (spec 6).
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest URL accepted.
+pub const MAX_URL: usize = 2048;
+/// The header carrying the unix seconds the X-SVC signature covers.
+pub const TIMESTAMP_HEADER: &str = "X-SVC-Timestamp";
+
+/// Why a URL may not receive webhooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    NotHttps,
+    HostNotAllowed,
+}
+
+/// A URL that passed the rules, with the addresses it may be reached at.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: reqwest::Url,
+    pub host: String,
+    pub addrs: Vec<SocketAddr>,
+}
+
+/// Whether an address may receive webhooks: public unicast only.
+pub fn address_allowed(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4_allowed(v4),
+        IpAddr::V6(v6) => v6_allowed(v6),
+    }
+}
+
+fn v4_allowed(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    let refused = ip.is_unspecified()
+        || a == 0 // "this network"
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local() // 169.254/16, the cloud metadata service among them
+        || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64/10
+        || ip.is_multicast()
+        || a >= 240 // reserved, and broadcast
+        || ip.is_documentation()
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking 198.18/15
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 192 && b == 88 && c == 99); // 6to4 relay anycast
+    !refused
+}
+
+fn v6_allowed(ip: Ipv6Addr) -> bool {
+    let s = ip.segments();
+    let refused = ip.is_unspecified()
+        || ip.is_loopback()
+        || s[0..6] == [0, 0, 0, 0, 0, 0xffff] // IPv4-mapped
+        || s[0..6] == [0; 6] // IPv4-compatible
+        || (s[0] & 0xffc0) == 0xfe80 // link-local
+        || (s[0] & 0xffc0) == 0xfec0 // site-local
+        || (s[0] & 0xfe00) == 0xfc00 // unique local, the IPv6 metadata service among them
+        || (s[0] & 0xff00) == 0xff00 // multicast
+        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+        || (s[0] == 0x2001 && s[1] < 0x0200) // IETF protocol assignments (Teredo, ORCHID, ...)
+        || s[0] == 0x2002 // 6to4: embeds an IPv4 address
+        || (s[0] == 0x0064 && s[1] == 0xff9b) // NAT64: embeds an IPv4 address
+        || (s[0] == 0x0100 && s[1..4] == [0, 0, 0]) // discard
+        || (s[0] & 0xe000) != 0x2000; // outside global unicast 2000::/3
+    !refused
+}
+
+/// Checks a URL: https, a host, and every address of the host allowed (or the
+/// host named in `allow_hosts`, which tests use for their loopback receiver).
+pub async fn check(dns: &Dns, allow_hosts: &[String], raw: &str) -> Result<Target, Refused> {
+    let url = reqwest::Url::parse(raw.trim()).map_err(|_| Refused::NotHttps)?;
+    if url.scheme() != "https" || raw.len() > MAX_URL {
+        return Err(Refused::NotHttps);
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(Refused::HostNotAllowed);
+    }
+    let port = url.port_or_known_default().unwrap_or(443);
+    let (host, ips) = match url.host() {
+        Some(url::Host::Ipv4(v4)) => (v4.to_string(), vec![IpAddr::V4(v4)]),
+        Some(url::Host::Ipv6(v6)) => (v6.to_string(), vec![IpAddr::V6(v6)]),
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            let exempt = allow_hosts.iter().any(|h| h.eq_ignore_ascii_case(&name));
+            let ips = if exempt {
+                // An exempt host (a test's receiver): the system resolver.
+                tokio::net::lookup_host((name.as_str(), port))
+                    .await
+                    .map_err(|_| Refused::HostNotAllowed)?
+                    .map(|a| a.ip())
+                    .collect()
+            } else {
+                match dns.ips(&name).await {
+                    Lookup::Found(ips) => ips,
+                    _ => return Err(Refused::HostNotAllowed),
+                }
+            };
+            if !exempt && !ips.iter().all(|ip| address_allowed(*ip)) {
+                return Err(Refused::HostNotAllowed);
+            }
+            (name, ips)
+        }
+        None => return Err(Refused::HostNotAllowed),
+    };
+    let literal = !matches!(url.host(), Some(url::Host::Domain(_)));
+    if ips.is_empty() || (literal && !ips.iter().all(|ip| address_allowed(*ip))) {
+        return Err(Refused::HostNotAllowed);
+    }
+    Ok(Target {
+        addrs: ips.into_iter().map(|ip| SocketAddr::new(ip, port)).collect(),
+        host,
+        url,
+    })
+}
+
+/// A new signing secret: `whsec_` and 32 random bytes in base64.
+pub fn new_secret() -> String {
+    format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 32]>())
+    )
+}
+
+/// The headers that sign one delivery, two ways at once: the spec's
+/// `X-SVC-Signature: sha256=<hex HMAC of "<unix seconds>.<body>">` keyed with
+/// the whole secret, its seconds in `X-SVC-Timestamp`; and Standard Webhooks'
+/// `webhook-id`, `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC of
+/// "<id>.<seconds>.<body>">` keyed with the secret's decoded bytes.
+pub fn signature_headers(secret: &str, event_id: &str, unix: i64, body: &[u8]) -> Vec<(&'static str, String)> {
+    let mut svc = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    svc.update(format!("{unix}.").as_bytes());
+    svc.update(body);
+    let svc = hex::encode(svc.finalize().into_bytes());
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.trim_start_matches("whsec_"))
+        .unwrap_or_else(|_| secret.as_bytes().to_vec());
+    let mut standard = Hmac::<Sha256>::new_from_slice(&key).expect("HMAC takes any key length");
+    standard.update(format!("{event_id}.{unix}.").as_bytes());
+    standard.update(body);
+    let standard = base64::engine::general_purpose::STANDARD.encode(standard.finalize().into_bytes());
+    vec![
+        ("X-SVC-Signature", format!("sha256={svc}")),
+        (TIMESTAMP_HEADER, unix.to_string()),
+        ("webhook-id", event_id.to_string()),
+        ("webhook-timestamp", unix.to_string()),
+        ("webhook-signature", format!("v1,{standard}")),
+    ]
+}
+
+/// What one attempt got: the status, or why there was none.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    pub latency_ms: u64,
+}
+
+impl Attempt {
+    pub fn ok(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
+/// One POST to a checked target, connecting only to its checked addresses.
+/// `extra_roots`: PEM certificates trusted beside the system's (tests' CA).
+pub async fn post(target: &Target, headers: &[(&'static str, String)], body: &[u8], extra_roots: &[u8]) -> Attempt {
+    let started = Instant::now();
+    let outcome = send(target, headers, body, extra_roots).await;
+    let latency_ms = started.elapsed().as_millis() as u64;
+    match outcome {
+        Ok(status) => Attempt {
+            status: Some(status),
+            error: None,
+            latency_ms,
+        },
+        Err(error) => Attempt {
+            status: None,
+            error: Some(error),
+            latency_ms,
+        },
+    }
+}
+
+async fn send(
+    target: &Target,
+    headers: &[(&'static str, String)],
+    body: &[u8],
+    extra_roots: &[u8],
+) -> Result<u16, String> {
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(TIMEOUT)
+        .connect_timeout(TIMEOUT)
+        .resolve_to_addrs(&target.host, &target.addrs)
+        .user_agent(concat!("mailhost-webhooks/", env!("CARGO_PKG_VERSION")));
+    if !extra_roots.is_empty() {
+        let roots = reqwest::Certificate::from_pem_bundle(extra_roots).map_err(|e| format!("CA file: {e}"))?;
+        builder = builder.tls_certs_merge(roots);
+    }
+    let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
+    let mut request = client
+        .post(target.url.clone())
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_vec());
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let response = request.send().await.map_err(|e| describe(&e))?;
+    Ok(response.status().as_u16())
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    let mut cause = String::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        cause = s.to_string();
+        source = s.source();
+    }
+    if cause.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}: {cause}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_unicast_only() {
+        let refused = [
+            "0.0.0.0",
+            "0.1.2.3",
+            "127.0.0.1",
+            "127.255.255.254",
+            "10.0.0.1",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "169.254.0.1",
+            "100.64.0.1",
+            "100.127.255.255",
+            "224.0.0.1",
+            "239.255.255.250",
+            "240.0.0.1",
+            "255.255.255.255",
+            "192.0.2.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "198.18.0.1",
+            "192.0.0.192",
+            "192.88.99.1",
+            "::",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:8.8.8.8",
+            "::127.0.0.1",
+            "::8.8.8.8",
+            "fe80::1",
+            "fec0::1",
+            "fc00::1",
+            "fd00:ec2::254",
+            "ff02::1",
+            "2001:db8::1",
+            "2001::1",
+            "2002:7f00:1::1",
+            "64:ff9b::7f00:1",
+            "100::1",
+            "3fff::1:2",
+            "4000::1",
+        ];
+        for ip in refused {
+            let parsed: IpAddr = ip.parse().unwrap();
+            assert!(!address_allowed(parsed), "{ip} must be refused");
+        }
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "93.184.216.34",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "2a00:1450::1",
+        ] {
+            assert!(address_allowed(ip.parse().unwrap()), "{ip} is public");
+        }
+    }
+
+    #[test]
+    fn signatures_cover_the_timestamp_and_the_body() {
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let headers = signature_headers(
+            secret,
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1614265330,
+            br#"{"test": 2432232314}"#,
+        );
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        // The Standard Webhooks specification's own example.
+        assert_eq!(
+            get("webhook-signature"),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(br#"1614265330.{"test": 2432232314}"#);
+        assert_eq!(
+            get("X-SVC-Signature"),
+            format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+        );
+        assert_eq!(get(TIMESTAMP_HEADER), "1614265330");
+    }
+}

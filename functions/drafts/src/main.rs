@@ -1,0 +1,6 @@
+//! The `drafts` function: serves GET/POST/DELETE /drafts under API Gateway.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    common::http::serve_lambda(&[common::http::Family::Drafts]).await
+}
