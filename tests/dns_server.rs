@@ -162,3 +162,23 @@ async fn tcp_is_served_too() {
     assert_eq!(u16::from_be_bytes([answer[6], answer[7]]), 1, "one answer");
     assert!(answer.windows(8).any(|w| w == b"over tcp"));
 }
+
+#[tokio::test]
+async fn a_and_aaaa_come_back_together() {
+    let (server, client) = setup().await;
+    let both: Vec<std::net::IpAddr> = vec!["93.184.216.34".parse().unwrap(), "2606:2800:220:1::1".parse().unwrap()];
+    server.set_ips("hooks.example.org", &both);
+    let Lookup::Found(mut found) = client.ips("hooks.example.org").await else {
+        panic!("the addresses are there");
+    };
+    found.sort();
+    assert_eq!(found, both);
+    server.set_ips("v6.example.org", &["2606:2800:220:1::1".parse().unwrap()]);
+    assert_eq!(
+        client.ips("v6.example.org").await,
+        Lookup::Found(vec!["2606:2800:220:1::1".parse().unwrap()])
+    );
+    assert_eq!(client.ips("nothing.example.org").await, Lookup::Missing);
+    server.fail("hooks.example.org", true);
+    assert!(client.ips("hooks.example.org").await.is_transient());
+}

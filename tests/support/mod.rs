@@ -19,6 +19,8 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 pub const OPERATOR: &str = "ops@operators.test";
+/// A second operator, to show one operator's things are not another's.
+pub const SECOND_OPERATOR: &str = "second@operators.test";
 pub const ALLOWED_DOMAIN: &str = "allowed.test";
 pub const SYNC_TOKEN: &str = "sync-token-for-tests";
 
@@ -104,7 +106,7 @@ pub fn test_config(data_dir: &Path) -> Config {
     config.data_dir = data_dir.to_path_buf();
     config.service_domain = "svc.test".into();
     config.mail_host = "mx.svc.test".into();
-    config.operator_emails = vec![OPERATOR.into()];
+    config.operator_emails = vec![OPERATOR.into(), SECOND_OPERATOR.into()];
     config.smtp_url = None;
     config.sync_token = Some(SYNC_TOKEN.into());
     // Tests run the export themselves, deterministically.

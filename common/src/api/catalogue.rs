@@ -2,7 +2,7 @@
 //! the service it names must exist with the input and output it names, or
 //! the crate does not compile.
 
-use super::{Family::*, Hints, Operation, Tool, delete, get, io, post, post_large, tool};
+use super::{Family::*, Hints, Operation, Tool, delete, get, io, post, post_large, post_text, tool};
 use crate::auth::Access::*;
 use crate::error::*;
 use crate::service::{
@@ -728,7 +728,7 @@ pub static CATALOGUE: &[Operation] = &[
     },
     Operation {
         id: "saveDraft",
-        rest: post("/drafts"),
+        rest: post_text("/drafts"),
         tool: tool("save_draft", Hints::SET.not_idempotent()),
         family: Drafts,
         access: Drafting,

@@ -121,6 +121,20 @@ pub const fn post(path: &'static str) -> Option<Rest> {
     })
 }
 
+/// A body that may carry a whole message text (100KB, up to six times that
+/// once JSON escapes it) but no attachments: drafts.
+pub const TEXT_BODY: usize = 1024 * 1024;
+
+/// A POST whose body may carry a message text.
+pub const fn post_text(path: &'static str) -> Option<Rest> {
+    Some(Rest {
+        method: Method::POST,
+        path,
+        source: Source::Body,
+        max_body: TEXT_BODY,
+    })
+}
+
 /// A POST whose body may carry attachments.
 pub const fn post_large(path: &'static str) -> Option<Rest> {
     Some(Rest {
