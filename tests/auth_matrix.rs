@@ -97,6 +97,17 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             Identity => Some((403, "This mailbox requires an operator account")),
             _ => Some((401, INVALID_KEY)),
         },
+        (_, "/drafts") => match class {
+            Operator => None,
+            Identity => Some((403, "This mailbox requires an operator account")),
+            AgentBearer | AgentHeader | Standard => Some((403, "Drafts require a signed-in user")),
+            _ => Some((401, INVALID_KEY)),
+        },
+        (_, "/webhooks" | "/webhooks/deliveries" | "/webhooks/replay") => match class {
+            AgentBearer | AgentHeader | Standard => None,
+            Identity | Operator => Some((403, "Webhooks require an agent API key")),
+            _ => Some((401, INVALID_KEY)),
+        },
         // An empty object is no JSON-RPC message: admitted callers get the
         // JSON-RPC error, identity tokens the MCP refusal.
         ("POST", "/mcp") => match class {

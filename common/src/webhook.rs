@@ -76,6 +76,7 @@ fn v6_allowed(ip: Ipv6Addr) -> bool {
         || (s[0] & 0xfe00) == 0xfc00 // unique local, the IPv6 metadata service among them
         || (s[0] & 0xff00) == 0xff00 // multicast
         || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+        || (s[0] == 0x3fff && s[1] < 0x1000) // documentation 3fff::/20
         || (s[0] == 0x2001 && s[1] < 0x0200) // IETF protocol assignments (Teredo, ORCHID, ...)
         || s[0] == 0x2002 // 6to4: embeds an IPv4 address
         || (s[0] == 0x0064 && s[1] == 0xff9b) // NAT64: embeds an IPv4 address

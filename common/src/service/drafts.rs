@@ -72,11 +72,14 @@ impl Input for DraftQuery {
     }
 }
 
+/// `{ok, draft}` for one id, `{ok, drafts}` for the list.
 #[derive(Debug, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum DraftsOutput {
-    One(DraftSaved),
-    Many { ok: bool, drafts: Vec<Draft> },
+pub struct DraftsOutput {
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft: Option<Draft>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drafts: Option<Vec<Draft>>,
 }
 
 pub async fn get(call: &Call<'_>, input: DraftQuery) -> Result<DraftsOutput, ApiError> {
@@ -88,7 +91,11 @@ pub async fn get(call: &Call<'_>, input: DraftQuery) -> Result<DraftsOutput, Api
             .read(&keys::draft(&uid, &id))
             .await?
             .ok_or(error::NOT_FOUND)?;
-        return Ok(DraftsOutput::One(DraftSaved { ok: true, draft }));
+        return Ok(DraftsOutput {
+            ok: true,
+            draft: Some(draft),
+            drafts: None,
+        });
     }
     let query = Query::partition(keys::drafts_of(&uid))
         .between("0", "~")
@@ -103,7 +110,11 @@ pub async fn get(call: &Call<'_>, input: DraftQuery) -> Result<DraftsOutput, Api
         .into_iter()
         .map(crate::store::record)
         .collect::<Result<_, _>>()?;
-    Ok(DraftsOutput::Many { ok: true, drafts })
+    Ok(DraftsOutput {
+        ok: true,
+        draft: None,
+        drafts: Some(drafts),
+    })
 }
 
 // ------------------------------------------------------------------ POST

@@ -190,7 +190,10 @@ pub async fn set(call: &Call<'_>, input: WebhookInput) -> Result<WebhookView, Ap
 
 pub async fn remove(call: &Call<'_>, _: crate::validate::NoInput) -> Result<WebhookView, ApiError> {
     let owner = owner(call)?;
-    call.ctx.store.delete(&keys::webhook(&owner), None).await?;
+    // Nothing is written when nothing is registered.
+    if registration(call.ctx, &owner).await?.is_some() {
+        call.ctx.store.delete(&keys::webhook(&owner), None).await?;
+    }
     Ok(WebhookView {
         ok: true,
         webhook: None,
