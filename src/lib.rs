@@ -1,6 +1,8 @@
 //! The local server: every route family in one process, on the embedded store
 //! by default, with the scheduled jobs on an interval. Tests start it on port 0.
 
+pub mod mta_sync;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

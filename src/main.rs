@@ -37,6 +37,9 @@ enum Command {
     },
     /// Drop raw messages (.eml files) into the inbound queue of the server on
     /// the same data directory; its poller files them within about a second.
+    /// The mail host's agent: apply the mailbox export to Postfix and Dovecot
+    /// every interval, and acknowledge what was applied.
+    MtaSync(Box<mailhost::mta_sync::Settings>),
     Deliver {
         #[arg(long, env = "MAILHOST_DATA_DIR", default_value = ".mailhost")]
         data_dir: PathBuf,
@@ -66,6 +69,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", signer.mint(&email, operator, Duration::from_secs(ttl))?);
             Ok(())
         }
+        Some(Command::MtaSync(settings)) => mailhost::mta_sync::run(*settings).await,
         Some(Command::Deliver {
             data_dir,
             bucket,

@@ -17,3 +17,21 @@ pub fn standin(var: &str) -> Option<String> {
         }
     }
 }
+
+/// `Some(())` when a program the test drives (postmap, doveadm, ...) is
+/// installed; otherwise as [`standin`]: skipped, or a failure under
+/// `MAILHOST_TEST_REQUIRE_ALL=1`.
+pub fn standin_command(name: &str) -> Option<()> {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(());
+    }
+    if std::env::var("MAILHOST_TEST_REQUIRE_ALL").as_deref() == Ok("1") {
+        panic!("{name} is not installed but MAILHOST_TEST_REQUIRE_ALL=1 (.ci/run installs it)");
+    }
+    eprintln!("skipped: {name} is not installed");
+    None
+}
