@@ -181,8 +181,11 @@ fn db(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Replaces a file with new content (write beside, rename) when it differs.
+/// Replaces a file with new content (write beside, rename) when it differs,
+/// keeping the owner, group and mode of the file it replaces (Dovecot's auth
+/// reads the passwd-file as its own group); a new file gets `mode`.
 fn replace_if_changed(path: &Path, content: &str, mode: u32) -> anyhow::Result<bool> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     if std::fs::read_to_string(path).ok().as_deref() == Some(content) {
         return Ok(false);
     }
@@ -191,8 +194,15 @@ fn replace_if_changed(path: &Path, content: &str, mode: u32) -> anyhow::Result<b
     }
     let staged = path.with_extension("new");
     std::fs::write(&staged, content).with_context(|| format!("writing {}", staged.display()))?;
-    use std::os::unix::fs::PermissionsExt;
+    let (owner, mode) = match std::fs::metadata(path) {
+        Ok(old) => (Some((old.uid(), old.gid())), old.mode() & 0o7777),
+        Err(_) => (None, mode),
+    };
     std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(&staged, Some(uid), Some(gid))
+            .with_context(|| format!("giving {} its owner", staged.display()))?;
+    }
     std::fs::rename(&staged, path).with_context(|| format!("installing {}", path.display()))?;
     Ok(true)
 }

@@ -24,6 +24,10 @@ pub enum SecretsKind {
 pub enum SystemMailKind {
     /// The same transport as customer mail (spool or SMTP).
     Transport,
+    /// The local outbox (`<data-dir>/outbox`), whatever customer mail uses:
+    /// access codes stay readable on a developer's machine whose customer
+    /// mail goes to a real relay.
+    Outbox,
     /// Amazon SES v2.
     Ses,
 }

@@ -145,6 +145,9 @@ impl Context {
         };
         let system_mail = match config.system_mail {
             SystemMailKind::Transport => customer_mail.clone(),
+            SystemMailKind::Outbox => {
+                Some(Arc::new(SpoolTransport::new(config.data_dir.join("outbox"))) as Arc<dyn Transport>)
+            }
             SystemMailKind::Ses => Some(Arc::new(crate::mail::ses::SesTransport::new(aws_sdk_sesv2::Client::new(
                 aws.as_ref().expect("aws config"),
             ))) as Arc<dyn Transport>),

@@ -63,18 +63,24 @@ impl SmtpSink {
     /// A sink that accepts every authenticated message; `None` when the venv
     /// stand-in is missing (`MAILHOST_TEST_VENV`).
     pub async fn start() -> Option<SmtpSink> {
-        Self::launch(false).await
+        Self::launch(false, false).await
     }
 
     /// A sink that answers 554 to every DATA (and keeps nothing); `None` when the
     /// venv stand-in is missing.
     pub async fn start_rejecting() -> Option<SmtpSink> {
-        Self::launch(true).await
+        Self::launch(true, false).await
     }
 
-    async fn launch(reject: bool) -> Option<SmtpSink> {
+    /// A sink that receives as an MX does: no AUTH, STARTTLS offered but not
+    /// required (a mail host relaying forwarded mail to it).
+    pub async fn start_open() -> Option<SmtpSink> {
+        Self::launch(false, true).await
+    }
+
+    async fn launch(reject: bool, open: bool) -> Option<SmtpSink> {
         let venv = common::testing::standin("MAILHOST_TEST_VENV")?;
-        let sink = tokio::task::spawn_blocking(move || launch_blocking(Path::new(&venv), reject))
+        let sink = tokio::task::spawn_blocking(move || launch_blocking(Path::new(&venv), reject, open))
             .await
             .expect("starting the SMTP sink");
         Some(sink)
@@ -193,7 +199,7 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support").join(name)
 }
 
-fn launch_blocking(venv: &Path, reject: bool) -> SmtpSink {
+fn launch_blocking(venv: &Path, reject: bool, open: bool) -> SmtpSink {
     let dir = std::env::temp_dir().join(format!("mailhost-smtp-sink-{:016x}", rand::random::<u64>()));
     std::fs::create_dir_all(dir.join("messages")).unwrap();
     make_certificates(&dir);
@@ -214,6 +220,7 @@ fn launch_blocking(venv: &Path, reject: bool) -> SmtpSink {
             .arg("--out")
             .arg(dir.join("messages"))
             .args(reject.then_some("--reject"))
+            .args(open.then_some("--open"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(log)

@@ -23,7 +23,7 @@ Prints "READY" on stdout once listening, then serves until killed, or until its
 stdin reaches end of file (the parent test process went away without killing it).
 
 usage: smtp_sink.py --port P --cert server.pem --key server.key \
-                    --user U --password PW --out DIR [--reject]
+                    --user U --password PW --out DIR [--reject] [--open]
 """
 
 import argparse
@@ -88,6 +88,7 @@ def main():
     parser.add_argument("--password", required=True)
     parser.add_argument("--out", required=True, help="directory the accepted messages are written to")
     parser.add_argument("--reject", action="store_true", help="answer 554 to every DATA")
+    parser.add_argument("--open", action="store_true", help="receive as an MX: no AUTH, STARTTLS optional")
     args = parser.parse_args()
     # aiosmtpd 1.4 warns about its own use of Session.login_data on every AUTH.
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -102,9 +103,9 @@ def main():
         # The greeting name; also spares aiosmtpd a socket.getfqdn() lookup.
         server_hostname="smtp-sink.test",
         tls_context=tls,
-        require_starttls=True,
+        require_starttls=not args.open,
         auth_require_tls=True,
-        auth_required=True,
+        auth_required=not args.open,
         auth_exclude_mechanism=["CRAM-MD5"],
         authenticator=authenticator(args.user, args.password),
     )
