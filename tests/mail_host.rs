@@ -374,4 +374,55 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
     .await;
     assert!(gone.is_err(), "a deleted mailbox is refused");
     assert!(dir.join("mail/tom.example/both/Maildir").exists(), "its maildir stays");
+
+    // 6. The service away during a sync: nothing acknowledged, nothing
+    // changed; back, the next sync applies the newest export.
+    let maps = dir.join("maps/virtual_mailbox_maps");
+    let before = std::fs::read_to_string(&maps).unwrap();
+    assert_eq!(
+        app.add_mailbox(&key, "tom.example", "late", "hosted", json!([]))
+            .await
+            .status,
+        200
+    );
+    mta_export::run_once(&app.ctx).await.unwrap();
+    let away = Command::new(env!("CARGO_BIN_EXE_mailhost"))
+        .args(["mta-sync", "--once", "--url", "http://127.0.0.1:9", "--reload", ""])
+        .arg("--postfix-maps-dir")
+        .arg(dir.join("maps"))
+        .arg("--dovecot-passwd")
+        .arg(dir.join("dovecot.passwd"))
+        .env("MAILHOST_SYNC_TOKEN", SYNC_TOKEN)
+        .output()
+        .unwrap();
+    assert!(!away.status.success(), "{away:?}");
+    assert_eq!(std::fs::read_to_string(&maps).unwrap(), before);
+    let late = |body: &Value| {
+        body["domains"][0]["mailboxes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["localPart"] == "late")
+            .unwrap()["mtaApplied"]
+            .clone()
+    };
+    assert_eq!(
+        late(&app.get("/listDomains", Auth::Bearer(&key)).await.body),
+        json!(false)
+    );
+    host.sync();
+    assert_eq!(
+        late(&app.get("/listDomains", Auth::Bearer(&key)).await.body),
+        json!(true)
+    );
+    smtp(
+        host.smtp_port,
+        "ann@example.org",
+        "late@tom.example",
+        "Just in time",
+        "<host-6@example.org>",
+    )
+    .await
+    .unwrap();
+    wait_listed(&app, &key, "Just in time").await;
 }
