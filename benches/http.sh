@@ -76,8 +76,22 @@ wait_port "$port"
 read -r rps p99 < <(measure "http://127.0.0.1:$port/credits" -H "Authorization: Bearer $KEY")
 lines=$(grep -c '"request"\|request' "$SCRATCH/server.log" || true)
 
+# The inbox list: 25 stored messages in the service inbox, a page of 25.
+for i in $(seq 1 25); do
+  printf 'Delivered-To: inbox@mailhost.localhost\r\nFrom: a@example.org\r\nTo: inbox@mailhost.localhost\r\nSubject: Bench %s\r\nMessage-ID: <bench-%s@example.org>\r\n\r\nA short message.\r\n' "$i" "$i" >"$SCRATCH/m.eml"
+  "$bin/mailhost" deliver --data-dir "$SCRATCH/data" "$SCRATCH/m.eml" >/dev/null
+done
+for _ in $(seq 1 50); do
+  listed=$(curl -s "http://127.0.0.1:$port/inbox?limit=25" -H "Authorization: Bearer $KEY" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["messages"]))')
+  [ "$listed" = 25 ] && break
+  sleep 0.2
+done
+read -r inbox_rps inbox_p99 < <(measure "http://127.0.0.1:$port/inbox?limit=25" -H "Authorization: Bearer $KEY")
+
 echo "GET /credits, wrk -t1 -c$CONNECTIONS -d${DURATION}s, $PROFILE profile, $(nproc) cores"
 printf '%-34s %8s req/s  p99 %6s ms\n' "bare axum, static JSON" "$bare_rps" "$bare_p99"
 printf '%-34s %8s req/s  p99 %6s ms\n' "mailhost serve, agent key" "$rps" "$p99"
 python3 -c "print(f'ratio: {$rps / $bare_rps:.2f}x the bare server')"
+printf '%-34s %8s req/s  p99 %6s ms\n' "mailhost GET /inbox, 25 rows" "$inbox_rps" "$inbox_p99"
+python3 -c "print(f'ratio: {$inbox_rps / $bare_rps:.2f}x the bare server')"
 echo "request log lines written by the server: $lines"
