@@ -8,12 +8,21 @@
 //! The functions run as in the lambda_functions test: `Mode::Lambda` on the
 //! embedded store in a data directory of their own (kept across runs, so
 //! only the first `mta-export` start creates its DKIM key), secrets from the
-//! environment, a JWKS URL that is never fetched at init.
+//! environment, a JWKS URL that is never fetched at init. Each timed start
+//! opens a store file that was closed cleanly: the benchmark ends a start
+//! with SIGKILL, and redb would otherwise repair the file at the next open, a
+//! cost no Lambda function pays (in AWS the store is DynamoDB).
+//!
+//! Second figure, with `MAILHOST_TEST_DYNAMODB_ENDPOINT` (DynamoDB Local) and
+//! `MAILHOST_TEST_MOTO_ENDPOINT` (moto) set: each function as it runs in AWS
+//! (DynamoDB, Secrets Manager, S3), through a recording proxy in front of
+//! each endpoint, and every network call it made before its first poll.
 
-use std::io::Read;
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &[&str] = &[
@@ -23,8 +32,12 @@ const FUNCTIONS: &[&str] = &[
     "domains",
     "mailboxes",
     "send",
+    "inbox",
+    "drafts",
+    "webhooks",
     "mcp",
     "mta-export",
+    "poller",
 ];
 const BARE: &str = "bare-lambda";
 
@@ -53,10 +66,11 @@ fn main() {
     let scratch = std::env::temp_dir().join(format!("mailhost-init-{:x}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     println!("init time: spawn to first poll of the Runtime API, median of {runs} runs ({profile} profile)");
-    let bare = median(&dir.join(BARE), &scratch.join(BARE), runs);
+    let embedded = |data_dir: &Path| Env::Embedded(data_dir.to_path_buf());
+    let bare = median(&dir.join(BARE), &embedded(&scratch.join(BARE)), runs);
     println!("{BARE:12} {:7.2} ms", ms(bare));
     for f in FUNCTIONS {
-        let t = median(&dir.join(f), &scratch.join(f), runs);
+        let t = median(&dir.join(f), &embedded(&scratch.join(f)), runs);
         println!(
             "{f:12} {:7.2} ms  {:.2}x bare",
             ms(t),
@@ -64,29 +78,255 @@ fn main() {
         );
     }
     std::fs::remove_dir_all(scratch).ok();
+    aws_shaped(&dir, runs);
+}
+
+/// Where a started function keeps its state.
+enum Env {
+    /// The embedded store in this data directory, secrets from the environment.
+    Embedded(PathBuf),
+    /// DynamoDB, Secrets Manager and S3 behind these endpoints.
+    Aws {
+        dynamodb: String,
+        others: String,
+        table: String,
+        bucket: String,
+        prefix: String,
+    },
+}
+
+/// Every function as it runs in AWS, against DynamoDB Local and moto, each
+/// behind a recording proxy: its init time and every request it made before
+/// its first poll.
+fn aws_shaped(dir: &Path, runs: usize) {
+    let (Some(dynamodb), Some(moto)) = (
+        std::env::var("MAILHOST_TEST_DYNAMODB_ENDPOINT").ok(),
+        std::env::var("MAILHOST_TEST_MOTO_ENDPOINT").ok(),
+    ) else {
+        println!(
+            "\nnetwork calls at init: skipped (set MAILHOST_TEST_DYNAMODB_ENDPOINT and MAILHOST_TEST_MOTO_ENDPOINT)"
+        );
+        return;
+    };
+    let run = format!("{:08x}", std::process::id());
+    let (table, bucket, prefix) = (format!("init-{run}"), format!("init-{run}"), format!("init-{run}/"));
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(provision(&dynamodb, &moto, &table, &bucket, &prefix));
+    let dynamodb_proxy = Recorder::start(&dynamodb);
+    let moto_proxy = Recorder::start(&moto);
+    let env = Env::Aws {
+        dynamodb: format!("http://{}", dynamodb_proxy.addr),
+        others: format!("http://{}", moto_proxy.addr),
+        table,
+        bucket,
+        prefix,
+    };
+    let runs = runs.clamp(1, 5);
+    println!(
+        "\nas in AWS (DynamoDB Local and moto on loopback, through a recording proxy): init, median of {runs} runs, and the requests made before the first poll"
+    );
+    for f in FUNCTIONS {
+        let binary = dir.join(f);
+        init_time(&binary, &env); // untimed: mta-export's bootstrap writes here
+        let mut times = Vec::new();
+        let mut calls = Vec::new();
+        for _ in 0..runs {
+            dynamodb_proxy.clear();
+            moto_proxy.clear();
+            let started = Instant::now();
+            times.push(init_time(&binary, &env));
+            let polled = started + *times.last().unwrap();
+            calls = dynamodb_proxy.before(polled);
+            calls.extend(moto_proxy.before(polled));
+        }
+        times.sort();
+        println!(
+            "{f:12} {:7.2} ms  {} requests: {}",
+            ms(times[times.len() / 2]),
+            calls.len(),
+            calls.join(", ")
+        );
+    }
+}
+
+/// The table, the bucket and the three secrets a function reads at init.
+async fn provision(dynamodb: &str, moto: &str, table: &str, bucket: &str, prefix: &str) {
+    use common::secrets::Secrets;
+    let conf = |endpoint: &str| {
+        aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
+                aws_sdk_s3::config::Credentials::new("test", "test", None, None, "bench"),
+            ))
+            .endpoint_url(endpoint)
+            .build()
+    };
+    let store = common::store::dynamo::DynamoStore::new(aws_sdk_dynamodb::Client::new(&conf(dynamodb)), table);
+    store.ensure_table().await.expect("table in DynamoDB Local");
+    common::blob::s3::client_for(&conf(moto))
+        .create_bucket()
+        .bucket(bucket)
+        .send()
+        .await
+        .expect("bucket in moto");
+    let secrets =
+        common::secrets::aws::SecretsManagerSecrets::new(aws_sdk_secretsmanager::Client::new(&conf(moto)), prefix);
+    for (name, value) in [
+        ("hmac-secret", "bench-hmac-secret-0123456789abcdef"),
+        ("agent-key", "bench0agent0key0000000000000000000000000000000"),
+        ("sync-token", "bench-sync-token"),
+    ] {
+        secrets.put(name, value).await.expect("secret in moto");
+    }
+}
+
+/// A TCP forwarder in front of an endpoint that names each HTTP request
+/// passing through (its X-Amz-Target, else method and path) with when it
+/// arrived.
+struct Recorder {
+    addr: std::net::SocketAddr,
+    calls: Arc<Mutex<Vec<(Instant, String)>>>,
+}
+
+impl Recorder {
+    fn start(upstream: &str) -> Recorder {
+        let upstream = upstream.trim_start_matches("http://").trim_end_matches('/').to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let log = calls.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let (upstream, log) = (upstream.clone(), log.clone());
+                std::thread::spawn(move || forward(client, &upstream, &log));
+            }
+        });
+        Recorder { addr, calls }
+    }
+
+    fn clear(&self) {
+        self.calls.lock().unwrap().clear();
+    }
+
+    fn before(&self, moment: Instant) -> Vec<String> {
+        let calls = self.calls.lock().unwrap();
+        calls
+            .iter()
+            .filter(|(at, _)| *at <= moment)
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+}
+
+/// Copies one connection's requests upstream, naming each, and the answers back.
+fn forward(client: TcpStream, upstream: &str, log: &Mutex<Vec<(Instant, String)>>) {
+    let Ok(server) = TcpStream::connect(upstream) else {
+        return;
+    };
+    let (mut to_client, mut from_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from_server, &mut to_client);
+        let _ = to_client.shutdown(std::net::Shutdown::Both);
+    });
+    let mut reader = BufReader::new(client);
+    let mut server = server;
+    loop {
+        let mut head = String::new();
+        let mut line = String::new();
+        let (mut length, mut target) = (0u64, None);
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            head.push_str(&line);
+            let lower = line.to_ascii_lowercase();
+            if let Some(v) = lower.strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if lower.starts_with("x-amz-target:") {
+                target = Some(line["x-amz-target:".len()..].trim().to_string());
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let request_line = head.lines().next().unwrap_or_default();
+        let name = target.unwrap_or_else(|| request_line.split(' ').take(2).collect::<Vec<_>>().join(" "));
+        log.lock().unwrap().push((Instant::now(), name));
+        if server.write_all(head.as_bytes()).is_err()
+            || std::io::copy(&mut (&mut reader).take(length), &mut server).is_err()
+        {
+            return;
+        }
+    }
 }
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn median(binary: &Path, data_dir: &Path, runs: usize) -> Duration {
+fn median(binary: &Path, env: &Env, runs: usize) -> Duration {
     // One untimed start first: the page cache, and mta-export's bootstrap.
-    init_time(binary, data_dir);
-    let mut times: Vec<Duration> = (0..runs).map(|_| init_time(binary, data_dir)).collect();
+    init_time(binary, env);
+    let mut times: Vec<Duration> = (0..runs).map(|_| init_time(binary, env)).collect();
     times.sort();
     times[times.len() / 2]
 }
 
+/// Opens and closes the embedded store, so the next start finds a file that
+/// was closed cleanly (a killed process leaves it to be repaired).
+fn close_cleanly(data_dir: &Path) {
+    let file = data_dir.join("store.redb");
+    if file.exists() {
+        drop(common::store::embedded::EmbeddedStore::open(&file).expect("the store reopens"));
+    }
+}
+
 /// Spawns the binary against a stub Runtime API and returns the time until
 /// its first request arrives; then kills it.
-fn init_time(binary: &Path, data_dir: &Path) -> Duration {
+fn init_time(binary: &Path, env: &Env) -> Duration {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let api = listener.local_addr().unwrap().to_string();
     listener.set_nonblocking(true).unwrap();
+    let mut command = Command::new(binary);
+    command.env_clear();
+    match env {
+        Env::Embedded(data_dir) => {
+            close_cleanly(data_dir);
+            command
+                .env("MAILHOST_STORE", "embedded")
+                .env("MAILHOST_DATA_DIR", data_dir)
+                .env("MAILHOST_SECRETS", "dir")
+                .env("MAILHOST_SECRET_HMAC_SECRET", "bench-hmac-secret")
+                .env("MAILHOST_AGENT_KEY", "svc_bench_agent_key_000000000000000000000000")
+                .env("MAILHOST_SYNC_TOKEN", "bench-sync-token");
+        }
+        Env::Aws {
+            dynamodb,
+            others,
+            table,
+            bucket,
+            prefix,
+        } => {
+            command
+                .env("MAILHOST_STORE", "dynamodb")
+                .env("MAILHOST_TABLE", table)
+                .env("MAILHOST_BUCKET", bucket)
+                .env("MAILHOST_SECRETS", "aws")
+                .env("MAILHOST_SECRET_PREFIX", prefix)
+                .env("AWS_ENDPOINT_URL", others)
+                .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb)
+                .env("AWS_ACCESS_KEY_ID", "test")
+                .env("AWS_SECRET_ACCESS_KEY", "test")
+                .env("AWS_EC2_METADATA_DISABLED", "true");
+        }
+    }
     let started = Instant::now();
-    let mut child = Command::new(binary)
-        .env_clear()
+    let mut child = command
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("AWS_LAMBDA_RUNTIME_API", &api)
         .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
@@ -96,12 +336,6 @@ fn init_time(binary: &Path, data_dir: &Path) -> Duration {
         .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
         .env("AWS_REGION", "us-east-1")
         .env("RUST_LOG", "warn")
-        .env("MAILHOST_STORE", "embedded")
-        .env("MAILHOST_DATA_DIR", data_dir)
-        .env("MAILHOST_SECRETS", "dir")
-        .env("MAILHOST_SECRET_HMAC_SECRET", "bench-hmac-secret")
-        .env("MAILHOST_AGENT_KEY", "svc_bench_agent_key_000000000000000000000000")
-        .env("MAILHOST_SYNC_TOKEN", "bench-sync-token")
         .env("MAILHOST_SYSTEM_MAIL", "transport")
         .env("MAILHOST_JWKS_URL", "http://127.0.0.1:9/never-fetched-at-init")
         .stdin(Stdio::null())

@@ -96,9 +96,10 @@ async fn main() {
 
     let n = sends as f64;
     println!(
-        "storage requests per send: {:.1} (gets {:.1}, puts {:.1}, updates {:.1}, queries {:.1}, transactions {:.1}, deletes {:.1})",
+        "storage requests per send: {:.1} (gets {:.1}, batch gets {:.1}, puts {:.1}, updates {:.1}, queries {:.1}, transactions {:.1}, deletes {:.1})",
         per_send.total() as f64 / n,
         per_send.gets as f64 / n,
+        per_send.batch_gets as f64 / n,
         per_send.puts as f64 / n,
         per_send.updates as f64 / n,
         per_send.queries as f64 / n,

@@ -302,7 +302,9 @@ async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Resu
     };
     let outcome = match op.access.admit(auth) {
         Ok(()) => match op.execute(call, Ok(Fields::new(arguments, Origin::Tool))).await {
-            Ok(crate::api::Output::Json(value)) => Ok(value),
+            Ok(crate::api::Output::Json(text)) => {
+                serde_json::from_str::<Value>(text.get()).map_err(|_| crate::error::INTERNAL.into())
+            }
             // No tool gives file bytes; the catalogue test holds it so.
             Ok(crate::api::Output::Bytes(_)) => Err(crate::error::INTERNAL.into()),
             Err(e) => Err(e),

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use axum::http::Method;
 use schemars::{Schema, SchemaGenerator};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::auth::Access;
 use crate::error::{ApiError, Problem};
@@ -227,7 +227,9 @@ pub type Reply<'a> = Pin<Box<dyn Future<Output = Result<Output, ApiError>> + Sen
 /// layer writes as they are (an operation that gives bytes has no tool).
 #[derive(Debug)]
 pub enum Output {
-    Json(Value),
+    /// Encoded once, by the service's output type: REST writes the text as
+    /// it is, MCP embeds it.
+    Json(Box<RawValue>),
     Bytes(Download),
 }
 
@@ -307,7 +309,7 @@ macro_rules! io {
 pub(crate) use io;
 
 pub fn encode(output: &impl Serialize) -> Result<Output, ApiError> {
-    serde_json::to_value(output)
+    serde_json::value::to_raw_value(output)
         .map(Output::Json)
         .map_err(ApiError::internal)
 }

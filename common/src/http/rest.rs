@@ -1,7 +1,6 @@
 //! A catalogued operation over REST: admit the caller, read the input from
 //! the body or the query, run the operation, write its output as JSON.
 
-use axum::Json;
 use axum::extract::{Query, Request};
 use axum::response::{IntoResponse, Response};
 
@@ -55,10 +54,21 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
     let ip = client_ip(&parts);
     let call = Call::new(&ctx, &auth.caller, auth.via, &ip);
     match op.execute(&call, fields).await {
-        Ok(Output::Json(output)) => Json(output).into_response(),
+        Ok(Output::Json(output)) => json(output),
         Ok(Output::Bytes(file)) => download(file),
         Err(e) => e.into_response(),
     }
+}
+
+/// JSON text the operation encoded.
+fn json(text: Box<serde_json::value::RawValue>) -> Response {
+    use axum::http::{HeaderValue, header};
+    let text: Box<str> = text.into();
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        String::from(text),
+    )
+        .into_response()
 }
 
 /// File bytes as they are stored, saved under their name.

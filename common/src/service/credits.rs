@@ -15,7 +15,7 @@ use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::store::{Cond, StoreError, StoreResult, Update, Write, item};
+use crate::store::{Cond, Item, StoreError, StoreResult, Update, Write, item};
 use crate::validate::{Fields, Input, NoInput};
 
 pub const AGENT_BUCKET: &str = "agent:default";
@@ -49,15 +49,13 @@ pub async fn remaining(ctx: &Context, bucket: &str) -> StoreResult<i64> {
 }
 
 async fn balance(ctx: &Context, bucket: &str) -> StoreResult<(i64, i64)> {
-    let found = ctx.store.get(&keys::credits(bucket)).await?;
-    let num = |name: &str| {
-        found
-            .as_ref()
-            .and_then(|i| i.get(name))
-            .and_then(Value::as_i64)
-            .unwrap_or(0)
-    };
-    Ok((num("remaining"), num("initial")))
+    Ok(balance_of(ctx.store.get(&keys::credits(bucket)).await?.as_ref()))
+}
+
+/// (remaining, initial) of a balance item; 0 when there is none.
+fn balance_of(found: Option<&Item>) -> (i64, i64) {
+    let num = |name: &str| found.and_then(|i| i.get(name)).and_then(Value::as_i64).unwrap_or(0);
+    (num("remaining"), num("initial"))
 }
 
 /// Takes one credit, never going below zero.
@@ -79,10 +77,14 @@ pub async fn spend(ctx: &Context, bucket: &str) -> Result<i64, ApiError> {
 
 /// The global switch; on when no setting exists.
 pub async fn sending_enabled(ctx: &Context) -> StoreResult<bool> {
-    let found = ctx.store.get(&keys::sending_switch()).await?;
-    Ok(found
-        .and_then(|i| i.get("enabled").and_then(Value::as_bool))
-        .unwrap_or(true))
+    Ok(enabled_of(ctx.store.get(&keys::sending_switch()).await?.as_ref()))
+}
+
+pub fn enabled_of(found: Option<&Item>) -> bool {
+    found
+        .and_then(|i| i.get("enabled"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true)
 }
 
 pub struct AgentSwitch {
@@ -91,25 +93,27 @@ pub struct AgentSwitch {
 }
 
 impl AgentSwitch {
+    /// The switch an item holds; none: on, not frozen.
+    pub fn of(found: Option<&Item>) -> AgentSwitch {
+        let disabled = found
+            .and_then(|i| i.get("disabled"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let frozen_until = found
+            .and_then(|i| i.get("frozenUntil"))
+            .and_then(Value::as_str)
+            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+            .map(|t| t.with_timezone(&Utc));
+        AgentSwitch { disabled, frozen_until }
+    }
+
     pub fn frozen(&self, now: DateTime<Utc>) -> bool {
         self.disabled || self.frozen_until.is_some_and(|t| t > now)
     }
 }
 
 pub async fn agent_switch(ctx: &Context) -> StoreResult<AgentSwitch> {
-    let found = ctx.store.get(&keys::agent_switch()).await?;
-    let disabled = found
-        .as_ref()
-        .and_then(|i| i.get("disabled"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let frozen_until = found
-        .as_ref()
-        .and_then(|i| i.get("frozenUntil"))
-        .and_then(Value::as_str)
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc));
-    Ok(AgentSwitch { disabled, frozen_until })
+    Ok(AgentSwitch::of(ctx.store.get(&keys::agent_switch()).await?.as_ref()))
 }
 
 /// The credits payload (spec 2.11).
@@ -176,16 +180,16 @@ pub async fn get_credits(call: &Call<'_>, _: NoInput) -> Result<CreditsPayload, 
 async fn payload(ctx: &Context, caller: &Caller) -> Result<CreditsPayload, ApiError> {
     let now = ctx.clock.now();
     let bucket = bucket_of(caller);
-    // The three reads are independent: made at once, the answer waits for
-    // the slowest, not for their sum.
-    let agent_switch = async {
-        match caller {
-            Caller::Standard(_) => Ok(None),
-            _ => agent_switch(ctx).await.map(Some),
-        }
-    };
-    let (switch, (remaining, initial), enabled) =
-        tokio::try_join!(agent_switch, balance(ctx, &bucket), sending_enabled(ctx))?;
+    // The balance, the sending switch and (for the agent key) its switch, in
+    // one request.
+    let mut wanted = vec![keys::credits(&bucket), keys::sending_switch()];
+    if !matches!(caller, Caller::Standard(_)) {
+        wanted.push(keys::agent_switch());
+    }
+    let found = ctx.store.get_many(&wanted).await?;
+    let (remaining, initial) = balance_of(found[0].as_ref());
+    let enabled = enabled_of(found[1].as_ref());
+    let switch = found.get(2).map(|item| AgentSwitch::of(item.as_ref()));
     let agent_key = match (caller, switch) {
         (Caller::Standard(key), _) => AgentKeyView {
             id: key.key_id.clone(),

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::mail_store::{self, AttachmentInfo, Direction, Folder, Row, Thread};
 use super::{Call, Download, keys};
@@ -36,8 +36,9 @@ pub const DEFAULT_MAX_CHARS: i64 = 20_000;
 
 // ------------------------------------------------------------------ shapes
 
-/// A list row (spec 2.4): no body, attachment metadata only.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+/// A list row (spec 2.4): no body, attachment metadata only. A list decodes
+/// it straight from a stored [`Row`], whose other fields it skips.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// `^[A-Za-z0-9_-]{1,128}$`
@@ -51,6 +52,8 @@ pub struct Summary {
     pub date: Option<String>,
     pub ingested_at: Option<String>,
     pub unread: bool,
+    /// A row keeps no folder until it is filed elsewhere: inbox.
+    #[serde(default)]
     pub folder: Folder,
     pub source: String,
     /// inbound, or outbound for a threaded send.
@@ -98,7 +101,10 @@ pub struct InboxList {
 
 impl InboxList {
     fn of(rows: &[Row], next_cursor: Option<String>) -> InboxList {
-        let messages: Vec<Summary> = rows.iter().map(Summary::from).collect();
+        InboxList::new(rows.iter().map(Summary::from).collect(), next_cursor)
+    }
+
+    fn new(messages: Vec<Summary>, next_cursor: Option<String>) -> InboxList {
         InboxList {
             ok: true,
             unread_in_page: messages.iter().filter(|m| m.unread).count(),
@@ -430,8 +436,8 @@ async fn flat_page(
         Some(f) => keys::folder_partition(scope, f.as_str()),
         None => keys::mail_partition(scope, false),
     };
-    let (rows, next) = mail_store::page::<Row>(call.ctx, pk, true, cursor, limit).await?;
-    Ok(InboxList::of(&rows, next))
+    let (messages, next) = mail_store::page::<Summary>(call.ctx, pk, true, cursor, limit).await?;
+    Ok(InboxList::new(messages, next))
 }
 
 async fn threads_page(

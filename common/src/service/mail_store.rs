@@ -41,9 +41,10 @@ pub const MOVE_LIMIT: usize = 100;
 /// Retries of a write that lost a race on a thread summary.
 const RETRIES: usize = 40;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Folder {
+    #[default]
     Inbox,
     Archive,
     Trash,
@@ -577,12 +578,8 @@ pub async fn page<T: serde::de::DeserializeOwned + Send>(
     }
     let mut items = Vec::new();
     loop {
-        let page = ctx.store.query(&query).await?;
-        items.extend(
-            page.items
-                .into_iter()
-                .filter(|i| cursor.is_none() || i.get(crate::store::SK).and_then(|v| v.as_str()) != cursor),
-        );
+        let page = ctx.store.query_raw(&query).await?;
+        items.extend(page.items.into_iter().filter(|i| Some(i.sk.as_str()) != cursor));
         match page.next {
             Some(next) if items.len() <= limit => query = query.after(Some(next)),
             _ => break,
@@ -590,16 +587,10 @@ pub async fn page<T: serde::de::DeserializeOwned + Send>(
     }
     let more = items.len() > limit;
     items.truncate(limit);
-    let next = if more {
-        items
-            .last()
-            .and_then(|i| i.get(crate::store::SK))
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-    } else {
-        None
-    };
-    let records = items.into_iter().map(record).collect::<Result<Vec<T>, _>>()?;
+    let next = if more { items.last().map(|i| i.sk.clone()) } else { None };
+    // Each record straight from the stored text: a list reads its summary
+    // fields and skips the body.
+    let records = items.iter().map(|i| i.record()).collect::<Result<Vec<T>, _>>()?;
     Ok((records, next))
 }
 

@@ -21,6 +21,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     update_adds_atomically_and_creates(store.as_ref()).await;
     delete_with_condition(store.as_ref()).await;
     query_ranges_directions_and_continuation(store.as_ref()).await;
+    raw_pages_and_batch_gets(store.as_ref()).await;
     transactions_apply_all_or_nothing(store.as_ref()).await;
     concurrent_conditional_adds_never_pass_the_limit(store.clone()).await;
     concurrent_creates_have_one_winner(store.clone()).await;
@@ -227,6 +228,51 @@ pub async fn query_ranges_directions_and_continuation(store: &dyn Store) {
     assert!(first.next.is_some());
     let none = store.query(&Query::partition(run_id())).await.unwrap();
     assert!(none.items.is_empty() && none.next.is_none());
+}
+
+/// `query_raw` reads what `query` reads, page for page; `get_many` answers in
+/// the order asked, with None for what is missing.
+pub async fn raw_pages_and_batch_gets(store: &dyn Store) {
+    let pk = run_id();
+    for (i, sk) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
+        store
+            .put(obj(json!({"pk": pk, "sk": sk, "n": i, "s": "caf\u{e9} \"q\""})), None)
+            .await
+            .unwrap();
+    }
+    for query in [
+        Query::partition(&pk).limit(2),
+        Query::partition(&pk).backward().limit(3),
+        Query::partition(&pk).between("b", "d").after(Some("b".into())),
+        Query::partition(&pk).backward().limit(2).after(Some("d".into())),
+    ] {
+        let page = store.query(&query).await.unwrap();
+        let raw = store.query_raw(&query).await.unwrap();
+        assert_eq!(raw.next, page.next, "{query:?}");
+        let decoded: Vec<Item> = raw.items.iter().map(|i| i.record().unwrap()).collect();
+        assert_eq!(decoded, page.items, "{query:?}");
+        let sks: Vec<&str> = raw.items.iter().map(|i| i.sk.as_str()).collect();
+        let expected: Vec<&str> = page.items.iter().map(|i| i["sk"].as_str().unwrap()).collect();
+        assert_eq!(sks, expected);
+    }
+    let got = store
+        .get_many(&[Key::new(&pk, "c"), Key::new(&pk, "zz"), Key::new(&pk, "a")])
+        .await
+        .unwrap();
+    let ns: Vec<Option<i64>> = got
+        .iter()
+        .map(|i| i.as_ref().map(|i| i["n"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(ns, [Some(2), None, Some(0)]);
+    for (keys, what) in [
+        (vec![], "no keys"),
+        (vec![Key::new(&pk, "a"), Key::new(&pk, "a")], "the same key twice"),
+        ((0..=100).map(|i| Key::new(&pk, format!("k{i}"))).collect(), "101 keys"),
+        (vec![Key::new(&pk, "")], "an empty sort key"),
+    ] {
+        let refused = store.get_many(&keys).await;
+        assert!(matches!(refused, Err(StoreError::Invalid(_))), "{what}: {refused:?}");
+    }
 }
 
 pub async fn transactions_apply_all_or_nothing(store: &dyn Store) {

@@ -12,8 +12,8 @@ use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, KeySchemaElement, KeyType, Put,
-    ReturnValue, ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, KeySchemaElement, KeyType,
+    KeysAndAttributes, Put, ReturnValue, ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem,
 };
 use serde_json::Value;
 
@@ -347,6 +347,57 @@ impl Store for DynamoStore {
         })
         .await?;
         got.item.map(from_attrs).transpose()
+    }
+
+    async fn get_many(&self, keys: &[Key]) -> StoreResult<Vec<Option<Item>>> {
+        super::limits::batch_get(keys)?;
+        let mut found: HashMap<(String, String), Item> = HashMap::new();
+        let mut pending: Vec<Attrs> = keys.iter().map(key_attrs).collect();
+        let mut tries = 1;
+        // BatchGetItem may hand back some keys unprocessed (throttling):
+        // those are asked again, with the same backoff as a conflict.
+        while !pending.is_empty() {
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(pending.clone()))
+                .consistent_read(true)
+                .build()
+                .map_err(backend)?;
+            let out = retrying(|| async {
+                self.client
+                    .batch_get_item()
+                    .request_items(&self.table, request.clone())
+                    .send()
+                    .await
+                    .map_err(failure)
+            })
+            .await?;
+            for attrs in out
+                .responses
+                .and_then(|mut r| r.remove(&self.table))
+                .unwrap_or_default()
+            {
+                let item = from_attrs(attrs)?;
+                if let Some(key) = super::key_of(&item) {
+                    found.insert((key.pk, key.sk), item);
+                }
+            }
+            pending = out
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(&self.table))
+                .map(|k| k.keys)
+                .unwrap_or_default();
+            if !pending.is_empty() {
+                if tries >= ATTEMPTS {
+                    return Err(StoreError::Backend("BatchGetItem left keys unprocessed".into()));
+                }
+                tokio::time::sleep(backoff(tries)).await;
+                tries += 1;
+            }
+        }
+        Ok(keys
+            .iter()
+            .map(|k| found.remove(&(k.pk.clone(), k.sk.clone())))
+            .collect())
     }
 
     async fn put(&self, item: Item, cond: Option<Cond>) -> StoreResult<()> {

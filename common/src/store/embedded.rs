@@ -10,7 +10,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{Cond, Item, Key, Page, Query, SortRange, Store, StoreError, StoreResult, Update, Write, limits};
+use super::{
+    Cond, Item, Key, Page, Query, RawItem, RawPage, SortRange, Store, StoreError, StoreResult, Update, Write, limits,
+};
 
 const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
 /// Sorts after every sort key the services write.
@@ -51,7 +53,8 @@ impl EmbeddedStore {
 
     /// A read runs where it is called: a redb read transaction is a snapshot
     /// that takes no lock and, on cached pages, microseconds, less than the
-    /// hand-off to a blocking thread would cost.
+    /// hand-off to a blocking thread would cost. Queries too: the services
+    /// read pages of at most a few hundred items.
     fn read_now<T>(&self, f: impl FnOnce(&Database) -> StoreResult<T>) -> StoreResult<T> {
         f(&self.db)
     }
@@ -84,6 +87,55 @@ fn read(table: &Table<'_>, key: &Key) -> StoreResult<Option<Item>> {
         Some(v) => Ok(Some(decode(v.value())?)),
         None => Ok(None),
     }
+}
+
+/// The items of one partition a query reads, each made by `each` from its
+/// sort key and stored bytes, and the continuation token when more follow.
+/// Runs where it is called, as reads do (see `read_now`).
+fn scan<T>(
+    db: &Database,
+    query: &Query,
+    mut each: impl FnMut(&str, &[u8]) -> StoreResult<T>,
+) -> StoreResult<(Vec<T>, Option<String>)> {
+    if query.pk.is_empty() || query.pk.len() > limits::MAX_PK {
+        return Err(StoreError::Invalid("query partition key size".into()));
+    }
+    let txn = db.begin_read().map_err(backend)?;
+    let table = txn.open_table(ITEMS).map_err(backend)?;
+    let pk = query.pk.as_str();
+    let (lo, hi) = match &query.range {
+        SortRange::All => (String::new(), HIGHEST.to_string()),
+        SortRange::Prefix(p) => (p.clone(), format!("{p}{HIGHEST}")),
+        SortRange::Between(a, b) => (a.clone(), b.clone()),
+    };
+    let mut lower = Bound::Included((pk, lo.as_str()));
+    let mut upper = Bound::Included((pk, hi.as_str()));
+    if let Some(after) = query.after.as_deref() {
+        if query.forward && after >= lo.as_str() {
+            lower = Bound::Excluded((pk, after));
+        } else if !query.forward && after <= hi.as_str() {
+            upper = Bound::Excluded((pk, after));
+        }
+    }
+    let range = table.range::<(&str, &str)>((lower, upper)).map_err(backend)?;
+    let entries: Box<dyn Iterator<Item = _>> = if query.forward {
+        Box::new(range)
+    } else {
+        Box::new(range.rev())
+    };
+    let mut items = Vec::new();
+    let mut last = None;
+    for entry in entries {
+        let (k, v) = entry.map_err(backend)?;
+        if items.len() == query.limit {
+            // One more exists: the page ends at the last item taken.
+            let next = last.map(|k: redb::AccessGuard<(&str, &str)>| k.value().1.to_string());
+            return Ok((items, next));
+        }
+        items.push(each(k.value().1, v.value())?);
+        last = Some(k);
+    }
+    Ok((items, None))
 }
 
 fn check(cond: Option<&Cond>, current: Option<&Item>) -> StoreResult<()> {
@@ -174,69 +226,36 @@ impl Store for EmbeddedStore {
     }
 
     async fn query(&self, query: &Query) -> StoreResult<Page> {
-        if query.pk.is_empty() || query.pk.len() > limits::MAX_PK {
-            return Err(StoreError::Invalid("query partition key size".into()));
-        }
-        let query = query.clone();
-        self.blocking(move |db| {
+        let (items, next) = self.read_now(|db| scan(db, query, |_, json| decode(json)))?;
+        Ok(Page { items, next })
+    }
+
+    async fn query_raw(&self, query: &Query) -> StoreResult<RawPage> {
+        let (items, next) = self.read_now(|db| {
+            scan(db, query, |sk, json| {
+                Ok(RawItem {
+                    sk: sk.to_string(),
+                    json: json.to_vec(),
+                })
+            })
+        })?;
+        Ok(RawPage { items, next })
+    }
+
+    async fn get_many(&self, keys: &[Key]) -> StoreResult<Vec<Option<Item>>> {
+        limits::batch_get(keys)?;
+        self.read_now(|db| {
             let txn = db.begin_read().map_err(backend)?;
             let table = txn.open_table(ITEMS).map_err(backend)?;
-            let pk = query.pk.as_str();
-            let (lo, hi) = match &query.range {
-                SortRange::All => (String::new(), HIGHEST.to_string()),
-                SortRange::Prefix(p) => (p.clone(), format!("{p}{HIGHEST}")),
-                SortRange::Between(a, b) => (a.clone(), b.clone()),
-            };
-            let mut lower = Bound::Included((pk, lo.as_str()));
-            let mut upper = Bound::Included((pk, hi.as_str()));
-            if let Some(after) = query.after.as_deref() {
-                if query.forward && after >= lo.as_str() {
-                    lower = Bound::Excluded((pk, after));
-                } else if !query.forward && after <= hi.as_str() {
-                    upper = Bound::Excluded((pk, after));
-                }
-            }
-            let range = table.range::<(&str, &str)>((lower, upper)).map_err(backend)?;
-            let mut items = Vec::new();
-            let mut more = false;
-            let mut push = |entry: Result<
-                (redb::AccessGuard<(&str, &str)>, redb::AccessGuard<&[u8]>),
-                redb::StorageError,
-            >|
-             -> StoreResult<bool> {
-                let (_, v) = entry.map_err(backend)?;
-                if items.len() == query.limit {
-                    more = true;
-                    return Ok(false);
-                }
-                items.push(decode(v.value())?);
-                Ok(true)
-            };
-            if query.forward {
-                for entry in range {
-                    if !push(entry)? {
-                        break;
-                    }
-                }
-            } else {
-                for entry in range.rev() {
-                    if !push(entry)? {
-                        break;
-                    }
-                }
-            }
-            let next = if more {
-                items
-                    .last()
-                    .and_then(|i| i.get(super::SK))
-                    .and_then(|v| v.as_str())
-                    .map(String::from)
-            } else {
-                None
-            };
-            Ok(Page { items, next })
+            keys.iter()
+                .map(
+                    |key| match table.get((key.pk.as_str(), key.sk.as_str())).map_err(backend)? {
+                        Some(v) => Ok(Some(decode(v.value())?)),
+                        None => Ok(None),
+                    },
+                )
+                .collect()
         })
-        .await
     }
 
     async fn transact(&self, writes: Vec<Write>) -> StoreResult<()> {

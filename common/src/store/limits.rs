@@ -16,6 +16,8 @@ pub const MAX_SK: usize = 1024;
 pub const MAX_ITEM: usize = 400 * 1024;
 /// The most writes (and checks) one transaction may hold.
 pub const MAX_TRANSACTION: usize = 100;
+/// The most keys one BatchGetItem may ask for.
+pub const MAX_BATCH_GET: usize = 100;
 
 fn refused(why: impl Into<String>) -> StoreError {
     StoreError::Invalid(why.into())
@@ -77,6 +79,23 @@ pub fn update(key: &Key, update: &Update, current: Option<&Item>) -> StoreResult
     let changes = |name: &str, own: &str| update.set.get(name).is_some_and(|v| v.as_str() != Some(own));
     if changes(PK, &key.pk) || changes(SK, &key.sk) || update.remove.iter().any(|n| n == PK || n == SK) {
         return Err(refused("an update changes a key attribute"));
+    }
+    Ok(())
+}
+
+pub fn batch_get(keys: &[Key]) -> StoreResult<()> {
+    if keys.is_empty() || keys.len() > MAX_BATCH_GET {
+        return Err(refused(format!(
+            "a batch of {} keys (1 to {MAX_BATCH_GET})",
+            keys.len()
+        )));
+    }
+    let mut seen = HashSet::new();
+    for k in keys {
+        key(k)?;
+        if !seen.insert(k) {
+            return Err(refused("two keys of one batch the same"));
+        }
     }
     Ok(())
 }

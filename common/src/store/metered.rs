@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 
-use super::{Cond, Item, Key, Page, Query, Store, StoreResult, Update, Write};
+use super::{Cond, Item, Key, Page, Query, RawPage, Store, StoreResult, Update, Write};
 
 #[derive(Debug, Default)]
 pub struct Meter {
     pub gets: AtomicU64,
+    pub batch_gets: AtomicU64,
     pub puts: AtomicU64,
     pub updates: AtomicU64,
     pub deletes: AtomicU64,
@@ -22,6 +23,7 @@ pub struct Meter {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub gets: u64,
+    pub batch_gets: u64,
     pub puts: u64,
     pub updates: u64,
     pub deletes: u64,
@@ -31,11 +33,12 @@ pub struct Counts {
 
 impl Counts {
     pub fn total(&self) -> u64 {
-        self.gets + self.puts + self.updates + self.deletes + self.queries + self.transactions
+        self.gets + self.batch_gets + self.puts + self.updates + self.deletes + self.queries + self.transactions
     }
     pub fn since(&self, earlier: &Counts) -> Counts {
         Counts {
             gets: self.gets - earlier.gets,
+            batch_gets: self.batch_gets - earlier.batch_gets,
             puts: self.puts - earlier.puts,
             updates: self.updates - earlier.updates,
             deletes: self.deletes - earlier.deletes,
@@ -50,6 +53,7 @@ impl Meter {
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Counts {
             gets: n(&self.gets),
+            batch_gets: n(&self.batch_gets),
             puts: n(&self.puts),
             updates: n(&self.updates),
             deletes: n(&self.deletes),
@@ -102,6 +106,14 @@ impl Store for Metered {
     async fn query(&self, query: &Query) -> StoreResult<Page> {
         tick(&self.meter.queries);
         self.inner.query(query).await
+    }
+    async fn query_raw(&self, query: &Query) -> StoreResult<RawPage> {
+        tick(&self.meter.queries);
+        self.inner.query_raw(query).await
+    }
+    async fn get_many(&self, keys: &[Key]) -> StoreResult<Vec<Option<Item>>> {
+        tick(&self.meter.batch_gets);
+        self.inner.get_many(keys).await
     }
     async fn transact(&self, writes: Vec<Write>) -> StoreResult<()> {
         tick(&self.meter.transactions);

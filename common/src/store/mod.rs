@@ -137,6 +137,29 @@ pub struct Page {
     pub next: Option<String>,
 }
 
+/// A [`Page`] whose items are JSON text beside their sort keys.
+#[derive(Debug, Clone, Default)]
+pub struct RawPage {
+    pub items: Vec<RawItem>,
+    pub next: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RawItem {
+    pub sk: String,
+    /// The whole item, `pk` and `sk` included, as a JSON object.
+    pub json: Vec<u8>,
+}
+
+impl RawItem {
+    /// The item read as its record, straight from the text: fields the
+    /// record does not name are skipped, not built.
+    pub fn record<T: DeserializeOwned>(&self) -> StoreResult<T> {
+        serde_json::from_slice(&self.json)
+            .map_err(|e| StoreError::Backend(format!("stored item does not match its record: {e}")))
+    }
+}
+
 /// One write inside a transaction.
 #[derive(Debug, Clone)]
 pub enum Write {
@@ -169,6 +192,26 @@ pub trait Store: Send + Sync {
     /// Returns the item as it was, when there was one.
     async fn delete(&self, key: &Key, cond: Option<Cond>) -> StoreResult<Option<Item>>;
     async fn query(&self, query: &Query) -> StoreResult<Page>;
+    /// `query`, each item as JSON text: a reader decodes it straight into its
+    /// own type. The embedded store keeps items as JSON and hands over the
+    /// bytes without decoding them; other backends encode their items.
+    async fn query_raw(&self, query: &Query) -> StoreResult<RawPage> {
+        let page = self.query(query).await?;
+        let items = page
+            .items
+            .into_iter()
+            .map(|item| {
+                let sk = item.get(SK).and_then(Value::as_str).unwrap_or_default().to_string();
+                let json = serde_json::to_vec(&item).map_err(|e| StoreError::Backend(e.to_string()))?;
+                Ok(RawItem { sk, json })
+            })
+            .collect::<StoreResult<_>>()?;
+        Ok(RawPage { items, next: page.next })
+    }
+    /// Several items in one request, in the order of `keys`: one read
+    /// transaction on the embedded store, BatchGetItem on DynamoDB. At most
+    /// 100 keys, no two the same.
+    async fn get_many(&self, keys: &[Key]) -> StoreResult<Vec<Option<Item>>>;
     /// At most 100 writes, no two on the same key.
     async fn transact(&self, writes: Vec<Write>) -> StoreResult<()>;
 }
