@@ -11,18 +11,23 @@ pub const KEY_PREFIX: &str = "svc_";
 
 #[derive(Clone)]
 pub struct KeyHasher {
-    secret: Vec<u8>,
+    /// The HMAC with its key already absorbed: every request hashes a key,
+    /// and cloning this state skips hashing the secret again.
+    keyed: Hmac<Sha256>,
 }
 
 impl KeyHasher {
     pub fn new(secret: impl Into<Vec<u8>>) -> Self {
-        Self { secret: secret.into() }
+        let secret: Vec<u8> = secret.into();
+        Self {
+            keyed: Hmac::<Sha256>::new_from_slice(&secret).expect("HMAC takes any key length"),
+        }
     }
 
     /// Hex HMAC-SHA256 of a secret value, for storage and lookup. `purpose`
     /// separates domains so a key and a code with the same text never collide.
     pub fn digest(&self, purpose: &str, value: &str) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        let mut mac = self.keyed.clone();
         mac.update(purpose.as_bytes());
         mac.update(&[0]);
         mac.update(value.as_bytes());

@@ -117,11 +117,11 @@ fn endpoint(op: &'static Operation, rest: &'static crate::api::Rest) -> MethodRo
 async fn log_request(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().clone();
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let response = next.run(req).await;
     tracing::info!(
         method = %method,
-        route = route.as_deref().unwrap_or("unmatched"),
+        route = route.as_ref().map_or("unmatched", MatchedPath::as_str),
         status = response.status().as_u16(),
         latency_ms = %format_args!("{:.3}", started.elapsed().as_secs_f64() * 1000.0),
         "request"

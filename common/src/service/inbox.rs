@@ -7,16 +7,19 @@
 //! agent key and operators read one service-domain mailbox (`mailbox=`,
 //! default `inbox@`). A message, thread or file of another scope is 404.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use super::mail_store::{self, AttachmentInfo, Direction, Folder, Row, Thread};
 use super::{Call, Download, keys};
 use crate::auth::Caller;
 use crate::error::{self, ApiError};
 use crate::mail::codes;
+use crate::store::RawItem;
 use crate::validate::{self, Fields, Input, Origin};
 
 pub const DEFAULT_LIMIT: i64 = 25;
@@ -36,51 +39,63 @@ pub const DEFAULT_MAX_CHARS: i64 = 20_000;
 
 // ------------------------------------------------------------------ shapes
 
-/// A list row (spec 2.4): no body, attachment metadata only. A list decodes
-/// it straight from a stored [`Row`], whose other fields it skips.
+/// A list row (spec 2.4): no body, attachment metadata only. A list page
+/// decodes it straight from a stored [`Row`]'s text, borrowing its strings
+/// and skipping its other fields; elsewhere it is built from a `Row`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Summary {
+pub struct Summary<'a> {
     /// `^[A-Za-z0-9_-]{1,128}$`
-    pub id: String,
-    pub message_id: String,
-    pub mailbox: String,
-    pub from: String,
+    #[serde(borrow)]
+    pub id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub message_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub mailbox: Cow<'a, str>,
+    #[serde(borrow)]
+    pub from: Cow<'a, str>,
     pub to: Vec<String>,
-    pub subject: String,
-    pub preview: String,
-    pub date: Option<String>,
-    pub ingested_at: Option<String>,
+    #[serde(borrow)]
+    pub subject: Cow<'a, str>,
+    #[serde(borrow)]
+    pub preview: Cow<'a, str>,
+    #[serde(borrow)]
+    pub date: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub ingested_at: Option<Cow<'a, str>>,
     pub unread: bool,
     /// A row keeps no folder until it is filed elsewhere: inbox.
     #[serde(default)]
     pub folder: Folder,
-    pub source: String,
+    #[serde(borrow)]
+    pub source: Cow<'a, str>,
     /// inbound, or outbound for a threaded send.
     #[serde(rename = "box")]
     pub direction: Direction,
     /// 64 lowercase hex characters.
-    pub thread_id: String,
+    #[serde(borrow)]
+    pub thread_id: Cow<'a, str>,
     pub attachments: Vec<AttachmentInfo>,
 }
 
-impl From<&Row> for Summary {
-    fn from(r: &Row) -> Summary {
+impl From<&Row> for Summary<'static> {
+    fn from(r: &Row) -> Summary<'static> {
+        let text = |s: &String| Cow::Owned(s.clone());
         Summary {
-            id: r.id.clone(),
-            message_id: r.message_id.clone(),
-            mailbox: r.mailbox.clone(),
-            from: r.from.clone(),
+            id: text(&r.id),
+            message_id: text(&r.message_id),
+            mailbox: text(&r.mailbox),
+            from: text(&r.from),
             to: r.to.clone(),
-            subject: r.subject.clone(),
-            preview: r.preview.clone(),
-            date: r.date.clone(),
-            ingested_at: Some(r.ingested_at.clone()),
+            subject: text(&r.subject),
+            preview: text(&r.preview),
+            date: r.date.as_ref().map(text),
+            ingested_at: Some(text(&r.ingested_at)),
             unread: r.unread,
             folder: r.folder(),
-            source: r.source.clone(),
+            source: text(&r.source),
             direction: r.direction,
-            thread_id: r.thread_id.clone(),
+            thread_id: text(&r.thread_id),
             attachments: r.attachments.clone(),
         }
     }
@@ -91,7 +106,9 @@ impl From<&Row> for Summary {
 #[serde(rename_all = "camelCase")]
 pub struct InboxList {
     pub ok: bool,
-    pub messages: Vec<Summary>,
+    /// Each a [`Summary`], encoded when the page was read.
+    #[schemars(with = "Vec<Summary<'static>>")]
+    pub messages: Vec<Box<RawValue>>,
     /// Unread rows in this page only.
     pub unread_in_page: usize,
     /// Present when older rows exist: pass it back as `cursor`.
@@ -100,17 +117,37 @@ pub struct InboxList {
 }
 
 impl InboxList {
-    fn of(rows: &[Row], next_cursor: Option<String>) -> InboxList {
-        InboxList::new(rows.iter().map(Summary::from).collect(), next_cursor)
+    fn of(rows: &[Row], next_cursor: Option<String>) -> Result<InboxList, ApiError> {
+        InboxList::new(rows.iter().map(Summary::from), next_cursor)
     }
 
-    fn new(messages: Vec<Summary>, next_cursor: Option<String>) -> InboxList {
-        InboxList {
-            ok: true,
-            unread_in_page: messages.iter().filter(|m| m.unread).count(),
-            messages,
-            next_cursor,
+    /// A page of stored rows, decoded from their text (a row's strings are
+    /// borrowed, not copied, on their way to the answer).
+    fn from_stored(items: &[RawItem], next_cursor: Option<String>) -> Result<InboxList, ApiError> {
+        let summaries = items
+            .iter()
+            .map(|item| serde_json::from_slice::<Summary<'_>>(&item.json))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ApiError::internal)?;
+        InboxList::new(summaries.into_iter(), next_cursor)
+    }
+
+    fn new<'a>(
+        summaries: impl Iterator<Item = Summary<'a>>,
+        next_cursor: Option<String>,
+    ) -> Result<InboxList, ApiError> {
+        let mut unread_in_page = 0;
+        let mut messages = Vec::new();
+        for summary in summaries {
+            unread_in_page += usize::from(summary.unread);
+            messages.push(serde_json::value::to_raw_value(&summary).map_err(ApiError::internal)?);
         }
+        Ok(InboxList {
+            ok: true,
+            messages,
+            unread_in_page,
+            next_cursor,
+        })
     }
 }
 
@@ -119,7 +156,7 @@ impl InboxList {
 #[serde(rename_all = "camelCase")]
 pub struct MessageView {
     #[serde(flatten)]
-    pub summary: Summary,
+    pub summary: Summary<'static>,
     pub text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub html: Option<String>,
@@ -150,7 +187,7 @@ pub struct ThreadList {
 pub struct ThreadView {
     pub ok: bool,
     pub thread: Thread,
-    pub messages: Vec<Summary>,
+    pub messages: Vec<Summary<'static>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
@@ -418,7 +455,7 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
             subject: q.subject,
         };
         let rows = wait_rows(call, &scope, &filter, seconds).await?;
-        return Ok(InboxOutput::List(InboxList::of(&rows, None)));
+        return Ok(InboxOutput::List(InboxList::of(&rows, None)?));
     }
     Ok(InboxOutput::List(
         flat_page(call, &scope, q.folder, q.cursor.as_deref(), limit).await?,
@@ -436,8 +473,8 @@ async fn flat_page(
         Some(f) => keys::folder_partition(scope, f.as_str()),
         None => keys::mail_partition(scope, false),
     };
-    let (messages, next) = mail_store::page::<Summary>(call.ctx, pk, true, cursor, limit).await?;
-    Ok(InboxList::new(messages, next))
+    let (items, next) = mail_store::page_raw(call.ctx, pk, true, cursor, limit).await?;
+    InboxList::from_stored(&items, next)
 }
 
 async fn threads_page(
@@ -513,7 +550,7 @@ async fn search_scope(
         .collect();
     hits.sort_by(|a, b| b.id.cmp(&a.id));
     hits.truncate(limit);
-    Ok(InboxList::of(&hits, None))
+    InboxList::of(&hits, None)
 }
 
 /// A message with its body, marked read; the text cut at `max_chars` when

@@ -26,7 +26,7 @@ use super::keys;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::store::{Cond, Key, Query, StoreError, StoreExt, Update, Write, item, record};
+use crate::store::{Cond, Key, Query, RawItem, StoreError, StoreExt, Update, Write, item, record};
 
 /// The most of a body kept on the row (and searched); the whole body is then a
 /// blob. Keeps 200 rows of a search near DynamoDB's 1 MB page.
@@ -565,6 +565,19 @@ pub async fn page<T: serde::de::DeserializeOwned + Send>(
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let (items, next) = page_raw(ctx, pk, newest_first, cursor, limit).await?;
+    let records = items.iter().map(|i| i.record()).collect::<Result<Vec<T>, _>>()?;
+    Ok((records, next))
+}
+
+/// [`page`], each item left as its stored text.
+pub async fn page_raw(
+    ctx: &Context,
+    pk: String,
+    newest_first: bool,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<RawItem>, Option<String>), ApiError> {
     // Message ids and list keys start with a digit; `#` (a thread summary)
     // sorts before them and `~` after.
     let (low, high) = match (cursor, newest_first) {
@@ -588,10 +601,7 @@ pub async fn page<T: serde::de::DeserializeOwned + Send>(
     let more = items.len() > limit;
     items.truncate(limit);
     let next = if more { items.last().map(|i| i.sk.clone()) } else { None };
-    // Each record straight from the stored text: a list reads its summary
-    // fields and skips the body.
-    let records = items.iter().map(|i| i.record()).collect::<Result<Vec<T>, _>>()?;
-    Ok((records, next))
+    Ok((items, next))
 }
 
 /// The newest `n` rows of a direction (search reads 200 of each).
