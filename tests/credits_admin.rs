@@ -7,6 +7,7 @@ use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 on_both_backends!(
     credits_show_the_full_payload_for_each_caller,
+    credits_are_read_in_one_storage_request,
     the_agent_key_freezes_and_thaws_itself,
     only_an_operator_pauses_all_sending,
     credit_controls_refuse_bad_input_and_change_nothing,
@@ -52,6 +53,16 @@ async fn credits_show_the_full_payload_for_each_caller(app: TestApp) {
     assert_eq!(bad.status, 401);
     let after = app.get("/credits", Auth::ApiKey(&app.agent_key)).await;
     assert_eq!(after.body["credits"]["remaining"], 100, "a 401 spends no credit");
+}
+
+/// GET /credits reads the balance and both switches in one request
+/// (docs/data-model.md): one read transaction, one BatchGetItem.
+async fn credits_are_read_in_one_storage_request(app: TestApp) {
+    let before = app.ctx.store_meter.counts();
+    let res = app.get("/credits", Auth::Bearer(&app.agent_key)).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let used = app.ctx.store_meter.counts().since(&before);
+    assert_eq!((used.batch_gets, used.total()), (1, 1), "{used:?}");
 }
 
 async fn the_agent_key_freezes_and_thaws_itself(app: TestApp) {
