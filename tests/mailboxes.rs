@@ -18,6 +18,7 @@ on_both_backends!(
     the_sync_token_reads_and_acknowledges_the_export,
     operators_add_hosted_mailboxes_on_the_service_domain,
     only_recent_export_versions_can_be_acknowledged,
+    a_slow_export_run_never_hides_a_newer_export,
     concurrent_forwarding_changes_never_close_a_loop,
 );
 
@@ -68,6 +69,37 @@ async fn only_recent_export_versions_can_be_acknowledged(app: TestApp) {
     );
     assert_eq!(mta_export::acknowledge(&app.ctx, first).await.unwrap_err().status, 404);
     assert!(mta_export::acknowledge(&app.ctx, last).await.is_ok());
+}
+
+/// Two runs overlap (the schedule and a cold start, or the local jobs and a
+/// test): the one that took the older version finishes last. The mail host
+/// still reads the newest version, never the stale one.
+async fn a_slow_export_run_never_hides_a_newer_export(app: TestApp) {
+    let sync = support::SYNC_TOKEN;
+    let key = app
+        .verified_domain(&format!("sid@{ALLOWED_DOMAIN}"), "sid.example")
+        .await;
+    app.add_mailbox(&key, "sid.example", "s", "hosted", json!([])).await;
+    let older = mta_export::run_once(&app.ctx).await.unwrap().version;
+    let body =
+        json!({"domainId": "sid.example", "localPart": "s", "mode": "forward", "forwardTo": ["out@elsewhere.test"]});
+    assert_eq!(app.post("/setMailboxMode", Auth::Bearer(&key), body).await.status, 200);
+    let newer = mta_export::run_once(&app.ctx).await.unwrap().version;
+    // The older run's export lands after the newer one.
+    let name = format!("mta/export/{older:012}.json");
+    let stale = app.ctx.blobs.get(&name).await.unwrap().expect("the older export");
+    app.ctx.blobs.put(&name, stale, "application/json").await.unwrap();
+    let got = app.get("/mtaMailboxExport", Auth::Bearer(sync)).await;
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert_eq!(got.body["export"]["version"], newer);
+    let plan = &got.body["export"]["mailboxes"];
+    assert!(plan.to_string().contains("\"forward\""), "the newer plan: {plan}");
+
+    for _ in 0..15 {
+        mta_export::run_once(&app.ctx).await.unwrap();
+    }
+    let kept = app.ctx.blobs.list("mta/export/").await.unwrap();
+    assert!(kept.len() <= 11, "old exports are removed: {}", kept.len());
 }
 
 async fn mailboxes_in_each_mode_carry_their_delivery_plan(app: TestApp) {

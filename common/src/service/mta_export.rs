@@ -5,8 +5,10 @@
 //! fetches it with the sync token and acknowledges the version it applied; the
 //! acknowledgement marks applied exactly the mailbox changes that version carried.
 //!
-//! Blobs: `mta/mtaMailboxExport.json` the newest export; `mta/pending/<version>.json`
-//! the (address, change number) pairs it carried that were not yet applied.
+//! Blobs: `mta/export/<version>.json` each export, written once; the newest is
+//! the highest version, so a slow run that took an older version and finishes
+//! last never hides a newer export. `mta/pending/<version>.json` the (address,
+//! change number) pairs an export carried that were not yet applied.
 //! Items: `SEQ#export/S` the version counter.
 
 use schemars::JsonSchema;
@@ -21,7 +23,12 @@ use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, Update};
 use crate::validate::{Fields, Input, NoInput};
 
-pub const EXPORT_BLOB: &str = "mta/mtaMailboxExport.json";
+const EXPORTS: &str = "mta/export/";
+
+/// Zero-padded, so the names sort by version.
+fn export_blob(version: i64) -> String {
+    format!("{EXPORTS}{version:012}.json")
+}
 
 fn pending_blob(version: i64) -> String {
     format!("mta/pending/{version:012}.json")
@@ -171,10 +178,10 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         .map_err(blob_err)?;
     let export_bytes = serde_json::to_vec(&export).expect("export serializes");
     ctx.blobs
-        .put(EXPORT_BLOB, export_bytes, "application/json")
+        .put(&export_blob(version), export_bytes, "application/json")
         .await
         .map_err(blob_err)?;
-    forget_old_pending(ctx, version).await?;
+    forget_old(ctx, version).await?;
     tracing::info!(
         version,
         mailboxes = live.len(),
@@ -190,14 +197,22 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
 
 /// Versions a mail host may still acknowledge; older pending records go.
 const KEEP_VERSIONS: i64 = 100;
+/// Exports kept below the one just written (a mail host reads only the newest).
+const KEEP_EXPORTS: i64 = 10;
 
-async fn forget_old_pending(ctx: &Context, version: i64) -> Result<(), ApiError> {
+/// Deletes the pending records and exports that are far enough below
+/// `version`: never the newest, even when this run's version is not.
+async fn forget_old(ctx: &Context, version: i64) -> Result<(), ApiError> {
     let blob_err = |e: crate::blob::BlobError| ApiError::internal(e);
-    let oldest_kept = pending_blob(version - KEEP_VERSIONS);
-    for key in ctx.blobs.list("mta/pending/").await.map_err(blob_err)? {
-        // Zero-padded names sort by version.
-        if key < oldest_kept {
-            ctx.blobs.delete(&key).await.map_err(blob_err)?;
+    for (prefix, oldest_kept) in [
+        ("mta/pending/", pending_blob(version - KEEP_VERSIONS)),
+        (EXPORTS, export_blob(version - KEEP_EXPORTS)),
+    ] {
+        for key in ctx.blobs.list(prefix).await.map_err(blob_err)? {
+            // Zero-padded names sort by version.
+            if key < oldest_kept {
+                ctx.blobs.delete(&key).await.map_err(blob_err)?;
+            }
         }
     }
     Ok(())
@@ -211,7 +226,10 @@ pub struct LatestExport {
 
 /// The newest export, as the mail host reads it; 404 before the first.
 pub async fn latest(call: &Call<'_>, _: NoInput) -> Result<LatestExport, ApiError> {
-    let bytes = call.ctx.blobs.get(EXPORT_BLOB).await.map_err(ApiError::internal)?;
+    let blobs = &call.ctx.blobs;
+    let names = blobs.list(EXPORTS).await.map_err(ApiError::internal)?;
+    let newest = names.into_iter().max().ok_or(error::NOT_FOUND)?;
+    let bytes = blobs.get(&newest).await.map_err(ApiError::internal)?;
     let bytes = bytes.ok_or(error::NOT_FOUND)?;
     let export = serde_json::from_slice(&bytes).map_err(ApiError::internal)?;
     Ok(LatestExport { ok: true, export })
