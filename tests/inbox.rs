@@ -982,8 +982,16 @@ async fn storage_requests_per_route_are_what_the_data_model_says(app: TestApp) {
     .await;
     assert_eq!(poll(&app).await.filed, 2);
     let rows = list(&app, &key, "").await;
-    let id = rows["messages"][1]["id"].as_str().unwrap().to_string();
-    let thread = rows["messages"][1]["threadId"].as_str().unwrap().to_string();
+    // By Message-ID, not position: filed in the same millisecond, the two
+    // ids order by their random part.
+    let first = rows["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["messageId"] == "<r1@example.org>")
+        .unwrap();
+    let id = first["id"].as_str().unwrap().to_string();
+    let thread = first["threadId"].as_str().unwrap().to_string();
 
     let cost = |path: String, post: Option<Value>| {
         let app = &app;
