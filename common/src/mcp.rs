@@ -302,9 +302,7 @@ async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Resu
     };
     let outcome = match op.access.admit(auth) {
         Ok(()) => match op.execute(call, Ok(Fields::new(arguments, Origin::Tool))).await {
-            Ok(crate::api::Output::Json(text)) => {
-                serde_json::from_str::<Value>(text.get()).map_err(|_| crate::error::INTERNAL.into())
-            }
+            Ok(crate::api::Output::Json(text)) => Ok(text),
             // No tool gives file bytes; the catalogue test holds it so.
             Ok(crate::api::Output::Bytes(_)) => Err(crate::error::INTERNAL.into()),
             Err(e) => Err(e),
@@ -312,8 +310,9 @@ async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Resu
         Err(refused) => Err(refused),
     };
     match outcome {
+        // The text is the output as encoded; the structure, that text read.
         Ok(output) => Ok(json!({
-            "content": [{ "type": "text", "text": output.to_string() }],
+            "content": [{ "type": "text", "text": output.get() }],
             "structuredContent": output,
             "isError": false,
         })),

@@ -186,10 +186,10 @@ async fn payload(ctx: &Context, caller: &Caller) -> Result<CreditsPayload, ApiEr
     if !matches!(caller, Caller::Standard(_)) {
         wanted.push(keys::agent_switch());
     }
-    let found = ctx.store.get_many(&wanted).await?;
-    let (remaining, initial) = balance_of(found[0].as_ref());
-    let enabled = enabled_of(found[1].as_ref());
-    let switch = found.get(2).map(|item| AgentSwitch::of(item.as_ref()));
+    let mut found = ctx.store.get_many(&wanted).await?.into_iter();
+    let (remaining, initial) = balance_of(found.next().flatten().as_ref());
+    let enabled = enabled_of(found.next().flatten().as_ref());
+    let switch = found.next().map(|item| AgentSwitch::of(item.as_ref()));
     let agent_key = match (caller, switch) {
         (Caller::Standard(key), _) => AgentKeyView {
             id: key.key_id.clone(),

@@ -435,12 +435,12 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
     if matches!(caller, Caller::Agent) {
         switches.push(keys::agent_switch());
     }
-    let found = ctx.store.get_many(&switches).await?;
-    if !credits::enabled_of(found[0].as_ref()) {
+    let mut found = ctx.store.get_many(&switches).await?.into_iter();
+    if !credits::enabled_of(found.next().flatten().as_ref()) {
         return Err(error::SENDING_PAUSED.into());
     }
     if found
-        .get(1)
+        .next()
         .is_some_and(|switch| credits::AgentSwitch::of(switch.as_ref()).frozen(ctx.clock.now()))
     {
         return Err(error::AGENT_KEY_DISABLED.into());

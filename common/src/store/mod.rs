@@ -155,8 +155,7 @@ impl RawItem {
     /// The item read as its record, straight from the text: fields the
     /// record does not name are skipped, not built.
     pub fn record<T: DeserializeOwned>(&self) -> StoreResult<T> {
-        serde_json::from_slice(&self.json)
-            .map_err(|e| StoreError::Backend(format!("stored item does not match its record: {e}")))
+        serde_json::from_slice(&self.json).map_err(not_its_record)
     }
 }
 
@@ -232,8 +231,11 @@ pub fn item<T: Serialize>(key: &Key, record: &T) -> Item {
 
 /// Reads a record back out of an item.
 pub fn record<T: DeserializeOwned>(item: Item) -> StoreResult<T> {
-    serde_json::from_value(Value::Object(item))
-        .map_err(|e| StoreError::Backend(format!("stored item does not match its record: {e}")))
+    serde_json::from_value(Value::Object(item)).map_err(not_its_record)
+}
+
+fn not_its_record(e: serde_json::Error) -> StoreError {
+    StoreError::Backend(format!("stored item does not match its record: {e}"))
 }
 
 pub fn key_of(item: &Item) -> Option<Key> {
