@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::config::Config;
 use common::context::{Built, Context, Mode};
-use common::http::{self, Family};
+use common::http;
 use common::service::{mta_export, poller};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -44,7 +44,7 @@ impl Application {
     pub async fn run(self) -> std::io::Result<()> {
         let jobs = tokio::spawn(run_jobs(self.context.clone()));
         let poller = tokio::spawn(run_poller(self.context.clone()));
-        let router = http::router(self.context.clone(), Family::ALL);
+        let router = http::local_router(self.context.clone());
         let _stop_jobs = AbortOnDrop(jobs);
         let _stop_poller = AbortOnDrop(poller);
         axum::serve(

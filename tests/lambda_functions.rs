@@ -28,8 +28,9 @@
 //! The other tests need nothing: every path of the route table is in
 //! `template.yaml` with method ANY at its root and under `/api`, on its
 //! family's function,
-//! `mta-export` runs on a one-minute schedule and serves no route, and every
-//! event file has a case here.
+//! `mta-export` runs on a one-minute schedule and serves no route, every
+//! event file has a case here, and each function links its own family's
+//! operations and no other family's.
 
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet};
@@ -437,6 +438,65 @@ fn assert_error(body: &Value, error: &str) {
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+// ------------------------------------------------------------ what each links
+
+/// Each family's function names only its own section of the catalogue, so
+/// the linker leaves the other families' operations (and their services) out:
+/// every operation's summary, a string only its `Operation` holds, is in the
+/// binary of its family's function and in no other, except `mcp`, which
+/// serves every tool and describes every route.
+#[test]
+fn each_function_links_its_own_familys_operations_and_no_others() {
+    let target_dir = target_dir();
+    let mut build = cargo();
+    build
+        .current_dir(workspace())
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .arg("build");
+    // The same packages as the sample-event test builds, so neither rebuilds
+    // for the other (features unify over the packages of one build).
+    for function in functions() {
+        build.args(["-p", function]);
+    }
+    let built = output_within(build, Duration::from_secs(20 * 60), "cargo build of the functions");
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+
+    let operations: Vec<(Family, &str)> = common::api::CATALOGUE
+        .iter()
+        .flat_map(|section| section.operations.iter().map(|op| (section.family, op.summary)))
+        .collect();
+    let scratch = Scratch::new();
+    let patterns = scratch.path("summaries.txt");
+    let lines: Vec<&str> = operations.iter().map(|(_, summary)| *summary).collect();
+    fs::write(&patterns, lines.join("\n") + "\n").unwrap();
+    for family in Family::ALL {
+        let binary = target_dir.join("debug").join(family.function());
+        // grep -F with every summary at once: one pass over the binary.
+        let found = Command::new("grep")
+            .arg("-aoF")
+            .arg("-f")
+            .arg(&patterns)
+            .arg(&binary)
+            .output()
+            .expect("grep");
+        let found: BTreeSet<String> = String::from_utf8_lossy(&found.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        for (owner, summary) in &operations {
+            let linked = found.contains(*summary);
+            let expected = owner == family || *family == Family::Mcp;
+            assert_eq!(
+                linked,
+                expected,
+                "{}: the {owner:?} operation '{summary}' {}",
+                family.function(),
+                if linked { "is linked in" } else { "is missing" }
+            );
+        }
+    }
 }
 
 // ------------------------------------------------------------ cargo lambda

@@ -12,7 +12,7 @@ use axum::routing::MethodRouter;
 use schemars::generate::Contract;
 use serde_json::{Map, Value, json};
 
-use crate::api::{self, CATALOGUE, Operation};
+use crate::api::{self, Operation};
 use crate::auth::{self, Access, Authenticated, Caller, Presented, Via};
 use crate::error::{self, ApiError};
 use crate::http::AppState;
@@ -69,9 +69,7 @@ async fn describe(headers: HeaderMap) -> Response {
 const SERVER_NAME: &str = "mailhost";
 
 fn tools() -> impl Iterator<Item = (&'static Operation, &'static api::Tool)> {
-    CATALOGUE
-        .iter()
-        .filter_map(|op| op.tool.as_ref().map(|tool| (op, tool)))
+    api::operations().filter_map(|op| op.tool.as_ref().map(|tool| (op, tool)))
 }
 
 /// `POST /mcp`. Authentication comes first, so a bad key is an HTTP 401

@@ -11,7 +11,7 @@ use schemars::generate::{Contract, SchemaSettings};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use crate::api::{self, CATALOGUE, Operation, Source};
+use crate::api::{self, CATALOGUE, Family, Operation, Source};
 use crate::auth::Access;
 use crate::error::{self, Problem};
 
@@ -23,7 +23,7 @@ pub async fn serve() -> Response {
 /// `GET /docs`: the legacy documentation page, pointing to the current one.
 pub async fn legacy_page() -> Html<String> {
     let mut rows = String::new();
-    for op in CATALOGUE {
+    for op in api::operations() {
         let route = op
             .rest
             .as_ref()
@@ -77,13 +77,13 @@ fn build() -> Value {
     let mut outputs = outputs.into_generator();
 
     let mut paths: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
-    for op in CATALOGUE {
-        let Some(rest) = &op.rest else { continue };
-        let method = rest.method.as_str().to_ascii_lowercase();
-        paths
-            .entry(rest.path)
-            .or_default()
-            .insert(method, operation(op, rest, &mut inputs, &mut outputs));
+    for section in CATALOGUE {
+        for op in section.operations {
+            let Some(rest) = &op.rest else { continue };
+            let method = rest.method.as_str().to_ascii_lowercase();
+            let described = operation(section.family, op, rest, &mut inputs, &mut outputs);
+            paths.entry(rest.path).or_default().insert(method, described);
+        }
     }
     paths.entry("/mcp").or_default().extend(mcp_path());
     let json_rpc_message = json!({
@@ -147,7 +147,13 @@ fn build() -> Value {
     })
 }
 
-fn operation(op: &Operation, rest: &api::Rest, inputs: &mut SchemaGenerator, outputs: &mut SchemaGenerator) -> Value {
+fn operation(
+    family: Family,
+    op: &Operation,
+    rest: &api::Rest,
+    inputs: &mut SchemaGenerator,
+    outputs: &mut SchemaGenerator,
+) -> Value {
     let mut problems: Vec<Problem> = op.access.refusals().to_vec();
     if rest.source != Source::Query {
         problems.extend([error::INVALID_JSON, error::NOT_AN_OBJECT, error::BODY_TOO_LARGE]);
@@ -157,7 +163,7 @@ fn operation(op: &Operation, rest: &api::Rest, inputs: &mut SchemaGenerator, out
         "operationId": op.id,
         "summary": op.summary,
         "description": op.description,
-        "tags": [op.family.function()],
+        "tags": [family.function()],
         "responses": responses(&problems, (op.io.output_schema)(outputs).to_value()),
     });
     if op.io.binary {
@@ -261,8 +267,7 @@ fn error_response(description: &str) -> Value {
 
 /// `/mcp` is not a catalogued route: describe its two verbs by hand.
 fn mcp_path() -> Map<String, Value> {
-    let tools: Vec<&str> = CATALOGUE
-        .iter()
+    let tools: Vec<&str> = api::operations()
         .filter_map(|op| op.tool.as_ref().map(|t| t.name))
         .collect();
     let rpc = json!({

@@ -4,7 +4,7 @@
 
 use common::config::Config;
 use common::context::{Context, Mode};
-use common::http::{Family, router};
+use common::http::router;
 use tower::ServiceExt;
 
 const EVENT: &str = include_str!("../../events/onboarding/request-access.json");
@@ -25,7 +25,7 @@ async fn the_per_ip_limit_keys_on_the_gateways_source_ip() {
     let mut config = Config::from_env_with(&[]);
     config.data_dir = dir.clone();
     let ctx = Context::build(config, Mode::Local).await.unwrap().context;
-    let app = router(ctx, &[Family::Onboarding]);
+    let app = router(ctx, &[&common::api::ONBOARDING]);
     let status = |req: lambda_http::Request| {
         let app = app.clone();
         async move { app.oneshot(req).await.unwrap().status().as_u16() }

@@ -2,7 +2,7 @@
 //! the service it names must exist with the input and output it names, or
 //! the crate does not compile.
 
-use super::{Family::*, Hints, Operation, Tool, delete, get, io, post, post_large, post_text, tool};
+use super::{Family::*, Hints, Operation, Section, Tool, delete, get, io, post, post_large, post_text, tool};
 use crate::auth::Access::*;
 use crate::error::*;
 use crate::service::{
@@ -36,436 +36,449 @@ const MAILBOX_ERRORS: &[crate::error::Problem] = &[
     FORWARDING_BUSY,
 ];
 
-pub static CATALOGUE: &[Operation] = &[
-    // --------------------------------------------------------------- onboarding
-    Operation {
-        id: "requestAccess",
-        rest: post("/requestAccess"),
-        tool: tool("request_access", Hints::CREATE.open_world()),
-        family: Onboarding,
-        access: Public,
-        summary: "Ask for an account: an 8-digit code is emailed",
-        description: "Step 1 of onboarding, no key needed. Emails an 8-digit code to contactEmail (valid 24 hours) \
-                      and returns the requestId to verify it with. The answer never says whether an account \
-                      exists. Limited to 5 per hour per IP and 3 per hour per email (429 with retryAfter).",
-        errors: &[
-            ACCESS_FIELDS_REQUIRED,
-            CONTACT_EMAIL_INVALID,
-            ORG_DOMAIN_INVALID,
-            AGENT_NAME_TOO_LONG,
-            INTENDED_USE_TOO_LONG,
-            RATE_LIMITED,
-            CODE_NOT_SENT,
-        ],
-        io: io!(
-            onboarding::request_access,
-            onboarding::RequestAccessInput,
-            onboarding::RequestAccessOutput
-        ),
-    },
-    Operation {
-        id: "verifyAccessRequest",
-        rest: post("/verifyAccessRequest"),
-        tool: tool("verify_access_request", Hints::CREATE),
-        family: Onboarding,
-        access: Public,
-        summary: "Verify the emailed code and receive the API key once",
-        description: "Step 2 of onboarding, no key needed. With the requestId and the emailed code: status ready \
-                      returns apiKey exactly once (store it; send it as Authorization: Bearer svc_...); \
-                      setting_up and unavailable return no key. Five wrong codes lock the request; 30 calls \
-                      per hour per IP.",
-        errors: &[
-            VERIFY_FIELDS_REQUIRED,
-            REQUEST_ID_INVALID,
-            CODE_NOT_VALID,
-            CODE_NO_LONGER_VALID,
-            NOT_FOUND,
-            ALREADY_COMPLETE,
-            CODE_EXPIRED,
-            REQUEST_BUSY,
-            RATE_LIMITED,
-        ],
-        io: io!(
-            onboarding::verify_access_request,
-            onboarding::VerifyInput,
-            onboarding::VerifyOutput
-        ),
-    },
-    Operation {
-        id: "getRequestStatus",
-        rest: post("/getRequestStatus"),
-        tool: tool("get_request_status", Hints::READ),
-        family: Onboarding,
-        access: Public,
-        summary: "Poll an access request's status",
-        description: "No key needed. With requestId and email: pending, setting_up, ready or unavailable. Any \
-                      mismatch reads as pending without requestId. Poll about every 20 minutes; limited to 10 \
-                      per hour per IP and 6 per hour per email.",
-        errors: &[RATE_LIMITED],
-        io: io!(
-            onboarding::get_request_status,
-            onboarding::StatusInput,
-            onboarding::StatusOutput
-        ),
-    },
-    Operation {
-        id: "getAccountStatus",
-        rest: post("/getAccountStatus"),
-        tool: tool("get_account_status", Hints::READ),
-        family: Onboarding,
-        access: AccountKey,
-        summary: "What the account has and what to do next",
-        description: "For a standard key: the account's status, its domain with each DNS check, its mailboxes, \
-                      whether it can send, and if not, the next step to take.",
-        errors: &[ACCOUNT_KEY_ONLY, NOT_FOUND],
-        io: io!(
-            onboarding::get_account_status,
-            onboarding::AccountStatusInput,
-            onboarding::AccountStatusOutput
-        ),
-    },
-    // -------------------------------------------------------------------- admin
-    Operation {
-        id: "requestDecision",
-        rest: post("/admin/requestDecision"),
-        tool: None,
-        family: Admin,
-        access: Operator,
-        summary: "Approve or deny a verified access request's account",
-        description: "Operators only. approve makes the account ready; deny makes it unavailable and revokes \
-                      its key.",
-        errors: &[
-            ID_REQUIRED,
-            DECISION_INVALID,
-            DECISION_ID_INVALID,
-            NOT_FOUND,
-            NOT_READY_FOR_DECISION,
-        ],
-        io: io!(admin::request_decision, admin::DecisionInput, admin::DecisionOutput),
-    },
-    Operation {
-        id: "listDomainAllowlist",
-        rest: get("/admin/domainAllowlist"),
-        tool: tool("list_domain_allowlist", Hints::READ),
-        family: Admin,
-        access: Operator,
-        summary: "List the allowlisted domains",
-        description: "Operators only. New accounts whose email is on one of these domains are ready at once.",
-        errors: &[],
-        io: io!(admin::list_allowlist, NoInput, admin::Allowlist),
-    },
-    Operation {
-        id: "addDomainAllowlist",
-        rest: post("/admin/domainAllowlist"),
-        tool: tool("add_domain_allowlist", Hints::SET),
-        family: Admin,
-        access: Operator,
-        summary: "Allowlist a domain",
-        description: "Operators only. New accounts with an email on this exact domain (not its subdomains) are \
-                      ready at once. Adding it again changes nothing (added false).",
-        errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
-        io: io!(admin::add_allowlist, admin::DomainInput, admin::AllowlistAdded),
-    },
-    Operation {
-        id: "removeDomainAllowlist",
-        rest: delete("/admin/domainAllowlist"),
-        tool: tool("remove_domain_allowlist", Hints::DESTROY),
-        family: Admin,
-        access: Operator,
-        summary: "Remove a domain from the allowlist",
-        description: "Operators only. `domain` in the body or the query. Accounts already created are unchanged.",
-        errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
-        io: io!(admin::remove_allowlist, admin::DomainInput, admin::AllowlistRemoved),
-    },
-    Operation {
-        id: "checkDomainAllowlist",
-        rest: get("/admin/domainAllowlist/check"),
-        tool: tool("check_domain_allowlist", Hints::READ),
-        family: Admin,
-        access: Operator,
-        summary: "Whether a domain is allowlisted",
-        description: "Operators only. Whether new accounts with an email on this domain are ready at once.",
-        errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
-        io: io!(admin::check_allowlist, admin::DomainInput, admin::AllowlistCheck),
-    },
-    Operation {
-        id: "requestDelete",
-        rest: post("/admin/requestDelete"),
-        tool: tool("operator_delete_request", Hints::DESTROY),
-        family: Admin,
-        access: Operator,
-        summary: "Delete access requests by id",
-        description: "Operators only. Deletes exactly the named access requests (`id` and/or `ids`, at most 200), \
-                      with no duplicate search; the account and its key stay. One audit row per id; clears the \
-                      email's request rate counter.",
-        errors: &[DELETE_IDS_REQUIRED, DELETE_IDS_TYPE, DELETE_IDS_TOO_MANY],
-        io: io!(admin::request_delete, admin::DeleteInput, admin::DeleteOutput),
-    },
-    Operation {
-        id: "requestDuplicates",
-        rest: get("/admin/requestDuplicates"),
-        tool: None,
-        family: Admin,
-        access: Operator,
-        summary: "Preview access requests sharing an email or a domain",
-        description: "Operators only. Query `email` and/or `domain`; newest first.",
-        errors: &[DUPLICATES_FILTER_REQUIRED, EMAIL_INVALID, DOMAIN_INVALID],
-        io: io!(
-            admin::request_duplicates,
-            admin::DuplicatesInput,
-            admin::DuplicatesOutput
-        ),
-    },
-    // --------------------------------------------------------- mail-host export
-    Operation {
-        id: "getMtaMailboxExport",
-        rest: get("/mtaMailboxExport"),
-        tool: None,
-        family: Mailboxes,
-        access: Sync,
-        summary: "The newest mailbox export for the mail host",
-        description: "The mail host's sync token only. Postfix maps, Dovecot passwd-file lines and each mailbox's \
-                      delivery plan, under a version. 404 before the first export.",
-        errors: &[NOT_FOUND],
-        io: io!(mta_export::latest, NoInput, mta_export::LatestExport),
-    },
-    Operation {
-        id: "acknowledgeMtaMailboxExport",
-        rest: post("/mtaMailboxExport"),
-        tool: None,
-        family: Mailboxes,
-        access: Sync,
-        summary: "Acknowledge the export version the mail host applied",
-        description: "The mail host's sync token only. Marks the mailbox changes that version carried as live \
-                      (mtaApplied). 404 for an unknown or forgotten version.",
-        errors: &[VERSION_INVALID, NOT_FOUND],
-        io: io!(
-            mta_export::acknowledge_export,
-            mta_export::AckInput,
-            mta_export::Acknowledged
-        ),
-    },
-    // ------------------------------------------------------------------ credits
-    Operation {
-        id: "getCredits",
-        rest: get("/credits"),
-        tool: None,
-        family: Credits,
-        access: CreditsRead,
-        summary: "Read the credit balance and the sending switches",
-        description: "The caller's credit balance (a standard key reads its own account's; the agent key and \
-                      signed-in people read the agent key's), the agent key's state, and whether sending is on. \
-                      Free.",
-        errors: &[],
-        io: io!(credits::get_credits, NoInput, credits::CreditsPayload),
-    },
-    Operation {
-        id: "controlCredits",
-        rest: post("/credits"),
-        tool: None,
-        family: Credits,
-        access: CreditsControl,
-        summary: "Freeze or unfreeze the agent key, or pause all sending",
-        description: "The agent key may set `disabled` and `frozenUntil`; an operator may also set \
-                      `sendingEnabled`. Takes effect on the next send. Free.",
-        errors: &[FROZEN_UNTIL_INVALID, CONTROL_REFUSED],
-        io: io!(credits::control, credits::Control, credits::CreditsPayload),
-    },
-    Operation {
-        id: "getRemainingCredits",
-        rest: None,
-        tool: tool("get_credits", Hints::READ),
-        family: Credits,
-        access: CreditsRead,
-        summary: "Read how many credits are left",
-        description: "Credits left on the caller's balance: one is spent per send_mail. Free.",
-        errors: &[],
-        io: io!(credits::get_remaining, NoInput, credits::Remaining),
-    },
-    // ------------------------------------------------------------------ domains
-    Operation {
-        id: "addDomain",
-        rest: post("/addDomain"),
-        tool: tool("add_domain", Hints::SET.open_world()),
-        family: Domains,
-        access: Customer,
-        summary: "Add the account's domain and get its DNS records",
-        description: "Step 3 of onboarding (standard key or signed-in person, setup complete). Adds the \
-                      account's one domain with a new DKIM key, checks its DNS at once, and returns the MX, \
-                      SPF and DKIM records to publish (domain.dnsInstructions.records; copy each value). The \
-                      same name again answers created false and changes nothing. Free.",
-        errors: &[
-            DOMAIN_REQUIRED,
-            DOMAIN_INVALID,
-            PRODUCT_DOMAIN,
-            SETUP_INCOMPLETE,
-            ONE_DOMAIN_PER_ACCOUNT,
-            DOMAIN_CLAIMED,
-            DOMAIN_CHANGED,
-        ],
-        io: io!(domains::add_domain, domains::AddDomainInput, domains::AddDomainOutput),
-    },
-    Operation {
-        id: "getDnsInstructions",
-        rest: get("/getDnsInstructions"),
-        tool: tool("get_dns_instructions", Hints::READ),
-        family: Domains,
-        access: Customer,
-        summary: "The DNS records to publish for the account's domain",
-        description: "The MX, SPF, DKIM and optional DMARC records for domainId, with the domain's status.",
-        errors: &[DOMAIN_ID_REQUIRED, DOMAIN_INVALID, SETUP_INCOMPLETE, NOT_FOUND],
-        io: io!(
-            domains::dns_instructions,
-            domains::DomainIdInput,
-            domains::DnsInstructionsOutput
-        ),
-    },
-    Operation {
-        id: "verifyDomain",
-        rest: post("/verifyDomain"),
-        tool: tool("verify_domain", Hints::SET.open_world()),
-        family: Domains,
-        access: Customer,
-        summary: "Check the domain's DNS records again",
-        description: "Step 4 of onboarding, after publishing the records: verified when MX, SPF and DKIM all \
-                      match; otherwise failureReason says which record missed. transient true means a lookup \
-                      did not finish and nothing changed.",
-        errors: &[DOMAIN_ID_REQUIRED, DOMAIN_INVALID, SETUP_INCOMPLETE, NOT_FOUND],
-        io: io!(
-            domains::verify_domain,
-            domains::DomainIdInput,
-            domains::VerifyDomainOutput
-        ),
-    },
-    Operation {
-        id: "listDomains",
-        rest: get("/listDomains"),
-        tool: tool("list_domains", Hints::READ),
-        family: Domains,
-        access: Customer,
-        summary: "The account's domains, each with its mailboxes",
-        description: "Each domain with its status and records, and its mailboxes with mode, forwardTo, \
-                      delivery plan and mtaApplied (true once live on the mail server). Operators may pass uid \
-                      to read another account.",
-        errors: &[SETUP_INCOMPLETE],
-        io: io!(
-            mailboxes::list_domains,
-            mailboxes::ListDomainsInput,
-            mailboxes::DomainList
-        ),
-    },
-    Operation {
-        id: "operatorRemoveDomain",
-        rest: post("/operatorRemoveDomain"),
-        tool: tool("operator_remove_domain", Hints::DESTROY),
-        family: Domains,
-        access: Operator,
-        summary: "Remove a customer's domain and delete its stored mail",
-        description: "Operators only. uid or ownerEmail, domainId, and confirm (the domain name, required when \
-                      the domain has mailboxes). Marks the domain and its mailboxes removed, permanently deletes \
-                      their stored mail, and releases the claim. The service domain is refused (system_domain).",
-        errors: &[
-            REMOVE_OWNER_REQUIRED,
-            REMOVE_OWNER_MISMATCH,
-            OWNER_EMAIL_INVALID,
-            DOMAIN_ID_REQUIRED,
-            DOMAIN_INVALID,
-            CONFIRM_REQUIRED,
-            UID_INVALID,
-            NOT_FOUND,
-            SYSTEM_DOMAIN,
-            PROTECTED_DOMAIN,
-        ],
-        io: io!(
-            removal::operator_remove_domain,
-            removal::RemoveInput,
-            removal::RemoveOutput
-        ),
-    },
-    // ---------------------------------------------------------------- mailboxes
-    Operation {
-        id: "addMailbox",
-        rest: post("/addMailbox"),
-        tool: tool("add_mailbox", Hints::CREATE),
-        family: Mailboxes,
-        access: Customer,
-        summary: "Create a mailbox on the verified domain",
-        description: "Step 5 of onboarding. mode hosted (stored; IMAP), forward (relay only; forwardTo required) \
-                      or both; at most 5 forwardTo targets, no loops, no self-forward. Live on the mail server \
-                      within about a minute (mtaApplied). Takes a standard key or a signed-in person, not the \
-                      agent key. Free.",
-        errors: MAILBOX_ERRORS,
-        io: io!(
-            mailboxes::add_mailbox,
-            mailboxes::MailboxInput,
-            mailboxes::MailboxOutput
-        ),
-    },
-    Operation {
-        id: "setMailboxMode",
-        rest: post("/setMailboxMode"),
-        tool: tool("set_mailbox_mode", Hints::SET),
-        family: Mailboxes,
-        access: Customer,
-        summary: "Change a mailbox's mode and forwarding",
-        description: "Same rules as add_mailbox. Stored mail is kept; forward removes the IMAP/SMTP login and \
-                      hosted or both restores it.",
-        errors: MAILBOX_ERRORS,
-        io: io!(
-            mailboxes::set_mailbox_mode,
-            mailboxes::MailboxInput,
-            mailboxes::MailboxOutput
-        ),
-    },
-    Operation {
-        id: "deleteMailbox",
-        rest: post("/deleteMailbox"),
-        tool: tool("delete_mailbox", Hints::DESTROY),
-        family: Mailboxes,
-        access: Customer,
-        summary: "Delete a mailbox",
-        description: "address, or domain and localPart. Routing drops at the next sync; stored mail is kept \
-                      (maildir leave). Refused for a protected address and for the last active mailbox of a \
-                      verified domain.",
-        errors: &[
-            DELETE_TARGET_REQUIRED,
-            DELETE_TARGET_MISMATCH,
-            MAILBOX_ADDRESS_INVALID,
-            SETUP_INCOMPLETE,
-            NOT_FOUND,
-            PROTECTED_DELETE,
-            LAST_MAILBOX,
-        ],
-        io: io!(
-            mailboxes::delete_mailbox,
-            mailboxes::DeleteTarget,
-            mailboxes::DeleteOutput
-        ),
-    },
-    Operation {
-        id: "issueMailboxCredential",
-        rest: post("/issueMailboxCredential"),
-        tool: tool("issue_mailbox_credential", Hints::DESTROY.not_idempotent()),
-        family: Mailboxes,
-        access: Customer,
-        summary: "Issue or reset a mailbox's IMAP/SMTP app password",
-        description: "Returns the password once (only its SHA512-CRYPT hash is kept) with the IMAP and SMTP \
-                      settings; a new call replaces the old password. Refused for forward-only mailboxes.",
-        errors: &[
-            ADDRESS_REQUIRED,
-            MAILBOX_ADDRESS_INVALID,
-            SETUP_INCOMPLETE,
-            NOT_FOUND,
-            FORWARD_ONLY_NO_LOGIN,
-        ],
-        io: io!(
-            mailboxes::issue_credential,
-            mailboxes::CredentialInput,
-            mailboxes::CredentialOutput
-        ),
-    },
-    // --------------------------------------------------------------------- send
-    Operation {
+/// Every section, in the order of `tools/list` and the API description.
+pub static CATALOGUE: &[&Section] = &[
+    &ONBOARDING,
+    &ADMIN,
+    &CREDITS,
+    &DOMAINS,
+    &MAILBOXES,
+    &SEND,
+    &INBOX,
+    &DRAFTS,
+    &WEBHOOKS,
+];
+
+pub static ONBOARDING: Section = Section {
+    family: Onboarding,
+    operations: &[
+        Operation {
+            id: "requestAccess",
+            rest: post("/requestAccess"),
+            tool: tool("request_access", Hints::CREATE.open_world()),
+            access: Public,
+            summary: "Ask for an account: an 8-digit code is emailed",
+            description: "Step 1 of onboarding, no key needed. Emails an 8-digit code to contactEmail (valid 24 hours) \
+                          and returns the requestId to verify it with. The answer never says whether an account \
+                          exists. Limited to 5 per hour per IP and 3 per hour per email (429 with retryAfter).",
+            errors: &[
+                ACCESS_FIELDS_REQUIRED,
+                CONTACT_EMAIL_INVALID,
+                ORG_DOMAIN_INVALID,
+                AGENT_NAME_TOO_LONG,
+                INTENDED_USE_TOO_LONG,
+                RATE_LIMITED,
+                CODE_NOT_SENT,
+            ],
+            io: io!(
+                onboarding::request_access,
+                onboarding::RequestAccessInput,
+                onboarding::RequestAccessOutput
+            ),
+        },
+        Operation {
+            id: "verifyAccessRequest",
+            rest: post("/verifyAccessRequest"),
+            tool: tool("verify_access_request", Hints::CREATE),
+            access: Public,
+            summary: "Verify the emailed code and receive the API key once",
+            description: "Step 2 of onboarding, no key needed. With the requestId and the emailed code: status ready \
+                          returns apiKey exactly once (store it; send it as Authorization: Bearer svc_...); \
+                          setting_up and unavailable return no key. Five wrong codes lock the request; 30 calls \
+                          per hour per IP.",
+            errors: &[
+                VERIFY_FIELDS_REQUIRED,
+                REQUEST_ID_INVALID,
+                CODE_NOT_VALID,
+                CODE_NO_LONGER_VALID,
+                NOT_FOUND,
+                ALREADY_COMPLETE,
+                CODE_EXPIRED,
+                REQUEST_BUSY,
+                RATE_LIMITED,
+            ],
+            io: io!(
+                onboarding::verify_access_request,
+                onboarding::VerifyInput,
+                onboarding::VerifyOutput
+            ),
+        },
+        Operation {
+            id: "getRequestStatus",
+            rest: post("/getRequestStatus"),
+            tool: tool("get_request_status", Hints::READ),
+            access: Public,
+            summary: "Poll an access request's status",
+            description: "No key needed. With requestId and email: pending, setting_up, ready or unavailable. Any \
+                          mismatch reads as pending without requestId. Poll about every 20 minutes; limited to 10 \
+                          per hour per IP and 6 per hour per email.",
+            errors: &[RATE_LIMITED],
+            io: io!(
+                onboarding::get_request_status,
+                onboarding::StatusInput,
+                onboarding::StatusOutput
+            ),
+        },
+        Operation {
+            id: "getAccountStatus",
+            rest: post("/getAccountStatus"),
+            tool: tool("get_account_status", Hints::READ),
+            access: AccountKey,
+            summary: "What the account has and what to do next",
+            description: "For a standard key: the account's status, its domain with each DNS check, its mailboxes, \
+                          whether it can send, and if not, the next step to take.",
+            errors: &[ACCOUNT_KEY_ONLY, NOT_FOUND],
+            io: io!(
+                onboarding::get_account_status,
+                onboarding::AccountStatusInput,
+                onboarding::AccountStatusOutput
+            ),
+        },
+    ],
+};
+
+pub static ADMIN: Section = Section {
+    family: Admin,
+    operations: &[
+        Operation {
+            id: "requestDecision",
+            rest: post("/admin/requestDecision"),
+            tool: None,
+            access: Operator,
+            summary: "Approve or deny a verified access request's account",
+            description: "Operators only. approve makes the account ready; deny makes it unavailable and revokes \
+                          its key.",
+            errors: &[
+                ID_REQUIRED,
+                DECISION_INVALID,
+                DECISION_ID_INVALID,
+                NOT_FOUND,
+                NOT_READY_FOR_DECISION,
+            ],
+            io: io!(admin::request_decision, admin::DecisionInput, admin::DecisionOutput),
+        },
+        Operation {
+            id: "listDomainAllowlist",
+            rest: get("/admin/domainAllowlist"),
+            tool: tool("list_domain_allowlist", Hints::READ),
+            access: Operator,
+            summary: "List the allowlisted domains",
+            description: "Operators only. New accounts whose email is on one of these domains are ready at once.",
+            errors: &[],
+            io: io!(admin::list_allowlist, NoInput, admin::Allowlist),
+        },
+        Operation {
+            id: "addDomainAllowlist",
+            rest: post("/admin/domainAllowlist"),
+            tool: tool("add_domain_allowlist", Hints::SET),
+            access: Operator,
+            summary: "Allowlist a domain",
+            description: "Operators only. New accounts with an email on this exact domain (not its subdomains) are \
+                          ready at once. Adding it again changes nothing (added false).",
+            errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
+            io: io!(admin::add_allowlist, admin::DomainInput, admin::AllowlistAdded),
+        },
+        Operation {
+            id: "removeDomainAllowlist",
+            rest: delete("/admin/domainAllowlist"),
+            tool: tool("remove_domain_allowlist", Hints::DESTROY),
+            access: Operator,
+            summary: "Remove a domain from the allowlist",
+            description: "Operators only. `domain` in the body or the query. Accounts already created are unchanged.",
+            errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
+            io: io!(admin::remove_allowlist, admin::DomainInput, admin::AllowlistRemoved),
+        },
+        Operation {
+            id: "checkDomainAllowlist",
+            rest: get("/admin/domainAllowlist/check"),
+            tool: tool("check_domain_allowlist", Hints::READ),
+            access: Operator,
+            summary: "Whether a domain is allowlisted",
+            description: "Operators only. Whether new accounts with an email on this domain are ready at once.",
+            errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
+            io: io!(admin::check_allowlist, admin::DomainInput, admin::AllowlistCheck),
+        },
+        Operation {
+            id: "requestDelete",
+            rest: post("/admin/requestDelete"),
+            tool: tool("operator_delete_request", Hints::DESTROY),
+            access: Operator,
+            summary: "Delete access requests by id",
+            description: "Operators only. Deletes exactly the named access requests (`id` and/or `ids`, at most 200), \
+                          with no duplicate search; the account and its key stay. One audit row per id; clears the \
+                          email's request rate counter.",
+            errors: &[DELETE_IDS_REQUIRED, DELETE_IDS_TYPE, DELETE_IDS_TOO_MANY],
+            io: io!(admin::request_delete, admin::DeleteInput, admin::DeleteOutput),
+        },
+        Operation {
+            id: "requestDuplicates",
+            rest: get("/admin/requestDuplicates"),
+            tool: None,
+            access: Operator,
+            summary: "Preview access requests sharing an email or a domain",
+            description: "Operators only. Query `email` and/or `domain`; newest first.",
+            errors: &[DUPLICATES_FILTER_REQUIRED, EMAIL_INVALID, DOMAIN_INVALID],
+            io: io!(
+                admin::request_duplicates,
+                admin::DuplicatesInput,
+                admin::DuplicatesOutput
+            ),
+        },
+    ],
+};
+
+pub static CREDITS: Section = Section {
+    family: Credits,
+    operations: &[
+        Operation {
+            id: "getCredits",
+            rest: get("/credits"),
+            tool: None,
+            access: CreditsRead,
+            summary: "Read the credit balance and the sending switches",
+            description: "The caller's credit balance (a standard key reads its own account's; the agent key and \
+                          signed-in people read the agent key's), the agent key's state, and whether sending is on. \
+                          Free.",
+            errors: &[],
+            io: io!(credits::get_credits, NoInput, credits::CreditsPayload),
+        },
+        Operation {
+            id: "controlCredits",
+            rest: post("/credits"),
+            tool: None,
+            access: CreditsControl,
+            summary: "Freeze or unfreeze the agent key, or pause all sending",
+            description: "The agent key may set `disabled` and `frozenUntil`; an operator may also set \
+                          `sendingEnabled`. Takes effect on the next send. Free.",
+            errors: &[FROZEN_UNTIL_INVALID, CONTROL_REFUSED],
+            io: io!(credits::control, credits::Control, credits::CreditsPayload),
+        },
+        Operation {
+            id: "getRemainingCredits",
+            rest: None,
+            tool: tool("get_credits", Hints::READ),
+            access: CreditsRead,
+            summary: "Read how many credits are left",
+            description: "Credits left on the caller's balance: one is spent per send_mail. Free.",
+            errors: &[],
+            io: io!(credits::get_remaining, NoInput, credits::Remaining),
+        },
+    ],
+};
+
+pub static DOMAINS: Section = Section {
+    family: Domains,
+    operations: &[
+        Operation {
+            id: "addDomain",
+            rest: post("/addDomain"),
+            tool: tool("add_domain", Hints::SET.open_world()),
+            access: Customer,
+            summary: "Add the account's domain and get its DNS records",
+            description: "Step 3 of onboarding (standard key or signed-in person, setup complete). Adds the \
+                          account's one domain with a new DKIM key, checks its DNS at once, and returns the MX, \
+                          SPF and DKIM records to publish (domain.dnsInstructions.records; copy each value). The \
+                          same name again answers created false and changes nothing. Free.",
+            errors: &[
+                DOMAIN_REQUIRED,
+                DOMAIN_INVALID,
+                PRODUCT_DOMAIN,
+                SETUP_INCOMPLETE,
+                ONE_DOMAIN_PER_ACCOUNT,
+                DOMAIN_CLAIMED,
+                DOMAIN_CHANGED,
+            ],
+            io: io!(domains::add_domain, domains::AddDomainInput, domains::AddDomainOutput),
+        },
+        Operation {
+            id: "getDnsInstructions",
+            rest: get("/getDnsInstructions"),
+            tool: tool("get_dns_instructions", Hints::READ),
+            access: Customer,
+            summary: "The DNS records to publish for the account's domain",
+            description: "The MX, SPF, DKIM and optional DMARC records for domainId, with the domain's status.",
+            errors: &[DOMAIN_ID_REQUIRED, DOMAIN_INVALID, SETUP_INCOMPLETE, NOT_FOUND],
+            io: io!(
+                domains::dns_instructions,
+                domains::DomainIdInput,
+                domains::DnsInstructionsOutput
+            ),
+        },
+        Operation {
+            id: "verifyDomain",
+            rest: post("/verifyDomain"),
+            tool: tool("verify_domain", Hints::SET.open_world()),
+            access: Customer,
+            summary: "Check the domain's DNS records again",
+            description: "Step 4 of onboarding, after publishing the records: verified when MX, SPF and DKIM all \
+                          match; otherwise failureReason says which record missed. transient true means a lookup \
+                          did not finish and nothing changed.",
+            errors: &[DOMAIN_ID_REQUIRED, DOMAIN_INVALID, SETUP_INCOMPLETE, NOT_FOUND],
+            io: io!(
+                domains::verify_domain,
+                domains::DomainIdInput,
+                domains::VerifyDomainOutput
+            ),
+        },
+        Operation {
+            id: "listDomains",
+            rest: get("/listDomains"),
+            tool: tool("list_domains", Hints::READ),
+            access: Customer,
+            summary: "The account's domains, each with its mailboxes",
+            description: "Each domain with its status and records, and its mailboxes with mode, forwardTo, \
+                          delivery plan and mtaApplied (true once live on the mail server). Operators may pass uid \
+                          to read another account.",
+            errors: &[SETUP_INCOMPLETE],
+            io: io!(
+                mailboxes::list_domains,
+                mailboxes::ListDomainsInput,
+                mailboxes::DomainList
+            ),
+        },
+        Operation {
+            id: "operatorRemoveDomain",
+            rest: post("/operatorRemoveDomain"),
+            tool: tool("operator_remove_domain", Hints::DESTROY),
+            access: Operator,
+            summary: "Remove a customer's domain and delete its stored mail",
+            description: "Operators only. uid or ownerEmail, domainId, and confirm (the domain name, required when \
+                          the domain has mailboxes). Marks the domain and its mailboxes removed, permanently deletes \
+                          their stored mail, and releases the claim. The service domain is refused (system_domain).",
+            errors: &[
+                REMOVE_OWNER_REQUIRED,
+                REMOVE_OWNER_MISMATCH,
+                OWNER_EMAIL_INVALID,
+                DOMAIN_ID_REQUIRED,
+                DOMAIN_INVALID,
+                CONFIRM_REQUIRED,
+                UID_INVALID,
+                NOT_FOUND,
+                SYSTEM_DOMAIN,
+                PROTECTED_DOMAIN,
+            ],
+            io: io!(
+                removal::operator_remove_domain,
+                removal::RemoveInput,
+                removal::RemoveOutput
+            ),
+        },
+    ],
+};
+
+pub static MAILBOXES: Section = Section {
+    family: Mailboxes,
+    operations: &[
+        Operation {
+            id: "addMailbox",
+            rest: post("/addMailbox"),
+            tool: tool("add_mailbox", Hints::CREATE),
+            access: Customer,
+            summary: "Create a mailbox on the verified domain",
+            description: "Step 5 of onboarding. mode hosted (stored; IMAP), forward (relay only; forwardTo required) \
+                          or both; at most 5 forwardTo targets, no loops, no self-forward. Live on the mail server \
+                          within about a minute (mtaApplied). Takes a standard key or a signed-in person, not the \
+                          agent key. Free.",
+            errors: MAILBOX_ERRORS,
+            io: io!(
+                mailboxes::add_mailbox,
+                mailboxes::MailboxInput,
+                mailboxes::MailboxOutput
+            ),
+        },
+        Operation {
+            id: "setMailboxMode",
+            rest: post("/setMailboxMode"),
+            tool: tool("set_mailbox_mode", Hints::SET),
+            access: Customer,
+            summary: "Change a mailbox's mode and forwarding",
+            description: "Same rules as add_mailbox. Stored mail is kept; forward removes the IMAP/SMTP login and \
+                          hosted or both restores it.",
+            errors: MAILBOX_ERRORS,
+            io: io!(
+                mailboxes::set_mailbox_mode,
+                mailboxes::MailboxInput,
+                mailboxes::MailboxOutput
+            ),
+        },
+        Operation {
+            id: "deleteMailbox",
+            rest: post("/deleteMailbox"),
+            tool: tool("delete_mailbox", Hints::DESTROY),
+            access: Customer,
+            summary: "Delete a mailbox",
+            description: "address, or domain and localPart. Routing drops at the next sync; stored mail is kept \
+                          (maildir leave). Refused for a protected address and for the last active mailbox of a \
+                          verified domain.",
+            errors: &[
+                DELETE_TARGET_REQUIRED,
+                DELETE_TARGET_MISMATCH,
+                MAILBOX_ADDRESS_INVALID,
+                SETUP_INCOMPLETE,
+                NOT_FOUND,
+                PROTECTED_DELETE,
+                LAST_MAILBOX,
+            ],
+            io: io!(
+                mailboxes::delete_mailbox,
+                mailboxes::DeleteTarget,
+                mailboxes::DeleteOutput
+            ),
+        },
+        Operation {
+            id: "issueMailboxCredential",
+            rest: post("/issueMailboxCredential"),
+            tool: tool("issue_mailbox_credential", Hints::DESTROY.not_idempotent()),
+            access: Customer,
+            summary: "Issue or reset a mailbox's IMAP/SMTP app password",
+            description: "Returns the password once (only its SHA512-CRYPT hash is kept) with the IMAP and SMTP \
+                          settings; a new call replaces the old password. Refused for forward-only mailboxes.",
+            errors: &[
+                ADDRESS_REQUIRED,
+                MAILBOX_ADDRESS_INVALID,
+                SETUP_INCOMPLETE,
+                NOT_FOUND,
+                FORWARD_ONLY_NO_LOGIN,
+            ],
+            io: io!(
+                mailboxes::issue_credential,
+                mailboxes::CredentialInput,
+                mailboxes::CredentialOutput
+            ),
+        },
+        // The mail host's side: it reads the export and acknowledges what it applied.
+        Operation {
+            id: "getMtaMailboxExport",
+            rest: get("/mtaMailboxExport"),
+            tool: None,
+            access: Sync,
+            summary: "The newest mailbox export for the mail host",
+            description: "The mail host's sync token only. Postfix maps, Dovecot passwd-file lines and each mailbox's \
+                          delivery plan, under a version. 404 before the first export.",
+            errors: &[NOT_FOUND],
+            io: io!(mta_export::latest, NoInput, mta_export::LatestExport),
+        },
+        Operation {
+            id: "acknowledgeMtaMailboxExport",
+            rest: post("/mtaMailboxExport"),
+            tool: None,
+            access: Sync,
+            summary: "Acknowledge the export version the mail host applied",
+            description: "The mail host's sync token only. Marks the mailbox changes that version carried as live \
+                          (mtaApplied). 404 for an unknown or forgotten version.",
+            errors: &[VERSION_INVALID, NOT_FOUND],
+            io: io!(
+                mta_export::acknowledge_export,
+                mta_export::AckInput,
+                mta_export::Acknowledged
+            ),
+        },
+    ],
+};
+
+pub static SEND: Section = Section {
+    family: Send,
+    operations: &[Operation {
         id: "sendMail",
         rest: post_large("/sendMail"),
         tool: Some(Tool {
@@ -473,15 +486,14 @@ pub static CATALOGUE: &[Operation] = &[
             hints: Hints::CREATE.open_world(),
             omit: &["attachments"],
         }),
-        family: Send,
         access: Mail,
         summary: "Send a plain-text email",
         description: "to (at most 5), subject, text (at most 100KB); from must be a hosted mailbox on your \
-                      verified domain (optional with exactly one; the agent key sends as noreply@ the service \
-                      domain). inReplyTo/references thread it onto a stored conversation. Costs 1 credit for \
-                      keys; 5 per minute and 50 per UTC day. Attachments are REST only. With an \
-                      idempotencyKey (REST: the Idempotency-Key header) a retry within 24 hours returns the \
-                      first answer without sending or charging again.",
+                          verified domain (optional with exactly one; the agent key sends as noreply@ the service \
+                          domain). inReplyTo/references thread it onto a stored conversation. Costs 1 credit for \
+                          keys; 5 per minute and 50 per UTC day. Attachments are REST only. With an \
+                          idempotencyKey (REST: the Idempotency-Key header) a retry within 24 hours returns the \
+                          first answer without sending or charging again.",
         errors: &[
             SENDING_PAUSED,
             AGENT_KEY_DISABLED,
@@ -515,322 +527,320 @@ pub static CATALOGUE: &[Operation] = &[
             IDEMPOTENCY_IN_PROGRESS,
         ],
         io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
-    },
-    // -------------------------------------------------------------------- inbox
-    Operation {
-        id: "getInbox",
-        rest: get("/inbox"),
-        tool: None,
-        family: Inbox,
-        access: Mail,
-        summary: "Read received mail: the list, one message, threads, a thread, search, or wait for mail",
-        description: "By precedence (spec 4.2): id or messageId (id wins) reads {ok, message} with its text (and \
-                      html) and marks it read; thread=<64 hex> gives {ok, thread, messages} oldest first and marks \
-                      its inbound rows read; q= (2 to 200 characters) searches subject, sender and body of the \
-                      newest 200 inbound and 200 outbound rows without marking them; view=threads lists {ok, \
-                      threads} newest activity first (folder, default inbox); otherwise the flat list {ok, \
-                      messages, unreadInPage} newest first (folder narrows it; every folder by default). limit 1 \
-                      to 50 (default 25); nextCursor/cursor page on. wait=<1-25> answers as soon as an unread \
-                      message (or one after the message id `after`) matching from/subject is stored, or with an \
-                      empty list at the deadline. A standard key reads its account's mail; the agent key and \
-                      operators a service-domain mailbox (mailbox=, default inbox@). No credits, no rate limit.",
-        errors: &[
-            INBOX_LIMIT_INVALID,
-            INBOX_MAILBOX_INVALID,
-            INBOX_ID_INVALID,
-            INBOX_MESSAGE_ID_INVALID,
-            INBOX_THREAD_INVALID,
-            INBOX_VIEW_INVALID,
-            INBOX_QUERY_INVALID,
-            INBOX_FOLDER_INVALID,
-            INBOX_CURSOR_INVALID,
-            INBOX_WAIT_INVALID,
-            INBOX_FILTER_INVALID,
-            NOT_FOUND,
-        ],
-        io: io!(inbox::inbox, inbox::InboxQuery, inbox::InboxOutput),
-    },
-    Operation {
-        id: "listInbox",
-        rest: None,
-        tool: tool("list_inbox", Hints::READ),
-        family: Inbox,
-        access: Mail,
-        summary: "List received mail, newest first",
-        description: "{ok, messages, unreadInPage, nextCursor?}: summary rows without bodies, newest first, limit 1 \
-                      to 50 (default 25), optionally one folder (inbox, archive, trash). A standard key reads all \
-                      its account's hosted mailboxes; the agent key reads a service-domain mailbox (mailbox, \
-                      default inbox@ the service domain). Read one with get_message. No credits, no rate limit.",
-        errors: &[
-            INBOX_LIMIT_INVALID,
-            INBOX_MAILBOX_INVALID,
-            INBOX_FOLDER_INVALID,
-            INBOX_CURSOR_INVALID,
-        ],
-        io: io!(inbox::list, inbox::ListQuery, inbox::InboxList),
-    },
-    Operation {
-        id: "getMessage",
-        rest: None,
-        tool: tool("get_message", Hints::SET),
-        family: Inbox,
-        access: Mail,
-        summary: "Read one received message and mark it read",
-        description: "The message by id or messageId with its summary fields, text, and html when it had HTML; \
-                      marks it read. Text and html are cut at maxChars (default 20000) and `truncated` says so. \
-                      Attachments are listed as metadata with their downloadPath (GET /attachment), never \
-                      inlined. 404 for a message this key cannot read.",
-        errors: &[
-            MESSAGE_TARGET_REQUIRED,
-            INBOX_ID_INVALID,
-            INBOX_MESSAGE_ID_INVALID,
-            INBOX_MAILBOX_INVALID,
-            MAX_CHARS_INVALID,
-            NOT_FOUND,
-        ],
-        io: io!(inbox::get_message, inbox::MessageTarget, inbox::MessageRead),
-    },
-    Operation {
-        id: "listThreads",
-        rest: None,
-        tool: tool("list_threads", Hints::READ),
-        family: Inbox,
-        access: Mail,
-        summary: "List conversation threads of a folder, newest activity first",
-        description: "{ok, threads, nextCursor?}: each thread's id, subject, participants, lastActivity, \
-                      messageCount and unreadCount; folder inbox (default), archive or trash. Same as GET \
-                      /inbox?view=threads. No credits.",
-        errors: &[
-            INBOX_LIMIT_INVALID,
-            INBOX_MAILBOX_INVALID,
-            INBOX_FOLDER_INVALID,
-            INBOX_CURSOR_INVALID,
-        ],
-        io: io!(inbox::list_threads, inbox::ThreadsQuery, inbox::ThreadList),
-    },
-    Operation {
-        id: "getThread",
-        rest: None,
-        tool: tool("get_thread", Hints::SET),
-        family: Inbox,
-        access: Mail,
-        summary: "Read a thread's messages, oldest first, and mark them read",
-        description: "{ok, thread, messages, nextCursor?}: the thread's summary and its messages (both \
-                      directions) oldest first, 100 per page; its inbound rows are marked read. Same as GET \
-                      /inbox?thread=. Read a message's text with get_message.",
-        errors: &[
-            INBOX_THREAD_INVALID,
-            INBOX_MAILBOX_INVALID,
-            INBOX_CURSOR_INVALID,
-            NOT_FOUND,
-        ],
-        io: io!(inbox::get_thread, inbox::ThreadQuery, inbox::ThreadView),
-    },
-    Operation {
-        id: "searchInbox",
-        rest: None,
-        tool: tool("search_inbox", Hints::READ),
-        family: Inbox,
-        access: Mail,
-        summary: "Search received and sent mail",
-        description: "{ok, messages, unreadInPage}: rows whose subject, sender or body contains q (2 to 200 \
-                      characters, case-insensitive) among the newest 200 inbound and 200 outbound rows, newest \
-                      first; folder narrows the hits. Marks nothing read. Same as GET /inbox?q=.",
-        errors: &[
-            INBOX_QUERY_INVALID,
-            INBOX_FOLDER_INVALID,
-            INBOX_LIMIT_INVALID,
-            INBOX_MAILBOX_INVALID,
-        ],
-        io: io!(inbox::search, inbox::SearchQuery, inbox::InboxList),
-    },
-    Operation {
-        id: "waitForMessage",
-        rest: None,
-        tool: tool("wait_for_message", Hints::SET),
-        family: Inbox,
-        access: Mail,
-        summary: "Wait for a message and get the verification code or link in it",
-        description: "Waits up to `wait` seconds (1 to 25, default 25) for an unread message (or, with `after`, \
-                      one newer than that message id) whose sender and subject contain `from` and `subject`. \
-                      Answers {ok, message, codes, links, truncated}: the newest match read and marked read, the \
-                      one-time codes (4 to 8 digits, or letter-and-digit codes after the word code) and the \
-                      links in it, likeliest first; or message null at the deadline. No credits.",
-        errors: &[
-            INBOX_WAIT_INVALID,
-            INBOX_CURSOR_INVALID,
-            INBOX_FILTER_INVALID,
-            INBOX_MAILBOX_INVALID,
-            MAX_CHARS_INVALID,
-        ],
-        io: io!(inbox::wait_for_message, inbox::WaitQuery, inbox::WaitResult),
-    },
-    Operation {
-        id: "markMessage",
-        rest: post("/inbox"),
-        tool: tool("mark_read", Hints::SET),
-        family: Inbox,
-        access: Mail,
-        summary: "Mark mail read or unread, or move a thread to a folder",
-        description: "One target: id (wins), messageId, or thread (64 hex). unread true or false sets the flag on \
-                      that inbound row, or on every inbound row of the thread (outbound rows stay read); folder \
-                      (inbox, archive, trash) moves the whole thread and up to 100 inbound and 100 outbound of \
-                      its messages. REST needs unread or folder; the tool marks read when both are omitted. \
-                      Returns the updated thread {ok, thread, messages}. No credits, no rate limit.",
-        errors: &[
-            INBOX_TARGET_REQUIRED,
-            INBOX_CHANGE_REQUIRED,
-            INBOX_ID_INVALID,
-            INBOX_MESSAGE_ID_INVALID,
-            INBOX_THREAD_INVALID,
-            UNREAD_TYPE,
-            INBOX_FOLDER_INVALID,
-            INBOX_MAILBOX_INVALID,
-            NOT_FOUND,
-        ],
-        io: io!(inbox::mark, inbox::MarkInput, inbox::ThreadView),
-    },
-    Operation {
-        id: "getAttachment",
-        rest: get("/attachment"),
-        tool: None,
-        family: Inbox,
-        access: Mail,
-        summary: "Download a stored message's attachment",
-        description: "The stored bytes of attachment index (0 to 2) of message id (or messageId), with its stored \
-                      Content-Type and Content-Disposition: attachment, or inline when disposition=inline and the \
-                      type is an image, PDF or text. box=outbound reads a threaded send's files. No credits, no \
-                      rate limit.",
-        errors: &[
-            MESSAGE_TARGET_REQUIRED,
-            INBOX_ID_INVALID,
-            INBOX_MESSAGE_ID_INVALID,
-            ATTACHMENT_INDEX_INVALID,
-            ATTACHMENT_BOX_INVALID,
-            ATTACHMENT_DISPOSITION_INVALID,
-            INBOX_MAILBOX_INVALID,
-            NOT_FOUND,
-        ],
-        io: io!(bytes inbox::attachment, inbox::AttachmentQuery),
-    },
-    // ------------------------------------------------------------------- drafts
-    Operation {
-        id: "getDrafts",
-        rest: get("/drafts"),
-        tool: tool("list_drafts", Hints::READ),
-        family: Drafts,
-        access: Drafting,
-        summary: "Read one draft, or the newest 25",
-        description: "With id: {ok, draft}; without: {ok, drafts}, the caller's newest 25. A signed-in operator's \
-                      own drafts only; another user's draft is 404. No credits.",
-        errors: &[INBOX_ID_INVALID, NOT_FOUND],
-        io: io!(drafts::get, drafts::DraftQuery, drafts::DraftsOutput),
-    },
-    Operation {
-        id: "saveDraft",
-        rest: post_text("/drafts"),
-        tool: tool("save_draft", Hints::SET.not_idempotent()),
-        family: Drafts,
-        access: Drafting,
-        summary: "Create a draft, or replace the content of one",
-        description: "to (at most 5 addresses), subject (one line, at most 998 characters), text (at most 100KB), \
-                      inReplyTo, references (at most 100): at least one of to, subject, text or inReplyTo. Without \
-                      id creates one (at most 50 per user); with id replaces that draft's content. Returns {ok, \
-                      draft}. Send it with POST /sendMail, then delete it. No credits.",
-        errors: &[
-            DRAFT_EMPTY,
-            INBOX_ID_INVALID,
-            SUBJECT_INVALID,
-            TEXT_TOO_LARGE,
-            TOO_MANY_RECIPIENTS,
-            RECIPIENT_INVALID,
-            TO_TYPE,
-            TO_ITEMS,
-            IN_REPLY_TO_INVALID,
-            REFERENCES_INVALID,
-            REFERENCES_TOO_MANY,
-            REFERENCES_TYPE,
-            DRAFTS_FULL,
-            NOT_FOUND,
-        ],
-        io: io!(drafts::save, drafts::DraftInput, drafts::DraftSaved),
-    },
-    Operation {
-        id: "deleteDraft",
-        rest: delete("/drafts"),
-        tool: tool("delete_draft", Hints::DESTROY),
-        family: Drafts,
-        access: Drafting,
-        summary: "Delete a draft",
-        description: "Deletes the caller's draft id: {ok, id}. 404 when it is not theirs or is gone.",
-        errors: &[ID_REQUIRED, INBOX_ID_INVALID, NOT_FOUND],
-        io: io!(drafts::delete, drafts::DraftTarget, drafts::DraftDeleted),
-    },
-    // ----------------------------------------------------------------- webhooks
-    Operation {
-        id: "getWebhook",
-        rest: get("/webhooks"),
-        tool: tool("get_webhook", Hints::READ),
-        family: Webhooks,
-        access: WebhookKey,
-        summary: "The key's webhook registration",
-        description: "{ok, webhook: {url, secret, enabled, createdAt, updatedAt}} or {ok, webhook: null}. The agent \
-                      key has one registration (for the service-domain mailboxes), each standard key its \
-                      account's. No credit.",
-        errors: &[],
-        io: io!(webhooks::get, NoInput, webhooks::WebhookView),
-    },
-    Operation {
-        id: "setWebhook",
-        rest: post("/webhooks"),
-        tool: tool("set_webhook", Hints::SET.open_world()),
-        family: Webhooks,
-        access: WebhookKey,
-        summary: "Register or change the key's webhook",
-        description: "url (https, a public host: private, loopback, link-local, CGNAT, multicast, documentation \
-                      and metadata addresses are refused, by literal and by name), enabled (false keeps it and \
-                      skips delivery), rotateSecret (true issues a new whsec_ secret). Returns the stored \
-                      registration with its secret. Each new inbound message is POSTed as inbound.received, \
-                      signed with X-SVC-Signature (sha256=hex HMAC of \"<X-SVC-Timestamp>.<body>\") and the \
-                      Standard Webhooks headers. No credit.",
-        errors: &[WEBHOOK_URL_HTTPS, WEBHOOK_HOST, WEBHOOK_URL_REQUIRED, FIELD_TYPE],
-        io: io!(webhooks::set, webhooks::WebhookInput, webhooks::WebhookView),
-    },
-    Operation {
-        id: "deleteWebhook",
-        rest: delete("/webhooks"),
-        tool: tool("delete_webhook", Hints::DESTROY),
-        family: Webhooks,
-        access: WebhookKey,
-        summary: "Remove the key's webhook",
-        description: "{ok: true, webhook: null}. No credit.",
-        errors: &[],
-        io: io!(webhooks::remove, NoInput, webhooks::WebhookView),
-    },
-    Operation {
-        id: "listWebhookDeliveries",
-        rest: get("/webhooks/deliveries"),
-        tool: tool("list_webhook_deliveries", Hints::READ),
-        family: Webhooks,
-        access: WebhookKey,
-        summary: "The webhook delivery log, newest first",
-        description: "{ok, deliveries, nextCursor?}: every attempt of the last 7 days (eventId, the message's id \
-                      and messageId, attempt, replay, at, url, status or error, latencyMs); limit 1 to 50 \
-                      (default 25), cursor. No credit.",
-        errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID],
-        io: io!(webhooks::deliveries, webhooks::DeliveriesQuery, webhooks::Deliveries),
-    },
-    Operation {
-        id: "replayWebhook",
-        rest: post("/webhooks/replay"),
-        tool: tool("replay_webhook", Hints::SET.open_world().not_idempotent()),
-        family: Webhooks,
-        access: WebhookKey,
-        summary: "Send logged events again",
-        description: "eventId, or from and to (ISO 8601, at most 24 hours apart, at most 50 events): each event \
-                      is sent again with its own id and a fresh signature, to the registration as it is now \
-                      (its URL checked again). {ok, replayed, deliveries}. 10 replays a minute; no credit.",
-        errors: &[EVENT_ID_INVALID, REPLAY_TARGET, WEBHOOK_NONE, NOT_FOUND, RATE_LIMITED],
-        io: io!(webhooks::replay, webhooks::ReplayInput, webhooks::Replayed),
-    },
-];
+    }],
+};
+
+pub static INBOX: Section = Section {
+    family: Inbox,
+    operations: &[
+        Operation {
+            id: "getInbox",
+            rest: get("/inbox"),
+            tool: None,
+            access: Mail,
+            summary: "Read received mail: the list, one message, threads, a thread, search, or wait for mail",
+            description: "By precedence (spec 4.2): id or messageId (id wins) reads {ok, message} with its text (and \
+                          html) and marks it read; thread=<64 hex> gives {ok, thread, messages} oldest first and marks \
+                          its inbound rows read; q= (2 to 200 characters) searches subject, sender and body of the \
+                          newest 200 inbound and 200 outbound rows without marking them; view=threads lists {ok, \
+                          threads} newest activity first (folder, default inbox); otherwise the flat list {ok, \
+                          messages, unreadInPage} newest first (folder narrows it; every folder by default). limit 1 \
+                          to 50 (default 25); nextCursor/cursor page on. wait=<1-25> answers as soon as an unread \
+                          message (or one after the message id `after`) matching from/subject is stored, or with an \
+                          empty list at the deadline. A standard key reads its account's mail; the agent key and \
+                          operators a service-domain mailbox (mailbox=, default inbox@). No credits, no rate limit.",
+            errors: &[
+                INBOX_LIMIT_INVALID,
+                INBOX_MAILBOX_INVALID,
+                INBOX_ID_INVALID,
+                INBOX_MESSAGE_ID_INVALID,
+                INBOX_THREAD_INVALID,
+                INBOX_VIEW_INVALID,
+                INBOX_QUERY_INVALID,
+                INBOX_FOLDER_INVALID,
+                INBOX_CURSOR_INVALID,
+                INBOX_WAIT_INVALID,
+                INBOX_FILTER_INVALID,
+                NOT_FOUND,
+            ],
+            io: io!(inbox::inbox, inbox::InboxQuery, inbox::InboxOutput),
+        },
+        Operation {
+            id: "listInbox",
+            rest: None,
+            tool: tool("list_inbox", Hints::READ),
+            access: Mail,
+            summary: "List received mail, newest first",
+            description: "{ok, messages, unreadInPage, nextCursor?}: summary rows without bodies, newest first, limit 1 \
+                          to 50 (default 25), optionally one folder (inbox, archive, trash). A standard key reads all \
+                          its account's hosted mailboxes; the agent key reads a service-domain mailbox (mailbox, \
+                          default inbox@ the service domain). Read one with get_message. No credits, no rate limit.",
+            errors: &[
+                INBOX_LIMIT_INVALID,
+                INBOX_MAILBOX_INVALID,
+                INBOX_FOLDER_INVALID,
+                INBOX_CURSOR_INVALID,
+            ],
+            io: io!(inbox::list, inbox::ListQuery, inbox::InboxList),
+        },
+        Operation {
+            id: "getMessage",
+            rest: None,
+            tool: tool("get_message", Hints::SET),
+            access: Mail,
+            summary: "Read one received message and mark it read",
+            description: "The message by id or messageId with its summary fields, text, and html when it had HTML; \
+                          marks it read. Text and html are cut at maxChars (default 20000) and `truncated` says so. \
+                          Attachments are listed as metadata with their downloadPath (GET /attachment), never \
+                          inlined. 404 for a message this key cannot read.",
+            errors: &[
+                MESSAGE_TARGET_REQUIRED,
+                INBOX_ID_INVALID,
+                INBOX_MESSAGE_ID_INVALID,
+                INBOX_MAILBOX_INVALID,
+                MAX_CHARS_INVALID,
+                NOT_FOUND,
+            ],
+            io: io!(inbox::get_message, inbox::MessageTarget, inbox::MessageRead),
+        },
+        Operation {
+            id: "listThreads",
+            rest: None,
+            tool: tool("list_threads", Hints::READ),
+            access: Mail,
+            summary: "List conversation threads of a folder, newest activity first",
+            description: "{ok, threads, nextCursor?}: each thread's id, subject, participants, lastActivity, \
+                          messageCount and unreadCount; folder inbox (default), archive or trash. Same as GET \
+                          /inbox?view=threads. No credits.",
+            errors: &[
+                INBOX_LIMIT_INVALID,
+                INBOX_MAILBOX_INVALID,
+                INBOX_FOLDER_INVALID,
+                INBOX_CURSOR_INVALID,
+            ],
+            io: io!(inbox::list_threads, inbox::ThreadsQuery, inbox::ThreadList),
+        },
+        Operation {
+            id: "getThread",
+            rest: None,
+            tool: tool("get_thread", Hints::SET),
+            access: Mail,
+            summary: "Read a thread's messages, oldest first, and mark them read",
+            description: "{ok, thread, messages, nextCursor?}: the thread's summary and its messages (both \
+                          directions) oldest first, 100 per page; its inbound rows are marked read. Same as GET \
+                          /inbox?thread=. Read a message's text with get_message.",
+            errors: &[
+                INBOX_THREAD_INVALID,
+                INBOX_MAILBOX_INVALID,
+                INBOX_CURSOR_INVALID,
+                NOT_FOUND,
+            ],
+            io: io!(inbox::get_thread, inbox::ThreadQuery, inbox::ThreadView),
+        },
+        Operation {
+            id: "searchInbox",
+            rest: None,
+            tool: tool("search_inbox", Hints::READ),
+            access: Mail,
+            summary: "Search received and sent mail",
+            description: "{ok, messages, unreadInPage}: rows whose subject, sender or body contains q (2 to 200 \
+                          characters, case-insensitive) among the newest 200 inbound and 200 outbound rows, newest \
+                          first; folder narrows the hits. Marks nothing read. Same as GET /inbox?q=.",
+            errors: &[
+                INBOX_QUERY_INVALID,
+                INBOX_FOLDER_INVALID,
+                INBOX_LIMIT_INVALID,
+                INBOX_MAILBOX_INVALID,
+            ],
+            io: io!(inbox::search, inbox::SearchQuery, inbox::InboxList),
+        },
+        Operation {
+            id: "waitForMessage",
+            rest: None,
+            tool: tool("wait_for_message", Hints::SET),
+            access: Mail,
+            summary: "Wait for a message and get the verification code or link in it",
+            description: "Waits up to `wait` seconds (1 to 25, default 25) for an unread message (or, with `after`, \
+                          one newer than that message id) whose sender and subject contain `from` and `subject`. \
+                          Answers {ok, message, codes, links, truncated}: the newest match read and marked read, the \
+                          one-time codes (4 to 8 digits, or letter-and-digit codes after the word code) and the \
+                          links in it, likeliest first; or message null at the deadline. No credits.",
+            errors: &[
+                INBOX_WAIT_INVALID,
+                INBOX_CURSOR_INVALID,
+                INBOX_FILTER_INVALID,
+                INBOX_MAILBOX_INVALID,
+                MAX_CHARS_INVALID,
+            ],
+            io: io!(inbox::wait_for_message, inbox::WaitQuery, inbox::WaitResult),
+        },
+        Operation {
+            id: "markMessage",
+            rest: post("/inbox"),
+            tool: tool("mark_read", Hints::SET),
+            access: Mail,
+            summary: "Mark mail read or unread, or move a thread to a folder",
+            description: "One target: id (wins), messageId, or thread (64 hex). unread true or false sets the flag on \
+                          that inbound row, or on every inbound row of the thread (outbound rows stay read); folder \
+                          (inbox, archive, trash) moves the whole thread and up to 100 inbound and 100 outbound of \
+                          its messages. REST needs unread or folder; the tool marks read when both are omitted. \
+                          Returns the updated thread {ok, thread, messages}. No credits, no rate limit.",
+            errors: &[
+                INBOX_TARGET_REQUIRED,
+                INBOX_CHANGE_REQUIRED,
+                INBOX_ID_INVALID,
+                INBOX_MESSAGE_ID_INVALID,
+                INBOX_THREAD_INVALID,
+                UNREAD_TYPE,
+                INBOX_FOLDER_INVALID,
+                INBOX_MAILBOX_INVALID,
+                NOT_FOUND,
+            ],
+            io: io!(inbox::mark, inbox::MarkInput, inbox::ThreadView),
+        },
+        Operation {
+            id: "getAttachment",
+            rest: get("/attachment"),
+            tool: None,
+            access: Mail,
+            summary: "Download a stored message's attachment",
+            description: "The stored bytes of attachment index (0 to 2) of message id (or messageId), with its stored \
+                          Content-Type and Content-Disposition: attachment, or inline when disposition=inline and the \
+                          type is an image, PDF or text. box=outbound reads a threaded send's files. No credits, no \
+                          rate limit.",
+            errors: &[
+                MESSAGE_TARGET_REQUIRED,
+                INBOX_ID_INVALID,
+                INBOX_MESSAGE_ID_INVALID,
+                ATTACHMENT_INDEX_INVALID,
+                ATTACHMENT_BOX_INVALID,
+                ATTACHMENT_DISPOSITION_INVALID,
+                INBOX_MAILBOX_INVALID,
+                NOT_FOUND,
+            ],
+            io: io!(bytes inbox::attachment, inbox::AttachmentQuery),
+        },
+    ],
+};
+
+pub static DRAFTS: Section = Section {
+    family: Drafts,
+    operations: &[
+        Operation {
+            id: "getDrafts",
+            rest: get("/drafts"),
+            tool: tool("list_drafts", Hints::READ),
+            access: Drafting,
+            summary: "Read one draft, or the newest 25",
+            description: "With id: {ok, draft}; without: {ok, drafts}, the caller's newest 25. A signed-in operator's \
+                          own drafts only; another user's draft is 404. No credits.",
+            errors: &[INBOX_ID_INVALID, NOT_FOUND],
+            io: io!(drafts::get, drafts::DraftQuery, drafts::DraftsOutput),
+        },
+        Operation {
+            id: "saveDraft",
+            rest: post_text("/drafts"),
+            tool: tool("save_draft", Hints::SET.not_idempotent()),
+            access: Drafting,
+            summary: "Create a draft, or replace the content of one",
+            description: "to (at most 5 addresses), subject (one line, at most 998 characters), text (at most 100KB), \
+                          inReplyTo, references (at most 100): at least one of to, subject, text or inReplyTo. Without \
+                          id creates one (at most 50 per user); with id replaces that draft's content. Returns {ok, \
+                          draft}. Send it with POST /sendMail, then delete it. No credits.",
+            errors: &[
+                DRAFT_EMPTY,
+                INBOX_ID_INVALID,
+                SUBJECT_INVALID,
+                TEXT_TOO_LARGE,
+                TOO_MANY_RECIPIENTS,
+                RECIPIENT_INVALID,
+                TO_TYPE,
+                TO_ITEMS,
+                IN_REPLY_TO_INVALID,
+                REFERENCES_INVALID,
+                REFERENCES_TOO_MANY,
+                REFERENCES_TYPE,
+                DRAFTS_FULL,
+                NOT_FOUND,
+            ],
+            io: io!(drafts::save, drafts::DraftInput, drafts::DraftSaved),
+        },
+        Operation {
+            id: "deleteDraft",
+            rest: delete("/drafts"),
+            tool: tool("delete_draft", Hints::DESTROY),
+            access: Drafting,
+            summary: "Delete a draft",
+            description: "Deletes the caller's draft id: {ok, id}. 404 when it is not theirs or is gone.",
+            errors: &[ID_REQUIRED, INBOX_ID_INVALID, NOT_FOUND],
+            io: io!(drafts::delete, drafts::DraftTarget, drafts::DraftDeleted),
+        },
+    ],
+};
+
+pub static WEBHOOKS: Section = Section {
+    family: Webhooks,
+    operations: &[
+        Operation {
+            id: "getWebhook",
+            rest: get("/webhooks"),
+            tool: tool("get_webhook", Hints::READ),
+            access: WebhookKey,
+            summary: "The key's webhook registration",
+            description: "{ok, webhook: {url, secret, enabled, createdAt, updatedAt}} or {ok, webhook: null}. The agent \
+                          key has one registration (for the service-domain mailboxes), each standard key its \
+                          account's. No credit.",
+            errors: &[],
+            io: io!(webhooks::get, NoInput, webhooks::WebhookView),
+        },
+        Operation {
+            id: "setWebhook",
+            rest: post("/webhooks"),
+            tool: tool("set_webhook", Hints::SET.open_world()),
+            access: WebhookKey,
+            summary: "Register or change the key's webhook",
+            description: "url (https, a public host: private, loopback, link-local, CGNAT, multicast, documentation \
+                          and metadata addresses are refused, by literal and by name), enabled (false keeps it and \
+                          skips delivery), rotateSecret (true issues a new whsec_ secret). Returns the stored \
+                          registration with its secret. Each new inbound message is POSTed as inbound.received, \
+                          signed with X-SVC-Signature (sha256=hex HMAC of \"<X-SVC-Timestamp>.<body>\") and the \
+                          Standard Webhooks headers. No credit.",
+            errors: &[WEBHOOK_URL_HTTPS, WEBHOOK_HOST, WEBHOOK_URL_REQUIRED, FIELD_TYPE],
+            io: io!(webhooks::set, webhooks::WebhookInput, webhooks::WebhookView),
+        },
+        Operation {
+            id: "deleteWebhook",
+            rest: delete("/webhooks"),
+            tool: tool("delete_webhook", Hints::DESTROY),
+            access: WebhookKey,
+            summary: "Remove the key's webhook",
+            description: "{ok: true, webhook: null}. No credit.",
+            errors: &[],
+            io: io!(webhooks::remove, NoInput, webhooks::WebhookView),
+        },
+        Operation {
+            id: "listWebhookDeliveries",
+            rest: get("/webhooks/deliveries"),
+            tool: tool("list_webhook_deliveries", Hints::READ),
+            access: WebhookKey,
+            summary: "The webhook delivery log, newest first",
+            description: "{ok, deliveries, nextCursor?}: every attempt of the last 7 days (eventId, the message's id \
+                          and messageId, attempt, replay, at, url, status or error, latencyMs); limit 1 to 50 \
+                          (default 25), cursor. No credit.",
+            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID],
+            io: io!(webhooks::deliveries, webhooks::DeliveriesQuery, webhooks::Deliveries),
+        },
+        Operation {
+            id: "replayWebhook",
+            rest: post("/webhooks/replay"),
+            tool: tool("replay_webhook", Hints::SET.open_world().not_idempotent()),
+            access: WebhookKey,
+            summary: "Send logged events again",
+            description: "eventId, or from and to (ISO 8601, at most 24 hours apart, at most 50 events): each event \
+                          is sent again with its own id and a fresh signature, to the registration as it is now \
+                          (its URL checked again). {ok, replayed, deliveries}. 10 replays a minute; no credit.",
+            errors: &[EVENT_ID_INVALID, REPLAY_TARGET, WEBHOOK_NONE, NOT_FOUND, RATE_LIMITED],
+            io: io!(webhooks::replay, webhooks::ReplayInput, webhooks::Replayed),
+        },
+    ],
+};

@@ -1,11 +1,12 @@
 //! THE CATALOGUE: every operation of the service, declared once.
 //!
 //! An [`Operation`] names its typed input and output (with their JSON
-//! Schemas), its REST method and path, its MCP tool, the Lambda family that
-//! serves it, its access rule, and the service function it calls. The axum
-//! router (`http`), the MCP `tools/list` and `tools/call` (`mcp`) and the
-//! OpenAPI document (`openapi`) are all built from [`CATALOGUE`]; none of them
-//! holds a rule of its own.
+//! Schemas), its REST method and path, its MCP tool, its access rule, and the
+//! service function it calls. Operations are grouped in one [`Section`] per
+//! Lambda family. The axum router (`http`), the MCP `tools/list` and
+//! `tools/call` (`mcp`) and the OpenAPI document (`openapi`) are all built
+//! from [`CATALOGUE`]; none of them holds a rule of its own. A family's
+//! function names only its own section, so it links only its own services.
 
 mod catalogue;
 
@@ -22,7 +23,7 @@ use crate::error::{ApiError, Problem};
 use crate::service::Call;
 use crate::validate::Fields;
 
-pub use catalogue::CATALOGUE;
+pub use catalogue::*;
 
 /// The API description and MCP server version (spec part 9).
 pub const VERSION: &str = "0.7.0";
@@ -249,12 +250,22 @@ pub struct Io {
     pub binary: bool,
 }
 
+/// The operations one Lambda family serves.
+pub struct Section {
+    pub family: Family,
+    pub operations: &'static [Operation],
+}
+
+/// Every operation, in catalogue order.
+pub fn operations() -> impl Iterator<Item = &'static Operation> {
+    CATALOGUE.iter().flat_map(|section| section.operations)
+}
+
 pub struct Operation {
     /// The OpenAPI operationId.
     pub id: &'static str,
     pub rest: Option<Rest>,
     pub tool: Option<Tool>,
-    pub family: Family,
     pub access: Access,
     /// One line; the MCP tool's title and the OpenAPI summary.
     pub summary: &'static str,
@@ -326,17 +337,7 @@ impl Operation {
     }
 
     pub fn by_tool(name: &str) -> Option<&'static Operation> {
-        CATALOGUE
-            .iter()
-            .find(|op| op.tool.as_ref().is_some_and(|t| t.name == name))
-    }
-
-    /// The operation behind a REST method and path (with or without `/api`).
-    pub fn by_route(method: &Method, path: &str) -> Option<&'static Operation> {
-        let path = strip_api(path);
-        CATALOGUE
-            .iter()
-            .find(|op| op.rest.as_ref().is_some_and(|r| r.method == method && r.path == path))
+        operations().find(|op| op.tool.as_ref().is_some_and(|t| t.name == name))
     }
 }
 

@@ -1,6 +1,6 @@
-//! HTTP for both hosts: one axum router per set of families, built from the
-//! catalogue. A Lambda serves its family's router with `lambda_http::run`; the
-//! local server merges all of them. Every route answers at its root path and
+//! HTTP for both hosts: axum routers built from the catalogue. A Lambda
+//! serves its family's router with `lambda_http::run`; the local server
+//! serves every family's. Every route answers at its root path and
 //! under `/api`; every verb of a known path reaches us (405, OPTIONS 204).
 
 pub mod extract;
@@ -18,7 +18,7 @@ use axum::response::Response;
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 pub use crate::api::Family;
-use crate::api::{CATALOGUE, Operation};
+use crate::api::{CATALOGUE, Operation, Section};
 use crate::auth::Access;
 use crate::context::Context;
 use crate::error::{self, ApiError};
@@ -45,12 +45,14 @@ const DESCRIBED: &[(Method, &str, Access)] = &[
 
 /// Every REST route.
 pub fn routes() -> Vec<Route> {
-    let catalogued = CATALOGUE.iter().filter_map(|op| {
-        op.rest.as_ref().map(|rest| Route {
-            method: rest.method.clone(),
-            path: rest.path,
-            family: op.family,
-            access: op.access,
+    let catalogued = CATALOGUE.iter().flat_map(|section| {
+        section.operations.iter().filter_map(|op| {
+            op.rest.as_ref().map(|rest| Route {
+                method: rest.method.clone(),
+                path: rest.path,
+                family: section.family,
+                access: op.access,
+            })
         })
     });
     let described = DESCRIBED.iter().map(|(method, path, access)| Route {
@@ -68,37 +70,66 @@ pub fn find_route(method: &Method, path: &str) -> Option<Route> {
     routes().into_iter().find(|r| r.method == method && r.path == path)
 }
 
-/// The router serving the given families.
-pub fn router(ctx: AppState, families: &[Family]) -> Router {
-    let mut by_path: BTreeMap<&'static str, MethodRouter<AppState>> = BTreeMap::new();
-    let mut add = |path: &'static str, endpoint: MethodRouter<AppState>| {
-        let merged = match by_path.remove(path) {
+/// The router of a family's function: the REST routes of its catalogue
+/// sections. Only the sections named here are linked into the binary.
+pub fn router(ctx: AppState, sections: &[&'static Section]) -> Router {
+    Paths::default().catalogue(sections).into_router(ctx)
+}
+
+/// The router of the `mcp` function: `/mcp` (every tool) and the API description.
+pub fn mcp_router(ctx: AppState) -> Router {
+    Paths::default().mcp().into_router(ctx)
+}
+
+/// The local server's router: every route of every family.
+pub fn local_router(ctx: AppState) -> Router {
+    Paths::default().catalogue(CATALOGUE).mcp().into_router(ctx)
+}
+
+/// The endpoints by path, merged across verbs before they become routes.
+#[derive(Default)]
+struct Paths(BTreeMap<&'static str, MethodRouter<AppState>>);
+
+impl Paths {
+    fn add(&mut self, path: &'static str, endpoint: MethodRouter<AppState>) {
+        let merged = match self.0.remove(path) {
             Some(existing) => existing.merge(endpoint),
             None => endpoint,
         };
-        by_path.insert(path, merged);
-    };
-    for op in CATALOGUE.iter().filter(|op| families.contains(&op.family)) {
-        if let Some(rest) = &op.rest {
-            add(rest.path, endpoint(op, rest));
+        self.0.insert(path, merged);
+    }
+
+    fn catalogue(mut self, sections: &[&'static Section]) -> Self {
+        for op in sections.iter().flat_map(|section| section.operations) {
+            if let Some(rest) = &op.rest {
+                self.add(rest.path, endpoint(op, rest));
+            }
         }
+        self
     }
-    if families.contains(&Family::Mcp) {
-        add("/mcp", crate::mcp::endpoint());
-        add("/docs", axum::routing::get(crate::openapi::legacy_page));
-        add("/docs/openapi.json", axum::routing::get(crate::openapi::serve));
+
+    fn mcp(mut self) -> Self {
+        self.add("/mcp", crate::mcp::endpoint());
+        self.add("/docs", axum::routing::get(crate::openapi::legacy_page));
+        self.add("/docs/openapi.json", axum::routing::get(crate::openapi::serve));
+        self
     }
-    let mut router = Router::new();
-    for (path, methods) in by_path {
-        let methods = methods.options(preflight).fallback(method_not_allowed);
-        router = router
-            .route(path, methods.clone())
-            .route(&format!("/api{path}"), methods);
+
+    /// Every path at its root and under `/api`, with the 405, the OPTIONS
+    /// 204, the 404 and the request log.
+    fn into_router(self, ctx: AppState) -> Router {
+        let mut router = Router::new();
+        for (path, methods) in self.0 {
+            let methods = methods.options(preflight).fallback(method_not_allowed);
+            router = router
+                .route(path, methods.clone())
+                .route(&format!("/api{path}"), methods);
+        }
+        router
+            .fallback(not_found)
+            .layer(middleware::from_fn(log_request))
+            .with_state(ctx)
     }
-    router
-        .fallback(not_found)
-        .layer(middleware::from_fn(log_request))
-        .with_state(ctx)
 }
 
 /// The handler of a catalogued operation: it authenticates and admits the
@@ -142,11 +173,12 @@ async fn not_found() -> ApiError {
 }
 
 /// A Lambda function's whole life: build the context once (cold start), then
-/// serve its families' routes. The cold start writes nothing to the store: the
-/// agent balance and the operators' bootstrap are the scheduled `mta-export`
+/// serve the routes `routes` makes ([`router`] of its family's section, or
+/// [`mcp_router`]). The cold start writes nothing to the store: the agent
+/// balance and the operators' bootstrap are the scheduled `mta-export`
 /// function's (`service::bootstrap::run`).
-pub async fn serve_lambda(families: &[Family]) -> Result<(), lambda_http::Error> {
+pub async fn serve_lambda(routes: fn(AppState) -> Router) -> Result<(), lambda_http::Error> {
     crate::telemetry::init(true);
     let built = Context::build(crate::config::Config::from_env(), crate::context::Mode::Lambda).await?;
-    lambda_http::run(router(built.context, families)).await
+    lambda_http::run(routes(built.context)).await
 }

@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    common::http::serve_lambda(&[common::http::Family::Inbox]).await
+    common::http::serve_lambda(|ctx| common::http::router(ctx, &[&common::api::INBOX])).await
 }

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    common::http::serve_lambda(&[common::http::Family::Mailboxes]).await
+    common::http::serve_lambda(|ctx| common::http::router(ctx, &[&common::api::MAILBOXES])).await
 }

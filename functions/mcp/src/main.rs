@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    common::http::serve_lambda(&[common::http::Family::Mcp]).await
+    common::http::serve_lambda(common::http::mcp_router).await
 }
