@@ -158,7 +158,7 @@ async fn the_binary_serves_onboarding_and_never_logs_a_secret() {
         log.contains("/requestAccess") && log.contains("status=200"),
         "one line per request: {log}"
     );
-    assert!(log.contains("latency_ms"));
+    assert!(log.contains("latency_us="), "{log}");
     assert_eq!(
         log.matches(&agent_key).count(),
         1,

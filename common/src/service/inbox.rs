@@ -124,11 +124,14 @@ impl InboxList {
     /// A page of stored rows, decoded from their text (a row's strings are
     /// borrowed, not copied, on their way to the answer).
     fn from_stored(items: &[RawItem], next_cursor: Option<String>) -> Result<InboxList, ApiError> {
+        // Each row checked as UTF-8 once, whole, rather than string by string.
         let summaries = items
             .iter()
-            .map(|item| serde_json::from_slice::<Summary<'_>>(&item.json))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ApiError::internal)?;
+            .map(|item| {
+                let text = std::str::from_utf8(&item.json).map_err(ApiError::internal)?;
+                serde_json::from_str::<Summary<'_>>(text).map_err(ApiError::internal)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         InboxList::new(summaries.into_iter(), next_cursor)
     }
 
