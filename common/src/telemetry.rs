@@ -8,8 +8,8 @@
 //! [`flush`] writes what is left at shutdown.
 //!
 //! Local lines are plain `name=value` fields: the default formatter styles
-//! each field name and scans the message for escape sequences, which was a
-//! third of a request's log cost (benches/http.sh). With no styling, no
+//! each field name and scans the message for escape sequences, which was
+//! nearly half of a request's log cost (benches/instructions.sh). With no styling, no
 //! escape character belongs in a line, so the writer replaces any that a
 //! value carries: a logged value cannot start a terminal escape sequence.
 

@@ -31,8 +31,8 @@ impl KeyHasher {
         mac.update(purpose.as_bytes());
         mac.update(&[0]);
         mac.update(value.as_bytes());
-        // Into a fixed buffer: `hex::encode` goes a char at a time (a tenth of
-        // a GET /credits, benches/http.sh).
+        // Into a fixed buffer: `hex::encode` goes a char at a time (3% of the
+        // instructions of a GET /credits, benches/instructions.sh).
         let mut text = [0u8; 64];
         // Cannot fail: 32 bytes are 64 digits.
         let _ = hex::encode_to_slice(mac.finalize().into_bytes(), &mut text);
