@@ -17,16 +17,10 @@ PROFILE=${PROFILE:-bench}
 KEY=svc_http_bench_agent_key_0000000000000000000000
 command -v wrk >/dev/null || { echo "wrk missing: apt-get install wrk" >&2; exit 1; }
 
-[ -n "${NO_BUILD:-}" ] || cargo build -q --profile "$PROFILE" -p mailhost --bin mailhost -p bare --bin bare-axum
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-# Cargo's built-in profiles write to debug/ (dev, test) and release/ (release, bench).
-case $PROFILE in
-  dev | test) bin=$target_dir/debug ;;
-  release | bench) bin=$target_dir/release ;;
-  *) bin=$target_dir/$PROFILE ;;
-esac
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
+bench_binaries
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
   for _ in $(seq 1 100); do
     python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),1)" 2>/dev/null && return 0
@@ -78,10 +72,7 @@ PIDS+=($!)
 service_pid=$!
 wait_port "$port"
 service=http://127.0.0.1:$port
-for i in $(seq 1 25); do
-  printf 'Delivered-To: inbox@mailhost.localhost\r\nFrom: a@example.org\r\nTo: inbox@mailhost.localhost\r\nSubject: Bench %s\r\nMessage-ID: <bench-%s@example.org>\r\n\r\nA short message.\r\n' "$i" "$i" >"$SCRATCH/m.eml"
-  "$bin/mailhost" deliver --data-dir "$SCRATCH/data" "$SCRATCH/m.eml" >/dev/null
-done
+deliver_bench_messages "$SCRATCH/data" "$SCRATCH"
 listed=0
 for _ in $(seq 1 50); do
   curl -s "$service/inbox?limit=25" -H "Authorization: Bearer $KEY" >"$SCRATCH/inbox.json"

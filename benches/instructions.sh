@@ -15,13 +15,9 @@ for tool in valgrind callgrind_control wrk curl; do
   command -v $tool >/dev/null || { echo "$tool missing: apt-get install valgrind wrk" >&2; exit 1; }
 done
 
-[ -n "${NO_BUILD:-}" ] || cargo build -q --profile "$PROFILE" -p mailhost --bin mailhost -p bare --bin bare-axum
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-case $PROFILE in
-  dev | test) bin=$target_dir/debug ;;
-  release | bench) bin=$target_dir/release ;;
-  *) bin=$target_dir/$PROFILE ;;
-esac
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
+bench_binaries
 
 SCRATCH=${KEEP:-$(mktemp -d)}
 mkdir -p "$SCRATCH"
@@ -32,14 +28,10 @@ cleanup() {
   [ -n "${KEEP:-}" ] || rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # 25 messages in the service inbox, filed by a server run without valgrind.
 data=$SCRATCH/data
-for i in $(seq 1 25); do
-  printf 'Delivered-To: inbox@mailhost.localhost\r\nFrom: a@example.org\r\nTo: inbox@mailhost.localhost\r\nSubject: Bench %s\r\nMessage-ID: <bench-%s@example.org>\r\n\r\nA short message.\r\n' "$i" "$i" >"$SCRATCH/m.eml"
-  "$bin/mailhost" deliver --data-dir "$data" "$SCRATCH/m.eml" >/dev/null
-done
+deliver_bench_messages "$data" "$SCRATCH"
 port=$(free_port)
 "$bin/mailhost" serve --addr "127.0.0.1:$port" --data-dir "$data" --agent-key "$KEY" >/dev/null 2>&1 &
 filer=$!

@@ -450,18 +450,7 @@ fn workspace() -> PathBuf {
 #[test]
 fn each_function_links_its_own_familys_operations_and_no_others() {
     let target_dir = target_dir();
-    let mut build = cargo();
-    build
-        .current_dir(workspace())
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .arg("build");
-    // The same packages as the sample-event test builds, so neither rebuilds
-    // for the other (features unify over the packages of one build).
-    for function in functions() {
-        build.args(["-p", function]);
-    }
-    let built = output_within(build, Duration::from_secs(20 * 60), "cargo build of the functions");
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    build_functions(&target_dir);
 
     let operations: Vec<(Family, &str)> = common::api::CATALOGUE
         .iter()
@@ -528,20 +517,7 @@ fn lambda_functions_answer_the_sample_events() {
     // Build first, so that each watch's `cargo run` finds the binary fresh and
     // a compile error shows here rather than as a failed invoke.
     let started = Instant::now();
-    let mut build = cargo();
-    build
-        .current_dir(workspace())
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .arg("build");
-    for function in &all_functions {
-        build.args(["-p", function]);
-    }
-    let built = output_within(build, Duration::from_secs(20 * 60), "cargo build of the functions");
-    assert!(
-        built.status.success(),
-        "cargo build failed:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    build_functions(&target_dir);
     eprintln!("functions built in {:.1}s", started.elapsed().as_secs_f64());
 
     // A real SMTP server for the access codes; it prints each message it takes.
@@ -853,6 +829,26 @@ fn read(path: &Path) -> String {
         let _ = file.read_to_string(&mut text);
     }
     text
+}
+
+/// `cargo build` of every function (dev profile) into `target_dir`. The
+/// tests that need the binaries build the same packages, so neither rebuilds
+/// for the other (features unify over the packages of one build).
+fn build_functions(target_dir: &Path) {
+    let mut build = cargo();
+    build
+        .current_dir(workspace())
+        .env("CARGO_TARGET_DIR", target_dir)
+        .arg("build");
+    for function in functions() {
+        build.args(["-p", function]);
+    }
+    let built = output_within(build, Duration::from_secs(20 * 60), "cargo build of the functions");
+    assert!(
+        built.status.success(),
+        "cargo build failed:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
 }
 
 fn cargo() -> Command {
