@@ -6,12 +6,10 @@
 //! `INIT_PROFILE=release` measures the shipping profile, default `bench`).
 //!
 //! The functions run as in the lambda_functions test: `Mode::Lambda` on the
-//! embedded store in a data directory of their own (kept across runs, so
-//! only the first `mta-export` start creates its DKIM key), secrets from the
-//! environment, a JWKS URL that is never fetched at init. Each timed start
-//! opens a store file that was closed cleanly: the benchmark ends a start
-//! with SIGKILL, and redb would otherwise repair the file at the next open, a
-//! cost no Lambda function pays (in AWS the store is DynamoDB).
+//! embedded store in a data directory of their own, secrets from the
+//! environment, a JWKS URL that is never fetched at init. No function opens
+//! its store at init (the embedded store opens at its first use), so the
+//! SIGKILL that ends each start leaves nothing to repair.
 //!
 //! Second figure, with `MAILHOST_TEST_DYNAMODB_ENDPOINT` (DynamoDB Local) and
 //! `MAILHOST_TEST_MOTO_ENDPOINT` (moto) set: each function as it runs in AWS
@@ -65,16 +63,19 @@ fn main() {
 
     let scratch = std::env::temp_dir().join(format!("mailhost-init-{:x}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
-    println!("init time: spawn to first poll of the Runtime API, median of {runs} runs ({profile} profile)");
+    println!(
+        "init time: spawn to first poll of the Runtime API, median of {runs} starts ({profile} profile); each function's starts take turns with the bare binary's, so a change in the machine's speed falls on both"
+    );
+    println!("{:12} {:>10} {:>10} {:>8}", "function", "init", "bare", "ratio");
     let embedded = |data_dir: &Path| Env::Embedded(data_dir.to_path_buf());
-    let bare = median(&dir.join(BARE), &embedded(&scratch.join(BARE)), runs);
-    println!("{BARE:12} {:7.2} ms", ms(bare));
+    let bare = (dir.join(BARE), embedded(&scratch.join(BARE)));
     for f in FUNCTIONS {
-        let t = median(&dir.join(f), &embedded(&scratch.join(f)), runs);
+        let pair = paired(&dir.join(f), &embedded(&scratch.join(f)), &bare, runs);
         println!(
-            "{f:12} {:7.2} ms  {:.2}x bare",
-            ms(t),
-            t.as_secs_f64() / bare.as_secs_f64()
+            "{f:12} {:7.2} ms {:7.2} ms {:7.2}x",
+            ms(pair.function),
+            ms(pair.bare),
+            pair.ratio
         );
     }
     std::fs::remove_dir_all(scratch).ok();
@@ -269,21 +270,38 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn median(binary: &Path, env: &Env, runs: usize) -> Duration {
-    // One untimed start first: the page cache, and mta-export's bootstrap.
-    init_time(binary, env);
-    let mut times: Vec<Duration> = (0..runs).map(|_| init_time(binary, env)).collect();
-    times.sort();
-    times[times.len() / 2]
+/// Medians of a function's and the bare binary's init times, started in
+/// turns, and the median of each turn's ratio.
+struct Pair {
+    function: Duration,
+    bare: Duration,
+    ratio: f64,
 }
 
-/// Opens and closes the embedded store, so the next start finds a file that
-/// was closed cleanly (a killed process leaves it to be repaired).
-fn close_cleanly(data_dir: &Path) {
-    let file = data_dir.join("store.redb");
-    if file.exists() {
-        drop(common::store::embedded::EmbeddedStore::open(&file).expect("the store reopens"));
+fn paired(binary: &Path, env: &Env, (bare, bare_env): &(PathBuf, Env), runs: usize) -> Pair {
+    // One untimed start of each first: the page cache.
+    init_time(binary, env);
+    init_time(bare, bare_env);
+    let mut times = Vec::new();
+    let mut bares = Vec::new();
+    let mut ratios = Vec::new();
+    for _ in 0..runs {
+        let b = init_time(bare, bare_env);
+        let t = init_time(binary, env);
+        ratios.push(t.as_secs_f64() / b.as_secs_f64());
+        times.push(t);
+        bares.push(b);
     }
+    Pair {
+        function: median_of(times),
+        bare: median_of(bares),
+        ratio: median_of(ratios),
+    }
+}
+
+fn median_of<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    values[values.len() / 2]
 }
 
 /// Spawns the binary against a stub Runtime API and returns the time until
@@ -296,7 +314,6 @@ fn init_time(binary: &Path, env: &Env) -> Duration {
     command.env_clear();
     match env {
         Env::Embedded(data_dir) => {
-            close_cleanly(data_dir);
             command
                 .env("MAILHOST_STORE", "embedded")
                 .env("MAILHOST_DATA_DIR", data_dir)

@@ -11,12 +11,12 @@
 //!
 //! `mta-export`, `credits`, `mcp`, `mailboxes` and `send` share one data
 //! directory (store, blobs and secrets), as they share the table, the bucket
-//! and Secrets Manager in AWS. No HTTP function writes at its cold start: the
+//! and Secrets Manager in AWS. No function writes at its cold start: the
 //! agent key's balance that `credits` and `mcp` read is opened by
-//! `mta-export`'s bootstrap. `GET /mtaMailboxExport` reads the export `mta-export` wrote and
+//! `mta-export`'s bootstrap, at its first run. `GET /mtaMailboxExport` reads the export `mta-export` wrote and
 //! `POST /mtaMailboxExport` acknowledges it, and `POST /sendMail` with the
 //! agent key sends from `noreply@<service domain>`, signed with the DKIM key of
-//! the service domain that `mta-export`'s cold start (the bootstrap, which no
+//! the service domain that `mta-export`'s first run (the bootstrap, which no
 //! HTTP function runs in Lambda mode) created; on a data directory of its own
 //! that send would answer 500 'service domain missing'. The send goes to the
 //! same aiosmtpd that receives the access codes. The embedded store is one
@@ -29,8 +29,9 @@
 //! `template.yaml` with method ANY at its root and under `/api`, on its
 //! family's function,
 //! `mta-export` runs on a one-minute schedule and serves no route, every
-//! event file has a case here, and each function links its own family's
-//! operations and no other family's.
+//! event file has a case here, each function links its own family's
+//! operations and no other family's, and none opens its store before its
+//! first event.
 
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet};
@@ -210,7 +211,7 @@ const CASES: &[Case] = &[
         status: None,
         check: |out| {
             // A positive integer: the first version of a fresh data directory,
-            // carrying the protected mailboxes the cold start's bootstrap made.
+            // carrying the protected mailboxes its first run's bootstrap made.
             assert_eq!(out["version"], 1, "{out}");
             assert_eq!(out["mailboxes"], PROTECTED_MAILBOXES.len(), "{out}");
         },
@@ -259,7 +260,7 @@ const CASES: &[Case] = &[
         event: "tools-call-get-credits-agent-key.json",
         status: Some(200),
         check: |body| {
-            // The agent balance mta-export's bootstrap opened (no HTTP
+            // The agent balance mta-export's bootstrap opened (no
             // function writes at its cold start).
             assert_eq!(body["result"]["isError"], false, "{body}");
             assert_eq!(
@@ -485,6 +486,74 @@ fn each_function_links_its_own_familys_operations_and_no_others() {
                 if linked { "is linked in" } else { "is missing" }
             );
         }
+    }
+}
+
+/// Init writes nothing: each function, started in `Mode::Lambda` on the
+/// embedded store against a Runtime API that is a bare listener here, asks for
+/// its first event without having created its store file (opening a redb
+/// file for writing writes its header and syncs it). `mta-export`'s bootstrap
+/// waits for its first run too.
+#[test]
+fn no_function_opens_its_store_before_its_first_event() {
+    let target_dir = target_dir();
+    build_functions(&target_dir);
+    let scratch = Scratch::new();
+    for function in functions() {
+        let data_dir = scratch.path(function);
+        let log = scratch.path(&format!("{function}.log"));
+        let runtime_api = TcpListener::bind("127.0.0.1:0").unwrap();
+        runtime_api.set_nonblocking(true).unwrap();
+        let mut child = Command::new(target_dir.join("debug").join(function))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("AWS_LAMBDA_RUNTIME_API", runtime_api.local_addr().unwrap().to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", function)
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", function)
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", function)
+            .env("AWS_REGION", "us-east-1")
+            .env("MAILHOST_STORE", "embedded")
+            .env("MAILHOST_DATA_DIR", &data_dir)
+            .env("MAILHOST_SECRETS", "dir")
+            .env("MAILHOST_SECRET_HMAC_SECRET", random_hex())
+            .env("MAILHOST_AGENT_KEY", AGENT_KEY)
+            .env("MAILHOST_SYNC_TOKEN", SYNC_TOKEN)
+            .env("MAILHOST_SYSTEM_MAIL", "transport")
+            .env("MAILHOST_JWKS_URL", "http://127.0.0.1:9/not-fetched-at-init")
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&log).unwrap())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{function}: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut poll = loop {
+            match runtime_api.accept() {
+                Ok((stream, _)) => break stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if let Some(status) = child.try_wait().unwrap() {
+                        panic!("{function} exited ({status}) before its first poll:\n{}", read(&log));
+                    }
+                    assert!(Instant::now() < deadline, "{function} never polled:\n{}", read(&log));
+                    thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("{function}: {e}"),
+            }
+        };
+        poll.set_nonblocking(false).unwrap();
+        poll.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut request = [0u8; 64];
+        let n = poll.read(&mut request).unwrap();
+        let stored = data_dir.join("store.redb").exists();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            request[..n].starts_with(b"GET /2018-06-01/runtime/invocation/next"),
+            "{function}: {:?}",
+            String::from_utf8_lossy(&request[..n])
+        );
+        assert!(!stored, "{function} opened its store at init:\n{}", read(&log));
     }
 }
 

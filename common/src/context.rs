@@ -119,7 +119,12 @@ impl Context {
         let store: Arc<dyn Store> = match config.store {
             StoreKind::Embedded => {
                 std::fs::create_dir_all(&config.data_dir)?;
-                Arc::new(EmbeddedStore::open(&config.data_dir.join("store.redb"))?)
+                let file = config.data_dir.join("store.redb");
+                Arc::new(match mode {
+                    // A locked or broken file stops the local server at start.
+                    Mode::Local => EmbeddedStore::open(&file)?,
+                    Mode::Lambda => EmbeddedStore::open_at_first_use(&file),
+                })
             }
             StoreKind::Dynamodb => {
                 let store = crate::store::dynamo::DynamoStore::new(dynamo.expect("dynamodb client"), &config.table);

@@ -4,11 +4,12 @@
 //! applying the write inside the same write transaction is atomic.
 
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use tokio::sync::OnceCell;
 
 use super::{
     Cond, Item, Key, Page, Query, RawItem, RawPage, SortRange, Store, StoreError, StoreResult, Update, Write, limits,
@@ -20,7 +21,9 @@ const HIGHEST: &str = "\u{10FFFF}";
 
 #[derive(Clone)]
 pub struct EmbeddedStore {
-    db: Arc<Database>,
+    db: Arc<OnceCell<Arc<Database>>>,
+    /// The file [`EmbeddedStore::open_at_first_use`] opens.
+    path: Option<PathBuf>,
 }
 
 fn backend<E: std::fmt::Display>(e: E) -> StoreError {
@@ -29,43 +32,77 @@ fn backend<E: std::fmt::Display>(e: E) -> StoreError {
 
 impl EmbeddedStore {
     pub fn open(path: &Path) -> StoreResult<Self> {
-        Self::init(Database::create(path).map_err(backend)?)
+        Ok(Self::opened(create(path)?))
+    }
+
+    /// A store whose file opens when it is first used. Opening a redb file
+    /// for writing writes its header and syncs it to disk, and a Lambda
+    /// function's init writes nothing (the first request pays instead). An
+    /// open that fails is tried again by the next use.
+    pub fn open_at_first_use(path: &Path) -> Self {
+        Self {
+            db: Arc::new(OnceCell::new()),
+            path: Some(path.to_path_buf()),
+        }
     }
 
     pub fn in_memory() -> StoreResult<Self> {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(backend)?;
-        Self::init(db)
+        Ok(Self::opened(with_items_table(db)?))
     }
 
-    fn init(db: Database) -> StoreResult<Self> {
-        // A write (and its fsync) only on a new file: opening an existing
-        // store, as every start after the first does, writes nothing.
-        let exists = db.begin_read().map_err(backend)?.open_table(ITEMS).is_ok();
-        if !exists {
-            let txn = db.begin_write().map_err(backend)?;
-            txn.open_table(ITEMS).map_err(backend)?;
-            txn.commit().map_err(backend)?;
+    fn opened(db: Database) -> Self {
+        Self {
+            db: Arc::new(OnceCell::new_with(Some(Arc::new(db)))),
+            path: None,
         }
-        Ok(Self { db: Arc::new(db) })
+    }
+
+    async fn db(&self) -> StoreResult<&Arc<Database>> {
+        self.db
+            .get_or_try_init(|| async {
+                let path = self.path.clone().ok_or_else(|| backend("the store has no file"))?;
+                let db = tokio::task::spawn_blocking(move || create(&path))
+                    .await
+                    .map_err(backend)??;
+                Ok(Arc::new(db))
+            })
+            .await
     }
 
     /// A read runs where it is called: a redb read transaction is a snapshot
     /// that takes no lock and, on cached pages, microseconds, less than the
     /// hand-off to a blocking thread would cost. Queries too: the services
     /// read pages of at most a few hundred items.
-    fn read_now<T>(&self, f: impl FnOnce(&Database) -> StoreResult<T>) -> StoreResult<T> {
-        f(&self.db)
+    async fn read_now<T>(&self, f: impl FnOnce(&Database) -> StoreResult<T>) -> StoreResult<T> {
+        f(self.db().await?)
     }
 
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let db = self.db.clone();
+        let db = self.db().await?.clone();
         tokio::task::spawn_blocking(move || f(&db)).await.map_err(backend)?
     }
+}
+
+fn create(path: &Path) -> StoreResult<Database> {
+    with_items_table(Database::create(path).map_err(backend)?)
+}
+
+fn with_items_table(db: Database) -> StoreResult<Database> {
+    // A write (and its fsync) only on a new file: opening an existing
+    // store, as every start after the first does, writes nothing more.
+    let exists = db.begin_read().map_err(backend)?.open_table(ITEMS).is_ok();
+    if !exists {
+        let txn = db.begin_write().map_err(backend)?;
+        txn.open_table(ITEMS).map_err(backend)?;
+        txn.commit().map_err(backend)?;
+    }
+    Ok(db)
 }
 
 fn decode(bytes: &[u8]) -> StoreResult<Item> {
@@ -175,6 +212,7 @@ impl Store for EmbeddedStore {
                 None => Ok(None),
             }
         })
+        .await
     }
 
     async fn put(&self, item: Item, cond: Option<Cond>) -> StoreResult<()> {
@@ -226,19 +264,21 @@ impl Store for EmbeddedStore {
     }
 
     async fn query(&self, query: &Query) -> StoreResult<Page> {
-        let (items, next) = self.read_now(|db| scan(db, query, |_, json| decode(json)))?;
+        let (items, next) = self.read_now(|db| scan(db, query, |_, json| decode(json))).await?;
         Ok(Page { items, next })
     }
 
     async fn query_raw(&self, query: &Query) -> StoreResult<RawPage> {
-        let (items, next) = self.read_now(|db| {
-            scan(db, query, |sk, json| {
-                Ok(RawItem {
-                    sk: sk.to_string(),
-                    json: json.to_vec(),
+        let (items, next) = self
+            .read_now(|db| {
+                scan(db, query, |sk, json| {
+                    Ok(RawItem {
+                        sk: sk.to_string(),
+                        json: json.to_vec(),
+                    })
                 })
             })
-        })?;
+            .await?;
         Ok(RawPage { items, next })
     }
 
@@ -256,6 +296,7 @@ impl Store for EmbeddedStore {
                 )
                 .collect()
         })
+        .await
     }
 
     async fn transact(&self, writes: Vec<Write>) -> StoreResult<()> {
