@@ -3,7 +3,8 @@
 //! /2018-06-01/runtime/invocation/next`) on a stub served here on loopback,
 //! side by side with a bare lambda_http binary (benches/bare) in the same run,
 //! and the ratio. Run: `cargo bench --bench init` (`RUNS=n`, default 20;
-//! `INIT_PROFILE=release` measures the shipping profile, default `bench`).
+//! `INIT_PROFILE=release` measures the shipping profile, default `bench`;
+//! `FUNCTIONS=credits,inbox` builds and measures only those).
 //!
 //! The functions run as in the lambda_functions test: `Mode::Lambda` on the
 //! embedded store in a data directory of their own, secrets from the
@@ -46,11 +47,20 @@ fn main() {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace.join("target"));
+    let only = std::env::var("FUNCTIONS").ok();
+    let functions: Vec<&str> = FUNCTIONS
+        .iter()
+        .copied()
+        .filter(|f| {
+            only.as_deref()
+                .is_none_or(|only| only.split(',').any(|o| o.trim() == *f))
+        })
+        .collect();
     let mut build = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     build
         .current_dir(&workspace)
         .args(["build", "--profile", &profile, "-p", "bare"]);
-    for f in FUNCTIONS {
+    for f in &functions {
         build.args(["-p", f]);
     }
     assert!(build.status().expect("cargo build").success(), "cargo build failed");
@@ -69,7 +79,7 @@ fn main() {
     println!("{:12} {:>10} {:>10} {:>8}", "function", "init", "bare", "ratio");
     let embedded = |data_dir: &Path| Env::Embedded(data_dir.to_path_buf());
     let bare = (dir.join(BARE), embedded(&scratch.join(BARE)));
-    for f in FUNCTIONS {
+    for f in &functions {
         let pair = paired(&dir.join(f), &embedded(&scratch.join(f)), &bare, runs);
         println!(
             "{f:12} {:7.2} ms {:7.2} ms {:7.2}x",
@@ -79,7 +89,7 @@ fn main() {
         );
     }
     std::fs::remove_dir_all(scratch).ok();
-    aws_shaped(&dir, runs);
+    aws_shaped(&dir, &functions, runs);
 }
 
 /// Where a started function keeps its state.
@@ -99,7 +109,7 @@ enum Env {
 /// Every function as it runs in AWS, against DynamoDB Local and moto, each
 /// behind a recording proxy: its init time and every request it made before
 /// its first poll.
-fn aws_shaped(dir: &Path, runs: usize) {
+fn aws_shaped(dir: &Path, functions: &[&str], runs: usize) {
     let (Some(dynamodb), Some(moto)) = (
         std::env::var("MAILHOST_TEST_DYNAMODB_ENDPOINT").ok(),
         std::env::var("MAILHOST_TEST_MOTO_ENDPOINT").ok(),
@@ -127,9 +137,9 @@ fn aws_shaped(dir: &Path, runs: usize) {
     println!(
         "\nas in AWS (DynamoDB Local and moto on loopback, through a recording proxy): init, median of {runs} runs, and the requests made before the first poll"
     );
-    for f in FUNCTIONS {
+    for f in functions {
         let binary = dir.join(f);
-        init_time(&binary, &env); // untimed: mta-export's bootstrap writes here
+        init_time(&binary, &env); // untimed: the page cache
         let mut times = Vec::new();
         let mut calls = Vec::new();
         for _ in 0..runs {

@@ -47,6 +47,8 @@ pub struct Context {
     pub clock: Clock,
     /// DKIM signers by the name of the secret holding their key.
     pub signers: std::sync::Mutex<std::collections::HashMap<String, Arc<crate::mail::message::Signer>>>,
+    /// The inbox list's encoded summaries, by the row text they came from.
+    pub summaries: crate::memo::EncodingMemo,
 }
 
 /// What a build produced besides the context: a key created on this start,
@@ -175,6 +177,7 @@ impl Context {
             identity,
             clock: Clock::default(),
             signers: Default::default(),
+            summaries: Default::default(),
         });
         Ok(Built { context, new_agent_key })
     }

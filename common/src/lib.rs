@@ -12,6 +12,7 @@ pub mod error;
 pub mod http;
 pub mod mail;
 pub mod mcp;
+pub mod memo;
 pub mod openapi;
 pub mod ratelimit;
 pub mod secrets;

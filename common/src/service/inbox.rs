@@ -7,7 +7,6 @@
 //! agent key and operators read one service-domain mailbox (`mailbox=`,
 //! default `inbox@`). A message, thread or file of another scope is 404.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -19,7 +18,6 @@ use super::{Call, Download, keys};
 use crate::auth::Caller;
 use crate::error::{self, ApiError};
 use crate::mail::codes;
-use crate::store::RawItem;
 use crate::validate::{self, Fields, Input, Origin};
 
 pub const DEFAULT_LIMIT: i64 = 25;
@@ -39,66 +37,93 @@ pub const DEFAULT_MAX_CHARS: i64 = 20_000;
 
 // ------------------------------------------------------------------ shapes
 
-/// A list row (spec 2.4): no body, attachment metadata only. A list page
-/// decodes it straight from a stored [`Row`]'s text, borrowing its strings
-/// and skipping its other fields; elsewhere it is built from a `Row`.
+/// A list row (spec 2.4): no body, attachment metadata only.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Summary<'a> {
+pub struct Summary {
     /// `^[A-Za-z0-9_-]{1,128}$`
-    #[serde(borrow)]
-    pub id: Cow<'a, str>,
-    #[serde(borrow)]
-    pub message_id: Cow<'a, str>,
-    #[serde(borrow)]
-    pub mailbox: Cow<'a, str>,
-    #[serde(borrow)]
-    pub from: Cow<'a, str>,
+    pub id: String,
+    pub message_id: String,
+    pub mailbox: String,
+    pub from: String,
     pub to: Vec<String>,
-    #[serde(borrow)]
-    pub subject: Cow<'a, str>,
-    #[serde(borrow)]
-    pub preview: Cow<'a, str>,
-    #[serde(borrow)]
-    pub date: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub ingested_at: Option<Cow<'a, str>>,
+    pub subject: String,
+    pub preview: String,
+    pub date: Option<String>,
+    pub ingested_at: Option<String>,
     pub unread: bool,
     /// A row keeps no folder until it is filed elsewhere: inbox.
     #[serde(default)]
     pub folder: Folder,
-    #[serde(borrow)]
-    pub source: Cow<'a, str>,
+    pub source: String,
     /// inbound, or outbound for a threaded send.
     #[serde(rename = "box")]
     pub direction: Direction,
     /// 64 lowercase hex characters.
-    #[serde(borrow)]
-    pub thread_id: Cow<'a, str>,
+    pub thread_id: String,
     pub attachments: Vec<AttachmentInfo>,
 }
 
-impl From<&Row> for Summary<'static> {
-    fn from(r: &Row) -> Summary<'static> {
-        let text = |s: &String| Cow::Owned(s.clone());
+impl From<&Row> for Summary {
+    fn from(r: &Row) -> Summary {
         Summary {
-            id: text(&r.id),
-            message_id: text(&r.message_id),
-            mailbox: text(&r.mailbox),
-            from: text(&r.from),
+            id: r.id.clone(),
+            message_id: r.message_id.clone(),
+            mailbox: r.mailbox.clone(),
+            from: r.from.clone(),
             to: r.to.clone(),
-            subject: text(&r.subject),
-            preview: text(&r.preview),
-            date: r.date.as_ref().map(text),
-            ingested_at: Some(text(&r.ingested_at)),
+            subject: r.subject.clone(),
+            preview: r.preview.clone(),
+            date: r.date.clone(),
+            ingested_at: Some(r.ingested_at.clone()),
             unread: r.unread,
             folder: r.folder(),
-            source: text(&r.source),
+            source: r.source.clone(),
             direction: r.direction,
-            thread_id: text(&r.thread_id),
+            thread_id: r.thread_id.clone(),
             attachments: r.attachments.clone(),
         }
     }
+}
+
+/// A [`Summary`] as a list page reads it from a stored [`Row`]'s text: each
+/// value is the row's own JSON, copied to the answer as it is (the store wrote
+/// it with the same encoder), and the row's other fields are skipped. The
+/// fields and their order are the `Summary`'s, so both encode alike; a test
+/// holds them together.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredSummary<'a> {
+    #[serde(borrow)]
+    id: &'a RawValue,
+    #[serde(borrow)]
+    message_id: &'a RawValue,
+    #[serde(borrow)]
+    mailbox: &'a RawValue,
+    #[serde(borrow)]
+    from: &'a RawValue,
+    #[serde(borrow)]
+    to: &'a RawValue,
+    #[serde(borrow)]
+    subject: &'a RawValue,
+    #[serde(borrow)]
+    preview: &'a RawValue,
+    /// The store drops empty values: a row without a date has none.
+    #[serde(borrow, default)]
+    date: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    ingested_at: Option<&'a RawValue>,
+    unread: bool,
+    #[serde(default)]
+    folder: Folder,
+    #[serde(borrow)]
+    source: &'a RawValue,
+    #[serde(rename = "box")]
+    direction: Direction,
+    #[serde(borrow)]
+    thread_id: &'a RawValue,
+    #[serde(borrow)]
+    attachments: &'a RawValue,
 }
 
 /// A page of rows, newest first.
@@ -107,7 +132,7 @@ impl From<&Row> for Summary<'static> {
 pub struct InboxList {
     pub ok: bool,
     /// Each a [`Summary`], encoded when the page was read.
-    #[schemars(with = "Vec<Summary<'static>>")]
+    #[schemars(with = "Vec<Summary>")]
     pub messages: Vec<Box<RawValue>>,
     /// Unread rows in this page only.
     pub unread_in_page: usize,
@@ -118,37 +143,14 @@ pub struct InboxList {
 
 impl InboxList {
     fn of(rows: &[Row], next_cursor: Option<String>) -> Result<InboxList, ApiError> {
-        InboxList::new(rows.iter().map(Summary::from), next_cursor)
-    }
-
-    /// A page of stored rows, decoded from their text (a row's strings are
-    /// borrowed, not copied, on their way to the answer).
-    fn from_stored(items: &[RawItem], next_cursor: Option<String>) -> Result<InboxList, ApiError> {
-        // Each row checked as UTF-8 once, whole, rather than string by string.
-        let summaries = items
+        let messages = rows
             .iter()
-            .map(|item| {
-                let text = std::str::from_utf8(&item.json).map_err(ApiError::internal)?;
-                serde_json::from_str::<Summary<'_>>(text).map_err(ApiError::internal)
-            })
+            .map(|row| serde_json::value::to_raw_value(&Summary::from(row)).map_err(ApiError::internal))
             .collect::<Result<Vec<_>, _>>()?;
-        InboxList::new(summaries.into_iter(), next_cursor)
-    }
-
-    fn new<'a>(
-        summaries: impl Iterator<Item = Summary<'a>>,
-        next_cursor: Option<String>,
-    ) -> Result<InboxList, ApiError> {
-        let mut unread_in_page = 0;
-        let mut messages = Vec::new();
-        for summary in summaries {
-            unread_in_page += usize::from(summary.unread);
-            messages.push(serde_json::value::to_raw_value(&summary).map_err(ApiError::internal)?);
-        }
         Ok(InboxList {
             ok: true,
             messages,
-            unread_in_page,
+            unread_in_page: rows.iter().filter(|row| row.unread).count(),
             next_cursor,
         })
     }
@@ -159,7 +161,7 @@ impl InboxList {
 #[serde(rename_all = "camelCase")]
 pub struct MessageView {
     #[serde(flatten)]
-    pub summary: Summary<'static>,
+    pub summary: Summary,
     pub text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub html: Option<String>,
@@ -190,7 +192,7 @@ pub struct ThreadList {
 pub struct ThreadView {
     pub ok: bool,
     pub thread: Thread,
-    pub messages: Vec<Summary<'static>>,
+    pub messages: Vec<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
@@ -476,8 +478,23 @@ async fn flat_page(
         Some(f) => keys::folder_partition(scope, f.as_str()),
         None => keys::mail_partition(scope, false),
     };
-    let (items, next) = mail_store::page_raw(call.ctx, pk, true, cursor, limit).await?;
-    InboxList::from_stored(&items, next)
+    let (items, next_cursor) = mail_store::page_raw(call.ctx, pk.clone(), true, cursor, limit).await?;
+    let (messages, unread_in_page) = call.ctx.summaries.page(&pk, items, encode_stored)?;
+    Ok(InboxList {
+        ok: true,
+        messages,
+        unread_in_page,
+        next_cursor,
+    })
+}
+
+/// A stored row's summary and unread flag, from its text: the values are
+/// copied as they are, not decoded (see [`StoredSummary`]).
+fn encode_stored(text: &[u8]) -> Result<(Box<RawValue>, bool), ApiError> {
+    let text = std::str::from_utf8(text).map_err(ApiError::internal)?;
+    let summary: StoredSummary<'_> = serde_json::from_str(text).map_err(ApiError::internal)?;
+    let encoded = serde_json::value::to_raw_value(&summary).map_err(ApiError::internal)?;
+    Ok((encoded, summary.unread))
 }
 
 async fn threads_page(
@@ -1085,4 +1102,71 @@ pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Downl
         bytes,
         inline: input.disposition.is_some() && previewable(&meta.content_type),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{self, Key};
+
+    fn row(date: Option<String>, folder: Option<Folder>, attachments: Vec<AttachmentInfo>) -> Row {
+        Row {
+            id: "m1".into(),
+            message_id: "<a\"b@example.org>".into(),
+            mailbox: "inbox@example.org".into(),
+            direction: Direction::Inbound,
+            from: "Zoë \\ \u{1}<z@example.org>".into(),
+            to: vec!["inbox@example.org".into(), "b@example.org".into()],
+            subject: "Snow ☃ \"quoted\"\ttab".into(),
+            preview: "line\nbreak".into(),
+            date,
+            ingested_at: "2026-11-23T10:00:00Z".into(),
+            unread: true,
+            folder,
+            source: "smtp".into(),
+            thread_id: "ab".repeat(32),
+            attachments,
+            blob_prefix: "mail/inbox@example.org/00".into(),
+            text: "the body, which a list never shows".into(),
+            text_in_blob: false,
+            has_html: true,
+        }
+    }
+
+    /// A page read from stored text answers what the rows themselves would.
+    #[test]
+    fn a_stored_rows_summary_is_its_summary() {
+        let attachment = AttachmentInfo {
+            index: 0,
+            filename: "a.pdf".into(),
+            content_type: "application/pdf".into(),
+            size: 12,
+            download_path: "/attachment?id=m1&index=0".into(),
+        };
+        let rows = [
+            row(None, None, vec![]),
+            row(
+                Some("Mon, 23 Nov 2026 10:00:00 +0000".into()),
+                Some(Folder::Archive),
+                vec![attachment],
+            ),
+        ];
+        for r in rows {
+            let item = store::item(&Key::new("MAIL#S#in", &r.id), &r);
+            let (from_text, unread) = encode_stored(&serde_json::to_vec(&item).unwrap()).unwrap();
+            let from_row = serde_json::to_string(&Summary::from(&r)).unwrap();
+            assert!(unread);
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(from_text.get()).unwrap(),
+                serde_json::from_str::<serde_json::Value>(&from_row).unwrap()
+            );
+            let text = from_text.get();
+            assert!(!text.contains("body") && !text.contains("blobPrefix") && !text.contains("\"pk\""));
+            // Same fields in the same order: without attachments (whose
+            // stored keys are sorted) the two encodings are the same bytes.
+            if r.attachments.is_empty() {
+                assert_eq!(text, from_row);
+            }
+        }
+    }
 }
