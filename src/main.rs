@@ -8,6 +8,16 @@ use common::config::Config;
 use common::secrets::DirSecrets;
 use mailhost::Application;
 
+/// The local server allocates with mimalloc: it serves many requests at
+/// once, each making dozens of small allocations, and glibc's malloc and
+/// free were a sixth of the instructions of a GET /credits
+/// (benches/instructions.sh). The Lambda functions keep the system
+/// allocator: each serves one request at a time, and mimalloc's start-up
+/// added about 0.4 ms to their init (cargo bench --bench init,
+/// docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     version,

@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -54,50 +55,43 @@ impl<T> Lookup<T> {
     }
 }
 
-/// A stub resolver: asks one configured nameserver (or the system's), caches nothing.
+/// A stub resolver: asks one configured nameserver (or the system's), caches
+/// nothing. It is built at its first lookup: most functions never resolve a
+/// name, and reading resolv.conf and building the resolver was a sixth of a
+/// Lambda function's own work at init (docs/benchmarks.md).
 #[derive(Clone)]
 pub struct Dns {
-    resolver: TokioResolver,
-    nameservers: String,
+    /// The configured nameserver; `None`: the system's resolv.conf.
+    nameserver: Option<SocketAddr>,
+    resolver: Arc<OnceLock<TokioResolver>>,
 }
 
 impl fmt::Debug for Dns {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Dns").field("nameservers", &self.nameservers).finish()
+        f.debug_struct("Dns").field("nameserver", &self.nameserver).finish()
     }
 }
 
 impl Dns {
-    /// `nameserver`: "host:port" or "ip" (port 53), or None for the system's resolv.conf.
+    /// `nameserver`: "host:port" or "ip" (port 53), or None for the system's
+    /// resolv.conf. A nameserver that does not parse is refused here; the
+    /// system's configuration is read at the first lookup.
     ///
     /// Names are always asked as given (fully qualified): no search domains, no hosts file.
     pub fn new(nameserver: Option<&str>) -> anyhow::Result<Self> {
-        let servers = match nameserver {
-            Some(spec) => {
-                let addr = parse_nameserver(spec)?;
-                let mut udp = ConnectionConfig::udp();
-                udp.port = addr.port();
-                let mut tcp = ConnectionConfig::tcp();
-                tcp.port = addr.port();
-                vec![NameServerConfig::new(addr.ip(), true, vec![udp, tcp])]
-            }
-            None => {
-                let (config, _) =
-                    hickory_resolver::system_conf::read_system_conf().context("reading the system's resolv.conf")?;
-                let (_, _, servers) = config.into_parts();
-                if servers.is_empty() {
-                    bail!("the system's resolv.conf names no nameserver");
-                }
-                servers
-            }
-        };
-        let nameservers = servers.iter().map(|s| s.ip.to_string()).collect::<Vec<_>>().join(",");
-        let config = ResolverConfig::from_parts(None, vec![], servers);
-        let resolver = TokioResolver::builder_with_config(config, TokioRuntimeProvider::default())
-            .with_options(options())
-            .build()
-            .context("building the DNS resolver")?;
-        Ok(Dns { resolver, nameservers })
+        Ok(Dns {
+            nameserver: nameserver.map(parse_nameserver).transpose()?,
+            resolver: Arc::default(),
+        })
+    }
+
+    fn resolver(&self) -> anyhow::Result<&TokioResolver> {
+        if let Some(resolver) = self.resolver.get() {
+            return Ok(resolver);
+        }
+        // Two first lookups at once may both build one; either is kept.
+        let built = build_resolver(self.nameserver)?;
+        Ok(self.resolver.get_or_init(|| built))
     }
 
     /// MX records as (preference, exchange), the exchange lowercased without its
@@ -131,7 +125,11 @@ impl Dns {
         let Some(name) = fqdn(name) else {
             return Lookup::Missing;
         };
-        match tokio::time::timeout(CEILING, self.resolver.lookup(name, kind)).await {
+        let resolver = match self.resolver() {
+            Ok(resolver) => resolver,
+            Err(e) => return Lookup::Transient(format!("{e:#}")),
+        };
+        match tokio::time::timeout(CEILING, resolver.lookup(name, kind)).await {
             Err(_) => Lookup::Transient(format!("no answer within {} s", CEILING.as_secs())),
             Ok(Err(e)) => classify(e),
             Ok(Ok(found)) => {
@@ -144,6 +142,32 @@ impl Dns {
             }
         }
     }
+}
+
+fn build_resolver(nameserver: Option<SocketAddr>) -> anyhow::Result<TokioResolver> {
+    let servers = match nameserver {
+        Some(addr) => {
+            let mut udp = ConnectionConfig::udp();
+            udp.port = addr.port();
+            let mut tcp = ConnectionConfig::tcp();
+            tcp.port = addr.port();
+            vec![NameServerConfig::new(addr.ip(), true, vec![udp, tcp])]
+        }
+        None => {
+            let (config, _) =
+                hickory_resolver::system_conf::read_system_conf().context("reading the system's resolv.conf")?;
+            let (_, _, servers) = config.into_parts();
+            if servers.is_empty() {
+                bail!("the system's resolv.conf names no nameserver");
+            }
+            servers
+        }
+    };
+    let config = ResolverConfig::from_parts(None, vec![], servers);
+    TokioResolver::builder_with_config(config, TokioRuntimeProvider::default())
+        .with_options(options())
+        .build()
+        .context("building the DNS resolver")
 }
 
 fn options() -> ResolverOpts {
@@ -277,7 +301,8 @@ mod tests {
     #[test]
     fn builds_outside_a_runtime() {
         let dns = Dns::new(Some("127.0.0.1:5353")).unwrap();
-        assert_eq!(dns.nameservers, "127.0.0.1");
+        assert_eq!(dns.nameserver, Some("127.0.0.1:5353".parse().unwrap()));
+        assert!(dns.resolver().is_ok());
         assert!(Dns::new(Some("nowhere:port")).is_err());
     }
 

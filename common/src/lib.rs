@@ -22,10 +22,3 @@ pub mod telemetry;
 pub mod testing;
 pub mod validate;
 pub mod webhook;
-
-/// Every binary that links this crate (the functions, the local server, the
-/// tests) allocates with mimalloc: a request makes dozens of small
-/// allocations, and glibc's malloc and free were a sixth of the instructions
-/// of a GET /credits (benches/http.sh, docs/benchmarks.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
