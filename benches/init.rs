@@ -151,10 +151,9 @@ fn aws_shaped(dir: &Path, functions: &[&str], runs: usize) {
             calls = dynamodb_proxy.before(polled);
             calls.extend(moto_proxy.before(polled));
         }
-        times.sort();
         println!(
             "{f:12} {:7.2} ms  {} requests: {}",
-            ms(times[times.len() / 2]),
+            ms(median_of(times)),
             calls.len(),
             calls.join(", ")
         );

@@ -36,8 +36,8 @@ struct Memo {
 
 struct Encoded {
     text: Vec<u8>,
-    summary: Box<RawValue>,
-    unread: bool,
+    encoding: Box<RawValue>,
+    flagged: bool,
 }
 
 impl Default for EncodingMemo {
@@ -64,6 +64,8 @@ impl EncodingMemo {
         items: Vec<RawItem>,
         encode: impl Fn(&[u8]) -> Result<(Box<RawValue>, bool), E>,
     ) -> Result<(Vec<Box<RawValue>>, usize), E> {
+        // Keys built by hand: `format!` was a tenth of the instructions of a
+        // page read again (benches/instructions.sh).
         let keys: Vec<String> = items
             .iter()
             .map(|item| {
@@ -79,32 +81,32 @@ impl EncodingMemo {
             keys.iter()
                 .zip(&items)
                 .map(|(key, item)| match memo.rows.get(key) {
-                    Some(e) if e.text == item.json => Some((e.summary.clone(), e.unread)),
+                    Some(e) if e.text == item.json => Some((e.encoding.clone(), e.flagged)),
                     _ => None,
                 })
                 .collect()
         };
-        let mut summaries = Vec::with_capacity(items.len());
-        let mut unread = 0;
+        let mut encodings = Vec::with_capacity(items.len());
+        let mut flagged = 0;
         let mut fresh = Vec::new();
         for ((key, item), known) in keys.into_iter().zip(items).zip(known) {
-            let (summary, is_unread) = match known {
+            let (encoding, is_flagged) = match known {
                 Some(hit) => hit,
                 None => {
-                    let (summary, is_unread) = encode(&item.json)?;
+                    let (encoding, is_flagged) = encode(&item.json)?;
                     fresh.push((
                         key,
                         Encoded {
                             text: item.json,
-                            summary: summary.clone(),
-                            unread: is_unread,
+                            encoding: encoding.clone(),
+                            flagged: is_flagged,
                         },
                     ));
-                    (summary, is_unread)
+                    (encoding, is_flagged)
                 }
             };
-            unread += usize::from(is_unread);
-            summaries.push(summary);
+            flagged += usize::from(is_flagged);
+            encodings.push(encoding);
         }
         if !fresh.is_empty() {
             let mut memo = self.lock();
@@ -112,7 +114,7 @@ impl EncodingMemo {
                 memo.insert(key, encoded, self.budget);
             }
         }
-        Ok((summaries, unread))
+        Ok((encodings, flagged))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Memo> {
@@ -123,7 +125,7 @@ impl EncodingMemo {
 
 impl Memo {
     fn insert(&mut self, key: String, encoded: Encoded, budget: usize) {
-        let size = |key: &str, e: &Encoded| key.len() + e.text.len() + e.summary.get().len();
+        let size = |key: &str, e: &Encoded| key.len() + e.text.len() + e.encoding.get().len();
         let added = size(&key, &encoded);
         if self.bytes + added > budget {
             self.rows.clear();
