@@ -17,12 +17,15 @@
 //! (DynamoDB, Secrets Manager, S3), through a recording proxy in front of
 //! each endpoint, and every network call it made before its first poll.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+#[path = "../tests/support/aws_standins.rs"]
+mod aws_standins;
+use aws_standins::{Recorder, provision};
 
 const FUNCTIONS: &[&str] = &[
     "onboarding",
@@ -127,8 +130,8 @@ fn aws_shaped(dir: &Path, functions: &[&str], runs: usize) {
     let dynamodb_proxy = Recorder::start(&dynamodb);
     let moto_proxy = Recorder::start(&moto);
     let env = Env::Aws {
-        dynamodb: format!("http://{}", dynamodb_proxy.addr),
-        others: format!("http://{}", moto_proxy.addr),
+        dynamodb: dynamodb_proxy.url(),
+        others: moto_proxy.url(),
         table,
         bucket,
         prefix,
@@ -157,121 +160,6 @@ fn aws_shaped(dir: &Path, functions: &[&str], runs: usize) {
             calls.len(),
             calls.join(", ")
         );
-    }
-}
-
-/// The table, the bucket and the three secrets a function reads at init.
-async fn provision(dynamodb: &str, moto: &str, table: &str, bucket: &str, prefix: &str) {
-    use common::secrets::Secrets;
-    let conf = |endpoint: &str| {
-        aws_config::SdkConfig::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
-                aws_sdk_s3::config::Credentials::new("test", "test", None, None, "bench"),
-            ))
-            .endpoint_url(endpoint)
-            .build()
-    };
-    let store = common::store::dynamo::DynamoStore::new(aws_sdk_dynamodb::Client::new(&conf(dynamodb)), table);
-    store.ensure_table().await.expect("table in DynamoDB Local");
-    common::blob::s3::client_for(&conf(moto))
-        .create_bucket()
-        .bucket(bucket)
-        .send()
-        .await
-        .expect("bucket in moto");
-    let secrets =
-        common::secrets::aws::SecretsManagerSecrets::new(aws_sdk_secretsmanager::Client::new(&conf(moto)), prefix);
-    for (name, value) in [
-        ("hmac-secret", "bench-hmac-secret-0123456789abcdef"),
-        ("agent-key", "bench0agent0key0000000000000000000000000000000"),
-        ("sync-token", "bench-sync-token"),
-    ] {
-        secrets.put(name, value).await.expect("secret in moto");
-    }
-}
-
-/// A TCP forwarder in front of an endpoint that names each HTTP request
-/// passing through (its X-Amz-Target, else method and path) with when it
-/// arrived.
-struct Recorder {
-    addr: std::net::SocketAddr,
-    calls: Arc<Mutex<Vec<(Instant, String)>>>,
-}
-
-impl Recorder {
-    fn start(upstream: &str) -> Recorder {
-        let upstream = upstream.trim_start_matches("http://").trim_end_matches('/').to_string();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let calls = Arc::new(Mutex::new(Vec::new()));
-        let log = calls.clone();
-        std::thread::spawn(move || {
-            for client in listener.incoming().flatten() {
-                let (upstream, log) = (upstream.clone(), log.clone());
-                std::thread::spawn(move || forward(client, &upstream, &log));
-            }
-        });
-        Recorder { addr, calls }
-    }
-
-    fn clear(&self) {
-        self.calls.lock().unwrap().clear();
-    }
-
-    fn before(&self, moment: Instant) -> Vec<String> {
-        let calls = self.calls.lock().unwrap();
-        calls
-            .iter()
-            .filter(|(at, _)| *at <= moment)
-            .map(|(_, c)| c.clone())
-            .collect()
-    }
-}
-
-/// Copies one connection's requests upstream, naming each, and the answers back.
-fn forward(client: TcpStream, upstream: &str, log: &Mutex<Vec<(Instant, String)>>) {
-    let Ok(server) = TcpStream::connect(upstream) else {
-        return;
-    };
-    let (mut to_client, mut from_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut from_server, &mut to_client);
-        let _ = to_client.shutdown(std::net::Shutdown::Both);
-    });
-    let mut reader = BufReader::new(client);
-    let mut server = server;
-    loop {
-        let mut head = String::new();
-        let mut line = String::new();
-        let (mut length, mut target) = (0u64, None);
-        loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            head.push_str(&line);
-            let lower = line.to_ascii_lowercase();
-            if let Some(v) = lower.strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            if lower.starts_with("x-amz-target:") {
-                target = Some(line["x-amz-target:".len()..].trim().to_string());
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        let request_line = head.lines().next().unwrap_or_default();
-        let name = target.unwrap_or_else(|| request_line.split(' ').take(2).collect::<Vec<_>>().join(" "));
-        log.lock().unwrap().push((Instant::now(), name));
-        if server.write_all(head.as_bytes()).is_err()
-            || std::io::copy(&mut (&mut reader).take(length), &mut server).is_err()
-        {
-            return;
-        }
     }
 }
 

@@ -31,7 +31,10 @@
 //! `mta-export` runs on a one-minute schedule and serves no route, every
 //! event file has a case here, each function links its own family's
 //! operations and no other family's, and none opens its store before its
-//! first event.
+//! first event. With DynamoDB Local and moto (`scripts/test` starts them),
+//! each function started as in AWS makes exactly three requests before its
+//! first event, all at once: its secrets in one read, and one DynamoDB read
+//! and one S3 HEAD that open those connections.
 
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,6 +52,9 @@ use std::time::{Duration, Instant};
 use common::http::{Family, find_route, routes};
 use common::store::embedded::EmbeddedStore;
 use serde_json::{Value, json};
+
+#[path = "support/aws_standins.rs"]
+mod aws_standins;
 
 /// The agent key the sample events present (`events/README.md`).
 const AGENT_KEY: &str = "svc_test_agent_key_for_events_0000000000000";
@@ -501,60 +507,142 @@ fn no_function_opens_its_store_before_its_first_event() {
     let scratch = Scratch::new();
     for function in functions() {
         let data_dir = scratch.path(function);
+        let env = [
+            ("MAILHOST_STORE", "embedded".to_string()),
+            ("MAILHOST_DATA_DIR", data_dir.display().to_string()),
+            ("MAILHOST_SECRETS", "dir".to_string()),
+            ("MAILHOST_SECRET_HMAC_SECRET", random_hex()),
+            ("MAILHOST_AGENT_KEY", AGENT_KEY.to_string()),
+            ("MAILHOST_SYNC_TOKEN", SYNC_TOKEN.to_string()),
+            ("MAILHOST_SYSTEM_MAIL", "transport".to_string()),
+            (
+                "MAILHOST_JWKS_URL",
+                "http://127.0.0.1:9/not-fetched-at-init".to_string(),
+            ),
+        ];
         let log = scratch.path(&format!("{function}.log"));
-        let runtime_api = TcpListener::bind("127.0.0.1:0").unwrap();
-        runtime_api.set_nonblocking(true).unwrap();
-        let mut child = Command::new(target_dir.join("debug").join(function))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("AWS_LAMBDA_RUNTIME_API", runtime_api.local_addr().unwrap().to_string())
-            .env("AWS_LAMBDA_FUNCTION_NAME", function)
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-            .env("AWS_LAMBDA_LOG_STREAM_NAME", function)
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", function)
-            .env("AWS_REGION", "us-east-1")
-            .env("MAILHOST_STORE", "embedded")
-            .env("MAILHOST_DATA_DIR", &data_dir)
-            .env("MAILHOST_SECRETS", "dir")
-            .env("MAILHOST_SECRET_HMAC_SECRET", random_hex())
-            .env("MAILHOST_AGENT_KEY", AGENT_KEY)
-            .env("MAILHOST_SYNC_TOKEN", SYNC_TOKEN)
-            .env("MAILHOST_SYSTEM_MAIL", "transport")
-            .env("MAILHOST_JWKS_URL", "http://127.0.0.1:9/not-fetched-at-init")
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&log).unwrap())
-            .stderr(fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{function}: {e}"));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut poll = loop {
-            match runtime_api.accept() {
-                Ok((stream, _)) => break stream,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if let Some(status) = child.try_wait().unwrap() {
-                        panic!("{function} exited ({status}) before its first poll:\n{}", read(&log));
-                    }
-                    assert!(Instant::now() < deadline, "{function} never polled:\n{}", read(&log));
-                    thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => panic!("{function}: {e}"),
-            }
-        };
-        poll.set_nonblocking(false).unwrap();
-        poll.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut request = [0u8; 64];
-        let n = poll.read(&mut request).unwrap();
-        let stored = data_dir.join("store.redb").exists();
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(
-            request[..n].starts_with(b"GET /2018-06-01/runtime/invocation/next"),
-            "{function}: {:?}",
-            String::from_utf8_lossy(&request[..n])
-        );
+        let stored = at_first_poll(&target_dir, function, &env, &log, || {
+            data_dir.join("store.redb").exists()
+        });
         assert!(!stored, "{function} opened its store at init:\n{}", read(&log));
     }
+}
+
+/// Each function as it runs in AWS (DynamoDB, S3 and Secrets Manager: DynamoDB
+/// Local and moto, each behind a proxy that names every request), and every
+/// request it made before its first poll of the Runtime API: its secrets in one
+/// read, one DynamoDB read and one S3 HEAD that open their connections, and
+/// nothing else: no write, no JWKS (its URL points at the proxy, so a fetch
+/// would show).
+#[test]
+fn in_aws_each_function_reads_its_secrets_at_once_warms_its_connections_and_writes_nothing_before_its_first_event() {
+    let (Some(dynamodb), Some(moto)) = (
+        common::testing::standin("MAILHOST_TEST_DYNAMODB_ENDPOINT"),
+        common::testing::standin("MAILHOST_TEST_MOTO_ENDPOINT"),
+    ) else {
+        return;
+    };
+    let target_dir = target_dir();
+    build_functions(&target_dir);
+    let run = &random_hex()[..8];
+    let (table, bucket, prefix) = (format!("cold-{run}"), format!("cold-{run}"), format!("cold-{run}/"));
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(aws_standins::provision(&dynamodb, &moto, &table, &bucket, &prefix));
+    let dynamodb = aws_standins::Recorder::start(&dynamodb);
+    let moto = aws_standins::Recorder::start(&moto);
+    let scratch = Scratch::new();
+    let expected = [
+        "DynamoDB_20120810.GetItem".to_string(),
+        format!("HEAD /{bucket}/"),
+        "secretsmanager.BatchGetSecretValue".to_string(),
+    ];
+    for function in functions() {
+        let env = [
+            ("MAILHOST_STORE", "dynamodb".to_string()),
+            ("MAILHOST_TABLE", table.clone()),
+            ("MAILHOST_BUCKET", bucket.clone()),
+            ("MAILHOST_SECRETS", "aws".to_string()),
+            ("MAILHOST_SECRET_PREFIX", prefix.clone()),
+            ("MAILHOST_SYSTEM_MAIL", "transport".to_string()),
+            ("MAILHOST_JWKS_URL", format!("{}/jwks-not-fetched-at-init", moto.url())),
+            ("AWS_ENDPOINT_URL", moto.url()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb.url()),
+            ("AWS_ACCESS_KEY_ID", "test".to_string()),
+            ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_string()),
+        ];
+        dynamodb.clear();
+        moto.clear();
+        let log = scratch.path(&format!("{function}.log"));
+        let polled = at_first_poll(&target_dir, function, &env, &log, Instant::now);
+        let mut calls = dynamodb.before(polled);
+        calls.extend(moto.before(polled));
+        calls.sort();
+        assert_eq!(
+            calls,
+            expected,
+            "{function}: the requests before its first event:\n{}",
+            read(&log)
+        );
+    }
+}
+
+/// Starts a function's debug binary with the Lambda variables, a Runtime API
+/// listener of its own and `env`; at its first request, which must be the
+/// poll for the next event, runs `then`; stops the function.
+fn at_first_poll<T>(
+    target_dir: &Path,
+    function: &str,
+    env: &[(&str, String)],
+    log: &Path,
+    then: impl FnOnce() -> T,
+) -> T {
+    let runtime_api = TcpListener::bind("127.0.0.1:0").unwrap();
+    runtime_api.set_nonblocking(true).unwrap();
+    let mut child = Command::new(target_dir.join("debug").join(function))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.local_addr().unwrap().to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", function)
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", function)
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", function)
+        .env("AWS_REGION", "us-east-1")
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(log).unwrap())
+        .stderr(fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{function}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut poll = loop {
+        match runtime_api.accept() {
+            Ok((stream, _)) => break stream,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Some(status) = child.try_wait().unwrap() {
+                    panic!("{function} exited ({status}) before its first poll:\n{}", read(log));
+                }
+                assert!(Instant::now() < deadline, "{function} never polled:\n{}", read(log));
+                thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{function}: {e}"),
+        }
+    };
+    poll.set_nonblocking(false).unwrap();
+    poll.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut request = [0u8; 64];
+    let n = poll.read(&mut request).unwrap();
+    let seen = then();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        request[..n].starts_with(b"GET /2018-06-01/runtime/invocation/next"),
+        "{function}: {:?}",
+        String::from_utf8_lossy(&request[..n])
+    );
+    seen
 }
 
 // ------------------------------------------------------------ cargo lambda

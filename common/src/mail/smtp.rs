@@ -147,14 +147,7 @@ impl Direct {
 
     /// A new connection: TCP with TCP_NODELAY, EHLO, STARTTLS, AUTH.
     async fn connect(&self) -> Result<AsyncSmtpConnection, MailError> {
-        let stream = tokio::time::timeout(
-            CONNECT_TIMEOUT,
-            tokio::net::TcpStream::connect((self.host.as_str(), self.port)),
-        )
-        .await
-        .map_err(|_| MailError(format!("SMTP connect to {}:{} timed out", self.host, self.port)))?
-        .map_err(|e| MailError(format!("SMTP connect to {}:{}: {e}", self.host, self.port)))?;
-        stream.set_nodelay(true).map_err(err)?;
+        let stream = self.open_socket().await?;
         let mut conn = AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello)
             .await
             .map_err(err)?;
@@ -173,6 +166,21 @@ impl Direct {
                 .map_err(err)?;
         }
         Ok(conn)
+    }
+
+    /// The TCP connection to the relay, with TCP_NODELAY: each SMTP command
+    /// is a small write that waits for the answer to the one before, which
+    /// Nagle's algorithm would hold for the server's delayed ACK.
+    async fn open_socket(&self) -> Result<tokio::net::TcpStream, MailError> {
+        let stream = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            tokio::net::TcpStream::connect((self.host.as_str(), self.port)),
+        )
+        .await
+        .map_err(|_| MailError(format!("SMTP connect to {}:{} timed out", self.host, self.port)))?
+        .map_err(|e| MailError(format!("SMTP connect to {}:{}: {e}", self.host, self.port)))?;
+        stream.set_nodelay(true).map_err(err)?;
+        Ok(stream)
     }
 
     fn tls_parameters(&self) -> Result<TlsParameters, MailError> {
@@ -296,6 +304,15 @@ impl Transport for SmtpTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn submission_sockets_have_tcp_nodelay() {
+        let relay = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = reqwest::Url::parse(&format!("smtp://{}?tls=required", relay.local_addr().unwrap())).unwrap();
+        let direct = Direct::from_url(&url, None).unwrap();
+        let socket = direct.open_socket().await.unwrap();
+        assert!(socket.nodelay().unwrap());
+    }
 
     #[test]
     fn percent_decoding_of_url_credentials() {
