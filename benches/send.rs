@@ -30,7 +30,7 @@ async fn main() {
         return;
     };
     let data_dir = std::env::temp_dir().join(format!("mailhost-bench-{:x}", rand::random::<u64>()));
-    let mut config = Config::from_env_with(&[]);
+    let mut config = Config::from_env().expect("MAILHOST_* variables");
     config.addr = "127.0.0.1:0".parse().unwrap();
     config.data_dir = data_dir.clone();
     config.service_domain = "svc.test".into();

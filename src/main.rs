@@ -66,7 +66,7 @@ enum Command {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        None => serve(Config::from_env()).await,
+        None => serve(Config::from_env()?).await,
         Some(Command::Serve(config)) => serve(*config).await,
         Some(Command::Token {
             data_dir,

@@ -135,24 +135,178 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads the configuration from the environment alone (Lambda).
-    pub fn from_env() -> Self {
-        Self::from_env_with(&[])
+    /// Reads the configuration from the flags' `MAILHOST_*` variables alone,
+    /// as a Lambda function does, with the flags' defaults. It reads them
+    /// without clap: building and matching clap's command took 0.15 ms, the
+    /// largest part of a function's own cold start (docs/benchmarks.md). The
+    /// test `variables_read_as_the_flags_do` holds each variable's name,
+    /// default and parsing to its flag's.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Self::from_vars(|name| std::env::var(name).ok())
     }
 
-    /// Reads the configuration from the environment and the given flags.
-    pub fn from_env_with(args: &[&str]) -> Self {
-        #[derive(clap::Parser)]
-        struct EnvOnly {
-            #[command(flatten)]
-            config: Config,
-        }
-        <EnvOnly as clap::Parser>::parse_from(std::iter::once("mailhost").chain(args.iter().copied())).config
+    fn from_vars(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let vars = Vars(&var);
+        Ok(Config {
+            addr: vars.parsed("MAILHOST_ADDR", "127.0.0.1:8080")?,
+            data_dir: vars.text("MAILHOST_DATA_DIR", ".mailhost").into(),
+            service_domain: vars.text("MAILHOST_SERVICE_DOMAIN", "mailhost.localhost"),
+            mail_host: vars.text("MAILHOST_MAIL_HOST", "mx.mailhost.localhost"),
+            smtp_url: var("MAILHOST_SMTP_URL"),
+            smtp_ca_file: var("MAILHOST_SMTP_CA_FILE").map(PathBuf::from),
+            spool: vars.parsed("MAILHOST_SPOOL", "true")?,
+            dns_server: var("MAILHOST_DNS_SERVER"),
+            operator_emails: vars.list("MAILHOST_OPERATOR_EMAILS", ""),
+            agent_key: var("MAILHOST_AGENT_KEY"),
+            sync_token: var("MAILHOST_SYNC_TOKEN"),
+            store: vars.choice("MAILHOST_STORE", "embedded")?,
+            table: vars.text("MAILHOST_TABLE", "mailhost"),
+            bucket: var("MAILHOST_BUCKET"),
+            secrets: vars.choice("MAILHOST_SECRETS", "dir")?,
+            secret_prefix: vars.text("MAILHOST_SECRET_PREFIX", "mailhost/"),
+            system_mail: vars.choice("MAILHOST_SYSTEM_MAIL", "transport")?,
+            webhook_allow_hosts: vars.list("MAILHOST_WEBHOOK_ALLOW_HOSTS", ""),
+            webhook_ca_file: var("MAILHOST_WEBHOOK_CA_FILE").map(PathBuf::from),
+            poll_interval: vars.parsed("MAILHOST_POLL_INTERVAL", "5")?,
+            inbound_poll_ms: vars.parsed("MAILHOST_INBOUND_POLL_MS", "250")?,
+            jwks_url: var("MAILHOST_JWKS_URL"),
+            token_issuer: vars.text("MAILHOST_TOKEN_ISSUER", crate::auth::identity::LOCAL_ISSUER),
+            token_audience: vars.text("MAILHOST_TOKEN_AUDIENCE", crate::auth::identity::LOCAL_AUDIENCE),
+            protected_local_parts: vars.list("MAILHOST_PROTECTED_ADDRESSES", "inbox,noreply,postmaster,abuse"),
+            mta_self_apply: vars.parsed("MAILHOST_MTA_SELF_APPLY", "true")?,
+            docs_url: vars.text("MAILHOST_DOCS_URL", "https://mailhost.localhost/docs/openapi.json"),
+        })
     }
 
     pub fn is_operator_email(&self, email: &str) -> bool {
         self.operator_emails
             .iter()
             .any(|o| !o.is_empty() && o.trim().eq_ignore_ascii_case(email))
+    }
+}
+
+/// Variables by name, each read as its flag reads its value.
+struct Vars<'a, F: Fn(&str) -> Option<String>>(&'a F);
+
+impl<F: Fn(&str) -> Option<String>> Vars<'_, F> {
+    fn text(&self, name: &str, default: &str) -> String {
+        (self.0)(name).unwrap_or_else(|| default.to_string())
+    }
+
+    fn parsed<T: std::str::FromStr>(&self, name: &str, default: &str) -> anyhow::Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        let value = self.text(name, default);
+        value.parse().map_err(|e| anyhow::anyhow!("{name}: {value:?}: {e}"))
+    }
+
+    /// Comma-separated.
+    fn list(&self, name: &str, default: &str) -> Vec<String> {
+        self.text(name, default).split(',').map(str::to_string).collect()
+    }
+
+    fn choice<T: ValueEnum>(&self, name: &str, default: &str) -> anyhow::Result<T> {
+        let value = self.text(name, default);
+        T::from_str(&value, false).map_err(|_| {
+            let choices: Vec<String> = T::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_string()))
+                .collect();
+            anyhow::anyhow!("{name}: {value:?} is not one of {}", choices.join(", "))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use clap::{Command, FromArgMatches};
+
+    use super::*;
+
+    /// The flags' command, reading no variable: a test's environment never
+    /// leaks into it.
+    fn flags() -> Command {
+        Config::augment_args(Command::new("mailhost")).mut_args(|arg| arg.env(None))
+    }
+
+    fn from_flags(args: &[String]) -> Result<Config, clap::Error> {
+        let matches =
+            flags().try_get_matches_from(std::iter::once("mailhost".to_string()).chain(args.iter().cloned()))?;
+        Config::from_arg_matches(&matches)
+    }
+
+    #[test]
+    fn variables_read_as_the_flags_do() {
+        // A value for every variable, none of them its default.
+        let samples: HashMap<&str, &str> = HashMap::from([
+            ("MAILHOST_ADDR", "10.1.2.3:9000"),
+            ("MAILHOST_DATA_DIR", "/var/mailhost"),
+            ("MAILHOST_SERVICE_DOMAIN", "mail.example.com"),
+            ("MAILHOST_MAIL_HOST", "mx.example.com"),
+            ("MAILHOST_SMTP_URL", "smtp://relay:587?tls=required"),
+            ("MAILHOST_SMTP_CA_FILE", "/etc/relay-ca.pem"),
+            ("MAILHOST_SPOOL", "false"),
+            ("MAILHOST_DNS_SERVER", "127.0.0.1:5353"),
+            ("MAILHOST_OPERATOR_EMAILS", "a@example.com,b@example.com"),
+            ("MAILHOST_AGENT_KEY", "svc_sample"),
+            ("MAILHOST_SYNC_TOKEN", "sync_sample"),
+            ("MAILHOST_STORE", "dynamodb"),
+            ("MAILHOST_TABLE", "prod-table"),
+            ("MAILHOST_BUCKET", "prod-bucket"),
+            ("MAILHOST_SECRETS", "aws"),
+            ("MAILHOST_SECRET_PREFIX", "mailhost/prod/"),
+            ("MAILHOST_SYSTEM_MAIL", "ses"),
+            ("MAILHOST_WEBHOOK_ALLOW_HOSTS", "hooks.internal,,x"),
+            ("MAILHOST_WEBHOOK_CA_FILE", "/etc/hooks-ca.pem"),
+            ("MAILHOST_POLL_INTERVAL", "60"),
+            ("MAILHOST_INBOUND_POLL_MS", "0"),
+            ("MAILHOST_JWKS_URL", "https://keys.example.com/jwks"),
+            ("MAILHOST_TOKEN_ISSUER", "https://securetoken.google.com/p"),
+            ("MAILHOST_TOKEN_AUDIENCE", "p"),
+            ("MAILHOST_PROTECTED_ADDRESSES", "inbox"),
+            ("MAILHOST_MTA_SELF_APPLY", "false"),
+            ("MAILHOST_DOCS_URL", "https://docs.example.com/openapi.json"),
+        ]);
+        let mut args = Vec::new();
+        for arg in Config::augment_args(Command::new("mailhost")).get_arguments() {
+            let name = arg.get_env().expect("every flag has a variable").to_str().unwrap();
+            let sample = samples
+                .get(name)
+                .unwrap_or_else(|| panic!("no sample value for {name}"));
+            args.push(format!("--{}={sample}", arg.get_long().unwrap()));
+        }
+        assert_eq!(args.len(), samples.len(), "a sample for a variable no flag reads");
+
+        let by_flags = from_flags(&args).unwrap();
+        let by_vars = Config::from_vars(|name| samples.get(name).map(|v| v.to_string())).unwrap();
+        assert_eq!(format!("{by_vars:?}"), format!("{by_flags:?}"));
+
+        let defaults_by_flags = from_flags(&[]).unwrap();
+        let defaults_by_vars = Config::from_vars(|_| None).unwrap();
+        assert_eq!(format!("{defaults_by_vars:?}"), format!("{defaults_by_flags:?}"));
+    }
+
+    #[test]
+    fn a_variable_that_does_not_parse_is_refused_naming_it() {
+        for (name, value) in [
+            ("MAILHOST_STORE", "postgres"),
+            ("MAILHOST_SPOOL", "yes"),
+            ("MAILHOST_POLL_INTERVAL", "-1"),
+            ("MAILHOST_ADDR", "localhost"),
+        ] {
+            let error = Config::from_vars(|n| (n == name).then(|| value.to_string())).unwrap_err();
+            assert!(
+                error.to_string().starts_with(&format!("{name}: \"{value}\"")),
+                "{error}"
+            );
+        }
+        let error = Config::from_vars(|n| (n == "MAILHOST_STORE").then(|| "postgres".into())).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "MAILHOST_STORE: \"postgres\" is not one of embedded, dynamodb"
+        );
     }
 }

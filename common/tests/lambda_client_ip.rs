@@ -22,7 +22,7 @@ fn event(email: &str, forwarded_for: &str, source_ip: &str) -> lambda_http::Requ
 #[tokio::test]
 async fn the_per_ip_limit_keys_on_the_gateways_source_ip() {
     let dir = std::env::temp_dir().join(format!("mh-lambda-ip-{:x}", rand::random::<u64>()));
-    let mut config = Config::from_env_with(&[]);
+    let mut config = Config::from_env().expect("MAILHOST_* variables");
     config.data_dir = dir.clone();
     let ctx = Context::build(config, Mode::Local).await.unwrap().context;
     let app = router(ctx, &[&common::api::ONBOARDING]);

@@ -101,7 +101,7 @@ impl Drop for TestApp {
 }
 
 pub fn test_config(data_dir: &Path) -> Config {
-    let mut config = Config::from_env_with(&[]);
+    let mut config = Config::from_env().expect("MAILHOST_* variables");
     config.addr = "127.0.0.1:0".parse().unwrap();
     config.data_dir = data_dir.to_path_buf();
     config.service_domain = "svc.test".into();

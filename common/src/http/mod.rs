@@ -180,6 +180,6 @@ async fn not_found() -> ApiError {
 /// function's (`service::bootstrap::run`).
 pub async fn serve_lambda(routes: fn(AppState) -> Router) -> Result<(), lambda_http::Error> {
     crate::telemetry::init(true);
-    let built = Context::build(crate::config::Config::from_env(), crate::context::Mode::Lambda).await?;
+    let built = Context::build(crate::config::Config::from_env()?, crate::context::Mode::Lambda).await?;
     lambda_http::run(routes(built.context)).await
 }

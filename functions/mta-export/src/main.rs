@@ -19,7 +19,7 @@ static BOOTSTRAPPED: OnceCell<()> = OnceCell::const_new();
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     common::telemetry::init(true);
-    let ctx = Context::build(Config::from_env(), Mode::Lambda).await?.context;
+    let ctx = Context::build(Config::from_env()?, Mode::Lambda).await?.context;
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let ctx = ctx.clone();
         async move {
