@@ -64,9 +64,13 @@ const AGENT_KEY: &str = "agent-key";
 const SYNC_TOKEN: &str = "sync-token";
 
 impl Context {
+    /// Each await of an AWS SDK call is boxed: their futures are 10 KB and
+    /// more, and held inline they made this future, which a function's main
+    /// holds on the main thread's stack, 13 KB; every page of stack that a
+    /// cold start touches is a page fault.
     pub async fn build(config: Config, mode: Mode) -> anyhow::Result<Built> {
         let aws = if needs_aws(&config) {
-            Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
+            Some(Box::pin(aws_config::load_defaults(aws_config::BehaviorVersion::latest())).await)
         } else {
             None
         };
@@ -86,8 +90,8 @@ impl Context {
             .as_ref()
             .map(|_| crate::blob::s3::client_for(aws.as_ref().expect("aws config")));
         let (loaded, ()) = tokio::join!(
-            load_secrets(secrets.as_ref(), &config, mode),
-            warm_up(dynamo.as_ref(), s3.as_ref(), &config, mode)
+            Box::pin(load_secrets(secrets.as_ref(), &config, mode)),
+            Box::pin(warm_up(dynamo.as_ref(), s3.as_ref(), &config, mode))
         );
         let Loaded {
             hmac_secret,
@@ -131,7 +135,7 @@ impl Context {
             StoreKind::Dynamodb => {
                 let store = crate::store::dynamo::DynamoStore::new(dynamo.expect("dynamodb client"), &config.table);
                 if mode == Mode::Local {
-                    store.ensure_table().await?;
+                    Box::pin(store.ensure_table()).await?;
                 }
                 Arc::new(store)
             }
