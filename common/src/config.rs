@@ -142,6 +142,12 @@ impl Config {
     /// test `variables_read_as_the_flags_do` holds each variable's name,
     /// default and parsing to its flag's.
     pub fn from_env() -> anyhow::Result<Self> {
+        // As clap does, a value that is not UTF-8 is refused, not taken as unset.
+        if let Some((name, _)) = std::env::vars_os()
+            .find(|(name, value)| name.to_str().is_some_and(|n| n.starts_with("MAILHOST_")) && value.to_str().is_none())
+        {
+            anyhow::bail!("{}: not UTF-8", name.to_string_lossy());
+        }
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
