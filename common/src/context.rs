@@ -64,10 +64,10 @@ const AGENT_KEY: &str = "agent-key";
 const SYNC_TOKEN: &str = "sync-token";
 
 impl Context {
-    /// Each await of an AWS SDK call is boxed: their futures are 10 KB and
-    /// more, and held inline they made this future, which a function's main
-    /// holds on the main thread's stack, 13 KB; every page of stack that a
-    /// cold start touches is a page fault.
+    /// Each await of an AWS SDK call is boxed (the secrets' are, by their
+    /// trait): their futures are 10 KB and more, and held inline they made
+    /// this future, which a function's main holds on the main thread's stack,
+    /// 13 KB; every page of stack that a cold start touches is a page fault.
     pub async fn build(config: Config, mode: Mode) -> anyhow::Result<Built> {
         let aws = if needs_aws(&config) {
             Some(Box::pin(aws_config::load_defaults(aws_config::BehaviorVersion::latest())).await)
@@ -90,7 +90,7 @@ impl Context {
             .as_ref()
             .map(|_| crate::blob::s3::client_for(aws.as_ref().expect("aws config")));
         let (loaded, ()) = tokio::join!(
-            Box::pin(load_secrets(secrets.as_ref(), &config, mode)),
+            load_secrets(secrets.as_ref(), &config, mode),
             Box::pin(warm_up(dynamo.as_ref(), s3.as_ref(), &config, mode))
         );
         let Loaded {
