@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 #[path = "../tests/support/aws_standins.rs"]
 mod aws_standins;
-use aws_standins::{Recorder, provision};
+use aws_standins::{Recorder, function_env, provision};
 
 const FUNCTIONS: &[&str] = &[
     "onboarding",
@@ -99,14 +99,8 @@ fn main() {
 enum Env {
     /// The embedded store in this data directory, secrets from the environment.
     Embedded(PathBuf),
-    /// DynamoDB, Secrets Manager and S3 behind these endpoints.
-    Aws {
-        dynamodb: String,
-        others: String,
-        table: String,
-        bucket: String,
-        prefix: String,
-    },
+    /// DynamoDB, Secrets Manager and S3 behind the stand-ins (`aws_standins::function_env`).
+    Aws(Vec<(&'static str, String)>),
 }
 
 /// Every function as it runs in AWS, against DynamoDB Local and moto, each
@@ -129,13 +123,7 @@ fn aws_shaped(dir: &Path, functions: &[&str], runs: usize) {
         .block_on(provision(&dynamodb, &moto, &table, &bucket, &prefix));
     let dynamodb_proxy = Recorder::start(&dynamodb);
     let moto_proxy = Recorder::start(&moto);
-    let env = Env::Aws {
-        dynamodb: dynamodb_proxy.url(),
-        others: moto_proxy.url(),
-        table,
-        bucket,
-        prefix,
-    };
+    let env = Env::Aws(function_env(&dynamodb_proxy, &moto_proxy, &table, &bucket, &prefix));
     let runs = runs.clamp(1, 5);
     println!(
         "\nas in AWS (DynamoDB Local and moto on loopback, through a recording proxy): init, median of {runs} runs, and the requests made before the first poll"
@@ -219,24 +207,8 @@ fn init_time(binary: &Path, env: &Env) -> Duration {
                 .env("MAILHOST_AGENT_KEY", "svc_bench_agent_key_000000000000000000000000")
                 .env("MAILHOST_SYNC_TOKEN", "bench-sync-token");
         }
-        Env::Aws {
-            dynamodb,
-            others,
-            table,
-            bucket,
-            prefix,
-        } => {
-            command
-                .env("MAILHOST_STORE", "dynamodb")
-                .env("MAILHOST_TABLE", table)
-                .env("MAILHOST_BUCKET", bucket)
-                .env("MAILHOST_SECRETS", "aws")
-                .env("MAILHOST_SECRET_PREFIX", prefix)
-                .env("AWS_ENDPOINT_URL", others)
-                .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb)
-                .env("AWS_ACCESS_KEY_ID", "test")
-                .env("AWS_SECRET_ACCESS_KEY", "test")
-                .env("AWS_EC2_METADATA_DISABLED", "true");
+        Env::Aws(vars) => {
+            command.envs(vars.iter().map(|(name, value)| (name, value)));
         }
     }
     let started = Instant::now();

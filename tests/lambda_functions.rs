@@ -558,20 +558,9 @@ fn in_aws_each_function_reads_its_secrets_at_once_warms_its_connections_and_writ
         "secretsmanager.BatchGetSecretValue".to_string(),
     ];
     for function in functions() {
-        let env = [
-            ("MAILHOST_STORE", "dynamodb".to_string()),
-            ("MAILHOST_TABLE", table.clone()),
-            ("MAILHOST_BUCKET", bucket.clone()),
-            ("MAILHOST_SECRETS", "aws".to_string()),
-            ("MAILHOST_SECRET_PREFIX", prefix.clone()),
-            ("MAILHOST_SYSTEM_MAIL", "transport".to_string()),
-            ("MAILHOST_JWKS_URL", format!("{}/jwks-not-fetched-at-init", moto.url())),
-            ("AWS_ENDPOINT_URL", moto.url()),
-            ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb.url()),
-            ("AWS_ACCESS_KEY_ID", "test".to_string()),
-            ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
-            ("AWS_EC2_METADATA_DISABLED", "true".to_string()),
-        ];
+        let mut env = aws_standins::function_env(&dynamodb, &moto, &table, &bucket, &prefix);
+        env.push(("MAILHOST_SYSTEM_MAIL", "transport".to_string()));
+        env.push(("MAILHOST_JWKS_URL", format!("{}/jwks-not-fetched-at-init", moto.url())));
         dynamodb.clear();
         moto.clear();
         let log = scratch.path(&format!("{function}.log"));

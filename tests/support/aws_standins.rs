@@ -44,6 +44,29 @@ pub async fn provision(dynamodb: &str, moto: &str, table: &str, bucket: &str, pr
     }
 }
 
+/// The variables that make a function run as in AWS against these stand-ins:
+/// DynamoDB through `dynamodb`, Secrets Manager and S3 through `moto`.
+pub fn function_env(
+    dynamodb: &Recorder,
+    moto: &Recorder,
+    table: &str,
+    bucket: &str,
+    prefix: &str,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("MAILHOST_STORE", "dynamodb".into()),
+        ("MAILHOST_TABLE", table.into()),
+        ("MAILHOST_BUCKET", bucket.into()),
+        ("MAILHOST_SECRETS", "aws".into()),
+        ("MAILHOST_SECRET_PREFIX", prefix.into()),
+        ("AWS_ENDPOINT_URL", moto.url()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb.url()),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_EC2_METADATA_DISABLED", "true".into()),
+    ]
+}
+
 /// A TCP forwarder in front of an endpoint that names each HTTP request
 /// passing through (its X-Amz-Target, else method and path) with when it
 /// arrived.
