@@ -178,8 +178,12 @@ async fn a_failed_attempt_is_retried_logged_and_replayed(backend: Backend) {
     assert_eq!(attempts.len(), 2, "{}", log.body);
     assert_eq!(attempts[0]["attempt"], 2, "newest first");
     assert_eq!(attempts[1]["attempt"], 1);
+    // A coarse class, never the operating system's words (which would make
+    // the log a port scanner).
     assert!(
-        attempts.iter().all(|a| a["status"].is_null() && a["error"].is_string()),
+        attempts
+            .iter()
+            .all(|a| a["status"].is_null() && a["error"] == "could not connect"),
         "{}",
         log.body
     );
@@ -354,6 +358,12 @@ async fn registration_refuses_urls_that_reach_inside(backend: Backend) {
     );
     let public = register(&app, &key, "https://hooks.partner.example/in").await;
     assert_eq!(public["webhook"]["url"], "https://hooks.partner.example/in");
+    // A trailing dot names the same host: kept in the one form that was checked
+    // and is connected to.
+    let dotted = register(&app, &key, "https://Hooks.Partner.Example.:8443/in").await;
+    assert_eq!(dotted["webhook"]["url"], "https://hooks.partner.example:8443/in");
+    let public = register(&app, &key, "https://hooks.partner.example/in").await;
+    assert_eq!(public["webhook"]["url"], "https://hooks.partner.example/in");
 
     // Checked again at delivery: the name now points inside, so nothing is sent.
     app.dns
@@ -425,5 +435,44 @@ async fn the_agent_key_and_accounts_each_have_their_own(backend: Backend) {
             .as_array()
             .unwrap()
             .is_empty()
+    );
+}
+
+/// The attempt's resolver answers the checked name alone: a URL whose host is
+/// spelled otherwise than the name that was checked (`name.` against `name`
+/// was the live case) is never resolved again by the system, so it never
+/// reaches what the system's answer points at (here a listener on loopback).
+#[tokio::test]
+async fn an_attempt_connects_only_to_the_addresses_checked_for_its_name() {
+    use common::webhook::{Target, post};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reached = tokio::spawn(async move { listener.accept().await.is_ok() });
+    let closed = support::smtp::free_port();
+    for host in ["localhost", "localhost."] {
+        let target = Target {
+            url: format!("https://{host}:{port}/hook").parse().unwrap(),
+            host: "checked.partner.example".into(),
+            addrs: vec![std::net::SocketAddr::from(([127, 0, 0, 1], closed))],
+        };
+        let attempt = post(&target, &[], b"{}", &[]).await;
+        assert_eq!(attempt.status, None);
+        assert_eq!(attempt.error.as_deref(), Some("the host did not resolve"), "{host}");
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!reached.is_finished(), "the system resolver's address was connected to");
+    reached.abort();
+
+    // The checked name itself reaches its checked addresses, and only those.
+    let target = Target {
+        url: format!("https://checked.partner.example:{closed}/hook")
+            .parse()
+            .unwrap(),
+        host: "checked.partner.example".into(),
+        addrs: vec![std::net::SocketAddr::from(([127, 0, 0, 1], closed))],
+    };
+    assert_eq!(
+        post(&target, &[], b"{}", &[]).await.error.as_deref(),
+        Some("could not connect")
     );
 }

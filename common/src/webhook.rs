@@ -7,9 +7,12 @@
 //! CGNAT, multicast, documentation and reserved ranges, and IPv6 forms that
 //! embed an IPv4 address are refused), and the attempt connects to an address
 //! that was checked, with no second lookup and no redirect followed, so a name
-//! cannot be pointed elsewhere between the check and the connection.
+//! cannot be pointed elsewhere between the check and the connection. The URL
+//! keeps its host in the one form that was checked (lower case, no trailing
+//! dot), and the attempt's resolver answers that name alone.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -35,6 +38,8 @@ pub enum Refused {
 /// A URL that passed the rules, with the addresses it may be reached at.
 #[derive(Debug, Clone)]
 pub struct Target {
+    /// The URL as checked: a name host is lower case without a trailing dot,
+    /// the form that is stored and connected to.
     pub url: reqwest::Url,
     pub host: String,
     pub addrs: Vec<SocketAddr>,
@@ -88,7 +93,7 @@ fn v6_allowed(ip: Ipv6Addr) -> bool {
 /// Checks a URL: https, a host, and every address of the host allowed (or the
 /// host named in `allow_hosts`, which tests use for their loopback receiver).
 pub async fn check(dns: &Dns, allow_hosts: &[String], raw: &str) -> Result<Target, Refused> {
-    let url = reqwest::Url::parse(raw.trim()).map_err(|_| Refused::NotHttps)?;
+    let mut url = reqwest::Url::parse(raw.trim()).map_err(|_| Refused::NotHttps)?;
     if url.scheme() != "https" || raw.len() > MAX_URL {
         return Err(Refused::NotHttps);
     }
@@ -101,6 +106,9 @@ pub async fn check(dns: &Dns, allow_hosts: &[String], raw: &str) -> Result<Targe
         Some(url::Host::Ipv6(v6)) => (v6.to_string(), vec![IpAddr::V6(v6)]),
         Some(url::Host::Domain(name)) => {
             let name = name.trim_end_matches('.').to_ascii_lowercase();
+            if name.is_empty() {
+                return Err(Refused::HostNotAllowed);
+            }
             let exempt = allow_hosts.iter().any(|h| h.eq_ignore_ascii_case(&name));
             let ips = if exempt {
                 // An exempt host (a test's receiver): the system resolver.
@@ -125,6 +133,10 @@ pub async fn check(dns: &Dns, allow_hosts: &[String], raw: &str) -> Result<Targe
     let literal = !matches!(url.host(), Some(url::Host::Domain(_)));
     if ips.is_empty() || (literal && !ips.iter().all(|ip| address_allowed(*ip))) {
         return Err(Refused::HostNotAllowed);
+    }
+    if !literal {
+        // `name.` and `name` are one host: keep the form that was checked.
+        url.set_host(Some(&host)).map_err(|_| Refused::HostNotAllowed)?;
     }
     Ok(Target {
         addrs: ips.into_iter().map(|ip| SocketAddr::new(ip, port)).collect(),
@@ -193,11 +205,77 @@ pub async fn post(target: &Target, headers: &[(&'static str, String)], body: &[u
             error: None,
             latency_ms,
         },
-        Err(error) => Attempt {
+        Err(failure) => Attempt {
             status: None,
-            error: Some(error),
+            error: Some(failure.sentence().to_string()),
             latency_ms,
         },
+    }
+}
+
+/// The only resolver an attempt has: the checked name gives the checked
+/// addresses, and any other name (another spelling included) gives nothing,
+/// so no second lookup can happen anywhere.
+struct Pinned {
+    host: String,
+    addrs: Vec<SocketAddr>,
+}
+
+impl reqwest::dns::Resolve for Pinned {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let answer: Result<reqwest::dns::Addrs, Box<dyn std::error::Error + Send + Sync>> =
+            if name.as_str() == self.host {
+                Ok(Box::new(self.addrs.clone().into_iter()))
+            } else {
+                Err(format!("{} is not the checked host", name.as_str()).into())
+            };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// Why an attempt got no status, as coarse as the delivery log shows it: the
+/// operating system's own words (which would tell a port scanner open from
+/// closed from filtered) stay out of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    Refused,
+    TimedOut,
+    Tls,
+    Dns,
+    Other,
+}
+
+impl Failure {
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Failure::Refused => "could not connect",
+            Failure::TimedOut => "timed out",
+            Failure::Tls => "TLS handshake failed",
+            Failure::Dns => "the host did not resolve",
+            Failure::Other => "request failed",
+        }
+    }
+
+    fn of(e: &reqwest::Error) -> Failure {
+        if e.is_timeout() {
+            return Failure::TimedOut;
+        }
+        let mut chain = String::new();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            chain.push_str(&s.to_string().to_ascii_lowercase());
+            chain.push('\n');
+            source = s.source();
+        }
+        if chain.contains("dns error") || chain.contains("is not the checked host") {
+            Failure::Dns
+        } else if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake") {
+            Failure::Tls
+        } else if e.is_connect() {
+            Failure::Refused
+        } else {
+            Failure::Other
+        }
     }
 }
 
@@ -206,18 +284,27 @@ async fn send(
     headers: &[(&'static str, String)],
     body: &[u8],
     extra_roots: &[u8],
-) -> Result<u16, String> {
+) -> Result<u16, Failure> {
     let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(TIMEOUT)
         .connect_timeout(TIMEOUT)
-        .resolve_to_addrs(&target.host, &target.addrs)
+        .dns_resolver(Arc::new(Pinned {
+            host: target.host.clone(),
+            addrs: target.addrs.clone(),
+        }))
         .user_agent(concat!("mailhost-webhooks/", env!("CARGO_PKG_VERSION")));
     if !extra_roots.is_empty() {
-        let roots = reqwest::Certificate::from_pem_bundle(extra_roots).map_err(|e| format!("CA file: {e}"))?;
+        let roots = reqwest::Certificate::from_pem_bundle(extra_roots).map_err(|e| {
+            tracing::error!(error = %e, "the webhook CA file could not be read");
+            Failure::Tls
+        })?;
         builder = builder.tls_certs_merge(roots);
     }
-    let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
+    let client = builder.build().map_err(|e| {
+        tracing::error!(error = %e, "the webhook HTTP client could not be built");
+        Failure::Other
+    })?;
     let mut request = client
         .post(target.url.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -225,29 +312,11 @@ async fn send(
     for (name, value) in headers {
         request = request.header(*name, value);
     }
-    let response = request.send().await.map_err(|e| describe(&e))?;
+    let response = request.send().await.map_err(|e| {
+        tracing::debug!(error = %e, "webhook attempt");
+        Failure::of(&e)
+    })?;
     Ok(response.status().as_u16())
-}
-
-fn describe(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "request failed"
-    };
-    let mut cause = String::new();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        cause = s.to_string();
-        source = s.source();
-    }
-    if cause.is_empty() {
-        kind.to_string()
-    } else {
-        format!("{kind}: {cause}")
-    }
 }
 
 #[cfg(test)]

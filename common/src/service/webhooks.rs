@@ -154,16 +154,22 @@ impl Input for WebhookInput {
 pub async fn set(call: &Call<'_>, input: WebhookInput) -> Result<WebhookView, ApiError> {
     let owner = owner(call)?;
     let ctx = call.ctx;
-    if let Some(url) = &input.url {
-        webhook::check(&ctx.dns, &ctx.config.webhook_allow_hosts, url)
-            .await
-            .map_err(url_problem)?;
-    }
+    // Stored as checked: a host's one spelling (`name.` is kept as `name`).
+    let url = match &input.url {
+        Some(url) => Some(
+            webhook::check(&ctx.dns, &ctx.config.webhook_allow_hosts, url)
+                .await
+                .map_err(url_problem)?
+                .url
+                .to_string(),
+        ),
+        None => None,
+    };
     let now = iso(ctx.clock.now());
     let current = registration(ctx, &owner).await?;
     let webhook = match current {
         Some(w) => Webhook {
-            url: input.url.unwrap_or(w.url),
+            url: url.unwrap_or(w.url),
             secret: if input.rotate_secret == Some(true) {
                 webhook::new_secret()
             } else {
@@ -174,7 +180,7 @@ pub async fn set(call: &Call<'_>, input: WebhookInput) -> Result<WebhookView, Ap
             updated_at: now,
         },
         None => Webhook {
-            url: input.url.ok_or(error::WEBHOOK_URL_REQUIRED)?,
+            url: url.ok_or(error::WEBHOOK_URL_REQUIRED)?,
             secret: webhook::new_secret(),
             enabled: input.enabled.unwrap_or(true),
             created_at: now.clone(),
