@@ -1,6 +1,7 @@
 //! The local server: every route family in one process, on the embedded store
 //! by default, with the scheduled jobs on an interval. Tests start it on port 0.
 
+pub mod milter;
 pub mod mta_sync;
 
 use std::net::SocketAddr;
@@ -114,6 +115,18 @@ pub async fn spool(data_dir: &std::path::Path, bucket: Option<&str>) -> Box<dyn 
         }
         None => Box::new(common::blob::fs::FsBlobStore::new(data_dir.join("blobs"))),
     }
+}
+
+/// The limits the mail host's Postfix takes from the service, by the names
+/// `scripts/mail-host` fills in: one value each, said once, here.
+pub fn mail_host_limits() -> [(&'static str, usize); 2] {
+    [
+        ("message_size_limit", common::mail::inbound::MESSAGE_SIZE_LIMIT),
+        (
+            "submission_message_size_limit",
+            common::service::submission::SUBMISSION_SIZE_LIMIT,
+        ),
+    ]
 }
 
 struct AbortOnDrop(JoinHandle<()>);

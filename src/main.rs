@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use common::config::Config;
+use common::mail::inbound::Envelope;
 use common::secrets::DirSecrets;
 use mailhost::Application;
 
@@ -45,11 +46,17 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         ttl: u64,
     },
-    /// Drop raw messages (.eml files) into the inbound queue of the server on
-    /// the same data directory; its poller files them within about a second.
     /// The mail host's agent: apply the mailbox export to Postfix and Dovecot
     /// every interval, and acknowledge what was applied.
     MtaSync(Box<mailhost::mta_sync::Settings>),
+    /// The mail host's submission filter: hand each message a mailbox submits
+    /// on port 587 to the service, which checks, charges, signs and sends it.
+    Milter(Box<mailhost::milter::Settings>),
+    /// Drop raw messages (.eml files) into the inbound queue of the server on
+    /// the same data directory; its poller files them within about a second.
+    /// The mail host's pipe passes the envelope of each copy; without
+    /// --recipient a message is filed by its first Delivered-To: line, or
+    /// else by its To and Cc.
     Deliver {
         #[arg(long, env = "MAILHOST_DATA_DIR", default_value = ".mailhost")]
         data_dir: PathBuf,
@@ -57,9 +64,28 @@ enum Command {
         /// (a mail host in front of a deployed stack).
         #[arg(long, env = "MAILHOST_BUCKET")]
         bucket: Option<String>,
+        /// The envelope recipient this copy is for (Postfix's ${recipient}).
+        #[arg(long)]
+        recipient: Option<String>,
+        /// The envelope sender (${sender}; empty for a bounce).
+        #[arg(long, requires = "recipient")]
+        sender: Option<String>,
+        /// The mail host's SRS domain (postsrsd's -d): a sender it rewrote is
+        /// kept as the original.
+        #[arg(long, requires = "sender")]
+        srs_domain: Option<String>,
+        /// The SMTP client's address (${client_address}).
+        #[arg(long, requires = "recipient")]
+        client_address: Option<String>,
+        /// The name the SMTP client gave in HELO (${client_helo}).
+        #[arg(long, requires = "recipient")]
+        helo: Option<String>,
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Print the limits the mail host's configuration takes from the service,
+    /// as `name value` lines (scripts/mail-host writes them into main.cf).
+    Limits,
 }
 
 #[tokio::main]
@@ -80,16 +106,47 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Some(Command::MtaSync(settings)) => mailhost::mta_sync::run(*settings).await,
+        Some(Command::Milter(settings)) => mailhost::milter::run(*settings).await,
         Some(Command::Deliver {
             data_dir,
             bucket,
+            recipient,
+            sender,
+            srs_domain,
+            client_address,
+            helo,
             files,
         }) => {
+            let sender = match (sender, srs_domain) {
+                (Some(sender), Some(domain)) => Some(Envelope::original_sender(&sender, &domain)),
+                (sender, _) => sender,
+            };
+            let envelope = recipient.map(|recipient| Envelope {
+                recipient: Some(recipient),
+                sender,
+                client_address,
+                helo,
+            });
             let spool = mailhost::spool(&data_dir, bucket.as_deref()).await;
             for file in files {
                 let raw = std::fs::read(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+                // Only this command writes an envelope line: one that arrives
+                // with the message was written by someone else.
+                if Envelope::present(&raw) {
+                    anyhow::bail!("{}: already starts with an envelope line", file.display());
+                }
+                let raw = match &envelope {
+                    Some(envelope) => envelope.prepend(&raw),
+                    None => raw,
+                };
                 let key = common::service::poller::drop_raw(spool.as_ref(), raw).await?;
                 println!("{} -> {key}", file.display());
+            }
+            Ok(())
+        }
+        Some(Command::Limits) => {
+            for (name, value) in mailhost::mail_host_limits() {
+                println!("{name} {value}");
             }
             Ok(())
         }

@@ -115,7 +115,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             Identity | Operator => Some((401, MCP_AGENT_KEY_ONLY)),
             _ => Some((401, INVALID_KEY)),
         },
-        (_, "/mtaMailboxExport") => match class {
+        (_, "/mtaMailboxExport" | "/mtaSubmission") => match class {
             Sync => None,
             _ => Some((403, SYNC_ONLY)),
         },

@@ -6,6 +6,10 @@
 //! the poller) and the account's webhook; forwarded mail leaves with an SRS
 //! sender; unknown recipients are refused at RCPT; the service's own mail
 //! goes through submission with STARTTLS and AUTH and arrives DKIM-signed.
+//! Each copy is filed for its envelope recipient alone (Bcc, list mail, a
+//! `To:` naming someone else, 150 recipients), and a mailbox's app password
+//! sends through the service's send path (the milter): only as itself,
+//! charged, paused and limited like an API send, and signed.
 
 mod support;
 
@@ -156,37 +160,41 @@ fn make_certificate(dir: &Path) {
     std::fs::copy(dir.join("server.key"), dir.join("tls.key")).unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhook() {
-    for program in ["postfix", "dovecot", "doveadm", "postsrsd", "openssl", "python3"] {
-        if common::testing::standin_command(program).is_none() {
-            return;
-        }
+/// A service with a verified domain `tom.example` (hosted `me`, forward `fwd`
+/// and both `both`, and an app password for `me`), and a mail host on
+/// loopback in front of it, synced; mail for `elsewhere.test` goes to `sink`.
+struct Rig {
+    app: TestApp,
+    host: MailHost,
+    sink: SmtpSink,
+    key: String,
+    password: String,
+    submission_port: u16,
+    relay_password: String,
+}
+
+async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send + 'static) -> Option<Rig> {
+    for program in [
+        "postfix", "dovecot", "doveadm", "postsrsd", "openssl", "python3", "runuser", "setsid",
+    ] {
+        common::testing::standin_command(program)?;
     }
-    let Some(sink) = SmtpSink::start_open().await else {
-        return;
-    };
+    let sink = SmtpSink::start_open().await?;
     let dir = std::env::temp_dir().join(format!("mailhost-mail-host-{:016x}", rand::random::<u64>()));
     std::fs::create_dir_all(&dir).unwrap();
     make_certificate(&dir);
     let (smtp_port, submission_port, imap_port) = (free_port(), free_port(), free_port());
     let relay_password = format!("relay-{:016x}", rand::random::<u64>());
-    let (hook_port, hook_dir) = Receiver::prepare();
-    let ca = Receiver::ca_file(&hook_dir);
     let smtp_url = format!("smtp://{RELAY_USER}:{relay_password}@127.0.0.1:{submission_port}?tls=required");
     let tls_ca = dir.join("ca.pem");
-    let Some(app) = TestApp::spawn_with(Backend::Embedded, move |config| {
+    let app = TestApp::spawn_with(Backend::Embedded, move |config| {
         config.smtp_url = Some(smtp_url);
         // Access codes to the outbox, where the harness reads them.
         config.system_mail = common::config::SystemMailKind::Outbox;
         config.smtp_ca_file = Some(tls_ca);
-        config.webhook_allow_hosts = vec!["localhost".into()];
-        config.webhook_ca_file = Some(ca);
+        adjust(config);
     })
-    .await
-    else {
-        return;
-    };
+    .await?;
     // The pipe runs as nobody: it must reach the server's spool.
     for sub in ["blobs/inbound/pending", "blobs/.staging"] {
         std::fs::create_dir_all(app.data_dir.join(sub)).unwrap();
@@ -198,7 +206,7 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
         .unwrap();
     Command::new("chmod").arg("a+x").arg(&app.data_dir).status().unwrap();
 
-    // 1. A verified domain with a hosted, a forward and a both mailbox, and an
+    // A verified domain with a hosted, a forward and a both mailbox, and an
     // app password; the first sync applies them.
     let key = app.sender(&format!("tom@{ALLOWED_DOMAIN}"), "tom.example", "me").await;
     for (local, mode, to) in [
@@ -216,10 +224,72 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
         )
         .await;
     let password = issued.body["password"].as_str().unwrap().to_string();
+    Some(Rig {
+        host: MailHost {
+            dir,
+            smtp_port,
+            imap_port,
+        },
+        app,
+        sink,
+        key,
+        password,
+        submission_port,
+        relay_password,
+    })
+}
+
+impl Rig {
+    /// Writes the newest export and starts the mail host, which applies it.
+    async fn start(&self) {
+        mta_export::run_once(&self.app.ctx).await.unwrap();
+        MailHost::script(&[
+            "start",
+            self.host.dir.to_str().unwrap(),
+            "--url",
+            &format!("{}/api", self.app.base),
+            "--sync-token",
+            SYNC_TOKEN,
+            "--mailhost",
+            env!("CARGO_BIN_EXE_mailhost"),
+            "--data-dir",
+            self.app.data_dir.to_str().unwrap(),
+            "--smtp-port",
+            &self.host.smtp_port.to_string(),
+            "--submission-port",
+            &self.submission_port.to_string(),
+            "--imap-port",
+            &self.host.imap_port.to_string(),
+            "--relay-user",
+            RELAY_USER,
+            "--relay-password",
+            &self.relay_password,
+            "--route",
+            &format!("elsewhere.test=127.0.0.1:{}", self.sink.port),
+        ]);
+        let domains = self.app.get("/listDomains", Auth::Bearer(&self.key)).await.body;
+        let mailboxes = domains["domains"][0]["mailboxes"].as_array().unwrap();
+        assert!(mailboxes.iter().all(|m| m["mtaApplied"] == true), "{domains}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhook() {
+    let (hook_port, hook_dir) = Receiver::prepare();
+    let ca = Receiver::ca_file(&hook_dir);
+    let Some(rig) = rig(move |config| {
+        config.webhook_allow_hosts = vec!["localhost".into()];
+        config.webhook_ca_file = Some(ca);
+    })
+    .await
+    else {
+        return;
+    };
+    let (app, key, password, sink) = (&rig.app, &rig.key, &rig.password, &rig.sink);
     let hook = app
         .post(
             "/webhooks",
-            Auth::Bearer(&key),
+            Auth::Bearer(key),
             json!({"url": format!("https://localhost:{hook_port}/mail")}),
         )
         .await;
@@ -227,39 +297,10 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
     let Some(receiver) = Receiver::start(hook_port, hook_dir, &secret, "200") else {
         return;
     };
-    mta_export::run_once(&app.ctx).await.unwrap();
-    let host = MailHost {
-        dir: dir.clone(),
-        smtp_port,
-        imap_port,
-    };
-    MailHost::script(&[
-        "start",
-        dir.to_str().unwrap(),
-        "--url",
-        &format!("{}/api", app.base),
-        "--sync-token",
-        SYNC_TOKEN,
-        "--mailhost",
-        env!("CARGO_BIN_EXE_mailhost"),
-        "--data-dir",
-        app.data_dir.to_str().unwrap(),
-        "--smtp-port",
-        &smtp_port.to_string(),
-        "--submission-port",
-        &submission_port.to_string(),
-        "--imap-port",
-        &imap_port.to_string(),
-        "--relay-user",
-        RELAY_USER,
-        "--relay-password",
-        &relay_password,
-        "--route",
-        &format!("elsewhere.test=127.0.0.1:{}", sink.port),
-    ]);
-    let domains = app.get("/listDomains", Auth::Bearer(&key)).await.body;
-    let mailboxes = domains["domains"][0]["mailboxes"].as_array().unwrap();
-    assert!(mailboxes.iter().all(|m| m["mtaApplied"] == true), "{domains}");
+    rig.start().await;
+    let (host, dir) = (&rig.host, &rig.host.dir);
+    let key = key.clone();
+    let password = password.clone();
 
     // 2. Mail to the hosted address: in the maildir (IMAP), in the inbox, and
     // announced to the webhook.
@@ -272,7 +313,7 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
     )
     .await
     .unwrap();
-    let row = wait_listed(&app, &key, "Over SMTP").await;
+    let row = wait_listed(app, &key, "Over SMTP").await;
     assert_eq!(row["mailbox"], "me@tom.example");
     let got = receiver.wait_for(1).await;
     assert_eq!(got.len(), 1);
@@ -307,7 +348,7 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
         assert_eq!(m.rcpt_tos, ["out@elsewhere.test"]);
         assert!(m.mail_from.starts_with("SRS0="), "an SRS sender: {}", m.mail_from);
     }
-    wait_listed(&app, &key, "Both ways").await;
+    wait_listed(app, &key, "Both ways").await;
     let refused = smtp(
         host.smtp_port,
         "ann@example.org",
@@ -331,7 +372,7 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
         )
         .await;
     assert_eq!(sent.status, 200, "{}", sent.body);
-    let row = wait_listed(&app, &key, "Through submission").await;
+    let row = wait_listed(app, &key, "Through submission").await;
     assert_eq!(row["mailbox"], "both@tom.example");
     let done = app.ctx.blobs.list("inbound/done/").await.unwrap();
     let mut signed = false;
@@ -439,5 +480,329 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
     )
     .await
     .unwrap();
-    wait_listed(&app, &key, "Just in time").await;
+    wait_listed(app, &key, "Just in time").await;
+}
+
+/// Sends `raw` over plain SMTP to port 25 with this envelope.
+async fn smtp_raw(port: u16, from: &str, to: &[String], raw: &[u8]) -> Result<(), String> {
+    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
+        .port(port)
+        .build();
+    let to = to.iter().map(|t| t.parse().unwrap()).collect();
+    let envelope = Envelope::new(Some(from.parse().unwrap()), to).unwrap();
+    transport
+        .send_raw(&envelope, raw)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Every row the account's inbox lists, all pages.
+async fn all_rows(app: &TestApp, key: &str) -> Vec<Value> {
+    let mut rows = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = app
+            .get(&format!("/inbox?limit=50{cursor}"), Auth::Bearer(key))
+            .await
+            .body;
+        rows.extend(page["messages"].as_array().unwrap().iter().cloned());
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => return rows,
+        }
+    }
+}
+
+/// Runs the poller until `n` copies were filed since the start (or 60 s).
+async fn file_copies(app: &TestApp, n: usize) -> usize {
+    let started = Instant::now();
+    let mut filed = 0;
+    while filed < n && started.elapsed() < Duration::from_secs(60) {
+        filed += poller::run_once(&app.ctx).await.unwrap().filed;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    filed
+}
+
+/// Outside finding 2: Postfix hands each copy over with its envelope, and
+/// the poller files it for that one recipient, whatever the headers say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_copy_is_filed_for_its_envelope_recipient_alone() {
+    let Some(rig) = rig(|_| {}).await else {
+        return;
+    };
+    let (app, key) = (&rig.app, &rig.key);
+    for local in ["other", "third"] {
+        let added = app.add_mailbox(key, "tom.example", local, "hosted", json!([])).await;
+        assert_eq!(added.status, 200, "{}", added.body);
+    }
+    let many: Vec<String> = (0..150).map(|i| format!("m{i:03}")).collect();
+    for local in &many {
+        let added = app.add_mailbox(key, "tom.example", local, "hosted", json!([])).await;
+        assert_eq!(added.status, 200, "{}", added.body);
+    }
+    rig.start().await;
+    let port = rig.host.smtp_port;
+    let message = |to: &str, subject: &str| {
+        format!(
+            "From: ann@example.org\r\nTo: {to}\r\nSubject: {subject}\r\nMessage-ID: <{}@example.org>\r\n\r\nHello.\r\n",
+            subject.replace(' ', "-")
+        )
+        .into_bytes()
+    };
+    // Bcc: no header names the recipient.
+    smtp_raw(
+        port,
+        "ann@example.org",
+        &["me@tom.example".into()],
+        &message("someone@elsewhere.test", "Blind copy"),
+    )
+    .await
+    .unwrap();
+    // A list: To names the list, an outside address.
+    smtp_raw(
+        port,
+        "ann@example.org",
+        &["me@tom.example".into()],
+        &message("list@lists.example", "List mail"),
+    )
+    .await
+    .unwrap();
+    // To names another hosted mailbox, but the envelope says me.
+    smtp_raw(
+        port,
+        "ann@example.org",
+        &["me@tom.example".into()],
+        &message("other@tom.example", "Not for other"),
+    )
+    .await
+    .unwrap();
+    // One message, 150 recipients: one copy each.
+    let everyone: Vec<String> = many.iter().map(|l| format!("{l}@tom.example")).collect();
+    smtp_raw(
+        port,
+        "ann@example.org",
+        &everyone,
+        &message("undisclosed-recipients:;", "To many"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(file_copies(app, 153).await, 153);
+    let rows = all_rows(app, key).await;
+    let mailboxes_of = |subject: &str| -> Vec<String> {
+        let mut found: Vec<String> = rows
+            .iter()
+            .filter(|r| r["subject"] == subject)
+            .map(|r| r["mailbox"].as_str().unwrap().to_string())
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(mailboxes_of("Blind copy"), ["me@tom.example"]);
+    assert_eq!(mailboxes_of("List mail"), ["me@tom.example"]);
+    assert_eq!(
+        mailboxes_of("Not for other"),
+        ["me@tom.example"],
+        "never in other's inbox"
+    );
+    assert_eq!(mailboxes_of("To many"), everyone);
+    let failed = app.ctx.blobs.list("inbound/failed/").await.unwrap();
+    assert!(failed.is_empty(), "nothing failed: {failed:?}");
+    // The envelope came with each copy: the client's address and HELO too.
+    let done = app.ctx.blobs.list("inbound/done/").await.unwrap();
+    let raw = app.ctx.blobs.get(&done[0]).await.unwrap().unwrap();
+    let (envelope, _) = common::mail::inbound::Envelope::split(&raw);
+    let envelope = envelope.expect("an envelope line");
+    assert_eq!(envelope.client_address.as_deref(), Some("127.0.0.1"));
+    assert_eq!(envelope.sender.as_deref(), Some("ann@example.org"));
+    assert!(envelope.helo.is_some(), "{envelope:?}");
+
+    // One size limit: Postfix refuses past the service's own, at SMTP time.
+    let limit = common::mail::inbound::MESSAGE_SIZE_LIMIT;
+    let mut big = message("me@tom.example", "Too big");
+    big.truncate(big.len() - 2);
+    big.extend(std::iter::repeat_n(b'x', 76).chain(*b"\r\n").cycle().take(limit + 1024));
+    let refused = smtp_raw(port, "ann@example.org", &["me@tom.example".into()], &big).await;
+    let error = refused.expect_err("a message past the limit is refused");
+    assert!(
+        error.contains("552") || error.to_lowercase().contains("size"),
+        "{error}"
+    );
+}
+
+/// Submits over the mail host's port 587: STARTTLS, AUTH as `login`.
+async fn submit(port: u16, login: &str, password: &str, from: &str, to: &[&str], raw: &str) -> Result<(), String> {
+    use lettre::transport::smtp::authentication::Credentials;
+    use lettre::transport::smtp::client::{Tls, TlsParameters};
+    let tls = TlsParameters::builder("localhost".into())
+        .dangerous_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
+        .port(port)
+        .tls(Tls::Required(tls))
+        .credentials(Credentials::new(login.into(), password.into()))
+        .build();
+    let to = to.iter().map(|t| t.parse().unwrap()).collect();
+    let envelope = Envelope::new(Some(from.parse().unwrap()), to).unwrap();
+    transport
+        .send_raw(&envelope, raw.as_bytes())
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Outside finding 1: a mailbox's app password sends through the service's
+/// send path, not around it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailbox_password_sends_only_as_itself_paid_paused_and_signed() {
+    let Some(rig) = rig(|_| {}).await else {
+        return;
+    };
+    rig.start().await;
+    let (app, key, password, sink) = (&rig.app, &rig.key, &rig.password, &rig.sink);
+    let port = rig.submission_port;
+    let credits = || async {
+        app.get("/credits", Auth::Bearer(key)).await.body["credits"]["remaining"]
+            .as_i64()
+            .unwrap()
+    };
+    let message = |from: &str, subject: &str| {
+        format!(
+            "From: {from}\r\nTo: pal@elsewhere.test\r\nBcc: hidden@elsewhere.test\r\nSubject: {subject}\r\n\r\nFrom a mail client.\r\n"
+        )
+    };
+    let before = credits().await;
+
+    // A good submission: out once, signed for the domain, one credit.
+    submit(
+        port,
+        "me@tom.example",
+        password,
+        "me@tom.example",
+        &["pal@elsewhere.test"],
+        &message("Me <me@tom.example>", "Submitted"),
+    )
+    .await
+    .unwrap();
+    let got = sink.wait_for(1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    let out = &got[0];
+    assert_eq!(out.rcpt_tos, ["pal@elsewhere.test"]);
+    let text = out.text();
+    assert!(text.contains("Subject: Submitted"), "{text}");
+    assert!(!text.to_ascii_lowercase().contains("\nbcc:"), "Bcc is not sent: {text}");
+    assert!(text.contains("d=tom.example"), "{text}");
+    assert!(
+        dkim_verify(&out.raw, app.dns.addr),
+        "signed with the domain's key: {text}"
+    );
+    assert_eq!(credits().await, before - 1);
+
+    // Another envelope sender, or another From:, is refused at SMTP time.
+    for (envelope_from, header_from) in [
+        ("ceo@bank.example", "me@tom.example"),
+        ("me@tom.example", "ceo@bank.example"),
+        ("me@tom.example", "me@tom.example, ceo@bank.example"),
+        ("noreply@svc.test", "noreply@svc.test"),
+    ] {
+        let refused = submit(
+            port,
+            "me@tom.example",
+            password,
+            envelope_from,
+            &["pal@elsewhere.test"],
+            &message(header_from, "Forged"),
+        )
+        .await
+        .expect_err("a forged sender is refused");
+        assert!(refused.contains("sends only as its own address"), "{refused}");
+        assert!(refused.contains("550") || refused.starts_with("permanent"), "{refused}");
+    }
+    // Five tries in this minute: the rate window is the API's, counted
+    // before the message is judged (spec 4.1's order), and a temporary refusal.
+    let six: Vec<String> = (0..6).map(|i| format!("p{i}@elsewhere.test")).collect();
+    let six: Vec<&str> = six.iter().map(String::as_str).collect();
+    let refused = submit(
+        port,
+        "me@tom.example",
+        password,
+        "me@tom.example",
+        &six,
+        &message("me@tom.example", "Many"),
+    )
+    .await
+    .expect_err("the sixth try in a minute");
+    assert!(refused.contains("Rate limit exceeded"), "{refused}");
+    assert!(refused.contains("450") || refused.starts_with("transient"), "{refused}");
+    app.ctx.clock.advance(61);
+    // Past five recipients, as an API send.
+    let refused = submit(
+        port,
+        "me@tom.example",
+        password,
+        "me@tom.example",
+        &six,
+        &message("me@tom.example", "Many"),
+    )
+    .await
+    .expect_err("six recipients are refused");
+    assert!(refused.contains("Max 5 recipients per request"), "{refused}");
+
+    // Paused by an operator: a temporary refusal, nothing spent.
+    let operator = app.operator_token().await;
+    let pause = |on: bool| app.post("/credits", Auth::Bearer(&operator), json!({"sendingEnabled": on}));
+    assert_eq!(pause(false).await.status, 200);
+    let refused = submit(
+        port,
+        "me@tom.example",
+        password,
+        "me@tom.example",
+        &["pal@elsewhere.test"],
+        &message("me@tom.example", "Paused"),
+    )
+    .await
+    .expect_err("paused");
+    assert!(refused.contains("Sending temporarily disabled"), "{refused}");
+    assert!(refused.contains("451") || refused.starts_with("transient"), "{refused}");
+    assert_eq!(pause(true).await.status, 200);
+
+    // Out of credits: refused, and nothing goes out.
+    let uid = common::service::mailboxes::by_address(&app.ctx, "me@tom.example")
+        .await
+        .unwrap()
+        .unwrap()
+        .uid;
+    app.set_credits(&format!("acct:{uid}"), 0).await;
+    let refused = submit(
+        port,
+        "me@tom.example",
+        password,
+        "me@tom.example",
+        &["pal@elsewhere.test"],
+        &message("me@tom.example", "Broke"),
+    )
+    .await
+    .expect_err("out of credits");
+    assert!(refused.contains("Insufficient credits"), "{refused}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.messages().len(), 1, "only the good submission went out");
+    assert_eq!(credits().await, 0);
+
+    // A wrong password never gets as far as the milter.
+    let refused = submit(
+        port,
+        "me@tom.example",
+        "wrong",
+        "me@tom.example",
+        &["pal@elsewhere.test"],
+        &message("me@tom.example", "Wrong"),
+    )
+    .await
+    .expect_err("a wrong password");
+    assert!(
+        refused.contains("535") || refused.to_lowercase().contains("auth"),
+        "{refused}"
+    );
 }

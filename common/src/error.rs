@@ -182,6 +182,13 @@ catalogue! {
     SEND_FAILED = 500 "Send failed";
     NO_OUTBOUND_HOST = 500 "outbound host not configured";
 
+    // ------------------------------------------------------------- SMTP submission
+    SUBMISSION_FIELDS = 400 "login, sender, recipients and raw are required";
+    SUBMISSION_UNREADABLE = 400 "The submitted message could not be read";
+    SUBMISSION_TOO_LARGE = 400 "The submitted message is too large (max 4MB)";
+    SUBMISSION_NOT_SENDABLE = 403 "This mailbox cannot send: it must be a hosted mailbox on a verified domain";
+    SUBMISSION_SENDER = 400 "A mailbox password sends only as its own address: the envelope sender and From: must both be that mailbox";
+
     // --------------------------------------------------------------------------- inbox
     INBOX_LIMIT_INVALID = 400 "limit must be an integer from 1 to 50";
     INBOX_MAILBOX_INVALID = 400 "mailbox must be an address at the service domain, and only the agent key or an operator may name one";

@@ -6,7 +6,7 @@ use super::{Family::*, Hints, Operation, Section, Tool, delete, get, io, post, p
 use crate::auth::Access::*;
 use crate::error::*;
 use crate::service::{
-    admin, credits, domains, drafts, inbox, mailboxes, mta_export, onboarding, removal, send, webhooks,
+    admin, credits, domains, drafts, inbox, mailboxes, mta_export, onboarding, removal, send, submission, webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;
@@ -478,56 +478,96 @@ pub static MAILBOXES: Section = Section {
 
 pub static SEND: Section = Section {
     family: Send,
-    operations: &[Operation {
-        id: "sendMail",
-        rest: post_large("/sendMail"),
-        tool: Some(Tool {
-            name: "send_mail",
-            hints: Hints::CREATE.open_world(),
-            omit: &["attachments"],
-        }),
-        access: Mail,
-        summary: "Send a plain-text email",
-        description: "to (at most 5), subject, text (at most 100KB); from must be a hosted mailbox on your \
+    operations: &[
+        Operation {
+            id: "sendMail",
+            rest: post_large("/sendMail"),
+            tool: Some(Tool {
+                name: "send_mail",
+                hints: Hints::CREATE.open_world(),
+                omit: &["attachments"],
+            }),
+            access: Mail,
+            summary: "Send a plain-text email",
+            description: "to (at most 5), subject, text (at most 100KB); from must be a hosted mailbox on your \
                           verified domain (optional with exactly one; the agent key sends as noreply@ the service \
                           domain). inReplyTo/references thread it onto a stored conversation. Costs 1 credit for \
                           keys; 5 per minute and 50 per UTC day. Attachments are REST only. With an \
                           idempotencyKey (REST: the Idempotency-Key header) a retry within 24 hours returns the \
                           first answer without sending or charging again.",
-        errors: &[
-            SENDING_PAUSED,
-            AGENT_KEY_DISABLED,
-            RATE_LIMITED,
-            SEND_REQUIRED,
-            TOO_MANY_RECIPIENTS,
-            TEXT_TOO_LARGE,
-            CHOOSE_FROM,
-            TO_TYPE,
-            TO_ITEMS,
-            RECIPIENT_INVALID,
-            SUBJECT_INVALID,
-            FROM_INVALID,
-            FROM_NOT_ALLOWED,
-            IN_REPLY_TO_INVALID,
-            REFERENCES_INVALID,
-            REFERENCES_TYPE,
-            REFERENCES_TOO_MANY,
-            ATTACHMENTS_TYPE,
-            TOO_MANY_ATTACHMENTS,
-            ATTACHMENTS_TOO_LARGE,
-            ATTACHMENT_INVALID,
-            TOOL_NO_ATTACHMENTS,
-            MESSAGE_NOT_BUILT,
-            NO_HOSTED_MAILBOX,
-            INSUFFICIENT_CREDITS,
-            SEND_FAILED,
-            NO_OUTBOUND_HOST,
-            IDEMPOTENCY_KEY_INVALID,
-            IDEMPOTENCY_KEY_REUSED,
-            IDEMPOTENCY_IN_PROGRESS,
-        ],
-        io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
-    }],
+            errors: &[
+                SENDING_PAUSED,
+                AGENT_KEY_DISABLED,
+                RATE_LIMITED,
+                SEND_REQUIRED,
+                TOO_MANY_RECIPIENTS,
+                TEXT_TOO_LARGE,
+                CHOOSE_FROM,
+                TO_TYPE,
+                TO_ITEMS,
+                RECIPIENT_INVALID,
+                SUBJECT_INVALID,
+                FROM_INVALID,
+                FROM_NOT_ALLOWED,
+                IN_REPLY_TO_INVALID,
+                REFERENCES_INVALID,
+                REFERENCES_TYPE,
+                REFERENCES_TOO_MANY,
+                ATTACHMENTS_TYPE,
+                TOO_MANY_ATTACHMENTS,
+                ATTACHMENTS_TOO_LARGE,
+                ATTACHMENT_INVALID,
+                TOOL_NO_ATTACHMENTS,
+                MESSAGE_NOT_BUILT,
+                NO_HOSTED_MAILBOX,
+                INSUFFICIENT_CREDITS,
+                SEND_FAILED,
+                NO_OUTBOUND_HOST,
+                IDEMPOTENCY_KEY_INVALID,
+                IDEMPOTENCY_KEY_REUSED,
+                IDEMPOTENCY_IN_PROGRESS,
+            ],
+            io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
+        },
+        // The mail host's side: a mailbox's SMTP submission, handed over by its milter.
+        Operation {
+            id: "submitMtaMessage",
+            rest: Some(super::Rest {
+                method: axum::http::Method::POST,
+                path: "/mtaSubmission",
+                source: super::Source::Body,
+                max_body: submission::SUBMISSION_BODY,
+            }),
+            tool: None,
+            access: Sync,
+            summary: "Send a message a mailbox submitted over SMTP",
+            description: "The mail host's sync token only: its milter hands over each message a mailbox's app password \
+                          submits (login, envelope sender, recipients, the raw message in base64). It is checked and \
+                          sent like POST /sendMail (kill switch, freeze, rate windows, at most 5 recipients, the \
+                          sender must be that mailbox, one credit), DKIM-signed with the domain's key. The milter \
+                          answers the client with the result.",
+            errors: &[
+                SUBMISSION_FIELDS,
+                SUBMISSION_UNREADABLE,
+                SUBMISSION_TOO_LARGE,
+                SUBMISSION_NOT_SENDABLE,
+                SUBMISSION_SENDER,
+                SENDING_PAUSED,
+                AGENT_KEY_DISABLED,
+                RATE_LIMITED,
+                TOO_MANY_RECIPIENTS,
+                RECIPIENT_INVALID,
+                INSUFFICIENT_CREDITS,
+                SEND_FAILED,
+                NO_OUTBOUND_HOST,
+            ],
+            io: io!(
+                submission::submit,
+                Later<submission::SubmissionInput>,
+                submission::SubmissionOutput
+            ),
+        },
+    ],
 };
 
 pub static INBOX: Section = Section {

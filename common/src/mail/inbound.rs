@@ -1,11 +1,30 @@
-//! Inbound messages: a raw message as the mail host hands it over (a leading
-//! `Delivered-To:` header naming the envelope recipient), parsed with
-//! mail-parser under explicit limits into what the inbox stores.
+//! Inbound messages: a raw message as the mail host hands it over, its
+//! envelope first, parsed with mail-parser under explicit limits into what the
+//! inbox stores.
+//!
+//! The envelope is what Postfix knew when it accepted the message (the one
+//! recipient of this copy, the sender, the client's address and HELO), passed
+//! to `mailhost deliver` as arguments and written by it as the first line:
+//! `X-Mailhost-Envelope: {json}`. A file dropped by hand in Postfix's own
+//! layout (`Return-Path:`, `X-Original-To:`, `Delivered-To:` before the
+//! message) is read by its first `Delivered-To:`; nothing a sender wrote inside
+//! the message names a recipient.
 
 use mail_parser::{Address, HeaderValue, MessageParser, MimeHeaders, PartType};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// What a message may be before it is refused (filed to `inbound/failed/`).
+/// The largest message the mail host accepts (Postfix's `message_size_limit`,
+/// written from this value by `scripts/mail-host`; `mailhost limits` prints it).
+pub const MESSAGE_SIZE_LIMIT: usize = 25 * 1024 * 1024;
+/// What the mail host adds in front of a message it accepted at the limit:
+/// the envelope line and Postfix's trace headers.
+const TRACE_ALLOWANCE: usize = 64 * 1024;
+
+/// The header line `mailhost deliver` writes first.
+pub const ENVELOPE_HEADER: &str = "X-Mailhost-Envelope";
+
+/// What one message may be before it is refused (filed to `inbound/failed/`).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_bytes: usize,
@@ -19,7 +38,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_bytes: 25 * 1024 * 1024,
+            max_bytes: MESSAGE_SIZE_LIMIT + TRACE_ALLOWANCE,
             max_parts: 200,
             max_depth: 8,
             max_headers: 1000,
@@ -40,12 +59,127 @@ pub struct Attachment {
     pub bytes: Vec<u8>,
 }
 
+/// The SMTP envelope of one delivered copy, as the mail host saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope {
+    /// The one recipient this copy is for.
+    pub recipient: Option<String>,
+    /// The envelope sender (`MAIL FROM`); empty for a bounce.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helo: Option<String>,
+}
+
+impl Envelope {
+    /// The raw message with this envelope as its first line (what `mailhost
+    /// deliver` drops). JSON keeps any byte a client sent in HELO on one line.
+    pub fn prepend(&self, raw: &[u8]) -> Vec<u8> {
+        let line = serde_json::to_string(self).unwrap_or_else(|_| "{}".into());
+        let mut out = Vec::with_capacity(raw.len() + line.len() + 32);
+        out.extend_from_slice(ENVELOPE_HEADER.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(line.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(raw);
+        out
+    }
+
+    /// The sender before the mail host's own SRS rewrote it: postsrsd turns
+    /// every envelope sender outside its domain into
+    /// `SRS0=<hash>=<time>=<domain>=<local>@<srs domain>` before the delivery
+    /// agent sees it, and SPF must judge the original. Only addresses at
+    /// `srs_domain` (the mail host's) are read back.
+    pub fn original_sender(sender: &str, srs_domain: &str) -> String {
+        let lower = sender.to_ascii_lowercase();
+        let Some((local, domain)) = lower.rsplit_once('@') else {
+            return sender.to_string();
+        };
+        if !domain.eq_ignore_ascii_case(srs_domain) {
+            return sender.to_string();
+        }
+        let fields: Vec<&str> = local.splitn(5, ['=', '+', '-']).collect();
+        match fields.as_slice() {
+            ["srs0", _hash, _time, domain, local] if !domain.is_empty() && !local.is_empty() => {
+                format!("{local}@{domain}")
+            }
+            _ => sender.to_string(),
+        }
+    }
+
+    /// The envelope a raw file carries (none for a bare message), and the
+    /// message after it. An envelope line that does not parse names no one.
+    pub fn split(raw: &[u8]) -> (Option<Envelope>, &[u8]) {
+        if let Some((line, rest)) = first_line(raw)
+            && let Some(value) = header_value(line, ENVELOPE_HEADER)
+        {
+            let envelope = serde_json::from_str::<Envelope>(value).unwrap_or_default();
+            return (Some(envelope.normalized()), skip_trace(rest).1);
+        }
+        let (envelope, rest) = skip_trace(raw);
+        (envelope.recipient.is_some().then(|| envelope.normalized()), rest)
+    }
+
+    /// Whether a raw file already starts with an envelope line.
+    pub fn present(raw: &[u8]) -> bool {
+        first_line(raw).is_some_and(|(line, _)| header_value(line, ENVELOPE_HEADER).is_some())
+    }
+
+    fn normalized(self) -> Envelope {
+        let address = |v: Option<String>| {
+            v.map(|a| a.trim().trim_matches(['<', '>']).to_ascii_lowercase())
+                .filter(|a| !a.is_empty())
+        };
+        Envelope {
+            recipient: address(self.recipient),
+            sender: address(self.sender),
+            client_address: self.client_address.filter(|a| !a.is_empty()),
+            helo: self.helo.filter(|h| !h.is_empty()),
+        }
+    }
+}
+
+/// Postfix's layout: the trace lines its delivery agent writes before the
+/// message (`Return-Path:`, `X-Original-To:`, `Delivered-To:`), read for the
+/// first `Delivered-To:` and the sender, and the message after them (so the
+/// same message delivered to two mailboxes is the same bytes).
+fn skip_trace(mut rest: &[u8]) -> (Envelope, &[u8]) {
+    let mut envelope = Envelope::default();
+    while let Some((line, after)) = first_line(rest) {
+        if let Some(value) = header_value(line, "Delivered-To") {
+            envelope.recipient.get_or_insert_with(|| value.to_string());
+        } else if let Some(value) = header_value(line, "Return-Path") {
+            envelope.sender.get_or_insert_with(|| value.to_string());
+        } else if header_value(line, "X-Original-To").is_none() {
+            break;
+        }
+        rest = after;
+    }
+    (envelope, rest)
+}
+
+/// The first line (without its line end) and what follows it.
+fn first_line(raw: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = raw.iter().position(|&b| b == b'\n')?;
+    let line = &raw[..end];
+    Some((line.strip_suffix(b"\r").unwrap_or(line), &raw[end + 1..]))
+}
+
+/// The value of a one-line header named `name`, if the line is one.
+fn header_value<'a>(line: &'a [u8], name: &str) -> Option<&'a str> {
+    let text = std::str::from_utf8(line).ok()?;
+    let (field, value) = text.split_once(':')?;
+    field.eq_ignore_ascii_case(name).then_some(value.trim())
+}
+
 /// A parsed inbound message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inbound {
-    /// The envelope recipients the mail host named (`Delivered-To:` lines
-    /// before the message proper).
-    pub delivered_to: Vec<String>,
+    /// None for a bare message (dropped by hand, with no trace lines).
+    pub envelope: Option<Envelope>,
     /// `<...>`; synthesized from the bytes when the message has none.
     pub message_id: String,
     pub from: String,
@@ -65,27 +199,6 @@ pub struct Inbound {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused(pub String);
 
-/// Splits the leading `Delivered-To:` lines off the raw bytes.
-fn envelope(raw: &[u8]) -> (Vec<String>, &[u8]) {
-    let mut rest = raw;
-    let mut recipients = Vec::new();
-    while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-        let line = String::from_utf8_lossy(&rest[..end]);
-        let Some((name, value)) = line.split_once(':') else {
-            break;
-        };
-        if !name.eq_ignore_ascii_case("delivered-to") {
-            break;
-        }
-        let address = value.trim().trim_matches(['<', '>']).to_ascii_lowercase();
-        if !address.is_empty() {
-            recipients.push(address);
-        }
-        rest = &rest[end + 1..];
-    }
-    (recipients, rest)
-}
-
 fn addresses(list: Option<&Address<'_>>) -> Vec<String> {
     let mut out: Vec<String> = list
         .map(|a| {
@@ -100,7 +213,8 @@ fn addresses(list: Option<&Address<'_>>) -> Vec<String> {
     out
 }
 
-fn ids(value: &HeaderValue<'_>) -> Vec<String> {
+/// The Message-IDs of an In-Reply-To or References header, at most 100.
+pub(crate) fn message_ids(value: &HeaderValue<'_>) -> Vec<String> {
     let list: Vec<String> = match value {
         HeaderValue::Text(id) => vec![id.to_string()],
         HeaderValue::TextList(ids) => ids.iter().map(|s| s.to_string()).collect(),
@@ -149,7 +263,7 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
             limits.max_bytes
         )));
     }
-    let (delivered_to, body) = envelope(raw);
+    let (envelope, body) = Envelope::split(raw);
     let message = MessageParser::default()
         .parse(body)
         .ok_or_else(|| Refused("not a MIME message".into()))?;
@@ -201,15 +315,15 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
         .any(|id| message.part(*id).is_some_and(|p| matches!(p.body, PartType::Html(_))));
     let html = message.body_html(0).filter(|_| has_html).map(|h| cut(&h, MAX_TEXT));
     Ok(Inbound {
-        delivered_to,
+        envelope,
         message_id,
         from: addresses(message.from()).into_iter().next().unwrap_or_default(),
         to: addresses(message.to()),
         cc: addresses(message.cc()),
         subject: cut(message.subject().unwrap_or_default().trim(), MAX_SUBJECT),
         date: message.date().map(|d| d.to_rfc3339()),
-        in_reply_to: ids(message.in_reply_to()),
-        references: ids(message.references()),
+        in_reply_to: message_ids(message.in_reply_to()),
+        references: message_ids(message.references()),
         text,
         html,
         attachments,
@@ -227,7 +341,10 @@ mod tests {
     #[test]
     fn the_envelope_and_the_fields_are_read() {
         let m = parse(MESSAGE, &Limits::default()).unwrap();
-        assert_eq!(m.delivered_to, ["me@example.com"]);
+        assert_eq!(
+            m.envelope.as_ref().unwrap().recipient.as_deref(),
+            Some("me@example.com")
+        );
         assert_eq!(m.message_id, "<abc@example.org>");
         assert_eq!(m.from, "ann@example.org");
         assert_eq!(m.to, ["me@example.com", "bob@example.com"]);
@@ -235,6 +352,72 @@ mod tests {
         assert_eq!(m.in_reply_to, ["<root@x>"]);
         assert_eq!(m.date.as_deref(), Some("2026-11-22T10:00:00Z"));
         assert_eq!(m.text.trim(), "Hi there");
+    }
+
+    #[test]
+    fn the_envelope_line_names_the_one_recipient_and_the_connection() {
+        let envelope = Envelope {
+            recipient: Some("Bcc@Example.com".into()),
+            sender: Some("ann@example.org".into()),
+            client_address: Some("192.0.2.7".into()),
+            helo: Some("mx.example.org\r\nDelivered-To: evil@example.com".into()),
+        };
+        let raw = envelope.prepend(MESSAGE);
+        assert!(Envelope::present(&raw));
+        let m = parse(&raw, &Limits::default()).unwrap();
+        assert_eq!(
+            m.envelope.as_ref().unwrap().recipient.as_deref(),
+            Some("bcc@example.com")
+        );
+        assert_eq!(m.envelope.as_ref().unwrap().sender.as_deref(), Some("ann@example.org"));
+        assert_eq!(
+            m.envelope.as_ref().unwrap().client_address.as_deref(),
+            Some("192.0.2.7")
+        );
+        // A HELO with a line break stays inside the one JSON line.
+        assert_eq!(
+            m.envelope.as_ref().unwrap().helo.as_deref(),
+            Some("mx.example.org\r\nDelivered-To: evil@example.com")
+        );
+        assert_eq!(m.message_id, "<abc@example.org>");
+    }
+
+    #[test]
+    fn the_mail_hosts_own_srs_sender_reads_back_as_the_original() {
+        let srs = "SRS0=5nat=JN=example.org=ann@mx.localhost";
+        assert_eq!(Envelope::original_sender(srs, "mx.localhost"), "ann@example.org");
+        // Another host's SRS address, or a plain one, is kept as it is.
+        assert_eq!(Envelope::original_sender(srs, "mx.other.example"), srs);
+        assert_eq!(
+            Envelope::original_sender("ann@example.org", "mx.localhost"),
+            "ann@example.org"
+        );
+        assert_eq!(
+            Envelope::original_sender("SRS0=x@mx.localhost", "mx.localhost"),
+            "SRS0=x@mx.localhost"
+        );
+    }
+
+    #[test]
+    fn postfix_layout_files_by_the_first_delivered_to_only() {
+        let raw = b"Return-Path: <ann@example.org>\r\nX-Original-To: list@example.com\r\n\
+            Delivered-To: me@example.com\r\nDelivered-To: other@example.com\r\nFrom: ann@example.org\r\n\
+            Delivered-To: third@example.com\r\nSubject: x\r\n\r\nbody\r\n";
+        let m = parse(raw, &Limits::default()).unwrap();
+        assert_eq!(
+            m.envelope.as_ref().unwrap().recipient.as_deref(),
+            Some("me@example.com")
+        );
+        assert_eq!(m.envelope.as_ref().unwrap().sender.as_deref(), Some("ann@example.org"));
+        // Delivered-To lines a sender wrote inside the message name no one.
+        let raw = b"From: ann@example.org\r\nDelivered-To: me@example.com\r\nSubject: x\r\n\r\nbody\r\n";
+        assert_eq!(parse(raw, &Limits::default()).unwrap().envelope, None);
+        // An envelope line that does not parse is an envelope naming no one.
+        let raw = b"X-Mailhost-Envelope: {broken\r\nFrom: a@example.org\r\nTo: me@example.com\r\n\r\nbody\r\n";
+        assert_eq!(
+            parse(raw, &Limits::default()).unwrap().envelope,
+            Some(Envelope::default())
+        );
     }
 
     #[test]

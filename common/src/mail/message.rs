@@ -1,14 +1,12 @@
 //! Customer messages: plain text with attachments as MIME parts, a fresh
 //! Message-ID, threading headers, and a DKIM signature with the sending
-//! domain's key.
+//! domain's key. A message a mail client submitted is signed the same way.
 
-use lettre::message::dkim::{
-    DkimCanonicalization, DkimCanonicalizationType, DkimConfig, DkimSigningAlgorithm, DkimSigningKey,
-};
-use lettre::message::header::{ContentTransferEncoding, ContentType, HeaderName};
+use lettre::message::header::{ContentTransferEncoding, ContentType};
 use lettre::message::{Attachment as MimeAttachment, Body, Mailbox, MultiPart, SinglePart};
-use rsa::pkcs1::EncodeRsaPrivateKey;
-use rsa::pkcs8::DecodePrivateKey;
+use mail_auth::common::crypto::{RsaKey, Sha256};
+use mail_auth::common::headers::HeaderWriter;
+use mail_auth::dkim::{DkimSigner, Done};
 
 use super::attachments::Attachment;
 use super::{MailError, Outgoing};
@@ -23,31 +21,119 @@ pub struct Draft<'a> {
     pub attachments: &'a [Attachment],
 }
 
-/// The key a domain signs with: its DKIM selector, domain and private key.
+/// The headers every signature covers. One that is absent is signed as
+/// absent (mail-auth lists it in `h=` anyway), so it cannot be added later.
+const SIGNED_HEADERS: &[&str] = &[
+    "From",
+    "Sender",
+    "Reply-To",
+    "To",
+    "Cc",
+    "Subject",
+    "Date",
+    "Message-ID",
+    "In-Reply-To",
+    "References",
+    "MIME-Version",
+    "Content-Type",
+    "Content-Transfer-Encoding",
+];
+
+/// The key a domain signs with, under its DKIM selector.
 pub struct Signer {
-    pub selector: String,
-    pub domain: String,
-    /// PKCS#1 PEM, the form lettre's DKIM signer reads.
-    pub pkcs1_pem: String,
+    dkim: DkimSigner<RsaKey<Sha256>, Done>,
 }
 
 impl Signer {
     /// From the PKCS#8 PEM the service keeps as the domain's secret.
     pub fn from_pkcs8(selector: &str, domain: &str, pkcs8_pem: &str) -> Result<Self, MailError> {
-        let key = rsa::RsaPrivateKey::from_pkcs8_pem(pkcs8_pem).map_err(|e| MailError(format!("DKIM key: {e}")))?;
-        let pem = key
-            .to_pkcs1_pem(rsa::pkcs8::LineEnding::LF)
-            .map_err(|e| MailError(format!("DKIM key: {e}")))?;
-        Ok(Self {
-            selector: selector.into(),
-            domain: domain.into(),
-            pkcs1_pem: pem.to_string(),
-        })
+        use rustls_pki_types::pem::PemObject;
+        let bad = |e: &dyn std::fmt::Display| MailError(format!("DKIM key: {e}"));
+        let der = rustls_pki_types::PrivateKeyDer::from_pem_slice(pkcs8_pem.as_bytes()).map_err(|e| bad(&e))?;
+        let key = RsaKey::<Sha256>::from_key_der(der).map_err(|e| bad(&e))?;
+        let dkim = DkimSigner::from_key(key)
+            .domain(domain)
+            .selector(selector)
+            .headers(SIGNED_HEADERS.iter().copied());
+        Ok(Self { dkim })
+    }
+
+    /// The message with a DKIM-Signature header (relaxed/relaxed) in front.
+    /// The bytes must be what goes on the wire: CRLF line ends.
+    pub fn sign(&self, raw: Vec<u8>) -> Result<Vec<u8>, MailError> {
+        let signature = self
+            .dkim
+            .sign(&raw)
+            .map_err(|e| MailError(format!("DKIM signing: {e}")))?;
+        let mut signed = signature.to_header().into_bytes();
+        signed.extend_from_slice(&raw);
+        Ok(signed)
     }
 }
 
 fn crlf(text: &str) -> String {
-    text.replace("\r\n", "\n").replace('\r', "\n").replace('\n', "\r\n")
+    String::from_utf8(crlf_bytes(text.as_bytes())).unwrap_or_default()
+}
+
+/// Every line end as CRLF (a lone CR or LF included): the bytes SMTP carries,
+/// which a DKIM body hash must be taken over.
+fn crlf_bytes(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + raw.len() / 32);
+    let mut bytes = raw.iter().copied().peekable();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\r' => {
+                bytes.next_if_eq(&b'\n');
+                out.extend_from_slice(b"\r\n");
+            }
+            b'\n' => out.extend_from_slice(b"\r\n"),
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
+/// Headers a submitted message loses before it is signed and sent: Bcc (its
+/// recipients are in the envelope only), and what only a later hop may write.
+const DROPPED_ON_SUBMISSION: &[&str] = &[
+    "Bcc",
+    "Resent-Bcc",
+    "DKIM-Signature",
+    "Return-Path",
+    super::inbound::ENVELOPE_HEADER,
+];
+
+/// A message a mail client submitted, ready to sign: CRLF line ends, without
+/// the headers above, with a Message-ID and a Date when it had none. Gives it
+/// with its Message-ID.
+pub fn submitted(raw: &[u8], domain: &str, now: chrono::DateTime<chrono::Utc>) -> Result<(Vec<u8>, String), MailError> {
+    let raw = crlf_bytes(raw);
+    let parsed = mail_parser::MessageParser::default()
+        .parse(&raw)
+        .ok_or_else(|| MailError("not a MIME message".into()))?;
+    let root = parsed.root_part();
+    let mut out = Vec::with_capacity(raw.len() + 200);
+    for header in root.headers() {
+        let name = header.name.as_str();
+        if DROPPED_ON_SUBMISSION.iter().any(|d| d.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        out.extend_from_slice(&raw[header.offset_field as usize..header.offset_end as usize]);
+    }
+    let message_id = match parsed.message_id().map(str::trim).filter(|id| !id.is_empty()) {
+        Some(id) => format!("<{}>", id.trim_matches(['<', '>'])),
+        None => {
+            let id = new_message_id(domain);
+            out.extend_from_slice(format!("Message-ID: {id}\r\n").as_bytes());
+            id
+        }
+    };
+    if parsed.date().is_none() {
+        out.extend_from_slice(format!("Date: {}\r\n", now.to_rfc2822()).as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(raw.get(root.offset_body as usize..).unwrap_or_default());
+    Ok((out, message_id))
 }
 
 /// `<random@domain>`: unique, and naming the sending domain.
@@ -66,21 +152,18 @@ pub fn build(draft: &Draft<'_>, message_id: &str, signer: Option<&Signer>) -> Re
     for to in draft.to {
         builder = builder.to(to.parse().map_err(|e| bad(&e))?);
     }
-    let mut signed_headers = vec!["From", "To", "Subject", "Date", "Message-ID"];
     if let Some(id) = draft.in_reply_to {
         builder = builder.in_reply_to(id.to_string());
-        signed_headers.push("In-Reply-To");
     }
     if !draft.references.is_empty() {
         builder = builder.references(draft.references.join(" "));
-        signed_headers.push("References");
     }
     // SMTP carries CRLF line ends; the DKIM body hash must be taken over the
     // same bytes the recipient gets, so bare LFs become CRLF before signing.
     let text = SinglePart::builder()
         .header(ContentType::TEXT_PLAIN)
         .body(crlf(draft.text));
-    let mut message = if draft.attachments.is_empty() {
+    let message = if draft.attachments.is_empty() {
         builder.singlepart(text).map_err(|e| bad(&e))?
     } else {
         let mut parts = MultiPart::mixed().singlepart(text);
@@ -94,25 +177,14 @@ pub fn build(draft: &Draft<'_>, message_id: &str, signer: Option<&Signer>) -> Re
         }
         builder.multipart(parts).map_err(|e| bad(&e))?
     };
-    if let Some(signer) = signer {
-        let key = DkimSigningKey::new(&signer.pkcs1_pem, DkimSigningAlgorithm::Rsa).map_err(|e| bad(&e))?;
-        let headers = signed_headers.into_iter().map(HeaderName::new_from_ascii_str).collect();
-        let relaxed = DkimCanonicalization {
-            header: DkimCanonicalizationType::Relaxed,
-            body: DkimCanonicalizationType::Relaxed,
-        };
-        message.sign(&DkimConfig::new(
-            signer.selector.clone(),
-            signer.domain.clone(),
-            key,
-            headers,
-            relaxed,
-        ));
-    }
+    let raw = match signer {
+        Some(signer) => signer.sign(message.formatted())?,
+        None => message.formatted(),
+    };
     Ok(Outgoing {
         envelope_from: draft.from.to_string(),
         recipients: draft.to.to_vec(),
-        raw: message.formatted(),
+        raw,
     })
 }
 
@@ -143,7 +215,7 @@ mod tests {
         let id = new_message_id("example.com");
         let out = build(&draft, &id, Some(&signer)).unwrap();
         let raw = String::from_utf8_lossy(&out.raw);
-        assert!(raw.contains("\r\nDKIM-Signature: "), "{raw}");
+        assert!(raw.starts_with("DKIM-Signature: "), "{raw}");
         assert!(raw.contains("d=example.com") && raw.contains("s=mail"));
         assert!(raw.contains(&format!("Message-ID: {id}")));
         assert!(raw.contains("In-Reply-To: <r2@x.org>"));
@@ -152,5 +224,30 @@ mod tests {
         assert!(raw.contains("filename=\"n.txt\""));
         assert_eq!(out.recipients, to);
         assert_eq!(out.envelope_from, "me@example.com");
+    }
+
+    #[test]
+    fn a_submitted_message_loses_bcc_and_gains_an_id_and_a_date() {
+        let raw =
+            b"From: me@example.com\nBcc: hidden@x.org,\n  other@y.org\nTo: a@x.org\nDKIM-Signature: v=1; forged\n\
+            Subject: Hi\n\nline one\nline two\r\n";
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-24T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        let (out, id) = submitted(raw, "example.com", now).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(id.starts_with('<') && id.ends_with("@example.com>"), "{id}");
+        assert_eq!(
+            text,
+            format!(
+                "From: me@example.com\r\nTo: a@x.org\r\nSubject: Hi\r\nMessage-ID: {id}\r\n\
+                 Date: Tue, 24 Nov 2026 10:00:00 +0000\r\n\r\nline one\r\nline two\r\n"
+            )
+        );
+        // Its own Message-ID and Date are kept.
+        let raw = b"From: me@example.com\r\nMessage-ID: <own@example.com>\r\nDate: Mon, 23 Nov 2026 10:00:00 +0000\r\n\r\nx\r\n";
+        let (out, id) = submitted(raw, "example.com", now).unwrap();
+        assert_eq!(id, "<own@example.com>");
+        assert_eq!(out, raw);
     }
 }

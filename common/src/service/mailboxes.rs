@@ -124,6 +124,15 @@ impl Mailbox {
     pub fn is_active(&self) -> bool {
         self.status == MailboxStatus::Active
     }
+    /// Whose mail this mailbox's rows are: a service-domain mailbox is read on
+    /// its own (by the agent key and operators), any other with its account.
+    pub fn reading_scope(&self, service_domain: &str) -> String {
+        if self.domain_id.eq_ignore_ascii_case(service_domain) {
+            super::keys::inbox_mailbox_scope(&self.address)
+        } else {
+            super::keys::inbox_account_scope(&self.uid)
+        }
+    }
     /// May log in over IMAP/SMTP: stored mail and an issued password.
     pub fn login_hash(&self) -> Option<&str> {
         (self.is_active() && self.mode.stores())

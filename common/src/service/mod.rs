@@ -20,6 +20,7 @@ pub mod onboarding;
 pub mod poller;
 pub mod removal;
 pub mod send;
+pub mod submission;
 pub mod webhooks;
 
 /// Stored statuses are compared and set as their typed values, never as

@@ -1,8 +1,9 @@
 //! The inbound poller: files the raw messages the mail host (or `mailhost
 //! deliver`) drops under `inbound/pending/` into the inbox.
 //!
-//! Each file is parsed, its recipients here decided, a copy filed into each
-//! recipient mailbox that stores mail (idempotent on mailbox and Message-ID),
+//! Each file is parsed, its recipient taken from its envelope (the one copy
+//! the mail host delivered), a copy filed into that mailbox when it stores
+//! mail (idempotent on mailbox and Message-ID),
 //! and only then is the raw file moved: to `inbound/done/`, or to
 //! `inbound/failed/` with a `.reason` text beside it.
 
@@ -12,7 +13,7 @@ use crate::error::ApiError;
 use crate::mail::inbound::{self, Inbound, Limits};
 
 use super::mail_store::{self, Direction, NewMessage, Row};
-use super::{keys, mailboxes, webhooks};
+use super::{mailboxes, webhooks};
 
 pub const PENDING: &str = "inbound/pending/";
 pub const DONE: &str = "inbound/done/";
@@ -103,12 +104,15 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(S
 type Filed = (Vec<(String, Row)>, usize);
 
 async fn file(ctx: &Context, message: &Inbound) -> Result<Result<Filed, String>, ApiError> {
-    let candidates: Vec<String> = if message.delivered_to.is_empty() {
-        message.to.iter().chain(&message.cc).cloned().collect()
-    } else {
-        message.delivered_to.clone()
+    // The envelope's one recipient; only a bare message dropped by hand (no
+    // envelope, no trace lines) is filed by its To and Cc.
+    let candidates: Vec<String> = match &message.envelope {
+        Some(envelope) => match &envelope.recipient {
+            Some(recipient) => vec![recipient.clone()],
+            None => return Ok(Err("the envelope names no recipient".into())),
+        },
+        None => message.to.iter().chain(&message.cc).cloned().collect(),
     };
-    let service_domain = ctx.config.service_domain.to_ascii_lowercase();
     let mut seen = std::collections::HashSet::new();
     let mut here = 0;
     let (mut new, mut duplicates) = (Vec::new(), 0);
@@ -128,11 +132,7 @@ async fn file(ctx: &Context, message: &Inbound) -> Result<Result<Filed, String>,
         if !mailbox.mode.stores() {
             continue;
         }
-        let scope = if mailbox.domain_id == service_domain {
-            keys::inbox_mailbox_scope(&mailbox.address)
-        } else {
-            keys::inbox_account_scope(&mailbox.uid)
-        };
+        let scope = mailbox.reading_scope(&ctx.config.service_domain);
         match mail_store::file(ctx, &as_new(message, &scope, &mailbox.address)).await? {
             Some(row) => new.push((scope, row)),
             None => duplicates += 1,

@@ -20,6 +20,7 @@ use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::mail::Outgoing;
 use crate::mail::attachments::{self, Attachment};
 use crate::mail::message::{self, Draft, Signer};
 use crate::ratelimit::{self, DAY, Limit, MINUTE};
@@ -218,18 +219,83 @@ fn split_ids(s: &str) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
-/// Who pays and whose windows count: (rate bucket, credit bucket if charged).
-/// A standard key's windows are its account's, so a fresh key starts none anew.
-fn buckets(caller: &Caller) -> (String, Option<String>) {
-    match caller {
-        Caller::Agent => (AGENT_BUCKET.into(), Some(AGENT_BUCKET.into())),
-        Caller::Standard(key) => (
-            credits::account_bucket(&key.uid),
-            Some(credits::account_bucket(&key.uid)),
-        ),
-        Caller::Identity(user) => (format!("user:{}", user.uid), None),
-        _ => ("none".into(), None),
+/// Whose switches, rate windows and balance a send counts against.
+pub(crate) enum Payer {
+    /// The shared agent key (and the service-domain mailboxes' passwords):
+    /// its freeze applies and its balance pays.
+    Agent,
+    /// A standard account: its windows and balance, whichever of its keys or
+    /// mailbox passwords sends, so a fresh key starts none anew.
+    Account(String),
+    /// A person signed in: their own windows, never charged.
+    Person(String),
+}
+
+impl Payer {
+    fn of(caller: &Caller) -> Payer {
+        match caller {
+            Caller::Agent => Payer::Agent,
+            Caller::Standard(key) => Payer::Account(key.uid.clone()),
+            Caller::Identity(user) => Payer::Person(user.uid.clone()),
+            // No other caller reaches a send.
+            Caller::Public | Caller::Sync => Payer::Person("none".into()),
+        }
     }
+
+    fn rate_bucket(&self) -> String {
+        match self {
+            Payer::Agent => AGENT_BUCKET.into(),
+            Payer::Account(uid) => credits::account_bucket(uid),
+            Payer::Person(uid) => format!("user:{uid}"),
+        }
+    }
+
+    fn credit_bucket(&self) -> Option<String> {
+        match self {
+            Payer::Person(_) => None,
+            _ => Some(self.rate_bucket()),
+        }
+    }
+}
+
+/// The checks before a send's input is even read, in the spec's order: the
+/// global kill switch, the agent key's freeze (its sends only), both rate
+/// windows. Nothing here spends a credit.
+pub(crate) async fn gate(ctx: &Context, payer: &Payer) -> Result<(), ApiError> {
+    // The sending switch and (for the agent key) its own, in one request.
+    let mut switches = vec![keys::sending_switch()];
+    if matches!(payer, Payer::Agent) {
+        switches.push(keys::agent_switch());
+    }
+    let mut found = ctx.store.get_many(&switches).await?.into_iter();
+    if !credits::enabled_of(found.next().flatten().as_ref()) {
+        return Err(error::SENDING_PAUSED.into());
+    }
+    if found
+        .next()
+        .is_some_and(|switch| credits::AgentSwitch::of(switch.as_ref()).frozen(ctx.clock.now()))
+    {
+        return Err(error::AGENT_KEY_DISABLED.into());
+    }
+    rate_limit(ctx, &payer.rate_bucket()).await
+}
+
+/// Takes the payer's credit (none for a person), then hands the message to
+/// the transport. A credit is not refunded when delivery fails (spec 8).
+pub(crate) async fn charge_and_send(
+    ctx: &Context,
+    payer: &Payer,
+    outgoing: &Outgoing,
+) -> Result<Option<i64>, ApiError> {
+    let remaining = match payer.credit_bucket() {
+        Some(bucket) => Some(credits::spend(ctx, &bucket).await?),
+        None => None,
+    };
+    let transport = ctx.customer_mail.as_ref().ok_or(error::NO_OUTBOUND_HOST)?;
+    if let Err(e) = transport.send(outgoing).await {
+        return Err(error::SEND_FAILED.caused_by(format_args!("SMTP delivery failed: {e}")));
+    }
+    Ok(remaining)
 }
 
 const SEND_MINUTE: Limit = Limit {
@@ -305,7 +371,7 @@ async fn sender(
 
 /// The domain's DKIM signer. Read from its secret once per process: a key's
 /// secret name is new for every key, so a cached signer is never stale.
-async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Arc<Signer>, ApiError> {
+pub(crate) async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Arc<Signer>, ApiError> {
     // A poisoned cache still holds good signers: a panic elsewhere never
     // turns every later send into one.
     let cache = || ctx.signers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -347,7 +413,7 @@ pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendO
         Some(key) => key,
         None => return send_once(call, input).await,
     };
-    let claim = Idempotency::claim(ctx, &buckets(caller).0, &key, input.fields()).await?;
+    let claim = Idempotency::claim(ctx, &Payer::of(caller).rate_bucket(), &key, input.fields()).await?;
     let claim = match claim {
         Claimed::Replay(first) => return Ok(first),
         Claimed::Fresh(claim) => claim,
@@ -430,23 +496,8 @@ impl Idempotency {
 
 async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
-    // The sending switch and (for the agent key) its own, in one request.
-    let mut switches = vec![keys::sending_switch()];
-    if matches!(caller, Caller::Agent) {
-        switches.push(keys::agent_switch());
-    }
-    let mut found = ctx.store.get_many(&switches).await?.into_iter();
-    if !credits::enabled_of(found.next().flatten().as_ref()) {
-        return Err(error::SENDING_PAUSED.into());
-    }
-    if found
-        .next()
-        .is_some_and(|switch| credits::AgentSwitch::of(switch.as_ref()).frozen(ctx.clock.now()))
-    {
-        return Err(error::AGENT_KEY_DISABLED.into());
-    }
-    let (rate_bucket, credit_bucket) = buckets(caller);
-    rate_limit(ctx, &rate_bucket).await?;
+    let payer = Payer::of(caller);
+    gate(ctx, &payer).await?;
 
     let input = input.parse()?;
     let (from, domain) = sender(ctx, caller, input.from.as_deref()).await?;
@@ -462,24 +513,26 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
     };
     let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
         .map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
-
-    let remaining = match &credit_bucket {
-        Some(bucket) => Some(credits::spend(ctx, bucket).await?),
-        None => None,
-    };
-    let transport = ctx.customer_mail.as_ref().ok_or(error::NO_OUTBOUND_HOST)?;
-    if let Err(e) = transport.send(&outgoing).await {
-        return Err(error::SEND_FAILED.caused_by(format_args!("SMTP delivery failed: {e}")));
-    }
+    let remaining = charge_and_send(ctx, &payer, &outgoing).await?;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.
-    let (thread_id, stored) = match file_on_thread(ctx, caller, &from, &message_id, &input).await {
-        Ok(filed) => filed,
-        Err(e) => {
-            tracing::error!(error = %e, message_id = %message_id, "a sent reply could not be filed on its thread");
-            (None, 0)
-        }
+    let in_reply_to: Vec<String> = input.in_reply_to.iter().cloned().collect();
+    let sent = Sent {
+        from: &from,
+        message_id: &message_id,
+        to: &input.to,
+        subject: &input.subject,
+        text: &input.text,
+        in_reply_to: &in_reply_to,
+        references: &input.references,
+        attachments: input
+            .attachments
+            .iter()
+            .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
+            .collect(),
     };
+    let (scope, mailbox) = reply_scope(ctx, caller, &from);
+    let (thread_id, stored) = file_on_thread(ctx, &scope, &mailbox, &sent).await;
     Ok(SendOutput {
         ok: true,
         message_id,
@@ -491,53 +544,69 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
     })
 }
 
-/// A reply to a stored conversation is filed on its thread as an outbound row,
-/// with its attachments kept; any other send is not filed.
-async fn file_on_thread(
-    ctx: &Context,
-    caller: &Caller,
-    from: &str,
-    message_id: &str,
-    input: &SendInput,
-) -> Result<(Option<String>, usize), ApiError> {
-    if input.references.is_empty() && input.in_reply_to.is_none() {
-        return Ok((None, 0));
-    }
-    // The agent and operators read a service-domain mailbox; a customer its account.
+/// What went out, as a thread files it.
+pub(crate) struct Sent<'a> {
+    pub from: &'a str,
+    pub message_id: &'a str,
+    pub to: &'a [String],
+    pub subject: &'a str,
+    pub text: &'a str,
+    pub in_reply_to: &'a [String],
+    pub references: &'a [String],
+    /// (filename, content type, bytes)
+    pub attachments: Vec<(&'a str, &'a str, &'a [u8])>,
+}
+
+/// Where a caller's sent reply is filed: (reading scope, mailbox). The agent
+/// key and operators read a service-domain mailbox; a customer its account.
+fn reply_scope(ctx: &Context, caller: &Caller, from: &str) -> (String, String) {
     let service_inbox = || format!("inbox@{}", ctx.config.service_domain.to_ascii_lowercase());
-    let (scope, mailbox) = match caller {
+    match caller {
         Caller::Standard(key) => (keys::inbox_account_scope(&key.uid), from.to_string()),
         Caller::Identity(user) if user.operator && !from.starts_with("noreply@") => {
             (keys::inbox_mailbox_scope(from), from.to_string())
         }
         _ => (keys::inbox_mailbox_scope(&service_inbox()), service_inbox()),
-    };
-    let in_reply_to: Vec<String> = input.in_reply_to.iter().cloned().collect();
+    }
+}
+
+/// A reply to a stored conversation is filed on its thread as an outbound row,
+/// with its attachments kept; any other send is not filed. The mail is out by
+/// now: a reply that cannot be filed is logged, and the send still succeeds.
+pub(crate) async fn file_on_thread(
+    ctx: &Context,
+    scope: &str,
+    mailbox: &str,
+    sent: &Sent<'_>,
+) -> (Option<String>, usize) {
+    if sent.references.is_empty() && sent.in_reply_to.is_empty() {
+        return (None, 0);
+    }
     let new = NewMessage {
-        scope: &scope,
-        mailbox: &mailbox,
+        scope,
+        mailbox,
         direction: Direction::Outbound,
-        message_id,
-        from,
-        to: &input.to,
-        subject: &input.subject,
+        message_id: sent.message_id,
+        from: sent.from,
+        to: sent.to,
+        subject: sent.subject,
         date: Some(iso(ctx.clock.now())),
-        in_reply_to: &in_reply_to,
-        references: &input.references,
-        text: &input.text,
+        in_reply_to: sent.in_reply_to,
+        references: sent.references,
+        text: sent.text,
         html: None,
-        attachments: input
-            .attachments
-            .iter()
-            .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
-            .collect(),
+        attachments: sent.attachments.clone(),
         source: "send",
         only_on_existing_thread: true,
     };
-    Ok(match mail_store::file(ctx, &new).await? {
-        Some(row) => (Some(row.thread_id), row.attachments.len()),
-        None => (None, 0),
-    })
+    match mail_store::file(ctx, &new).await {
+        Ok(Some(row)) => (Some(row.thread_id), row.attachments.len()),
+        Ok(None) => (None, 0),
+        Err(e) => {
+            tracing::error!(error = %e, message_id = %sent.message_id, "a sent reply could not be filed on its thread");
+            (None, 0)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,217 @@
+//! SMTP submission: a mailbox's app password on the mail host's port 587 sends
+//! like any API send (spec 1.7's IMAP/SMTP login; DESIGN "one send path").
+//!
+//! The mail host's milter (`mailhost milter`) hands each message an
+//! authenticated mailbox submits to `POST /mtaSubmission` with the sync token,
+//! and answers the client with what this returns. Here the message meets the
+//! send path's checks in its order: the mailbox that logged in (as
+//! authentication), the kill switch, the agent key's freeze (for the
+//! service-domain mailboxes it pays for), both rate windows, validation (the
+//! envelope sender and `From:` must be that mailbox; at most 5 recipients),
+//! the credit; then it is signed with the domain's DKIM key and sent through
+//! the same transport as `POST /sendMail`. The milter discards its own copy.
+
+use base64::Engine;
+use mail_parser::{Address, MessageParser, MimeHeaders};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::accounts::OPS_UID;
+use super::send::{self, Payer, Sent};
+use super::{Call, domains, mailboxes};
+use crate::context::Context;
+use crate::error::{self, ApiError};
+use crate::mail::message;
+use crate::mail::{Outgoing, inbound};
+use crate::validate::{self, Fields, Input, Later};
+
+/// The largest message a mailbox may submit (Postfix's submission
+/// `message_size_limit`, from `mailhost limits`): what the service accepts in
+/// one request (6 MB on Lambda) once base64 has grown it by a third.
+pub const SUBMISSION_SIZE_LIMIT: usize = 4 * 1024 * 1024;
+/// The headers the mail host adds in front before the milter sees it.
+const TRACE_ALLOWANCE: usize = 64 * 1024;
+/// The request body of `POST /mtaSubmission` at the largest message.
+pub const SUBMISSION_BODY: usize = (SUBMISSION_SIZE_LIMIT + TRACE_ALLOWANCE) / 3 * 4 + 64 * 1024;
+
+/// One submitted message, as the mail host's milter saw it.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmissionInput {
+    /// The SASL login the client authenticated with (a mailbox address).
+    #[schemars(email)]
+    pub login: String,
+    /// `MAIL FROM` (empty for the null sender).
+    pub sender: String,
+    /// `RCPT TO`, in order.
+    #[schemars(length(min = 1))]
+    pub recipients: Vec<String>,
+    /// The message as received (headers and body), in standard base64.
+    #[schemars(with = "String")]
+    pub raw: Vec<u8>,
+}
+
+impl Input for SubmissionInput {
+    fn parse(fields: &Fields) -> Result<Self, ApiError> {
+        let login = login(fields)?;
+        let sender = fields.str("sender")?.unwrap_or_default();
+        let recipients = match fields.get("recipients") {
+            Some(Value::Array(list)) if !list.is_empty() => list,
+            _ => return Err(error::SUBMISSION_FIELDS.into()),
+        };
+        if recipients.len() > send::MAX_RECIPIENTS {
+            return Err(error::TOO_MANY_RECIPIENTS.into());
+        }
+        let recipients = recipients
+            .iter()
+            .map(|r| {
+                let r = r.as_str().ok_or(error::SUBMISSION_FIELDS)?;
+                validate::email(r).ok_or_else(|| error::RECIPIENT_INVALID.with(r.chars().take(254).collect::<String>()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let raw = fields.str("raw")?.ok_or(error::SUBMISSION_FIELDS)?;
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(raw.as_bytes())
+            .map_err(|_| error::SUBMISSION_UNREADABLE)?;
+        if raw.len() > SUBMISSION_SIZE_LIMIT + TRACE_ALLOWANCE {
+            return Err(error::SUBMISSION_TOO_LARGE.into());
+        }
+        Ok(SubmissionInput {
+            login,
+            sender,
+            recipients,
+            raw,
+        })
+    }
+}
+
+fn login(fields: &Fields) -> Result<String, ApiError> {
+    let login = fields.str("login")?.ok_or(error::SUBMISSION_FIELDS)?;
+    validate::email(&login).ok_or_else(|| error::SUBMISSION_NOT_SENDABLE.into())
+}
+
+/// What the milter answers the client with: the message went out.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmissionOutput {
+    pub ok: bool,
+    /// The Message-ID it went out with (the client's, or one given here).
+    pub message_id: String,
+    /// Credits left on the balance that paid (none for a person's mailbox).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credits_remaining: Option<i64>,
+}
+
+/// Sends one submitted message, in the send path's order of checks.
+pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<SubmissionOutput, ApiError> {
+    let ctx = call.ctx;
+    let Some(fields) = input.fields() else {
+        return Err(error::SUBMISSION_FIELDS.into());
+    };
+    let login = login(fields)?;
+    let (mailbox, domain) = sending_mailbox(ctx, &login).await?;
+    // The service-domain mailboxes are the operators', read and paid for by
+    // the agent key; any other mailbox's account pays.
+    let payer = if mailbox.domain_id == ctx.config.service_domain.to_ascii_lowercase() {
+        Payer::Agent
+    } else {
+        Payer::Account(mailbox.uid.clone())
+    };
+    send::gate(ctx, &payer).await?;
+
+    let input = input.parse()?;
+    if !input.sender.eq_ignore_ascii_case(&mailbox.address) {
+        return Err(error::SUBMISSION_SENDER.into());
+    }
+    let parsed = MessageParser::default()
+        .parse(&input.raw)
+        .ok_or(error::SUBMISSION_UNREADABLE)?;
+    let only_the_mailbox = |list: Option<&Address<'_>>| {
+        let addresses: Vec<&str> = list
+            .into_iter()
+            .flat_map(|a| a.iter())
+            .filter_map(|a| a.address())
+            .collect();
+        addresses.len() == 1 && addresses[0].trim().eq_ignore_ascii_case(&mailbox.address)
+    };
+    if !only_the_mailbox(parsed.from()) || (parsed.sender().is_some() && !only_the_mailbox(parsed.sender())) {
+        return Err(error::SUBMISSION_SENDER.into());
+    }
+    let (raw, message_id) = message::submitted(&input.raw, &domain.name, ctx.clock.now())
+        .map_err(|_| ApiError::from(error::SUBMISSION_UNREADABLE))?;
+    let signed = send::signer(ctx, &domain)
+        .await?
+        .sign(raw)
+        .map_err(|e| error::SEND_FAILED.caused_by(e))?;
+    let outgoing = Outgoing {
+        envelope_from: mailbox.address.clone(),
+        recipients: input.recipients.clone(),
+        raw: signed,
+    };
+    let credits_remaining = send::charge_and_send(ctx, &payer, &outgoing).await?;
+
+    let ids = |value| -> Vec<String> {
+        inbound::message_ids(value)
+            .iter()
+            .filter_map(|id| send::message_id(id))
+            .collect()
+    };
+    let in_reply_to = ids(parsed.in_reply_to());
+    let references = ids(parsed.references());
+    let text = parsed.body_text(0).unwrap_or_default();
+    let attachments = parsed
+        .attachments()
+        .map(|part| {
+            let content_type = part
+                .content_type()
+                .map(|ct| format!("{}/{}", ct.ctype(), ct.subtype().unwrap_or("octet-stream")))
+                .unwrap_or_else(|| "application/octet-stream".into());
+            (
+                part.attachment_name().unwrap_or("attachment").to_string(),
+                content_type,
+                part.contents(),
+            )
+        })
+        .collect::<Vec<_>>();
+    let sent = Sent {
+        from: &mailbox.address,
+        message_id: &message_id,
+        to: &input.recipients,
+        subject: parsed.subject().unwrap_or_default(),
+        text: &text,
+        in_reply_to: &in_reply_to,
+        references: &references,
+        attachments: attachments
+            .iter()
+            .map(|(name, content_type, bytes)| (name.as_str(), content_type.as_str(), *bytes))
+            .collect(),
+    };
+    let scope = mailbox.reading_scope(&ctx.config.service_domain);
+    send::file_on_thread(ctx, &scope, &mailbox.address, &sent).await;
+    Ok(SubmissionOutput {
+        ok: true,
+        message_id,
+        credits_remaining,
+    })
+}
+
+/// The mailbox that logged in, with the domain that signs for it: it must
+/// still be an active mailbox that stores mail, on a verified domain (the
+/// mail host may hold a password a minute after its mailbox changed).
+async fn sending_mailbox(ctx: &Context, login: &str) -> Result<(mailboxes::Mailbox, domains::Domain), ApiError> {
+    let mailbox = mailboxes::by_address(ctx, login)
+        .await?
+        .filter(|m| m.is_active() && m.mode.stores())
+        .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
+    let owner = if mailbox.domain_id == ctx.config.service_domain.to_ascii_lowercase() {
+        OPS_UID
+    } else {
+        mailbox.uid.as_str()
+    };
+    let domain = domains::get(ctx, owner, &mailbox.domain_id)
+        .await?
+        .filter(|d| d.status == domains::DomainStatus::Verified)
+        .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
+    Ok((mailbox, domain))
+}
