@@ -261,9 +261,17 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
         inline.headers()["content-disposition"],
         "inline; filename=\"chart.png\""
     );
+    // What a stranger sent is never sniffed, and runs nothing when shown.
+    for headers in [res_headers(&app, &key, &id).await] {
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(headers["content-security-policy"], "sandbox");
+    }
     for (query, status) in [
         (format!("?id={id}&index=1"), 404),
-        (format!("?id={id}&index=3"), 400),
+        (format!("?id={id}&index=3"), 404),
+        (format!("?id={id}&index=19"), 404),
+        (format!("?id={id}&index=20"), 400),
+        (format!("?id={id}&index=-1"), 400),
         (format!("?id={id}"), 400),
         ("?index=0".to_string(), 400),
         ("?id=0000000000000feedface&index=0".to_string(), 404),
@@ -274,6 +282,17 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
         let res = app.get(&format!("/attachment{query}"), Auth::Bearer(&key)).await;
         assert_eq!(res.status, status, "{query}: {}", res.body);
     }
+}
+
+async fn res_headers(app: &TestApp, key: &str, id: &str) -> reqwest::header::HeaderMap {
+    let res = app
+        .client
+        .get(format!("{}/attachment?id={id}&index=0&disposition=inline", app.base))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    res.headers().clone()
 }
 
 async fn a_second_delivery_changes_nothing(app: TestApp) {

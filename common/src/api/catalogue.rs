@@ -744,10 +744,12 @@ pub static INBOX: Section = Section {
             tool: None,
             access: Mail,
             summary: "Download a stored message's attachment",
-            description: "The stored bytes of attachment index (0 to 2) of message id (or messageId), with its stored \
-                          Content-Type and Content-Disposition: attachment, or inline when disposition=inline and the \
-                          type is an image, PDF or text. box=outbound reads a threaded send's files. No credits, no \
-                          rate limit.",
+            description: "The stored bytes of attachment index (0 to 19: a received message keeps up to 20 files; a \
+                          send carries up to 3) of message id (or messageId), as sent, with its stored Content-Type \
+                          (a text file's with its charset) and Content-Disposition: attachment, or inline when \
+                          disposition=inline and the type is a raster image, PDF or plain text. Every answer carries \
+                          Content-Security-Policy: sandbox and X-Content-Type-Options: nosniff. box=outbound reads a \
+                          threaded send's files. 404 past the last file. No credits, no rate limit.",
             errors: &[
                 MESSAGE_TARGET_REQUIRED,
                 INBOX_ID_INVALID,

@@ -10,7 +10,7 @@
 //! message) is read by its first `Delivered-To:`; nothing a sender wrote inside
 //! the message names a recipient.
 
-use mail_parser::{Address, HeaderValue, MessageParser, MimeHeaders, PartType};
+use mail_parser::{HeaderValue, MessageParser, PartType};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -20,6 +20,10 @@ pub const MESSAGE_SIZE_LIMIT: usize = 25 * 1024 * 1024;
 /// What the mail host adds in front of a message it accepted at the limit:
 /// the envelope line and Postfix's trace headers.
 const TRACE_ALLOWANCE: usize = 64 * 1024;
+
+/// The most files kept of one received message (GET /attachment serves
+/// indexes 0 to this less one).
+pub const MAX_ATTACHMENTS: usize = 20;
 
 /// The header line `mailhost deliver` writes first.
 pub const ENVELOPE_HEADER: &str = "X-Mailhost-Envelope";
@@ -42,7 +46,7 @@ impl Default for Limits {
             max_parts: 200,
             max_depth: 8,
             max_headers: 1000,
-            max_attachments: 20,
+            max_attachments: MAX_ATTACHMENTS,
         }
     }
 }
@@ -52,12 +56,8 @@ const MAX_SUBJECT: usize = 998;
 const MAX_TEXT: usize = 2 * 1024 * 1024;
 const MAX_IDS: usize = 100;
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Attachment {
-    pub filename: String,
-    pub content_type: String,
-    pub bytes: Vec<u8>,
-}
+use super::received;
+pub use super::received::Attachment;
 
 /// The SMTP envelope of one delivered copy, as the mail host saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,20 +199,6 @@ pub struct Inbound {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused(pub String);
 
-fn addresses(list: Option<&Address<'_>>) -> Vec<String> {
-    let mut out: Vec<String> = list
-        .map(|a| {
-            a.iter()
-                .filter_map(|a| a.address())
-                .map(|a| a.trim().to_ascii_lowercase())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.dedup();
-    out.truncate(MAX_IDS);
-    out
-}
-
 /// The Message-IDs of an In-Reply-To or References header, at most 100.
 pub(crate) fn message_ids(value: &HeaderValue<'_>) -> Vec<String> {
     let list: Vec<String> = match value {
@@ -282,30 +268,7 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
         Some(id) if !id.trim().is_empty() && id.len() <= 500 => format!("<{}>", id.trim().trim_matches(['<', '>'])),
         _ => synthesized_id(body),
     };
-    let mut attachments = Vec::new();
-    for part in message.attachments() {
-        if attachments.len() == limits.max_attachments {
-            break;
-        }
-        let content_type = part
-            .content_type()
-            .map(|ct| match ct.subtype() {
-                Some(sub) => format!("{}/{}", ct.ctype(), sub),
-                None => ct.ctype().to_string(),
-            })
-            .unwrap_or_else(|| "application/octet-stream".into())
-            .to_ascii_lowercase();
-        let filename = part
-            .attachment_name()
-            .map(|n| cut(n.trim(), 255))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| format!("attachment-{}", attachments.len() + 1));
-        attachments.push(Attachment {
-            filename,
-            content_type,
-            bytes: part.contents().to_vec(),
-        });
-    }
+    let attachments = received::files(&message, body, limits.max_attachments);
     let text = message.body_text(0).map(|t| cut(&t, MAX_TEXT)).unwrap_or_default();
     // mail-parser lists a plain-text body as the HTML body too when there is
     // no HTML part (and would render one): only a real text/html part counts.
@@ -317,9 +280,12 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
     Ok(Inbound {
         envelope,
         message_id,
-        from: addresses(message.from()).into_iter().next().unwrap_or_default(),
-        to: addresses(message.to()),
-        cc: addresses(message.cc()),
+        from: received::addresses(message.from(), 1)
+            .into_iter()
+            .next()
+            .unwrap_or_default(),
+        to: received::addresses(message.to(), MAX_IDS),
+        cc: received::addresses(message.cc(), MAX_IDS),
         subject: cut(message.subject().unwrap_or_default().trim(), MAX_SUBJECT),
         date: message.date().map(|d| d.to_rfc3339()),
         in_reply_to: message_ids(message.in_reply_to()),

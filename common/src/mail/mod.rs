@@ -4,6 +4,7 @@ pub mod attachments;
 pub mod codes;
 pub mod inbound;
 pub mod message;
+pub mod received;
 pub mod ses;
 pub mod smtp;
 pub mod spool;

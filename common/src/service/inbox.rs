@@ -22,8 +22,9 @@ use crate::validate::{self, Fields, Input, Origin};
 
 pub const DEFAULT_LIMIT: i64 = 25;
 pub const MAX_LIMIT: i64 = 50;
-/// The most attachments a read can address (GET /attachment index 0-2).
-pub const MAX_ATTACHMENT_INDEX: i64 = 2;
+/// The highest attachment index GET /attachment serves: every file a
+/// received message keeps (spec 4.4's 0 to 2 bounds what a send carries).
+pub const MAX_ATTACHMENT_INDEX: i64 = crate::mail::inbound::MAX_ATTACHMENTS as i64 - 1;
 /// Rows of each direction a search reads (spec 4.2 rule 5).
 pub const SEARCH_DEPTH: usize = 200;
 /// Messages in one page of a thread.
@@ -1017,12 +1018,12 @@ pub struct AttachmentQuery {
     #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
     pub id: Option<String>,
     pub message_id: Option<String>,
-    #[schemars(range(min = 0, max = 2))]
+    #[schemars(range(min = 0, max = 19))]
     pub index: i64,
     /// inbound (default), or outbound for a threaded send's files.
     #[schemars(regex(pattern = r"^(inbound|outbound)$"))]
     pub r#box: Option<String>,
-    /// `inline`: shown in the browser, for images, PDF and text.
+    /// `inline`: shown in the browser, for raster images, PDF and plain text.
     #[schemars(regex(pattern = r"^inline$"))]
     pub disposition: Option<String>,
     /// Agent key and operators only: an address at the service domain.
@@ -1062,12 +1063,19 @@ impl Input for AttachmentQuery {
     }
 }
 
-/// Types a browser can show without running anything: images, PDF, text.
+/// Types a browser shows without running anything: raster images, PDF and
+/// plain text. Everything else is a download, whatever was asked.
 fn previewable(content_type: &str) -> bool {
-    let t = content_type.to_ascii_lowercase();
-    (t.starts_with("image/") && t != "image/svg+xml")
-        || t == "application/pdf"
-        || t.starts_with("text/") && t != "text/html"
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp" | "image/bmp" | "application/pdf" | "text/plain"
+    )
 }
 
 pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Download, ApiError> {

@@ -81,7 +81,7 @@ pub struct AttachmentInfo {
     pub filename: String,
     pub content_type: String,
     pub size: usize,
-    /// Where GET /attachment serves it (indexes 0 to 2).
+    /// Where GET /attachment serves it.
     pub download_path: String,
 }
 
