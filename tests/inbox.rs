@@ -25,6 +25,7 @@ on_both_backends!(
     storage_requests_per_route_are_what_the_data_model_says,
     a_poller_cut_short_files_once_and_leaves_no_orphan,
     a_long_thread_moves_and_reads_within_the_transaction_limits,
+    a_different_message_under_a_known_message_id_is_kept_and_marked,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -262,10 +263,9 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
         "inline; filename=\"chart.png\""
     );
     // What a stranger sent is never sniffed, and runs nothing when shown.
-    for headers in [res_headers(&app, &key, &id).await] {
-        assert_eq!(headers["x-content-type-options"], "nosniff");
-        assert_eq!(headers["content-security-policy"], "sandbox");
-    }
+    let headers = res_headers(&app, &key, &id).await;
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["content-security-policy"], "sandbox");
     for (query, status) in [
         (format!("?id={id}&index=1"), 404),
         (format!("?id={id}&index=3"), 404),
@@ -1114,9 +1114,11 @@ async fn a_poller_cut_short_files_once_and_leaves_no_orphan(app: TestApp) {
          --a\r\nContent-Type: text/html\r\n\r\n<p>html</p>\r\n--a--\r\n--m\r\nContent-Type: image/png\r\n\
          Content-Disposition: attachment; filename=\"c.png\"\r\nContent-Transfer-Encoding: base64\r\n\r\n{png}\r\n--m--\r\n"
     );
+    // Blobs are named by direction, Message-ID and the message's digest.
+    let digest = hex::encode(sha2::Sha256::digest(raw.as_bytes()));
     let prefix = format!(
         "mail/me@tom.example/{}",
-        &hex::encode(sha2::Sha256::digest("in\n<cut@example.org>"))[..32]
+        &hex::encode(sha2::Sha256::digest(format!("in\n<cut@example.org>\n{digest}")))[..32]
     );
     // The HTML body's blob cannot be written: a directory stands in its way.
     let blocker = app.data_dir.join("blobs").join(&prefix).join("body.html");
@@ -1238,4 +1240,75 @@ async fn a_long_thread_moves_and_reads_within_the_transaction_limits(app: TestAp
         .post("/inbox", Auth::Bearer(&key), json!({"thread": thread, "unread": true}))
         .await;
     assert_eq!(unread.body["thread"]["unreadCount"], 60, "{}", unread.body);
+}
+
+/// Outside finding 5: a Message-ID does not let whoever sends first hide a
+/// later, different message. The same bytes again are a duplicate; different
+/// bytes are filed beside the first and marked, with blobs of their own.
+async fn a_different_message_under_a_known_message_id_is_kept_and_marked(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let first = report("me@tom.example", "<same@example.org>");
+    let later = String::from_utf8(first.clone())
+        .unwrap()
+        .replace(
+            "Here is the chart you asked for.",
+            "Pay the invoice to this account instead.",
+        )
+        .into_bytes();
+    deliver(&app, first.clone()).await;
+    assert_eq!(poll(&app).await.filed, 1);
+    deliver(&app, later.clone()).await;
+    assert_eq!(poll(&app).await.filed, 1);
+    let rows = list(&app, &key, "").await["messages"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let marked: Vec<&Value> = rows.iter().filter(|r| r["messageIdConflict"] == true).collect();
+    assert_eq!(marked.len(), 1, "only the later one is marked: {rows:?}");
+    let unmarked = rows.iter().find(|r| r.get("messageIdConflict").is_none()).unwrap();
+    // A read by Message-ID gives the first; the later one by its id.
+    let by_mid = list(&app, &key, "?messageId=%3Csame%40example.org%3E").await;
+    assert_eq!(by_mid["message"]["id"], unmarked["id"]);
+    assert!(by_mid["message"]["text"].as_str().unwrap().contains("the chart"));
+    let later_id = marked[0]["id"].as_str().unwrap();
+    let read = list(&app, &key, &format!("?id={later_id}")).await;
+    assert!(read["message"]["text"].as_str().unwrap().contains("invoice"));
+    // Each has blobs of its own.
+    assert_eq!(blobs(&app, "mail/").await.len(), 2);
+    // Either again is a duplicate.
+    deliver(&app, first).await;
+    deliver(&app, later).await;
+    let again = poll(&app).await;
+    assert_eq!((again.filed, again.duplicates), (0, 2), "{again:?}");
+
+    // Two different messages under one new Message-ID, filed at once: both
+    // kept, each with its own attachment bytes.
+    let one = report("me@tom.example", "<race@example.org>");
+    let other = String::from_utf8(one.clone())
+        .unwrap()
+        .replace("Subject: The chart", "Subject: The other chart")
+        .into_bytes();
+    let parse = |raw: &[u8]| common::mail::inbound::parse(raw, &Default::default()).unwrap();
+    let (a, b) = (parse(&one), parse(&other));
+    let mailbox = common::service::mailboxes::by_address(&app.ctx, "me@tom.example")
+        .await
+        .unwrap()
+        .unwrap();
+    let scope = mailbox.reading_scope("svc.test");
+    let (na, nb) = (
+        poller::as_new(&a, &scope, "me@tom.example"),
+        poller::as_new(&b, &scope, "me@tom.example"),
+    );
+    let (ra, rb) = tokio::join!(
+        common::service::mail_store::file(&app.ctx, &na),
+        common::service::mail_store::file(&app.ctx, &nb),
+    );
+    let (ra, rb) = (ra.unwrap().expect("filed"), rb.unwrap().expect("filed"));
+    assert_ne!(ra.blob_prefix, rb.blob_prefix, "blobs never cross");
+    assert_eq!(
+        [ra.message_id_conflict, rb.message_id_conflict]
+            .iter()
+            .filter(|c| **c)
+            .count(),
+        1,
+        "one of the two is marked"
+    );
 }

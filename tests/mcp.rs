@@ -15,6 +15,7 @@ on_both_backends!(
     authentication_fails_before_any_tool_runs_and_spends_nothing,
     tool_failures_map_to_results_or_json_rpc_errors_as_the_spec_says,
     each_tool_answers_what_its_rest_route_answers,
+    a_browser_page_of_another_origin_is_refused_and_batches_are_bounded,
 );
 
 fn rpc(id: Value, method: &str, params: Value) -> Value {
@@ -334,6 +335,21 @@ async fn tool_failures_map_to_results_or_json_rpc_errors_as_the_spec_says(app: T
         (json!(false), json!(404))
     );
     assert_eq!(content["error"], "Message not found");
+    // The sentence on its own, for a client that shows text only.
+    assert_eq!(res.body["result"]["content"][0]["text"], "Message not found");
+    // The tool's outputSchema admits this result: one branch is the error.
+    let list = mcp(&app, agent, rpc(json!(50), "tools/list", json!({}))).await;
+    for t in list.body["result"]["tools"].as_array().unwrap() {
+        let schema = &t["outputSchema"];
+        assert_eq!(schema["type"], "object", "{}", t["name"]);
+        let branches = schema["anyOf"].as_array().expect("output or error");
+        let error = branches
+            .iter()
+            .find(|b| b["properties"]["ok"] == json!({"const": false}))
+            .unwrap_or_else(|| panic!("{}: no error branch", t["name"]));
+        assert_eq!(error["required"], json!(["ok", "error", "status"]), "{}", t["name"]);
+        assert!(!schema.to_string().contains("\"format\":\"uint"), "{}", t["name"]);
+    }
 
     // 429 (no credits left) and 503 (sending paused): tool results too.
     app.set_credits("agent:default", 0).await;
@@ -367,6 +383,42 @@ fn stable(mut v: Value) -> Value {
         }
     }
     v
+}
+
+/// The streamable HTTP transport's Origin rule, and a batch's bound.
+async fn a_browser_page_of_another_origin_is_refused_and_batches_are_bounded(app: TestApp) {
+    let key = app.agent_key.clone();
+    let ping = rpc(json!(1), "ping", json!({}));
+    let post = |origin: Option<String>, body: &Value| {
+        let mut req = app
+            .client
+            .post(format!("{}/mcp", app.base))
+            .bearer_auth(&key)
+            .json(body);
+        if let Some(origin) = origin {
+            req = req.header("Origin", origin);
+        }
+        app.send(req)
+    };
+    let evil = post(Some("https://evil.example".into()), &ping).await;
+    assert_eq!(
+        (evil.status, evil.error()),
+        (403, "This Origin may not call the MCP endpoint")
+    );
+    assert_eq!(post(Some("null".into()), &ping).await.status, 403);
+    // No Origin (no browser), or the service's own: answered.
+    assert_eq!(post(None, &ping).await.status, 200);
+    let own = app.base.clone();
+    assert_eq!(post(Some(own), &ping).await.status, 200);
+
+    let batch = |n: usize| Value::Array((0..n).map(|i| rpc(json!(i), "ping", json!({}))).collect());
+    let full = post(None, &batch(20)).await;
+    assert_eq!(full.status, 200);
+    assert_eq!(full.body.as_array().unwrap().len(), 20);
+    let over = post(None, &batch(21)).await;
+    assert_eq!(over.status, 400, "{}", over.body);
+    assert_eq!(over.body["error"]["code"], -32600);
+    assert_eq!(over.body["error"]["message"], "A batch holds at most 20 messages");
 }
 
 async fn each_tool_answers_what_its_rest_route_answers(app: TestApp) {

@@ -92,6 +92,15 @@ pub struct Config {
         default_value = ""
     )]
     pub webhook_allow_hosts: Vec<String>,
+    /// Origins (scheme://host[:port]) a browser page may call POST /mcp from,
+    /// comma-separated, beside the service's own; any other Origin is 403.
+    #[arg(
+        long,
+        env = "MAILHOST_MCP_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    pub mcp_allowed_origins: Vec<String>,
     /// PEM certificates webhook deliveries trust beside the system's roots
     /// (which `SSL_CERT_FILE` also extends); tests name their receiver's CA.
     #[arg(long, env = "MAILHOST_WEBHOOK_CA_FILE")]
@@ -172,6 +181,7 @@ impl Config {
             secret_prefix: vars.text("MAILHOST_SECRET_PREFIX", "mailhost/"),
             system_mail: vars.choice("MAILHOST_SYSTEM_MAIL", "transport")?,
             webhook_allow_hosts: vars.list("MAILHOST_WEBHOOK_ALLOW_HOSTS", ""),
+            mcp_allowed_origins: vars.list("MAILHOST_MCP_ALLOWED_ORIGINS", ""),
             webhook_ca_file: var("MAILHOST_WEBHOOK_CA_FILE").map(PathBuf::from),
             poll_interval: vars.parsed("MAILHOST_POLL_INTERVAL", "5")?,
             inbound_poll_ms: vars.parsed("MAILHOST_INBOUND_POLL_MS", "250")?,
@@ -266,6 +276,10 @@ mod tests {
             ("MAILHOST_SECRET_PREFIX", "mailhost/prod/"),
             ("MAILHOST_SYSTEM_MAIL", "ses"),
             ("MAILHOST_WEBHOOK_ALLOW_HOSTS", "hooks.internal,,x"),
+            (
+                "MAILHOST_MCP_ALLOWED_ORIGINS",
+                "https://app.example.com,http://localhost:5173",
+            ),
             ("MAILHOST_WEBHOOK_CA_FILE", "/etc/hooks-ca.pem"),
             ("MAILHOST_POLL_INTERVAL", "60"),
             ("MAILHOST_INBOUND_POLL_MS", "0"),

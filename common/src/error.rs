@@ -43,6 +43,9 @@ catalogue! {
     INVALID_KEY = 401 "Invalid API key";
     INVALID_TOKEN = 401 "Invalid or expired ID token";
     MCP_AGENT_KEY_ONLY = 401 "MCP requires agent API key (Bearer svc_...)";
+    /// A browser page of another site calling POST /mcp (the streamable HTTP
+    /// transport's DNS-rebinding rule).
+    MCP_ORIGIN = 403 "This Origin may not call the MCP endpoint";
     FIREBASE_REQUIRED = 401 "Firebase sign-in required";
     OPERATOR_MAILBOX = 403 "This mailbox requires an operator account";
     DRAFTS_SIGNED_IN = 403 "Drafts require a signed-in user";
@@ -64,6 +67,7 @@ catalogue! {
     /// A field of the wrong JSON type; `{}` is the field and what it must be.
     FIELD_TYPE = 400 "{}";
     RATE_LIMITED = 429 "Rate limit exceeded";
+    MCP_BATCH_TOO_LARGE = 400 "A batch holds at most 20 messages";
     INTERNAL = 500 "Internal error";
 
     // ---------------------------------------------------------------------- onboarding
@@ -73,6 +77,7 @@ catalogue! {
     AGENT_NAME_TOO_LONG = 400 "agentName must be at most 100 characters";
     INTENDED_USE_TOO_LONG = 400 "intendedUse must be at most 1000 characters";
     VERIFY_FIELDS_REQUIRED = 400 "requestId and code are required";
+    STATUS_FIELDS_TYPE = 400 "requestId, email and contactEmail must be strings";
     REQUEST_ID_INVALID = 400 "requestId is not valid";
     CODE_NOT_VALID = 401 "That code is not valid";
     /// Spec part 7 writes it in lower case.

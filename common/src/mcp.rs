@@ -37,6 +37,10 @@ mod code {
 /// JSON-RPC error (spec 4.12).
 const TOOL_RESULT_STATUSES: [u16; 3] = [404, 429, 503];
 
+/// The most messages one batch may carry: each may run a tool, and one
+/// request's work stays bounded.
+pub const MAX_BATCH: usize = 20;
+
 const AUTH_NOTE: &str = "POST takes the agent key or a standard customer key, as `Authorization: Bearer svc_...` \
                          or `X-Api-Key`. Without a credential: initialize, ping, tools/list and the onboarding \
                          tools (request_access, verify_access_request, get_request_status). An identity token \
@@ -76,6 +80,10 @@ fn tools() -> impl Iterator<Item = (&'static Operation, &'static api::Tool)> {
 /// before any tool runs and spends nothing.
 async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    if !origin_allowed(&parts.headers, &ctx.config.mcp_allowed_origins) {
+        discard(body).await;
+        return ApiError::from(error::MCP_ORIGIN).into_response();
+    }
     // A credential that is presented must be valid; none at all is checked
     // against what the body asks for (see `admit`).
     let auth = match Presented::from_headers(&parts.headers) {
@@ -114,6 +122,14 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
                 None,
             ));
         }
+        Value::Array(batch) if batch.len() > MAX_BATCH => {
+            return refuse(failure(
+                Value::Null,
+                code::INVALID_REQUEST,
+                error::MCP_BATCH_TOO_LARGE.sentence,
+                None,
+            ));
+        }
         Value::Array(batch) => {
             let mut answers = Vec::new();
             for message in batch {
@@ -131,6 +147,27 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
         // Only notifications: nothing to answer.
         None => StatusCode::NO_CONTENT.into_response(),
     }
+}
+
+/// The streamable HTTP transport's rule against DNS rebinding: a request
+/// without an Origin (not from a browser) passes; a browser's must be the
+/// service's own origin (its web app) or one the operator allowed.
+fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    let origin = origin.trim_end_matches('/');
+    let own_host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let same_site = origin
+        .split_once("://")
+        .is_some_and(|(_, host)| own_host.is_some_and(|own| own.eq_ignore_ascii_case(host)));
+    same_site
+        || allowed
+            .iter()
+            .any(|a| !a.is_empty() && a.trim_end_matches('/').eq_ignore_ascii_case(origin))
 }
 
 /// Who may send what to POST /mcp. The agent key and standard keys may send
@@ -263,7 +300,7 @@ fn tool_list() -> &'static Value {
                     "title": op.summary,
                     "description": op.description,
                     "inputSchema": input,
-                    "outputSchema": crate::openapi::standalone_schema(op.io.output_schema, Contract::Serialize),
+                    "outputSchema": output_schema(op),
                     "annotations": {
                         "title": op.summary,
                         "readOnlyHint": tool.hints.read_only,
@@ -276,6 +313,29 @@ fn tool_list() -> &'static Value {
             .collect();
         Value::Array(tools)
     })
+}
+
+/// A tool's `outputSchema`: its output, or the error result that 404, 429
+/// and 503 come back as (`{ok: false, error, status}`), so a client that
+/// checks `structuredContent` against it (MCP Inspector does, even with
+/// `isError`) reads both.
+fn output_schema(op: &Operation) -> Value {
+    let mut output = crate::openapi::standalone_schema(op.io.output_schema, Contract::Serialize);
+    let defs = output.as_object_mut().and_then(|o| o.remove("$defs"));
+    let mut error = crate::openapi::standalone_schema(
+        |g| g.subschema_for::<crate::error::ErrorBody<'static>>(),
+        Contract::Serialize,
+    );
+    error["properties"]["status"] = json!({ "type": "integer", "description": "The HTTP status." });
+    error["properties"]["ok"] = json!({ "const": false });
+    if let Some(required) = error["required"].as_array_mut() {
+        required.push(json!("status"));
+    }
+    let mut schema = json!({ "type": "object", "anyOf": [output, error] });
+    if let Some(defs) = defs {
+        schema["$defs"] = defs;
+    }
+    schema
 }
 
 /// `tools/call`: the operation's access rule, then the operation itself. Its
@@ -317,8 +377,12 @@ async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Resu
         Err(e) if TOOL_RESULT_STATUSES.contains(&e.status) => {
             let mut content = serde_json::to_value(e.body()).unwrap_or_default();
             content["status"] = json!(e.status);
+            // The sentence on its own first, for a client that shows text.
             Ok(json!({
-                "content": [{ "type": "text", "text": content.to_string() }],
+                "content": [
+                    { "type": "text", "text": e.error },
+                    { "type": "text", "text": content.to_string() },
+                ],
                 "structuredContent": content,
                 "isError": true,
             }))

@@ -54,18 +54,44 @@ fn settings(contract: Contract, inline: bool) -> SchemaSettings {
     settings
 }
 
+/// schemars names Rust's integer types as formats (`uint`, `uint16`, ...)
+/// that JSON Schema and OpenAPI do not define; the `minimum` it writes beside
+/// them says what matters, and OpenAPI's own int32 and int64 stay.
+fn standard_formats(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let nonstandard = map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| f.starts_with("uint") || matches!(f, "int8" | "int16" | "int" | "int128"));
+            if nonstandard {
+                map.remove("format");
+            }
+            map.values_mut().for_each(standard_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_formats),
+        _ => {}
+    }
+}
+
 /// A self-contained schema (no references), as an MCP tool's `inputSchema`
 /// (`Contract::Deserialize`: what is read) or `outputSchema`
 /// (`Contract::Serialize`: what is written).
 pub fn standalone_schema(schema: fn(&mut SchemaGenerator) -> Schema, contract: Contract) -> Value {
     let mut generator = settings(contract, true).into_generator();
-    schema(&mut generator).to_value()
+    let mut schema = schema(&mut generator).to_value();
+    standard_formats(&mut schema);
+    schema
 }
 
 /// The whole document, built once.
 pub fn document() -> &'static Value {
     static DOCUMENT: OnceLock<Value> = OnceLock::new();
-    DOCUMENT.get_or_init(build)
+    DOCUMENT.get_or_init(|| {
+        let mut document = build();
+        standard_formats(&mut document);
+        document
+    })
 }
 
 fn build() -> Value {

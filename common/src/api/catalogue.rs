@@ -112,7 +112,7 @@ pub static ONBOARDING: Section = Section {
             description: "No key needed. With requestId and email: pending, setting_up, ready or unavailable. Any \
                           mismatch reads as pending without requestId. Poll about every 20 minutes; limited to 10 \
                           per hour per IP and 6 per hour per email.",
-            errors: &[RATE_LIMITED],
+            errors: &[STATUS_FIELDS_TYPE, RATE_LIMITED],
             io: io!(
                 onboarding::get_request_status,
                 onboarding::StatusInput,

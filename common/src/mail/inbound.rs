@@ -182,6 +182,9 @@ pub struct Inbound {
     pub envelope: Option<Envelope>,
     /// `<...>`; synthesized from the bytes when the message has none.
     pub message_id: String,
+    /// The SHA-256 (hex) of the message's bytes (after the envelope and
+    /// trace lines): what tells a second copy from a different message.
+    pub digest: String,
     pub from: String,
     pub to: Vec<String>,
     pub cc: Vec<String>,
@@ -238,7 +241,11 @@ fn depth(message: &mail_parser::Message<'_>, level: usize, limits: &Limits) -> R
 
 /// The stable id of a message without one: the same bytes always give the same id.
 pub fn synthesized_id(body: &[u8]) -> String {
-    format!("<{}@synthesized.invalid>", &hex::encode(Sha256::digest(body))[..40])
+    synthesized_from(&hex::encode(Sha256::digest(body)))
+}
+
+fn synthesized_from(digest: &str) -> String {
+    format!("<{}@synthesized.invalid>", &digest[..40])
 }
 
 pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
@@ -264,9 +271,10 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
     if parts > limits.max_parts {
         return Err(Refused(format!("{parts} MIME parts (max {})", limits.max_parts)));
     }
+    let digest = hex::encode(Sha256::digest(body));
     let message_id = match message.message_id() {
         Some(id) if !id.trim().is_empty() && id.len() <= 500 => format!("<{}>", id.trim().trim_matches(['<', '>'])),
-        _ => synthesized_id(body),
+        _ => synthesized_from(&digest),
     };
     let attachments = received::files(&message, body, limits.max_attachments);
     let text = message.body_text(0).map(|t| cut(&t, MAX_TEXT)).unwrap_or_default();
@@ -280,6 +288,7 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
     Ok(Inbound {
         envelope,
         message_id,
+        digest,
         from: received::addresses(message.from(), 1)
             .into_iter()
             .next()

@@ -63,6 +63,11 @@ pub struct Summary {
     /// 64 lowercase hex characters.
     pub thread_id: String,
     pub attachments: Vec<AttachmentInfo>,
+    /// True when a different message was filed earlier under the same
+    /// Message-ID (a read by messageId gives that first one); omitted
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub message_id_conflict: bool,
 }
 
 impl From<&Row> for Summary {
@@ -83,6 +88,7 @@ impl From<&Row> for Summary {
             direction: r.direction,
             thread_id: r.thread_id.clone(),
             attachments: r.attachments.clone(),
+            message_id_conflict: r.message_id_conflict,
         }
     }
 }
@@ -125,6 +131,8 @@ struct StoredSummary<'a> {
     thread_id: &'a RawValue,
     #[serde(borrow)]
     attachments: &'a RawValue,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    message_id_conflict: bool,
 }
 
 /// A page of rows, newest first.
@@ -1117,7 +1125,7 @@ mod tests {
     use super::*;
     use crate::store::{self, Key};
 
-    fn row(date: Option<String>, folder: Option<Folder>, attachments: Vec<AttachmentInfo>) -> Row {
+    fn row(date: Option<String>, folder: Option<Folder>, attachments: Vec<AttachmentInfo>, conflict: bool) -> Row {
         Row {
             id: "m1".into(),
             message_id: "<a\"b@example.org>".into(),
@@ -1138,6 +1146,8 @@ mod tests {
             text: "the body, which a list never shows".into(),
             text_in_blob: false,
             has_html: true,
+            digest: "00ff".into(),
+            message_id_conflict: conflict,
         }
     }
 
@@ -1152,11 +1162,13 @@ mod tests {
             download_path: "/attachment?id=m1&index=0".into(),
         };
         let rows = [
-            row(None, None, vec![]),
+            row(None, None, vec![], false),
+            row(None, None, vec![], true),
             row(
                 Some("Mon, 23 Nov 2026 10:00:00 +0000".into()),
                 Some(Folder::Archive),
                 vec![attachment],
+                false,
             ),
         ];
         for r in rows {
@@ -1170,6 +1182,7 @@ mod tests {
             );
             let text = from_text.get();
             assert!(!text.contains("body") && !text.contains("blobPrefix") && !text.contains("\"pk\""));
+            assert!(!text.contains("digest"));
             // Same fields in the same order: without attachments (whose
             // stored keys are sorted) the two encodings are the same bytes.
             if r.attachments.is_empty() {

@@ -197,6 +197,19 @@ pub fn message_id(scope: &str, message_id: &str, mailbox: &str, outbound: bool) 
     )
 }
 
+/// A received message that arrived under a Message-ID another message holds:
+/// filed beside it, by its digest.
+pub fn conflicting_message_id(scope: &str, message_id: &str, mailbox: &str, digest: &str) -> Key {
+    Key::new(
+        message_ids_of(scope),
+        format!(
+            "{}in#{}",
+            message_id_prefix(message_id, Some(mailbox)),
+            &digest[..digest.len().min(16)]
+        ),
+    )
+}
+
 // ------------------------------------------------------------------ drafts
 
 /// `DRAFTS#<uid>`: a user's drafts by id (creation time first), and `#`, their

@@ -115,6 +115,14 @@ pub struct Row {
     /// The HTML body is the blob `<blobPrefix>/body.html`.
     #[serde(default)]
     pub has_html: bool,
+    /// The SHA-256 of the message as received (empty for a send): the same
+    /// digest again is the same message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+    /// Another message was filed earlier under this Message-ID: this one is
+    /// kept too, and marked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub message_id_conflict: bool,
 }
 
 impl Row {
@@ -128,9 +136,14 @@ impl Row {
 
     /// Every key holding a copy of this row.
     fn copies(&self, scope: &str) -> Vec<Key> {
+        let by_message_id = if self.message_id_conflict {
+            keys::conflicting_message_id(scope, &self.message_id, &self.mailbox, &self.digest)
+        } else {
+            keys::message_id(scope, &self.message_id, &self.mailbox, self.outbound())
+        };
         let mut keys = vec![
             Key::new(keys::mail_partition(scope, self.outbound()), &self.id),
-            keys::message_id(scope, &self.message_id, &self.mailbox, self.outbound()),
+            by_message_id,
             Key::new(keys::thread_partition(scope, &self.thread_id), &self.id),
         ];
         if !self.outbound() {
@@ -296,6 +309,38 @@ pub struct NewMessage<'a> {
     pub source: &'a str,
     /// Only file it when it joins a thread this scope already holds.
     pub only_on_existing_thread: bool,
+    /// The SHA-256 (hex) of a received message's bytes; none for a send,
+    /// whose Message-ID is new.
+    pub digest: Option<&'a str>,
+}
+
+/// What filing finds already there for a message's Message-ID.
+enum Held {
+    Nothing,
+    /// The same message (same digest), or one filed before digests were kept.
+    Same,
+    /// A different message holds the Message-ID; this one is filed beside it.
+    Other,
+}
+
+async fn held(ctx: &Context, m: &NewMessage<'_>) -> Result<Held, ApiError> {
+    let outbound = m.direction == Direction::Outbound;
+    let first = ctx
+        .store
+        .read::<Row>(&keys::message_id(m.scope, m.message_id, m.mailbox, outbound))
+        .await?;
+    let Some(first) = first else {
+        return Ok(Held::Nothing);
+    };
+    let digest = m.digest.unwrap_or_default();
+    if first.digest.is_empty() || first.digest == digest {
+        return Ok(Held::Same);
+    }
+    let beside = keys::conflicting_message_id(m.scope, m.message_id, m.mailbox, digest);
+    Ok(match ctx.store.get(&beside).await? {
+        Some(_) => Held::Same,
+        None => Held::Other,
+    })
 }
 
 /// The thread a message belongs to: the root's, or the thread of a message it
@@ -331,11 +376,11 @@ async fn thread_of(ctx: &Context, m: &NewMessage<'_>) -> Result<(String, Option<
 /// attempt cut short between its blobs and its transaction leaves nothing the
 /// next attempt does not write again, and a duplicate adds no blob.
 pub async fn file(ctx: &Context, m: &NewMessage<'_>) -> Result<Option<Row>, ApiError> {
-    let outbound = m.direction == Direction::Outbound;
-    let dedupe = keys::message_id(m.scope, m.message_id, m.mailbox, outbound);
-    if ctx.store.get(&dedupe).await?.is_some() {
-        return Ok(None);
-    }
+    let conflict = match held(ctx, m).await? {
+        Held::Same => return Ok(None),
+        Held::Nothing => false,
+        Held::Other => true,
+    };
     let (thread_id, existing) = thread_of(ctx, m).await?;
     if m.only_on_existing_thread && existing.is_none() {
         return Ok(None);
@@ -343,12 +388,19 @@ pub async fn file(ctx: &Context, m: &NewMessage<'_>) -> Result<Option<Row>, ApiE
     let now = ctx.clock.now();
     let ms = now.timestamp_millis();
     let id = new_id(ms, m.direction);
-    let dir = if outbound { "out" } else { "in" };
-    let digest = hex::encode(Sha256::digest(format!("{dir}\n{}", m.message_id)));
-    let prefix = format!("{}{}", blob_prefix(m.mailbox), &digest[..32]);
-    store_and_index(ctx, m, &thread_id, existing, &id, &prefix, ms).await
+    let dir = if m.direction == Direction::Outbound {
+        "out"
+    } else {
+        "in"
+    };
+    // Two different messages under one Message-ID never share blobs.
+    let digest = m.digest.unwrap_or_default();
+    let key = hex::encode(Sha256::digest(format!("{dir}\n{}\n{digest}", m.message_id)));
+    let prefix = format!("{}{}", blob_prefix(m.mailbox), &key[..32]);
+    store_and_index(ctx, m, &thread_id, existing, &id, &prefix, ms, conflict).await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn store_and_index(
     ctx: &Context,
     m: &NewMessage<'_>,
@@ -357,6 +409,7 @@ async fn store_and_index(
     id: &str,
     prefix: &str,
     ms: i64,
+    conflict: bool,
 ) -> Result<Option<Row>, ApiError> {
     let outbound = m.direction == Direction::Outbound;
     let mut attachments = Vec::new();
@@ -396,7 +449,7 @@ async fn store_and_index(
             .await
             .map_err(blob_err)?;
     }
-    let row = Row {
+    let mut row = Row {
         id: id.to_string(),
         message_id: m.message_id.to_string(),
         mailbox: m.mailbox.to_string(),
@@ -416,15 +469,23 @@ async fn store_and_index(
         text: head(m.text, TEXT_ON_ROW).to_string(),
         text_in_blob,
         has_html: m.html.is_some(),
+        digest: m.digest.unwrap_or_default().to_string(),
+        message_id_conflict: conflict,
     };
     for _ in 0..RETRIES {
         let writes = filing_writes(m.scope, &row, existing.as_ref(), ms);
         match ctx.store.transact(writes).await {
             Ok(()) => return Ok(Some(row)),
             Err(StoreError::ConditionFailed) => {
-                let dedupe = keys::message_id(m.scope, m.message_id, m.mailbox, outbound);
-                if ctx.store.get(&dedupe).await?.is_some() {
-                    return Ok(None);
+                // Another filing of this Message-ID won the race: the same
+                // message is a duplicate; a different one goes beside it.
+                match held(ctx, m).await? {
+                    Held::Same => return Ok(None),
+                    Held::Other if !row.message_id_conflict => {
+                        row.message_id_conflict = true;
+                        continue;
+                    }
+                    _ => {}
                 }
                 // The thread changed meanwhile: file against its new summary.
                 existing = ctx

@@ -469,30 +469,32 @@ fn request_status(status: AccountStatus) -> RequestStatus {
 
 // ------------------------------------------------------------- getRequestStatus
 
-/// POST /getRequestStatus. Never refused for its shape: a wrong type reads as
-/// "not on file", so the answer tells nothing apart.
+/// POST /getRequestStatus. Any string, or none, is answered (a value that
+/// matches nothing reads as "not on file", so the answer tells nothing
+/// apart); a value that is not a string is 400, which says nothing about
+/// what is on file either.
 #[derive(Debug, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusInput {
-    #[schemars(with = "serde_json::Value")]
-    pub request_id: String,
-    /// The contact email (`contactEmail` is accepted in its place).
-    #[schemars(with = "serde_json::Value")]
-    pub email: String,
-    #[schemars(with = "serde_json::Value")]
+    /// The request's id (`ar_` and 24 hex). Any other string, or none, reads
+    /// as a request not on file.
+    #[schemars(with = "Option<String>")]
+    pub request_id: Option<String>,
+    /// The contact email; `contactEmail` is accepted in its place.
+    #[schemars(with = "Option<String>")]
+    pub email: Option<String>,
+    /// In place of `email`.
+    #[schemars(with = "Option<String>")]
     pub contact_email: Option<String>,
 }
 
 impl Input for StatusInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let text = |name| fields.str(name).ok().flatten();
+        let text = |name| fields.str(name).map_err(|_| ApiError::from(error::STATUS_FIELDS_TYPE));
         Ok(StatusInput {
-            request_id: text("requestId").unwrap_or_default(),
-            email: text("email")
-                .or_else(|| text("contactEmail"))
-                .map(|e| e.to_ascii_lowercase())
-                .unwrap_or_default(),
-            contact_email: None,
+            request_id: text("requestId")?,
+            email: text("email")?,
+            contact_email: text("contactEmail")?,
         })
     }
 }
@@ -512,7 +514,12 @@ pub struct StatusOutput {
 
 pub async fn get_request_status(call: &Call<'_>, input: StatusInput) -> Result<StatusOutput, ApiError> {
     let (ctx, ip) = (call.ctx, call.ip);
-    let (id, email) = (input.request_id, input.email);
+    let id = input.request_id.unwrap_or_default();
+    let email = input
+        .email
+        .or(input.contact_email)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     let now = ctx.clock.epoch();
     ratelimit::hit(
         ctx.store.as_ref(),

@@ -145,7 +145,7 @@ async fn file(ctx: &Context, message: &Inbound) -> Result<Result<Filed, String>,
 }
 
 /// What is filed of a parsed message in one mailbox.
-fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> NewMessage<'a> {
+pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> NewMessage<'a> {
     NewMessage {
         scope,
         mailbox,
@@ -166,5 +166,6 @@ fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> NewMess
             .collect(),
         source: "smtp",
         only_on_existing_thread: false,
+        digest: Some(&message.digest),
     }
 }

@@ -598,6 +598,7 @@ pub(crate) async fn file_on_thread(
         attachments: sent.attachments.clone(),
         source: "send",
         only_on_existing_thread: true,
+        digest: None,
     };
     match mail_store::file(ctx, &new).await {
         Ok(Some(row)) => (Some(row.thread_id), row.attachments.len()),
