@@ -830,3 +830,81 @@ fn sdk_client(venv: &str, url: &str, key: Option<&str>, steps: &Value) -> Value 
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The official MCP Inspector (npm `@modelcontextprotocol/inspector`, on Node
+/// 22, installed by scripts/test): its strict lint of `tools/list` finds no
+/// error, and every result it gets validates against its tool's
+/// `outputSchema`, error results (isError) included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_finds_no_schema_error() {
+    let Some(node) = common::testing::standin("MAILHOST_TEST_NODE") else {
+        return;
+    };
+    let Some(inspector) = common::testing::standin("MAILHOST_TEST_MCP_INSPECTOR") else {
+        return;
+    };
+    let Some(app) = TestApp::spawn(support::Backend::Embedded).await else {
+        return;
+    };
+    let key = app
+        .sender(&format!("inspect@{ALLOWED_DOMAIN}"), "inspect.example", "me")
+        .await;
+    let url = format!("{}/mcp", app.base);
+    let run = |credential: String, args: Vec<String>| {
+        let (node, inspector, url) = (node.clone(), inspector.clone(), url.clone());
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(node)
+                .arg(inspector)
+                .arg(url)
+                .args(["--transport", "http", "--header"])
+                .arg(format!("Authorization: Bearer {credential}"))
+                .args(args)
+                .output()
+                .expect("the inspector runs")
+        })
+    };
+    let strict = run(
+        key.clone(),
+        vec!["--method".into(), "tools/list".into(), "--strict".into()],
+    )
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert_eq!(strict.status.code(), Some(0), "tools/list --strict: {stderr}");
+    assert!(!stderr.contains("unknown format"), "{stderr}");
+
+    // Success results and error results (exit 5: the tool said isError, and
+    // its structuredContent passed the schema; 1 would be a schema failure).
+    let calls: [(&str, &str, &[&str], i32); 8] = [
+        ("standard", "get_credits", &[], 0),
+        ("standard", "list_inbox", &[], 0),
+        ("standard", "list_threads", &[], 0),
+        ("standard", "search_inbox", &["q=invoice"], 0),
+        ("standard", "get_account_status", &[], 0),
+        ("standard", "list_domains", &[], 0),
+        ("standard", "get_message", &["id=nope000000000000000"], 5),
+        ("agent", "get_webhook", &[], 0),
+    ];
+    for (who, tool, args, expected) in calls {
+        let credential = if who == "agent" {
+            app.agent_key.clone()
+        } else {
+            key.clone()
+        };
+        let mut argv: Vec<String> = ["--method", "tools/call", "--tool-name", tool]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if !args.is_empty() {
+            argv.push("--tool-arg".into());
+            argv.extend(args.iter().map(|a| a.to_string()));
+        }
+        let out = run(credential, argv).await.unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(expected), "{tool}: {stdout}\n{stderr}");
+        assert!(!stderr.contains("unknown format"), "{tool}: {stderr}");
+    }
+}
