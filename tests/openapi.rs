@@ -108,6 +108,8 @@ async fn the_document_passes_the_validator_and_schemathesis() {
                     &url,
                     "-H",
                     &header,
+                    "--checks",
+                    "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
                     "--max-examples",
                     "25",
                     "--generation-deterministic",
@@ -118,7 +120,6 @@ async fn the_document_passes_the_validator_and_schemathesis() {
         .await
         .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        println!("{stdout}");
         assert!(
             out.status.success(),
             "schemathesis found failures:\n{stdout}\n{}",
