@@ -26,6 +26,7 @@ on_both_backends!(
     a_poller_cut_short_files_once_and_leaves_no_orphan,
     a_long_thread_moves_and_reads_within_the_transaction_limits,
     a_different_message_under_a_known_message_id_is_kept_and_marked,
+    a_key_holds_at_most_five_waits_at_once,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -1311,4 +1312,39 @@ async fn a_different_message_under_a_known_message_id_is_kept_and_marked(app: Te
         1,
         "one of the two is marked"
     );
+}
+
+/// Outside finding 6: waits are free, so each key holds at most five at
+/// once; a sixth is 429 until one ends. Another key is not affected.
+async fn a_key_holds_at_most_five_waits_at_once(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let waits: Vec<_> = (0..5)
+        .map(|_| {
+            let (client, url, key) = (app.client.clone(), format!("{}/inbox?wait=3", app.base), key.clone());
+            tokio::spawn(async move { client.get(url).bearer_auth(key).send().await.unwrap().status().as_u16() })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let sixth = app.get("/inbox?wait=1", Auth::Bearer(&key)).await;
+    assert_eq!(
+        (sixth.status, sixth.error()),
+        (429, "This key already holds 5 waits for mail; let one finish first")
+    );
+    assert!(sixth.body["retryAfter"].as_u64().is_some(), "{}", sixth.body);
+    // The tool shares the bound.
+    let tool = app
+        .post(
+            "/mcp",
+            Auth::Bearer(&key),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "wait_for_message", "arguments": {"wait": 1}}}),
+        )
+        .await;
+    assert_eq!(tool.body["result"]["structuredContent"]["status"], 429, "{}", tool.body);
+    // Another key waits freely.
+    assert_eq!(app.get("/inbox?wait=1", Auth::Bearer(&app.agent_key)).await.status, 200);
+    for wait in waits {
+        assert_eq!(wait.await.unwrap(), 200);
+    }
+    // Each wait gave its slot back.
+    assert_eq!(app.get("/inbox?wait=1", Auth::Bearer(&key)).await.status, 200);
 }

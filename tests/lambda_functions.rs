@@ -1177,6 +1177,15 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
             resource.key
         );
         assert!(found.insert(function.to_string()), "two functions build {function}");
+        // The functions that hold a request open (waits for mail, replays)
+        // have capacity of their own, so waiting cannot starve the others.
+        if ["inbox", "mcp", "webhooks"].contains(&function) {
+            let reserved = value(resource, &["Properties", "ReservedConcurrentExecutions"]).unwrap_or_default();
+            assert!(
+                reserved.contains("HoldingConcurrency"),
+                "{function} has no reserved concurrency: {reserved:?}"
+            );
+        }
         let events = child(resource, "Properties").and_then(|p| child(p, "Events"));
         for event in events.map(|e| e.children.as_slice()).unwrap_or_default() {
             match value(event, &["Type"]) {

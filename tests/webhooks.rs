@@ -40,6 +40,7 @@ on_both_stores!(
     a_failed_attempt_is_retried_logged_and_replayed,
     registration_refuses_urls_that_reach_inside,
     the_agent_key_and_accounts_each_have_their_own,
+    a_replay_answers_within_the_gateways_limit_however_slow_the_receiver,
 );
 
 async fn app_with_receiver_ca(backend: Backend, ca: &std::path::Path) -> Option<TestApp> {
@@ -474,5 +475,59 @@ async fn an_attempt_connects_only_to_the_addresses_checked_for_its_name() {
     assert_eq!(
         post(&target, &[], b"{}", &[]).await.error.as_deref(),
         Some("could not connect")
+    );
+}
+
+/// Outside finding 6: a replay of many events to a receiver that never
+/// answers holds its request for one event's worst case (two 5-second
+/// attempts), not for each event's in turn (8 events took 86 s before).
+async fn a_replay_answers_within_the_gateways_limit_however_slow_the_receiver(backend: Backend) {
+    let (_, dir) = Receiver::prepare();
+    let Some(app) = app_with_receiver_ca(backend, &Receiver::ca_file(&dir)).await else {
+        return;
+    };
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    // Events are logged while nothing listens (each fails at once).
+    let closed = support::smtp::free_port();
+    register(&app, &key, &format!("https://localhost:{closed}/hook")).await;
+    for i in 0..8 {
+        assert_eq!(
+            deliver(&app, "me@tom.example", &format!("<slow-{i}@example.org>"))
+                .await
+                .filed,
+            1
+        );
+    }
+    // Now a receiver that takes the connection and never says a word.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    register(&app, &key, &format!("https://localhost:{port}/hook")).await;
+    let now = app.ctx.clock.epoch();
+    let range = json!({
+        "from": common::clock::iso_epoch(now - 3600),
+        "to": common::clock::iso_epoch(now + 3600),
+    });
+    let started = std::time::Instant::now();
+    let replayed = app.post("/webhooks/replay", Auth::Bearer(&key), range).await;
+    let took = started.elapsed();
+    held.abort();
+    assert_eq!(replayed.status, 200, "{}", replayed.body);
+    assert_eq!(replayed.body["replayed"], 8);
+    let deliveries = replayed.body["deliveries"].as_array().unwrap();
+    assert_eq!(deliveries.len(), 16, "two attempts each");
+    assert!(
+        deliveries.iter().all(|d| d["error"] == "timed out"),
+        "{}",
+        replayed.body
+    );
+    assert!(
+        took < std::time::Duration::from_secs(25),
+        "answered in {took:?}, past API Gateway's 29 s"
     );
 }

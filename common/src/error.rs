@@ -207,6 +207,7 @@ catalogue! {
     INBOX_FOLDER_INVALID = 400 "folder must be inbox, archive or trash";
     INBOX_CURSOR_INVALID = 400 "cursor and after must be a cursor or message id from this API";
     INBOX_WAIT_INVALID = 400 "wait must be an integer from 1 to 25";
+    WAITS_BUSY = 429 "This key already holds 5 waits for mail; let one finish first";
     INBOX_FILTER_INVALID = 400 "from and subject must be strings of at most 200 characters";
     INBOX_TARGET_REQUIRED = 400 "thread, id or messageId is required";
     INBOX_CHANGE_REQUIRED = 400 "unread or folder is required";

@@ -601,6 +601,7 @@ pub static INBOX: Section = Section {
                 INBOX_CURSOR_INVALID,
                 INBOX_WAIT_INVALID,
                 INBOX_FILTER_INVALID,
+                WAITS_BUSY,
                 NOT_FOUND,
             ],
             io: io!(inbox::inbox, inbox::InboxQuery, inbox::InboxOutput),
@@ -711,6 +712,7 @@ pub static INBOX: Section = Section {
                 INBOX_FILTER_INVALID,
                 INBOX_MAILBOX_INVALID,
                 MAX_CHARS_INVALID,
+                WAITS_BUSY,
             ],
             io: io!(inbox::wait_for_message, inbox::WaitQuery, inbox::WaitResult),
         },
@@ -880,7 +882,8 @@ pub static WEBHOOKS: Section = Section {
             summary: "Send logged events again",
             description: "eventId, or from and to (ISO 8601, at most 24 hours apart, at most 50 events): each event \
                           is sent again with its own id and a fresh signature, to the registration as it is now \
-                          (its URL checked again). {ok, replayed, deliveries}. 10 replays a minute; no credit.",
+                          (its URL checked again), all at once, so the answer comes within one event's two attempts (about 11 \
+                          seconds at worst). {ok, replayed, deliveries}. 10 replays a minute; no credit.",
             errors: &[EVENT_ID_INVALID, REPLAY_TARGET, WEBHOOK_NONE, NOT_FOUND, RATE_LIMITED],
             io: io!(webhooks::replay, webhooks::ReplayInput, webhooks::Replayed),
         },

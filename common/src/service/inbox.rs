@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::mail_store::{self, AttachmentInfo, Direction, Folder, Row, Thread};
+use super::waits;
 use super::{Call, Download, keys};
 use crate::auth::Caller;
 use crate::error::{self, ApiError};
@@ -655,6 +656,13 @@ impl WaitFilter {
 /// the deadline. Looks every half second: the poller may run in another
 /// process (another Lambda function), so the store is what they share.
 async fn wait_rows(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) -> Result<Vec<Row>, ApiError> {
+    let slot = waits::claim(call.ctx, call.caller, seconds).await?;
+    let found = watch(call, scope, filter, seconds).await;
+    slot.release(call.ctx).await;
+    found
+}
+
+async fn watch(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) -> Result<Vec<Row>, ApiError> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds as u64);
     loop {
         let (rows, _) = match &filter.after {

@@ -210,6 +210,13 @@ pub fn conflicting_message_id(scope: &str, message_id: &str, mailbox: &str, dige
     )
 }
 
+// ------------------------------------------------------------------- waits
+
+/// `WAIT#<holder>/<slot>`: one of a key's slots for waiting on mail.
+pub fn wait_slot(holder: &str, slot: usize) -> Key {
+    Key::new(format!("WAIT#{holder}"), slot.to_string())
+}
+
 // ------------------------------------------------------------------ drafts
 
 /// `DRAFTS#<uid>`: a user's drafts by id (creation time first), and `#`, their

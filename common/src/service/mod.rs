@@ -21,6 +21,7 @@ pub mod poller;
 pub mod removal;
 pub mod send;
 pub mod submission;
+pub mod waits;
 pub mod webhooks;
 
 /// Stored statuses are compared and set as their typed values, never as
