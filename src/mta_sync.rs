@@ -162,7 +162,7 @@ fn write_map(settings: &Settings, name: &str, content: &str) -> anyhow::Result<b
         return Ok(false);
     }
     let staged = settings.postfix_maps_dir.join(format!("{name}.new"));
-    std::fs::write(&staged, content).with_context(|| format!("writing {}", staged.display()))?;
+    write_new(&staged, content, 0o644, None)?;
     let mut args = Vec::new();
     if let Some(dir) = &settings.postfix_config_dir {
         args.push("-c".to_string());
@@ -183,28 +183,62 @@ fn db(path: &Path) -> PathBuf {
 
 /// Replaces a file with new content (write beside, rename) when it differs,
 /// keeping the owner, group and mode of the file it replaces (Dovecot's auth
-/// reads the passwd-file as its own group); a new file gets `mode`.
+/// reads the passwd-file as its own group); a new file gets `mode`. A live
+/// file that is a symbolic link is refused: someone planted it.
 fn replace_if_changed(path: &Path, content: &str, mode: u32) -> anyhow::Result<bool> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    if std::fs::read_to_string(path).ok().as_deref() == Some(content) {
+    use std::os::unix::fs::MetadataExt;
+    let live = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            bail!("{} is a symbolic link; refusing to write through it", path.display())
+        }
+        Ok(meta) => Some(meta),
+        Err(_) => None,
+    };
+    if live.is_some() && std::fs::read_to_string(path).ok().as_deref() == Some(content) {
         return Ok(false);
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let staged = path.with_extension("new");
-    std::fs::write(&staged, content).with_context(|| format!("writing {}", staged.display()))?;
-    let (owner, mode) = match std::fs::metadata(path) {
-        Ok(old) => (Some((old.uid(), old.gid())), old.mode() & 0o7777),
-        Err(_) => (None, mode),
+    let (owner, mode) = match &live {
+        Some(old) => (Some((old.uid(), old.gid())), old.mode() & 0o7777),
+        None => (None, mode),
     };
-    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))?;
-    if let Some((uid, gid)) = owner {
-        std::os::unix::fs::chown(&staged, Some(uid), Some(gid))
-            .with_context(|| format!("giving {} its owner", staged.display()))?;
-    }
+    let staged = path.with_extension("new");
+    write_new(&staged, content, mode, owner)?;
     std::fs::rename(&staged, path).with_context(|| format!("installing {}", path.display()))?;
     Ok(true)
+}
+
+/// Writes `content` to a file made new at `path` with its final mode (and
+/// owner) from the first byte: whatever was at `path` is removed first (a
+/// link, not what it points to), and the file is created exclusively, which
+/// never follows a link (POSIX: O_CREAT|O_EXCL fails on one), so a link
+/// planted between the two fails the write.
+fn write_new(path: &Path, content: &str, mode: u32, owner: Option<(u32, u32)>) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    // The umask may have narrowed the mode the file was created with.
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::fchown(&file, Some(uid), Some(gid))
+            .with_context(|| format!("giving {} its owner", path.display()))?;
+    }
+    file.write_all(content.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.sync_all()?;
+    Ok(())
 }
 
 /// Runs a command given as words (a program and its arguments) plus `extra`.

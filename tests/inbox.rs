@@ -27,6 +27,7 @@ on_both_backends!(
     a_long_thread_moves_and_reads_within_the_transaction_limits,
     a_different_message_under_a_known_message_id_is_kept_and_marked,
     a_key_holds_at_most_five_waits_at_once,
+    head_reads_change_nothing,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -1347,4 +1348,35 @@ async fn a_key_holds_at_most_five_waits_at_once(app: TestApp) {
     }
     // Each wait gave its slot back.
     assert_eq!(app.get("/inbox?wait=1", Auth::Bearer(&key)).await.status, 200);
+}
+
+/// Outside finding 7: HEAD answers as GET would and changes nothing (a GET
+/// by id or thread marks mail read).
+async fn head_reads_change_nothing(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    deliver(&app, report("me@tom.example", "<head@example.org>")).await;
+    assert_eq!(poll(&app).await.filed, 1);
+    let row = list(&app, &key, "").await["messages"][0].clone();
+    let (id, thread) = (row["id"].as_str().unwrap(), row["threadId"].as_str().unwrap());
+    for query in [
+        format!("?id={id}"),
+        format!("?thread={thread}"),
+        "?id=nope0000000000".into(),
+    ] {
+        let head = app
+            .client
+            .head(format!("{}/inbox{query}", app.base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        let expected = if query.contains("nope") { 404 } else { 200 };
+        assert_eq!(head.status().as_u16(), expected, "HEAD {query}");
+    }
+    let after = list(&app, &key, "").await;
+    assert_eq!(after["messages"][0]["unread"], true, "still unread");
+    assert_eq!(after["unreadInPage"], 1);
+    // GET does mark it.
+    list(&app, &key, &format!("?id={id}")).await;
+    assert_eq!(list(&app, &key, "").await["messages"][0]["unread"], false);
 }

@@ -111,6 +111,12 @@ async fn the_agent_applies_each_export_and_acknowledges_only_what_it_applied(app
     );
     let passwd = std::fs::read_to_string(dir.join("dovecot/passwd")).unwrap();
     assert!(passwd.starts_with("me@sam.example:{SHA512-CRYPT}$6$"), "{passwd}");
+    // Made with its final mode: never readable by others, not even briefly.
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(dir.join("dovecot/passwd")).unwrap().mode() & 0o777,
+        0o640
+    );
     assert!(applied(&app, &key).await.iter().all(|(_, a)| a == true));
     assert!(!maps.join("virtual_mailbox_maps.new").exists(), "nothing left staged");
 
@@ -168,6 +174,55 @@ async fn the_agent_applies_each_export_and_acknowledges_only_what_it_applied(app
     );
     assert_eq!(reload_count(), 2);
     assert!(applied(&app, &key).await.iter().all(|(_, a)| a == true));
+    // A link planted where the staged file goes is replaced, never written
+    // through; a live passwd-file that is a link is refused.
+    let elsewhere = dir.join("elsewhere");
+    std::fs::write(&elsewhere, "untouched").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("dovecot/passwd.new")).unwrap();
+    let issued = app
+        .post(
+            "/issueMailboxCredential",
+            Auth::Bearer(&key),
+            json!({"address": "late@sam.example"}),
+        )
+        .await;
+    assert!(issued.status == 200 || issued.status == 404, "{}", issued.body);
+    assert_eq!(
+        app.add_mailbox(&key, "sam.example", "late", "hosted", json!([]))
+            .await
+            .status,
+        200
+    );
+    app.post(
+        "/issueMailboxCredential",
+        Auth::Bearer(&key),
+        json!({"address": "late@sam.example"}),
+    )
+    .await;
+    mta_export::run_once(&app.ctx).await.unwrap();
+    let planted = mta_sync::run_once(&client, &settings).await.unwrap();
+    assert!(planted.passwd_changed, "{planted:?}");
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
+    assert!(
+        std::fs::read_to_string(dir.join("dovecot/passwd"))
+            .unwrap()
+            .contains("late@sam.example")
+    );
+    let live = dir.join("dovecot/passwd");
+    std::fs::remove_file(&live).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &live).unwrap();
+    app.post(
+        "/issueMailboxCredential",
+        Auth::Bearer(&key),
+        json!({"address": "late@sam.example"}),
+    )
+    .await;
+    mta_export::run_once(&app.ctx).await.unwrap();
+    let refused = mta_sync::run_once(&client, &settings).await.unwrap_err();
+    assert!(refused.to_string().contains("symbolic link"), "{refused}");
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
+    std::fs::remove_file(&live).unwrap();
+
     // The binary, once.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mailhost"))
         .args(["mta-sync", "--once", "--url", &settings.url, "--reload", ""])

@@ -117,7 +117,14 @@ impl IdentityVerifier {
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        // Not before its `nbf`, and not issued in the future (jsonwebtoken
+        // checks no `iat`): both with the leeway `exp` has.
+        validation.validate_nbf = true;
         let claims = jsonwebtoken::decode::<Claims>(token, &key?, &validation).ok()?.claims;
+        let now = chrono::Utc::now().timestamp();
+        if claims.iat > now + validation.leeway as i64 {
+            return None;
+        }
         (claims.email_verified && claims.email.as_deref().is_some_and(|e| !e.is_empty())).then_some(claims)
     }
 
@@ -188,11 +195,17 @@ impl LocalSigner {
             email_verified: true,
             operator,
         };
+        self.sign(&claims)
+    }
+
+    /// Signs any claims with the local key (tests make tokens that are wrong
+    /// on purpose).
+    pub fn sign(&self, claims: &impl Serialize) -> anyhow::Result<String> {
         let mut header = Header::new(Algorithm::RS256);
         header.kid = Some(LOCAL_KID.into());
         Ok(jsonwebtoken::encode(
             &header,
-            &claims,
+            claims,
             &EncodingKey::from_rsa_pem(self.pem.as_bytes())?,
         )?)
     }
@@ -240,6 +253,39 @@ mod tests {
     }
 
     /// A JWKS server on loopback that counts the fetches.
+    #[tokio::test]
+    async fn a_token_not_yet_valid_or_issued_in_the_future_is_refused() {
+        let dir = std::env::temp_dir().join(format!("mailhost-nbf-{:016x}", rand::random::<u64>()));
+        let signer = LocalSigner::load_or_create(&DirSecrets::new(&dir)).await.unwrap();
+        let verifier = IdentityVerifier::with_jwks(signer.jwks(), LOCAL_ISSUER, LOCAL_AUDIENCE);
+        let now = chrono::Utc::now().timestamp();
+        let claims = |iat: i64, nbf: Option<i64>| {
+            let mut c = serde_json::json!({
+                "iss": LOCAL_ISSUER, "aud": LOCAL_AUDIENCE, "sub": "local:a@example.com",
+                "iat": iat, "exp": now + 3600, "email": "a@example.com", "email_verified": true,
+            });
+            if let Some(nbf) = nbf {
+                c["nbf"] = nbf.into();
+            }
+            signer.sign(&c).unwrap()
+        };
+        assert!(verifier.verify(&claims(now, None)).await.is_some());
+        assert!(verifier.verify(&claims(now, Some(now - 10))).await.is_some());
+        assert!(
+            verifier.verify(&claims(now + 30, None)).await.is_some(),
+            "within the leeway"
+        );
+        assert!(
+            verifier.verify(&claims(now, Some(now + 600))).await.is_none(),
+            "not before nbf"
+        );
+        assert!(
+            verifier.verify(&claims(now + 600, None)).await.is_none(),
+            "issued in the future"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
     async fn jwks_server(jwks: JwkSet) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let fetches = std::sync::Arc::new(AtomicUsize::new(0));

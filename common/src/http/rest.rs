@@ -52,7 +52,9 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
         fields
     });
     let ip = client_ip(&parts);
-    let call = Call::new(&ctx, &auth.caller, auth.via, &ip);
+    let mut call = Call::new(&ctx, &auth.caller, auth.via, &ip);
+    // HEAD answers as GET would, and changes nothing.
+    call.peek = parts.method == axum::http::Method::HEAD;
     match op.execute(&call, fields).await {
         Ok(Output::Json(output)) => json(output),
         Ok(Output::Bytes(file)) => download(file),

@@ -535,6 +535,14 @@ async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<
     let mut summary = summary?.ok_or(error::NOT_FOUND)?;
     let (rows, next_cursor) = page?;
     let unread_here = rows.iter().filter(|r| r.unread).count() as i64;
+    if call.peek {
+        return Ok(ThreadView {
+            ok: true,
+            messages: rows.iter().map(Summary::from).collect(),
+            thread: summary,
+            next_cursor,
+        });
+    }
     let rows = if summary.unread_count > unread_here {
         // Unread rows beyond this page: read them all to mark them.
         let all: Vec<Row> =
@@ -592,7 +600,7 @@ async fn read_message(
     max_chars: Option<usize>,
 ) -> Result<MessageRead, ApiError> {
     let row = find(call, scope, target).await?;
-    let row = if row.unread {
+    let row = if row.unread && !call.peek {
         mail_store::set_unread(call.ctx, scope, vec![row], false)
             .await?
             .into_iter()

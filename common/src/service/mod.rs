@@ -57,6 +57,9 @@ pub struct Call<'a> {
     pub via: Via,
     /// The client's address (API Gateway's `sourceIp`, or the socket peer).
     pub ip: &'a str,
+    /// The request only looks (HTTP HEAD): a read that would mark mail read
+    /// marks nothing.
+    pub peek: bool,
     /// The acting account, read once per call.
     account: tokio::sync::OnceCell<accounts::Account>,
 }
@@ -68,6 +71,7 @@ impl<'a> Call<'a> {
             caller,
             via,
             ip,
+            peek: false,
             account: tokio::sync::OnceCell::new(),
         }
     }
