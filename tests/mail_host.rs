@@ -121,10 +121,22 @@ fn within_dovecots_recheck<T>(what: &str, mut check: impl FnMut() -> Option<T>) 
     }
 }
 
-fn imap_subjects(port: u16, user: &str, password: &str) -> Result<Vec<String>, String> {
+fn imap_subjects(host: &MailHost, user: &str, password: &str) -> Result<Vec<String>, String> {
     let script = r#"
-import imaplib, sys
-c = imaplib.IMAP4("127.0.0.1", int(sys.argv[1]))
+import imaplib, socket, ssl, sys
+# From 127.0.0.2: Dovecot counts a connection whose two ends are one address
+# as secured, which a client elsewhere never is.
+class Client(imaplib.IMAP4):
+    def _create_socket(self, timeout):
+        return socket.create_connection((self.host, self.port), timeout, source_address=("127.0.0.2", 0))
+c = Client("127.0.0.1", int(sys.argv[1]))
+# Dovecot requires TLS: without it a login is refused before the password.
+try:
+    c.login(sys.argv[2], sys.argv[3])
+    print("PLAINTEXT LOGIN ACCEPTED"); sys.exit(4)
+except imaplib.IMAP4.error:
+    pass
+c.starttls(ssl_context=ssl.create_default_context(cafile=sys.argv[4]))
 try:
     c.login(sys.argv[2], sys.argv[3])
 except imaplib.IMAP4.error as e:
@@ -137,7 +149,9 @@ for i in ids[0].split():
 c.logout()
 "#;
     let out = Command::new("python3")
-        .args(["-c", script, &port.to_string(), user, password])
+        .args(["-c", script, &host.imap_port.to_string(), user, password])
+        // The CA that issued the host's certificate (make_certificate).
+        .arg(host.dir.join("ca.pem"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -318,9 +332,9 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
     let got = receiver.wait_for(1).await;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0]["svcOk"], true);
-    let subjects = imap_subjects(host.imap_port, "me@tom.example", &password).unwrap();
+    let subjects = imap_subjects(host, "me@tom.example", &password).unwrap();
     assert!(subjects.iter().any(|s| s == "Over SMTP"), "{subjects:?}");
-    assert!(imap_subjects(host.imap_port, "me@tom.example", "wrong password").is_err());
+    assert!(imap_subjects(host, "me@tom.example", "wrong password").is_err());
 
     // 3. Forward: to the target with an SRS sender; both: forwarded and kept;
     // unknown: refused at RCPT.
@@ -396,7 +410,7 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
     mta_export::run_once(&app.ctx).await.unwrap();
     host.sync();
     within_dovecots_recheck("forward-only: no login", || {
-        imap_subjects(host.imap_port, "me@tom.example", &password).err()
+        imap_subjects(host, "me@tom.example", &password).err()
     });
     assert_eq!(
         app.post("/setMailboxMode", Auth::Bearer(&key), mode("hosted"))
@@ -407,7 +421,7 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
     mta_export::run_once(&app.ctx).await.unwrap();
     host.sync();
     let subjects = within_dovecots_recheck("hosted again: login works", || {
-        imap_subjects(host.imap_port, "me@tom.example", &password).ok()
+        imap_subjects(host, "me@tom.example", &password).ok()
     });
     assert!(subjects.iter().any(|s| s == "Over SMTP"));
     let deleted = app
