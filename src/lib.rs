@@ -10,7 +10,7 @@ use std::sync::Arc;
 use common::config::Config;
 use common::context::{Built, Context, Mode};
 use common::http;
-use common::service::{mta_export, poller};
+use common::service::{mta_export, poller, recheck};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -57,7 +57,7 @@ impl Application {
 }
 
 /// The scheduled jobs, on the local poll interval: the inbound poller, the mailbox export (applied
-/// at once when no mail host is attached).
+/// at once when no mail host is attached), and the daily MX look at verified domains.
 async fn run_jobs(ctx: Arc<Context>) {
     let period = std::time::Duration::from_secs(ctx.config.poll_interval.max(1));
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
@@ -75,6 +75,9 @@ async fn run_jobs(ctx: Arc<Context>) {
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "mailbox export failed"),
+        }
+        if let Err(e) = recheck::run_once(&ctx).await {
+            tracing::error!(error = %e, "the daily MX look failed");
         }
     }
 }

@@ -14,6 +14,7 @@ on_both_backends!(
     a_lookup_that_does_not_finish_changes_nothing,
     operators_remove_a_domain_and_its_stored_mail,
     a_signed_in_person_manages_the_domain_of_their_ready_account,
+    a_domain_whose_mx_moves_away_for_three_days_leaves_the_mail_host,
 );
 
 async fn a_signed_in_person_manages_the_domain_of_their_ready_account(app: TestApp) {
@@ -509,4 +510,85 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
     assert_eq!(claim.body["created"], true, "{}", claim.body);
     let gone = remove(json!({"uid": uid, "domainId": "hal.example", "confirm": "hal.example"})).await;
     assert_eq!(gone.status, 404, "the removed domain is not that account's any more");
+}
+
+/// Outside finding 7: verified once is not routed forever. The daily look at
+/// each verified domain's MX drops one that has named another host for three
+/// days: failed, out of the mail host's export, its owner told once. Verified
+/// again, it is back.
+async fn a_domain_whose_mx_moves_away_for_three_days_leaves_the_mail_host(app: TestApp) {
+    use common::service::recheck;
+    let owner = format!("mo@{ALLOWED_DOMAIN}");
+    let key = app.verified_domain(&owner, "mo.example").await;
+    assert_eq!(
+        app.add_mailbox(&key, "mo.example", "me", "hosted", json!([]))
+            .await
+            .status,
+        200
+    );
+    assert!(exported(&app, "mo.example").await);
+    let day = 86_400;
+
+    // Looked at once a day: the MX is right, nothing changes.
+    let first = recheck::run_once(&app.ctx).await.unwrap();
+    assert_eq!(first.looked, 1, "{first:?}");
+    assert_eq!(
+        recheck::run_once(&app.ctx).await.unwrap().looked,
+        0,
+        "not due again today"
+    );
+
+    // The MX moves elsewhere: still routed for three days.
+    app.dns.set_mx("mo.example", &[(10, "mx.elsewhere.example")]);
+    for _ in 0..3 {
+        app.ctx.clock.advance(day);
+        let run = recheck::run_once(&app.ctx).await.unwrap();
+        assert_eq!((run.looked, run.dropped.len()), (1, 0), "{run:?}");
+        assert!(exported(&app, "mo.example").await);
+    }
+    app.ctx.clock.advance(day);
+    let dropped = recheck::run_once(&app.ctx).await.unwrap();
+    assert_eq!(dropped.dropped, ["mo.example"]);
+    assert!(!exported(&app, "mo.example").await, "it left the export");
+    let listed = app.get("/listDomains", Auth::Bearer(&key)).await.body;
+    assert_eq!(listed["domains"][0]["status"], "failed", "{listed}");
+    assert!(
+        listed["domains"][0]["failureReason"]
+            .as_str()
+            .unwrap()
+            .contains("mx.elsewhere.example"),
+        "{listed}"
+    );
+    let told = app.outbox_for(&owner);
+    assert_eq!(
+        told.iter().filter(|m| m.contains("mail is no longer received")).count(),
+        1,
+        "{told:?}"
+    );
+    app.ctx.clock.advance(day);
+    assert!(recheck::run_once(&app.ctx).await.unwrap().dropped.is_empty());
+    assert_eq!(
+        app.outbox_for(&owner)
+            .iter()
+            .filter(|m| m.contains("mail is no longer received"))
+            .count(),
+        1,
+        "told once"
+    );
+
+    // Pointed back and verified: routed again.
+    app.dns.set_mx("mo.example", &[(10, "mx.svc.test")]);
+    let verified = app
+        .post("/verifyDomain", Auth::Bearer(&key), json!({"domainId": "mo.example"}))
+        .await;
+    assert_eq!(verified.body["verified"], true, "{}", verified.body);
+    assert!(exported(&app, "mo.example").await);
+}
+
+/// Writes a new export and says whether it carries `domain`.
+async fn exported(app: &TestApp, domain: &str) -> bool {
+    common::service::mta_export::run_once(&app.ctx).await.unwrap();
+    let res = app.get("/mtaMailboxExport", Auth::Bearer(support::SYNC_TOKEN)).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    res.body["export"]["domains"].as_array().unwrap().iter().any(|d| d == domain)
 }

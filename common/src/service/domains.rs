@@ -59,6 +59,24 @@ pub struct Domain {
     pub verified_at: Option<String>,
     #[serde(default)]
     pub protected: bool,
+    /// When the daily look last checked its MX (`service::recheck`).
+    #[serde(default)]
+    pub mx_checked_at: Option<String>,
+    /// Since when its MX has not named the mail host, while that lasts.
+    #[serde(default)]
+    pub mx_missing_since: Option<String>,
+    /// When it left the mail host's export for an MX gone three days; a
+    /// verify that passes brings it back.
+    #[serde(default)]
+    pub routing_dropped_at: Option<String>,
+}
+
+impl Domain {
+    /// Whether the mail host receives for it: proved once, and not dropped
+    /// since for an MX that went elsewhere (or verified again).
+    pub fn routed(&self) -> bool {
+        self.status == DomainStatus::Verified || (self.verified_at.is_some() && self.routing_dropped_at.is_none())
+    }
 }
 
 pub fn dkim_secret_name(name: &str) -> String {
@@ -246,6 +264,32 @@ enum Outcome {
     },
 }
 
+/// Whether the preferred MX (every record of the lowest preference) is the
+/// mail host: `Ok`, or the reason it is not; `None` when the lookup did not
+/// finish.
+pub(crate) fn mx_names_mail_host(
+    name: &str,
+    mail_host: &str,
+    mx: Lookup<Vec<(u16, String)>>,
+) -> Option<Result<(), String>> {
+    let publish = || format!("Publish an MX record on {name} pointing at {mail_host} (priority 10).");
+    Some(match mx {
+        Lookup::Transient(_) => return None,
+        Lookup::Missing => Err(publish()),
+        Lookup::Found(records) => {
+            let lowest = records.iter().map(|(pref, _)| *pref).min().unwrap_or(0);
+            let preferred: Vec<&String> = records.iter().filter(|(p, _)| *p == lowest).map(|(_, h)| h).collect();
+            match preferred.iter().find(|h| h.as_str() != mail_host) {
+                None if !preferred.is_empty() => Ok(()),
+                None => Err(publish()),
+                Some(other) => Err(format!(
+                    "The preferred MX of {name} is still {other}, a previous email-routing host. Point it at {mail_host}."
+                )),
+            }
+        }
+    })
+}
+
 async fn check_dns(ctx: &Context, domain: &Domain) -> Outcome {
     let name = &domain.name;
     let mail_host = ctx.config.mail_host.trim_end_matches('.').to_ascii_lowercase();
@@ -260,22 +304,10 @@ async fn check_dns(ctx: &Context, domain: &Domain) -> Outcome {
     let mut reasons = Vec::new();
     let mut checks = Checks::default();
 
-    match mx {
-        Lookup::Transient(_) => return Outcome::Transient,
-        Lookup::Missing => reasons.push(format!(
-            "Publish an MX record on {name} pointing at {mail_host} (priority 10)."
-        )),
-        Lookup::Found(records) => {
-            let lowest = records.iter().map(|(pref, _)| *pref).min().unwrap_or(0);
-            let preferred: Vec<&String> = records.iter().filter(|(p, _)| *p == lowest).map(|(_, h)| h).collect();
-            match preferred.iter().find(|h| **h != &mail_host) {
-                None if !preferred.is_empty() => checks.mx = true,
-                None => reasons.push(format!("Publish an MX record on {name} pointing at {mail_host} (priority 10).")),
-                Some(other) => reasons.push(format!(
-                    "The preferred MX of {name} is still {other}, a previous email-routing host. Point it at {mail_host}."
-                )),
-            }
-        }
+    match mx_names_mail_host(name, &mail_host, mx) {
+        None => return Outcome::Transient,
+        Some(Ok(())) => checks.mx = true,
+        Some(Err(reason)) => reasons.push(reason),
     }
     match txt {
         Lookup::Transient(_) => return Outcome::Transient,
@@ -344,7 +376,11 @@ async fn check_and_store(ctx: &Context, domain: &Domain) -> Result<Option<Domain
             },
         );
     update = if verified {
-        let update = update.remove("failureReason");
+        // Verified again: routed again, whatever the daily look found before.
+        let update = update
+            .remove("failureReason")
+            .remove("mxMissingSince")
+            .remove("routingDroppedAt");
         if domain.verified_at.is_none() {
             update.set("verifiedAt", now)
         } else {
@@ -405,6 +441,9 @@ pub async fn add_domain(call: &Call<'_>, input: AddDomainInput) -> Result<AddDom
         checked_at: None,
         verified_at: None,
         protected: false,
+        mx_checked_at: None,
+        mx_missing_since: None,
+        routing_dropped_at: None,
     };
     let writes = vec![
         Write::Put {
@@ -629,6 +668,9 @@ pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
             checked_at: None,
             verified_at: Some(now),
             protected: true,
+            mx_checked_at: None,
+            mx_missing_since: None,
+            routing_dropped_at: None,
         };
         let writes = vec![
             Write::Put {

@@ -18,6 +18,7 @@ pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;
 pub mod poller;
+pub mod recheck;
 pub mod removal;
 pub mod send;
 pub mod submission;

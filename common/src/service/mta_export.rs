@@ -121,7 +121,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
 
     // Only domains whose owner has proved them (verified at least once): an
     // added but unproven name, say gmail.com, must never become local to
-    // the mail host.
+    // the mail host; nor one whose MX has gone elsewhere for days.
     let mut domains = Vec::new();
     for registered in ctx.store.all(Query::partition(keys::REGISTRY).limit(500)).await? {
         let (Some(name), Some(uid)) = (
@@ -130,10 +130,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         ) else {
             continue;
         };
-        if super::domains::get(ctx, uid, name)
-            .await?
-            .is_some_and(|d| d.verified_at.is_some() || d.status == super::domains::DomainStatus::Verified)
-        {
+        if super::domains::get(ctx, uid, name).await?.is_some_and(|d| d.routed()) {
             domains.push(name.to_string());
         }
     }

@@ -1,5 +1,6 @@
 //! The scheduled `mta-export` function: every 60 s (an EventBridge schedule)
-//! writes a new `mtaMailboxExport` version for the mail host.
+//! writes a new `mtaMailboxExport` version for the mail host, then looks at
+//! the MX of the verified domains due their daily look (`recheck`).
 //!
 //! Its first run in each container also runs the bootstrap (the agent key's
 //! balance, the operators' account, the service domain and its mailboxes):
@@ -7,7 +8,7 @@
 
 use common::config::Config;
 use common::context::{Context, Mode};
-use common::service::{bootstrap, mta_export};
+use common::service::{bootstrap, mta_export, recheck};
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
@@ -25,7 +26,14 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         async move {
             BOOTSTRAPPED.get_or_try_init(|| bootstrap::run(&ctx)).await?;
             let outcome = mta_export::run_once(&ctx).await?;
-            Ok::<_, lambda_runtime::Error>(json!({ "version": outcome.version, "mailboxes": outcome.mailboxes }))
+            // A domain dropped now leaves the next minute's export.
+            let looked = recheck::run_once(&ctx).await?;
+            Ok::<_, lambda_runtime::Error>(json!({
+                "version": outcome.version,
+                "mailboxes": outcome.mailboxes,
+                "mxLooked": looked.looked,
+                "dropped": looked.dropped,
+            }))
         }
     }))
     .await
