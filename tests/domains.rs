@@ -590,5 +590,9 @@ async fn exported(app: &TestApp, domain: &str) -> bool {
     common::service::mta_export::run_once(&app.ctx).await.unwrap();
     let res = app.get("/mtaMailboxExport", Auth::Bearer(support::SYNC_TOKEN)).await;
     assert_eq!(res.status, 200, "{}", res.body);
-    res.body["export"]["domains"].as_array().unwrap().iter().any(|d| d == domain)
+    res.body["export"]["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d == domain)
 }

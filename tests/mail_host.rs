@@ -565,33 +565,23 @@ async fn each_copy_is_filed_for_its_envelope_recipient_alone() {
         )
         .into_bytes()
     };
-    // Bcc: no header names the recipient.
-    smtp_raw(
-        port,
-        "ann@example.org",
-        &["me@tom.example".into()],
-        &message("someone@elsewhere.test", "Blind copy"),
-    )
-    .await
-    .unwrap();
-    // A list: To names the list, an outside address.
-    smtp_raw(
-        port,
-        "ann@example.org",
-        &["me@tom.example".into()],
-        &message("list@lists.example", "List mail"),
-    )
-    .await
-    .unwrap();
-    // To names another hosted mailbox, but the envelope says me.
-    smtp_raw(
-        port,
-        "ann@example.org",
-        &["me@tom.example".into()],
-        &message("other@tom.example", "Not for other"),
-    )
-    .await
-    .unwrap();
+    // The envelope says me; the headers name someone else each time: a Bcc
+    // (no header names the recipient), a list (an outside address), and
+    // another hosted mailbox.
+    for (to, subject) in [
+        ("someone@elsewhere.test", "Blind copy"),
+        ("list@lists.example", "List mail"),
+        ("other@tom.example", "Not for other"),
+    ] {
+        smtp_raw(
+            port,
+            "ann@example.org",
+            &["me@tom.example".into()],
+            &message(to, subject),
+        )
+        .await
+        .unwrap();
+    }
     // One message, 150 recipients: one copy each.
     let everyone: Vec<String> = many.iter().map(|l| format!("{l}@tom.example")).collect();
     smtp_raw(

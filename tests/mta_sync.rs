@@ -193,13 +193,17 @@ async fn the_agent_applies_each_export_and_acknowledges_only_what_it_applied(app
             .status,
         200
     );
-    app.post(
-        "/issueMailboxCredential",
-        Auth::Bearer(&key),
-        json!({"address": "late@sam.example"}),
-    )
-    .await;
-    mta_export::run_once(&app.ctx).await.unwrap();
+    // A new password for late@, and the export that carries it.
+    let reissue = || async {
+        app.post(
+            "/issueMailboxCredential",
+            Auth::Bearer(&key),
+            json!({"address": "late@sam.example"}),
+        )
+        .await;
+        mta_export::run_once(&app.ctx).await.unwrap();
+    };
+    reissue().await;
     let planted = mta_sync::run_once(&client, &settings).await.unwrap();
     assert!(planted.passwd_changed, "{planted:?}");
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
@@ -211,13 +215,7 @@ async fn the_agent_applies_each_export_and_acknowledges_only_what_it_applied(app
     let live = dir.join("dovecot/passwd");
     std::fs::remove_file(&live).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &live).unwrap();
-    app.post(
-        "/issueMailboxCredential",
-        Auth::Bearer(&key),
-        json!({"address": "late@sam.example"}),
-    )
-    .await;
-    mta_export::run_once(&app.ctx).await.unwrap();
+    reissue().await;
     let refused = mta_sync::run_once(&client, &settings).await.unwrap_err();
     assert!(refused.to_string().contains("symbolic link"), "{refused}");
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
