@@ -293,3 +293,34 @@ async fn deliver_drops_into_an_s3_bucket() {
     assert_eq!(got.body.collect().await.unwrap().into_bytes().as_ref(), raw.as_bytes());
     assert!(!dir.join("blobs").exists(), "nothing written locally");
 }
+
+/// `mailhost --help` describes each command under its own name (the deliver
+/// text once sat under mta-sync).
+#[test]
+fn help_describes_each_command_under_its_own_name() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mailhost"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let line = |command: &str| {
+        help.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{command} ")))
+            .unwrap_or_else(|| panic!("no {command} in {help}"))
+            .to_string()
+    };
+    assert!(line("mta-sync").contains("agent"), "{help}");
+    assert!(!line("mta-sync").contains("Drop raw messages"), "{help}");
+    assert!(line("deliver").contains("Drop raw messages"), "{help}");
+    assert!(line("milter").contains("submission"), "{help}");
+    assert!(line("limits").contains("limits"), "{help}");
+    // Each command's own help opens with its own sentence.
+    for (command, opening) in [("deliver", "Drop raw messages"), ("mta-sync", "The mail host's agent")] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mailhost"))
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let own = String::from_utf8_lossy(&out.stdout);
+        assert!(own.starts_with(opening), "{command}: {own}");
+    }
+}
