@@ -224,7 +224,7 @@ catalogue! {
     WEBHOOK_URL_HTTPS = 400 "url must be https";
     WEBHOOK_HOST = 400 "url host is not allowed";
     WEBHOOK_URL_REQUIRED = 400 "url is required to register a webhook";
-    WEBHOOK_NONE = 400 "Register an enabled webhook before replaying";
+    WEBHOOK_NONE = 409 "Register an enabled webhook before replaying";
     EVENT_ID_INVALID = 400 "eventId must be an event id from the delivery log (evt_...)";
     REPLAY_TARGET = 400 "eventId, or from and to (ISO 8601, at most 24 hours apart), is required";
 }

@@ -21,4 +21,5 @@ pub mod store;
 pub mod telemetry;
 pub mod testing;
 pub mod validate;
+pub mod values;
 pub mod webhook;

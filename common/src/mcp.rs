@@ -224,8 +224,19 @@ async fn answer(call: &Call<'_>, auth: &Authenticated, message: Value) -> Option
     };
     // Notifications change nothing here and are never answered; a tool is
     // never run for one, since its caller could not learn the outcome.
-    let id = id?;
+    // JSON-RPC 2.0: params, when given, are structured; a message whose are
+    // not is no request (a notification's too is answered, with id null).
     let params = message.get("params").cloned().unwrap_or(Value::Null);
+    if !matches!(params, Value::Null | Value::Object(_) | Value::Array(_)) {
+        let id = id.unwrap_or(Value::Null);
+        return Some(failure(
+            id,
+            code::INVALID_REQUEST,
+            "Invalid Request: params must be an object or an array",
+            None,
+        ));
+    }
+    let id = id?;
     let outcome = match method {
         "initialize" => Ok(initialize()),
         "ping" => Ok(json!({})),

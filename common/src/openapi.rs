@@ -117,9 +117,9 @@ fn build() -> Value {
         "required": ["jsonrpc", "method"],
         "properties": {
             "jsonrpc": { "const": "2.0" },
-            "id": { "type": ["string", "integer", "null"] },
+            "id": { "type": ["string", "number", "null"] },
             "method": { "type": "string", "examples": ["initialize", "ping", "tools/list", "tools/call"] },
-            "params": { "type": "object" },
+            "params": { "type": ["object", "array", "null"] },
         },
     });
 
@@ -204,11 +204,18 @@ fn operation(
         _ => json!([{ "bearer": [] }, { "apiKey": [] }]),
     };
     let input = (op.io.input_schema)(inputs).to_value();
+    let resolved = resolve(&input, inputs);
     match rest.source {
-        Source::Query => out["parameters"] = query_parameters(&input, inputs),
+        Source::Query => out["parameters"] = query_parameters(&resolved),
         Source::Body | Source::BodyOrQuery => {
+            // A body is needed when some field (or one of several) is.
+            let needs_some = resolved
+                .get("required")
+                .and_then(Value::as_array)
+                .is_some_and(|r| !r.is_empty())
+                || resolved.get("anyOf").is_some();
             out["requestBody"] = json!({
-                "required": false,
+                "required": needs_some,
                 "content": { "application/json": { "schema": input } },
             });
         }
@@ -216,15 +223,49 @@ fn operation(
     out
 }
 
-/// A query route's input fields as query parameters.
-fn query_parameters(input: &Value, inputs: &SchemaGenerator) -> Value {
-    let resolved = match input.get("$ref").and_then(Value::as_str) {
+/// The schema a reference names, or the schema itself.
+fn resolve(input: &Value, inputs: &SchemaGenerator) -> Value {
+    match input.get("$ref").and_then(Value::as_str) {
         Some(reference) => {
             let name = reference.rsplit('/').next().unwrap_or_default();
             inputs.definitions().get(name).cloned().unwrap_or_default()
         }
         None => input.clone(),
-    };
+    }
+}
+
+/// A parameter's schema without `null`: a query string has no null (an
+/// optional parameter is left out instead).
+fn without_null(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(types) = schema.get("type").and_then(Value::as_array) {
+        let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        schema["type"] = if types.len() == 1 {
+            types[0].clone()
+        } else {
+            Value::Array(types)
+        };
+    }
+    if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
+        let kept: Vec<Value> = branches
+            .iter()
+            .filter(|b| b.get("type") != Some(&json!("null")))
+            .cloned()
+            .collect();
+        if kept.len() == 1 {
+            let mut only = kept[0].clone();
+            if let (Some(only), Some(description)) = (only.as_object_mut(), schema.get("description")) {
+                only.entry("description").or_insert(description.clone());
+            }
+            return only;
+        }
+        schema["anyOf"] = Value::Array(kept);
+    }
+    schema
+}
+
+/// A query route's input fields as query parameters.
+fn query_parameters(resolved: &Value) -> Value {
     let required: Vec<&str> = resolved
         .get("required")
         .and_then(Value::as_array)
@@ -240,7 +281,7 @@ fn query_parameters(input: &Value, inputs: &SchemaGenerator) -> Value {
                 "name": name,
                 "in": "query",
                 "required": required.contains(&name.as_str()),
-                "schema": schema,
+                "schema": without_null(schema),
             });
             if let Some(description) = schema.get("description") {
                 param["description"] = description.clone();
@@ -296,10 +337,12 @@ fn mcp_path() -> Map<String, Value> {
     let tools: Vec<&str> = api::operations()
         .filter_map(|op| op.tool.as_ref().map(|t| t.name))
         .collect();
+    // A batch's elements are judged one by one: an invalid one gets its own
+    // -32600 answer in the 200 array (JSON-RPC 2.0), so the array is any.
     let rpc = json!({
         "oneOf": [
             { "$ref": "#/components/schemas/JsonRpcMessage" },
-            { "type": "array", "minItems": 1, "items": { "$ref": "#/components/schemas/JsonRpcMessage" } },
+            { "type": "array", "minItems": 1, "maxItems": crate::mcp::MAX_BATCH },
         ],
     });
     let mut out = Map::new();
@@ -340,7 +383,8 @@ fn mcp_path() -> Map<String, Value> {
                             tools/call; notifications get 204. Tool failures with status 404, 429 and 503 are \
                             results with isError; other failures are JSON-RPC error -32000 with data.status.",
             "tags": ["mcp"],
-            "security": [{ "bearer": [] }, { "apiKey": [] }],
+            // initialize, ping, tools/list and the onboarding tools need no key.
+            "security": [{ "bearer": [] }, { "apiKey": [] }, {}],
             "requestBody": { "required": true, "content": { "application/json": { "schema": rpc } } },
             "responses": {
                 "200": {

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{self, ApiError};
+use crate::error::{self, ApiError, Problem};
 
 /// Where a set of fields came from. Query strings carry only strings, so
 /// numbers and booleans are also read from their text there.
@@ -141,6 +141,31 @@ impl Fields {
         }
     }
 
+    /// A typed value: `None` when absent or null; otherwise it must parse
+    /// (a blank string does not), or the field is `invalid`.
+    pub fn value<T: crate::values::Value>(&self, name: &str, invalid: Problem) -> Result<Option<T>, ApiError> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => T::parse(s).map(Some).ok_or_else(|| invalid.into()),
+            Some(_) => Err(invalid.into()),
+        }
+    }
+
+    /// A typed value that must be given: `missing` when absent, null or
+    /// blank; `invalid` when it does not parse.
+    pub fn required<T: crate::values::Value>(
+        &self,
+        name: &str,
+        missing: Problem,
+        invalid: Problem,
+    ) -> Result<T, ApiError> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Err(missing.into()),
+            Some(Value::String(s)) if s.trim().is_empty() => Err(missing.into()),
+            _ => self.value(name, invalid)?.ok_or_else(|| missing.into()),
+        }
+    }
+
     pub fn bool(&self, name: &str) -> Result<Option<bool>, ApiError> {
         match (self.map.get(name), self.origin) {
             (None, _) => Ok(None),
@@ -165,9 +190,11 @@ impl Fields {
 pub const MAX_EMAIL: usize = 254;
 
 /// Lowercased hostname with the trailing dot stripped, if it is a valid DNS name
-/// with at least two labels.
+/// with at least two labels, the last starting with a letter (every top-level
+/// domain does; it also tells a name from an IPv4 address).
 pub fn hostname(input: &str) -> Option<String> {
-    let name = input.trim().trim_end_matches('.').to_ascii_lowercase();
+    let trimmed = input.trim();
+    let name = trimmed.trim_end_matches('.').to_ascii_lowercase();
     let labels: Vec<&str> = name.split('.').collect();
     let valid_label = |l: &&str| {
         !l.is_empty()
@@ -178,8 +205,8 @@ pub fn hostname(input: &str) -> Option<String> {
     };
     let tld_ok = labels
         .last()
-        .is_some_and(|t| t.bytes().any(|b| b.is_ascii_alphabetic()));
-    (name.len() <= 253 && labels.len() >= 2 && labels.iter().all(valid_label) && tld_ok).then_some(name)
+        .is_some_and(|t| t.bytes().next().is_some_and(|b| b.is_ascii_alphabetic()));
+    (trimmed.len() <= 253 && labels.len() >= 2 && labels.iter().all(valid_label) && tld_ok).then_some(name)
 }
 
 /// A lowercased address `local@domain` with a plain local part and a valid domain.
@@ -189,8 +216,9 @@ pub fn email(input: &str) -> Option<String> {
         return None;
     }
     let (local, domain) = input.rsplit_once('@')?;
+    // RFC 5321's 64-character limit on the local part is the receiving
+    // server's to apply: a schema pattern cannot say it (docs/decisions.md).
     let local_ok = !local.is_empty()
-        && local.len() <= 64
         && !local.starts_with('.')
         && !local.ends_with('.')
         && !local.contains("..")

@@ -13,7 +13,8 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
-use crate::validate::{self, Fields, Input, NoInput};
+use crate::validate::{Fields, Input, NoInput};
+use crate::values::{DomainName, EmailAddress};
 
 pub const MAX_DELETE_IDS: usize = 200;
 
@@ -23,15 +24,14 @@ pub const MAX_DELETE_IDS: usize = 200;
 #[derive(Debug, JsonSchema)]
 pub struct DomainInput {
     /// A hostname such as example.com.
-    #[schemars(length(min = 1, max = 253))]
-    pub domain: String,
+    pub domain: DomainName,
 }
 
 impl Input for DomainInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let raw = fields.str("domain")?.ok_or(error::ALLOWLIST_DOMAIN_REQUIRED)?;
-        let domain = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
-        Ok(DomainInput { domain })
+        Ok(DomainInput {
+            domain: fields.required("domain", error::ALLOWLIST_DOMAIN_REQUIRED, error::DOMAIN_INVALID)?,
+        })
     }
 }
 
@@ -60,7 +60,7 @@ pub struct AllowlistAdded {
 
 pub async fn add_allowlist(call: &Call<'_>, input: DomainInput) -> Result<AllowlistAdded, ApiError> {
     let (ctx, by) = (call.ctx, call.operator()?);
-    let domain = input.domain;
+    let domain = input.domain.into_string();
     let row = json!({ "domain": domain, "addedBy": by.email, "addedAt": iso(ctx.clock.now()) });
     let added = ctx.store.put_new(item(&keys::allowlisted(&domain), &row)).await?;
     if added {
@@ -83,7 +83,7 @@ pub struct AllowlistRemoved {
 
 pub async fn remove_allowlist(call: &Call<'_>, input: DomainInput) -> Result<AllowlistRemoved, ApiError> {
     let (ctx, by) = (call.ctx, call.operator()?);
-    let domain = input.domain;
+    let domain = input.domain.into_string();
     let removed = ctx.store.delete(&keys::allowlisted(&domain), None).await?.is_some();
     if removed {
         super::audit::record(ctx, "allowlist.remove", &by.email, json!({ "domain": domain })).await?;
@@ -106,7 +106,7 @@ pub async fn check_allowlist(call: &Call<'_>, input: DomainInput) -> Result<Allo
     Ok(AllowlistCheck {
         ok: true,
         allowlisted: allowlist::contains(call.ctx, &input.domain).await?,
-        domain: input.domain,
+        domain: input.domain.into_string(),
     })
 }
 
@@ -333,22 +333,19 @@ async fn delete_request(ctx: &Context, req: &AccessRequest) -> StoreResult<()> {
 
 /// Query `email` and/or `domain`.
 #[derive(Debug, JsonSchema)]
+#[schemars(extend("anyOf" = [
+    {"required": ["email"], "properties": {"email": {"type": "string"}}},
+    {"required": ["domain"], "properties": {"domain": {"type": "string"}}}
+]))]
 pub struct DuplicatesInput {
-    #[schemars(email)]
-    pub email: Option<String>,
-    pub domain: Option<String>,
+    pub email: Option<EmailAddress>,
+    pub domain: Option<DomainName>,
 }
 
 impl Input for DuplicatesInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let email = match fields.str("email")? {
-            Some(e) => Some(validate::email(&e).ok_or(error::EMAIL_INVALID)?),
-            None => None,
-        };
-        let domain = match fields.str("domain")? {
-            Some(d) => Some(validate::hostname(&d).ok_or(error::DOMAIN_INVALID)?),
-            None => None,
-        };
+        let email = fields.value("email", error::EMAIL_INVALID)?;
+        let domain = fields.value("domain", error::DOMAIN_INVALID)?;
         if email.is_none() && domain.is_none() {
             return Err(error::DUPLICATES_FILTER_REQUIRED.into());
         }

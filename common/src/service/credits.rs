@@ -257,7 +257,7 @@ pub struct Control {
     /// Freezes (true) or unfreezes (false) the agent key.
     pub disabled: Option<bool>,
     /// Freezes the agent key until this ISO time; null clears it.
-    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
+    #[schemars(with = "Option<crate::values::IsoTime>")]
     pub frozen_until: Option<Option<DateTime<Utc>>>,
     /// Pauses (false) or resumes (true) all sending; operators only.
     pub sending_enabled: Option<bool>,

@@ -16,7 +16,8 @@ use crate::context::Context;
 use crate::dns::Lookup;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item, record};
-use crate::validate::{self, Fields, Input};
+use crate::validate::{Fields, Input};
+use crate::values::DomainName;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -116,33 +117,31 @@ pub async fn owned(ctx: &Context, account: &Account, name: &str) -> Result<Domai
 #[derive(Debug, JsonSchema)]
 pub struct AddDomainInput {
     /// The hostname you own, such as example.com.
-    #[schemars(length(min = 1, max = 253))]
-    pub domain: String,
+    pub domain: DomainName,
 }
 
 impl Input for AddDomainInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let raw = fields.str("domain")?.ok_or(error::DOMAIN_REQUIRED)?;
-        let domain = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
-        Ok(AddDomainInput { domain })
+        Ok(AddDomainInput {
+            domain: fields.required("domain", error::DOMAIN_REQUIRED, error::DOMAIN_INVALID)?,
+        })
     }
 }
 
-/// A domain named by `domainId` (or `domain`).
+/// A domain named by `domainId` (`domain` is read when it is absent).
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DomainIdInput {
     /// The domain's hostname.
-    #[schemars(length(min = 1, max = 253))]
-    pub domain_id: String,
+    pub domain_id: DomainName,
 }
 
 impl Input for DomainIdInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let raw = fields.str("domainId")?.or(fields.str("domain")?);
-        let raw = raw.ok_or(error::DOMAIN_ID_REQUIRED)?;
-        let domain_id = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
-        Ok(DomainIdInput { domain_id })
+        let name = if fields.has("domainId") { "domainId" } else { "domain" };
+        Ok(DomainIdInput {
+            domain_id: fields.required(name, error::DOMAIN_ID_REQUIRED, error::DOMAIN_INVALID)?,
+        })
     }
 }
 
@@ -416,7 +415,7 @@ pub struct AddDomainOutput {
 pub async fn add_domain(call: &Call<'_>, input: AddDomainInput) -> Result<AddDomainOutput, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
-    let name = input.domain;
+    let name = input.domain.into_string();
     refuse_product_domain(ctx, &name)?;
     if let Some(existing) = existing_add(ctx, &account, &name).await? {
         return Ok(existing);

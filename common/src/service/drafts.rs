@@ -16,6 +16,7 @@ use crate::clock::iso;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, Update, Write, item};
 use crate::validate::{Fields, Input};
+use crate::values::{MessageId, MessageIds, Recipients, RowId};
 
 pub const MAX_DRAFTS: i64 = 50;
 pub const LIST: usize = 25;
@@ -48,11 +49,9 @@ fn owner(call: &Call<'_>) -> Result<String, ApiError> {
 }
 
 fn parse_id(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
-    match fields.str(name) {
-        Ok(Some(id)) if super::mail_store::valid_id(&id) => Ok(Some(id)),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_ID_INVALID.into()),
-    }
+    Ok(fields
+        .value::<RowId>(name, error::INBOX_ID_INVALID)?
+        .map(RowId::into_string))
 }
 
 // ------------------------------------------------------------------- GET
@@ -60,7 +59,7 @@ fn parse_id(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
 #[derive(Debug, JsonSchema)]
 pub struct DraftQuery {
     /// One draft; omitted: the newest 25.
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
+    #[schemars(with = "Option<RowId>")]
     pub id: Option<String>,
 }
 
@@ -121,20 +120,29 @@ pub async fn get(call: &Call<'_>, input: DraftQuery) -> Result<DraftsOutput, Api
 
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("anyOf" = [
+    {"required": ["to"], "properties": {"to": {"anyOf": [{"type": "string", "pattern": "@"}, {"type": "array", "minItems": 1}]}}},
+    {"required": ["subject"], "properties": {"subject": {"type": "string", "pattern": "\\S"}}},
+    {"required": ["text"], "properties": {"text": {"type": "string", "pattern": "\\S"}}},
+    {"required": ["inReplyTo"], "properties": {"inReplyTo": {"type": "string"}}}
+]))]
 pub struct DraftInput {
     /// Updates this draft of the caller's; omitted creates one.
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
+    #[schemars(with = "Option<RowId>")]
     pub id: Option<String>,
     /// Addresses, as a string or an array; at most 5.
-    #[schemars(with = "Option<crate::validate::OneOrMany>")]
+    #[schemars(with = "Option<Recipients>")]
     pub to: Vec<String>,
-    #[schemars(length(max = 998))]
+    /// One line.
+    #[schemars(length(max = 998), regex(pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
     pub subject: Option<String>,
     /// At most 100KB.
+    #[schemars(length(max = 102400))]
     pub text: Option<String>,
+    #[schemars(with = "Option<MessageId>")]
     pub in_reply_to: Option<String>,
     /// Message-IDs, as a string or an array; at most 100.
-    #[schemars(with = "Option<crate::validate::OneOrMany>")]
+    #[schemars(with = "Option<MessageIds>")]
     pub references: Vec<String>,
 }
 
@@ -159,10 +167,9 @@ impl Input for DraftInput {
         if text.as_ref().is_some_and(|t| t.len() > MAX_TEXT_BYTES) {
             return Err(error::TEXT_TOO_LARGE.into());
         }
-        let in_reply_to = match fields.str("inReplyTo")? {
-            Some(id) => Some(send::message_id(&id).ok_or(error::IN_REPLY_TO_INVALID)?),
-            None => None,
-        };
+        let in_reply_to = fields
+            .value::<MessageId>("inReplyTo", error::IN_REPLY_TO_INVALID)?
+            .map(MessageId::into_string);
         let input = DraftInput {
             id: parse_id(fields, "id")?,
             to: send::parse_recipients(fields.get("to"))?,

@@ -20,6 +20,7 @@ use crate::auth::Caller;
 use crate::error::{self, ApiError};
 use crate::mail::codes;
 use crate::validate::{self, Fields, Input, Origin};
+use crate::values::{Cursor, EmailAddress, RowId, StoredMessageId, ThreadId};
 
 pub const DEFAULT_LIMIT: i64 = 25;
 pub const MAX_LIMIT: i64 = 50;
@@ -220,51 +221,32 @@ pub enum InboxOutput {
 // ---------------------------------------------------------- parsing helpers
 
 fn parse_mailbox(fields: &Fields) -> Result<Option<String>, ApiError> {
-    match fields.str("mailbox") {
-        Ok(Some(m)) => validate::email(&m).map(Some).ok_or(error::INBOX_MAILBOX_INVALID.into()),
-        Ok(None) => Ok(None),
-        Err(_) => Err(error::INBOX_MAILBOX_INVALID.into()),
-    }
+    Ok(fields
+        .value::<EmailAddress>("mailbox", error::INBOX_MAILBOX_INVALID)?
+        .map(EmailAddress::into_string))
 }
 
 fn parse_id(fields: &Fields) -> Result<Option<String>, ApiError> {
-    match fields.str("id") {
-        Ok(Some(id)) if mail_store::valid_id(&id) => Ok(Some(id)),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_ID_INVALID.into()),
-    }
+    Ok(fields
+        .value::<RowId>("id", error::INBOX_ID_INVALID)?
+        .map(RowId::into_string))
 }
 
 /// A Message-ID to look up, brackets optional: what the poller stores.
 fn parse_message_id(fields: &Fields) -> Result<Option<String>, ApiError> {
-    let Ok(raw) = fields.str("messageId") else {
-        return Err(error::INBOX_MESSAGE_ID_INVALID.into());
-    };
-    let Some(raw) = raw else { return Ok(None) };
-    let inner = raw.trim_start_matches('<').trim_end_matches('>');
-    let ok =
-        !inner.is_empty() && inner.len() <= 500 && inner.chars().all(|c| c.is_ascii_graphic() && c != '<' && c != '>');
-    if ok {
-        Ok(Some(format!("<{inner}>")))
-    } else {
-        Err(error::INBOX_MESSAGE_ID_INVALID.into())
-    }
+    Ok(fields
+        .value::<StoredMessageId>("messageId", error::INBOX_MESSAGE_ID_INVALID)?
+        .map(StoredMessageId::into_string))
 }
 
 fn parse_thread(fields: &Fields) -> Result<Option<String>, ApiError> {
-    match fields.str("thread") {
-        Ok(Some(t)) if mail_store::valid_thread_id(&t) => Ok(Some(t)),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_THREAD_INVALID.into()),
-    }
+    Ok(fields
+        .value::<ThreadId>("thread", error::INBOX_THREAD_INVALID)?
+        .map(ThreadId::into_string))
 }
 
 fn parse_folder(fields: &Fields) -> Result<Option<Folder>, ApiError> {
-    match fields.str("folder") {
-        Ok(Some(f)) => Folder::parse(&f).map(Some).ok_or(error::INBOX_FOLDER_INVALID.into()),
-        Ok(None) => Ok(None),
-        Err(_) => Err(error::INBOX_FOLDER_INVALID.into()),
-    }
+    fields.value("folder", error::INBOX_FOLDER_INVALID)
 }
 
 fn parse_limit(fields: &Fields) -> Result<Option<i64>, ApiError> {
@@ -275,13 +257,11 @@ fn parse_limit(fields: &Fields) -> Result<Option<i64>, ApiError> {
     }
 }
 
-/// A cursor is the sort key of the last row of a page: digits, letters, '-'.
+/// A cursor is the sort key of the last row of a page.
 fn parse_cursor(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
-    match fields.str(name) {
-        Ok(Some(c)) if c.len() <= 100 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') => Ok(Some(c)),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_CURSOR_INVALID.into()),
-    }
+    Ok(fields
+        .value::<Cursor>(name, error::INBOX_CURSOR_INVALID)?
+        .map(Cursor::into_string))
 }
 
 fn parse_q(fields: &Fields) -> Result<Option<String>, ApiError> {
@@ -380,18 +360,19 @@ pub struct InboxQuery {
     pub limit: Option<i64>,
     /// Agent key and operators only: an address at the service domain
     /// (default inbox@ the service domain).
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
     /// Reads that message (with its text) and marks it read.
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
+    #[schemars(with = "Option<RowId>")]
     pub id: Option<String>,
     /// Reads the message with this Message-ID (id wins).
+    #[schemars(with = "Option<StoredMessageId>")]
     pub message_id: Option<String>,
     /// `threads` lists conversation threads.
     #[schemars(regex(pattern = r"^threads$"))]
     pub view: Option<String>,
     /// A thread's messages, oldest first; marks its inbound rows read.
-    #[schemars(regex(pattern = r"^[a-f0-9]{64}$"))]
+    #[schemars(with = "Option<ThreadId>")]
     pub thread: Option<String>,
     /// Search subject, sender and body of the newest 200 inbound and 200
     /// outbound rows; 2 to 200 characters.
@@ -401,13 +382,13 @@ pub struct InboxQuery {
     /// every folder.
     pub folder: Option<Folder>,
     /// The nextCursor of the previous page.
-    #[schemars(regex(pattern = r"^[A-Za-z0-9-]{1,100}$"))]
+    #[schemars(with = "Option<Cursor>")]
     pub cursor: Option<String>,
     /// Wait up to this many seconds (1 to 25) for a matching message.
     #[schemars(range(min = 1, max = 25))]
     pub wait: Option<i64>,
     /// With wait: only messages after this message id; without it, unread ones.
-    #[schemars(regex(pattern = r"^[A-Za-z0-9-]{1,100}$"))]
+    #[schemars(with = "Option<Cursor>")]
     pub after: Option<String>,
     /// With wait: the sender contains this (case-insensitive).
     pub from: Option<String>,
@@ -704,11 +685,12 @@ pub struct ListQuery {
     pub limit: Option<i64>,
     /// Agent key only: an address at the service domain (default inbox@ the
     /// service domain).
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
     /// inbox, archive or trash; omitted: every folder.
     pub folder: Option<Folder>,
     /// The nextCursor of the previous page.
+    #[schemars(with = "Option<Cursor>")]
     pub cursor: Option<String>,
 }
 
@@ -733,12 +715,13 @@ pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiErr
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageTarget {
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
+    #[schemars(with = "Option<RowId>")]
     pub id: Option<String>,
     /// The RFC Message-ID (id wins when both are given).
+    #[schemars(with = "Option<StoredMessageId>")]
     pub message_id: Option<String>,
     /// Agent key and operators only: an address at the service domain.
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
     /// Cut text and html to this many characters (100 to 1000000, default
     /// 20000); `truncated` says whether they were.
@@ -775,8 +758,9 @@ pub struct ThreadsQuery {
     pub folder: Option<Folder>,
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<i64>,
+    #[schemars(with = "Option<Cursor>")]
     pub cursor: Option<String>,
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
 }
 
@@ -807,10 +791,11 @@ pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<Thread
 /// Tool `get_thread`.
 #[derive(Debug, JsonSchema)]
 pub struct ThreadQuery {
-    #[schemars(regex(pattern = r"^[a-f0-9]{64}$"))]
+    #[schemars(with = "ThreadId")]
     pub thread: String,
+    #[schemars(with = "Option<Cursor>")]
     pub cursor: Option<String>,
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
 }
 
@@ -837,7 +822,7 @@ pub struct SearchQuery {
     pub folder: Option<Folder>,
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<i64>,
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
 }
 
@@ -866,12 +851,13 @@ pub struct WaitQuery {
     #[schemars(range(min = 1, max = 25))]
     pub wait: Option<i64>,
     /// Only messages after this message id; omitted: any unread message.
+    #[schemars(with = "Option<Cursor>")]
     pub after: Option<String>,
     /// The sender contains this (case-insensitive).
     pub from: Option<String>,
     /// The subject contains this (case-insensitive).
     pub subject: Option<String>,
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
     /// Cut the text to this many characters (default 20000).
     #[schemars(range(min = 100, max = 1_000_000))]
@@ -942,13 +928,19 @@ pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitR
 /// POST /inbox (tool `mark_read`).
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("anyOf" = [
+    {"required": ["id"], "properties": {"id": {"type": "string"}}},
+    {"required": ["messageId"], "properties": {"messageId": {"type": "string"}}},
+    {"required": ["thread"], "properties": {"thread": {"type": "string"}}}
+]))]
 pub struct MarkInput {
     /// A message; wins over messageId and thread.
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
+    #[schemars(with = "Option<RowId>")]
     pub id: Option<String>,
+    #[schemars(with = "Option<StoredMessageId>")]
     pub message_id: Option<String>,
     /// A whole thread (all its inbound rows).
-    #[schemars(regex(pattern = r"^[a-f0-9]{64}$"))]
+    #[schemars(with = "Option<ThreadId>")]
     pub thread: Option<String>,
     /// true marks unread, false read (outbound rows stay read). The tool
     /// marks read when neither unread nor folder is given.
@@ -956,7 +948,7 @@ pub struct MarkInput {
     /// Moves the whole thread (up to 100 inbound and 100 outbound messages).
     pub folder: Option<Folder>,
     /// Agent key and operators only: an address at the service domain.
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
 }
 
@@ -1039,8 +1031,9 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiEr
 #[serde(rename_all = "camelCase")]
 pub struct AttachmentQuery {
     /// The message's id; wins over messageId.
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
+    #[schemars(with = "Option<RowId>")]
     pub id: Option<String>,
+    #[schemars(with = "Option<StoredMessageId>")]
     pub message_id: Option<String>,
     #[schemars(range(min = 0, max = 19))]
     pub index: i64,
@@ -1051,7 +1044,7 @@ pub struct AttachmentQuery {
     #[schemars(regex(pattern = r"^inline$"))]
     pub disposition: Option<String>,
     /// Agent key and operators only: an address at the service domain.
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub mailbox: Option<String>,
 }
 

@@ -66,6 +66,12 @@ impl Folder {
     }
 }
 
+impl crate::values::Value for Folder {
+    fn parse(text: &str) -> Option<Folder> {
+        Folder::parse(text)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {

@@ -16,8 +16,8 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
-use crate::validate::OneOrMany;
 use crate::validate::{self, Fields, Input};
+use crate::values::{DomainName, EmailAddress, LocalPart, Uid, Value as _};
 
 pub const MAX_FORWARD: usize = 5;
 
@@ -265,13 +265,10 @@ fn changed(update: Update, seq: i64, now: &str) -> Update {
 // ------------------------------------------------------------------ validation
 
 pub fn parse_local_part(raw: Option<String>) -> Result<String, ApiError> {
-    let local = raw.map(|s| s.to_ascii_lowercase()).ok_or(error::LOCAL_PART_REQUIRED)?;
-    let ok = local.len() <= 64
-        && !local.starts_with('.')
-        && !local.ends_with('.')
-        && !local.contains("..")
-        && local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
-    Ok(ok.then_some(local).ok_or(error::MAILBOX_ADDRESS_INVALID)?)
+    let raw = raw.ok_or(error::LOCAL_PART_REQUIRED)?;
+    Ok(LocalPart::parse(raw.trim())
+        .ok_or(error::MAILBOX_ADDRESS_INVALID)?
+        .into_string())
 }
 
 /// `forwardTo`: an array of addresses or a single string; lowercased, de-duplicated.
@@ -383,23 +380,53 @@ async fn managed_domain(
 
 // ----------------------------------------------------------------------- routes
 
-/// POST /addMailbox and /setMailboxMode.
+/// POST /addMailbox and /setMailboxMode. The mailbox may also be named by
+/// `mailboxId` (its address), and the domain by `domain`.
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend(
+    "required" = ["domainId", "localPart", "mode"],
+    "anyOf" = [
+        {"properties": {"mode": {"const": "hosted"}, "forwardTo": {"anyOf": [
+            {"type": "string", "pattern": "^\\s*$"}, {"type": "array", "maxItems": 0}, {"type": "null"}
+        ]}}},
+        {"properties": {"mode": {"enum": ["forward", "both"]}, "forwardTo": {"not": {"anyOf": [
+            {"type": "string", "pattern": "^\\s*$"}, {"type": "array", "maxItems": 0}, {"type": "null"}
+        ]}}}, "required": ["forwardTo"]}
+    ]
+))]
 pub struct MailboxInput {
-    /// The domain's hostname (`domain` is accepted too).
+    /// The domain's hostname.
     #[serde(rename = "domainId")]
-    #[schemars(with = "String")]
+    #[schemars(with = "DomainName")]
     pub domain: Option<String>,
-    /// The part before the @ (or give `mailboxId`, the address).
-    #[schemars(with = "String", length(min = 1, max = 64))]
+    /// The part before the @.
+    #[schemars(with = "LocalPart")]
     pub local_part: Option<String>,
     #[schemars(with = "Mode")]
     pub mode: Option<String>,
-    /// Required and non-empty for forward and both; empty for hosted; at most 5.
-    #[schemars(with = "OneOrMany")]
+    /// Required and non-empty for forward and both; empty for hosted; at most
+    /// 5 addresses (one address may be given as a string).
+    #[schemars(with = "ForwardTo")]
     pub forward_to: Vec<String>,
 }
+
+/// The schema of `forwardTo`: one address, or up to 5 (more than 5 given
+/// once each is refused; the same address twice counts once).
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ForwardTo {
+    None(Blank),
+    One(EmailAddress),
+    Many(#[schemars(length(max = 50))] Vec<EmailAddress>),
+}
+
+/// An empty string: no forwarding targets.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+#[schemars(extend("pattern" = "^\\s*$"))]
+struct Blank(String);
 
 impl Input for MailboxInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
@@ -615,12 +642,23 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
 /// `mailboxId` accepted).
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend(
+  "not" = {"required": ["address", "localPart"], "properties": {"address": {"type": "string"}, "localPart": {"type": "string"}}},
+  "anyOf" = [
+    {"required": ["address"], "properties": {"address": {"type": "string"}}},
+    {"required": ["domain", "localPart"], "properties": {"domain": {"type": "string"}, "localPart": {"type": "string"}}},
+    {"required": ["domainId", "localPart"], "properties": {"domainId": {"type": "string"}, "localPart": {"type": "string"}}}
+]))]
 pub struct DeleteTarget {
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub address: Option<String>,
+    #[schemars(with = "Option<DomainName>")]
     pub domain: Option<String>,
+    #[schemars(with = "Option<DomainName>")]
     pub domain_id: Option<String>,
+    #[schemars(with = "Option<LocalPart>")]
     pub local_part: Option<String>,
+    /// The address, or the local part (with domain).
     pub mailbox_id: Option<String>,
     #[schemars(skip)]
     target: (String, String),
@@ -640,6 +678,12 @@ impl Input for DeleteTarget {
 }
 
 fn parse_delete_target(fields: &Fields) -> Result<(String, String), ApiError> {
+    // Each part, when given, must be one of its kind.
+    let invalid = error::MAILBOX_ADDRESS_INVALID;
+    fields.value::<EmailAddress>("address", invalid)?;
+    fields.value::<DomainName>("domain", invalid)?;
+    fields.value::<DomainName>("domainId", invalid)?;
+    fields.value::<LocalPart>("localPart", invalid)?;
     let address = fields
         .str("address")?
         .or(fields.str("mailboxId")?.filter(|m| m.contains('@')));
@@ -658,8 +702,8 @@ fn parse_delete_target(fields: &Fields) -> Result<(String, String), ApiError> {
         (Some(a), _) | (None, Some(a)) => a,
         (None, None) => return Err(error::DELETE_TARGET_REQUIRED.into()),
     };
-    let address = validate::email(&address).ok_or(error::MAILBOX_ADDRESS_INVALID)?;
-    let (local, domain) = address.rsplit_once('@').expect("a valid email has an @");
+    let address = EmailAddress::parse(address.trim()).ok_or(error::MAILBOX_ADDRESS_INVALID)?;
+    let (local, domain) = address.parts();
     Ok((domain.to_string(), local.to_string()))
 }
 
@@ -742,15 +786,14 @@ pub async fn mark_removed(ctx: &Context, mailbox: &Mailbox) -> StoreResult<()> {
 #[derive(Debug, JsonSchema)]
 pub struct CredentialInput {
     /// The mailbox's address.
-    #[schemars(email)]
-    pub address: String,
+    pub address: EmailAddress,
 }
 
 impl Input for CredentialInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let address = fields.str("address")?.ok_or(error::ADDRESS_REQUIRED)?;
-        let address = validate::email(&address).ok_or(error::MAILBOX_ADDRESS_INVALID)?;
-        Ok(CredentialInput { address })
+        Ok(CredentialInput {
+            address: fields.required("address", error::ADDRESS_REQUIRED, error::MAILBOX_ADDRESS_INVALID)?,
+        })
     }
 }
 
@@ -781,7 +824,7 @@ pub struct CredentialOutput {
 pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result<CredentialOutput, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
-    let (local, domain) = input.address.rsplit_once('@').expect("a valid email has an @");
+    let (local, domain) = input.address.parts();
     let mailbox = owned_mailbox(
         ctx,
         &account,
@@ -880,13 +923,13 @@ pub async fn ensure_protected(ctx: &Context, domain: &str, local: &str) -> anyho
 #[derive(Debug, JsonSchema)]
 pub struct ListDomainsInput {
     /// Operators only: read this account instead of their own.
-    pub uid: Option<String>,
+    pub uid: Option<Uid>,
 }
 
 impl Input for ListDomainsInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
         Ok(ListDomainsInput {
-            uid: fields.str("uid")?,
+            uid: fields.value("uid", error::UID_INVALID)?,
         })
     }
 }
@@ -911,7 +954,7 @@ pub async fn list_domains(call: &Call<'_>, input: ListDomainsInput) -> Result<Do
     let account = call.account().await?;
     // An operator may read another account; everyone else reads their own.
     let uid = match input.uid {
-        Some(uid) if call.is_operator() => uid,
+        Some(uid) if call.is_operator() => uid.into_string(),
         _ => account.uid,
     };
     let mut rows = Vec::new();

@@ -19,6 +19,7 @@ use crate::error::{self, ApiError};
 use crate::ratelimit::{self, HOUR, Limit};
 use crate::store::{Cond, Key, StoreError, StoreExt, TTL, Update, Write, item};
 use crate::validate::{self, Fields, Input};
+use crate::values::{DomainName, EmailAddress, Line, RequestId, Text};
 
 pub const CODE_TTL_SECS: i64 = 86_400;
 pub const MAX_ATTEMPTS: i64 = 5;
@@ -105,42 +106,22 @@ pub async fn load(ctx: &Context, id: &str) -> Result<Option<AccessRequest>, Stor
 #[serde(rename_all = "camelCase")]
 pub struct RequestAccessInput {
     /// Where the 8-digit code is sent.
-    #[schemars(email, length(max = 254))]
-    pub contact_email: String,
+    pub contact_email: EmailAddress,
     /// The organization's hostname (a name only; nothing is created).
-    #[schemars(length(min = 3, max = 253))]
-    pub domain: String,
-    #[schemars(length(min = 1, max = 100))]
-    pub agent_name: String,
+    pub domain: DomainName,
+    pub agent_name: Line<100>,
     /// A note on what the account is for.
-    #[schemars(length(min = 1, max = 1000))]
-    pub intended_use: String,
+    pub intended_use: Text<1000>,
 }
 
 impl Input for RequestAccessInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let (email, domain, agent, usage) = (
-            fields.str("contactEmail")?,
-            fields.str("domain")?,
-            fields.str("agentName")?,
-            fields.str("intendedUse")?,
-        );
-        let (Some(email), Some(domain), Some(agent_name), Some(intended_use)) = (email, domain, agent, usage) else {
-            return Err(error::ACCESS_FIELDS_REQUIRED.into());
-        };
-        let contact_email = validate::email(&email).ok_or(error::CONTACT_EMAIL_INVALID)?;
-        let domain = validate::hostname(&domain).ok_or(error::ORG_DOMAIN_INVALID)?;
-        if agent_name.chars().count() > 100 || agent_name.chars().any(char::is_control) {
-            return Err(error::AGENT_NAME_TOO_LONG.into());
-        }
-        if intended_use.chars().count() > 1000 {
-            return Err(error::INTENDED_USE_TOO_LONG.into());
-        }
+        let required = error::ACCESS_FIELDS_REQUIRED;
         Ok(Self {
-            contact_email,
-            domain,
-            agent_name,
-            intended_use,
+            contact_email: fields.required("contactEmail", required, error::CONTACT_EMAIL_INVALID)?,
+            domain: fields.required("domain", required, error::ORG_DOMAIN_INVALID)?,
+            agent_name: fields.required("agentName", required, error::AGENT_NAME_TOO_LONG)?,
+            intended_use: fields.required("intendedUse", required, error::INTENDED_USE_TOO_LONG)?,
         })
     }
 }
@@ -179,10 +160,10 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
     let req = AccessRequest {
         code_digest: code_digest(ctx, &id, &code),
         id,
-        email: input.contact_email,
-        domain: input.domain,
-        agent_name: input.agent_name,
-        intended_use: input.intended_use,
+        email: input.contact_email.into_string(),
+        domain: input.domain.into_string(),
+        agent_name: input.agent_name.into_string(),
+        intended_use: input.intended_use.into_string(),
         attempts: 0,
         expires_at,
         status: RequestStatus::CodeSent,
@@ -275,23 +256,23 @@ pub struct VerifyOutput {
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyInput {
-    /// `ar_` and 24 hex characters, from requestAccess.
-    #[schemars(regex(pattern = r"^ar_[0-9a-f]{24}$"))]
-    pub request_id: String,
+    /// From requestAccess.
+    pub request_id: RequestId,
     /// The 8-digit code from the email.
-    #[schemars(length(min = 1, max = 64))]
-    pub code: String,
+    pub code: Text<64>,
 }
 
 impl Input for VerifyInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let (Some(request_id), Some(code)) = (fields.str("requestId")?, fields.str("code")?) else {
-            return Err(error::VERIFY_FIELDS_REQUIRED.into());
-        };
-        if !valid_request_id(&request_id) {
-            return Err(error::REQUEST_ID_INVALID.into());
+        let required = error::VERIFY_FIELDS_REQUIRED;
+        // Both must be there before either is judged.
+        if !fields.has("requestId") || fields.str("code").ok().flatten().is_none() {
+            return Err(required.into());
         }
-        Ok(Self { request_id, code })
+        Ok(Self {
+            request_id: fields.required("requestId", required, error::REQUEST_ID_INVALID)?,
+            code: fields.required("code", required, error::CODE_NOT_VALID)?,
+        })
     }
 }
 

@@ -12,45 +12,39 @@ use super::keys;
 use crate::clock::iso;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, StoreError, Update, Write};
-use crate::validate::{self, Fields, Input};
+use crate::validate::{Fields, Input};
+use crate::values::{DomainName, EmailAddress, Uid};
 
 /// POST /operatorRemoveDomain.
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("anyOf" = [
+    {"required": ["uid"], "properties": {"uid": {"type": "string"}}},
+    {"required": ["ownerEmail"], "properties": {"ownerEmail": {"type": "string"}}}
+]))]
 pub struct RemoveInput {
     /// The owning account (or give ownerEmail; both must agree).
-    pub uid: Option<String>,
-    #[schemars(email)]
-    pub owner_email: Option<String>,
-    /// The domain's hostname (`domain` is accepted too).
-    pub domain_id: String,
+    pub uid: Option<Uid>,
+    pub owner_email: Option<EmailAddress>,
+    /// The domain's hostname (`domain` is read when it is absent).
+    pub domain_id: DomainName,
     /// Must equal the domain name when the domain has any mailbox.
     pub confirm: Option<String>,
 }
 
 impl Input for RemoveInput {
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let uid = fields.str("uid")?;
-        if uid.as_deref().is_some_and(|u| !super::accounts::valid_uid(u)) {
-            return Err(error::UID_INVALID.into());
-        }
-        let owner_email = fields.str("ownerEmail")?;
-        let domain = fields.str("domainId")?.or(fields.str("domain")?);
-        let confirm = fields.str("confirm")?;
+        let uid = fields.value("uid", error::UID_INVALID)?;
+        let owner_email = fields.value("ownerEmail", error::OWNER_EMAIL_INVALID)?;
         if uid.is_none() && owner_email.is_none() {
             return Err(error::REMOVE_OWNER_REQUIRED.into());
         }
-        let raw = domain.ok_or(error::DOMAIN_ID_REQUIRED)?;
-        let domain_id = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
-        let owner_email = match owner_email {
-            Some(email) => Some(validate::email(&email).ok_or(error::OWNER_EMAIL_INVALID)?),
-            None => None,
-        };
+        let name = if fields.has("domainId") { "domainId" } else { "domain" };
         Ok(RemoveInput {
             uid,
             owner_email,
-            domain_id,
-            confirm,
+            domain_id: fields.required(name, error::DOMAIN_ID_REQUIRED, error::DOMAIN_INVALID)?,
+            confirm: fields.str("confirm")?,
         })
     }
 }
@@ -80,7 +74,7 @@ pub struct RemoveOutput {
 /// before (and is removed with the rest) or is refused.
 pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Result<RemoveOutput, ApiError> {
     let (ctx, actor) = (call.ctx, call.operator()?.email.clone());
-    let name = input.domain_id;
+    let name = input.domain_id.into_string();
     if name == ctx.config.service_domain.to_ascii_lowercase() {
         return Err(error::SYSTEM_DOMAIN.into());
     }
@@ -93,7 +87,7 @@ pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Resu
         ),
         None => None,
     };
-    let uid = match (input.uid, by_email) {
+    let uid = match (input.uid.map(Uid::into_string), by_email) {
         (Some(uid), Some(found)) if uid != found => return Err(error::REMOVE_OWNER_MISMATCH.into()),
         (Some(uid), _) => uid,
         (None, Some(found)) => found,

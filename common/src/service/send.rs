@@ -24,8 +24,8 @@ use crate::mail::Outgoing;
 use crate::mail::attachments::{self, Attachment};
 use crate::mail::message::{self, Draft, Signer};
 use crate::ratelimit::{self, DAY, Limit, MINUTE};
-use crate::validate::OneOrMany;
 use crate::validate::{self, Fields, Input, Later, Origin};
+use crate::values::{EmailAddress, Line, MessageId, MessageIds, SomeRecipients};
 
 pub const MAX_RECIPIENTS: usize = 5;
 pub const MAX_TEXT_BYTES: usize = 100 * 1024;
@@ -50,21 +50,22 @@ pub struct AttachmentUpload {
 #[serde(rename_all = "camelCase")]
 pub struct SendInput {
     /// One address, a comma- or semicolon-separated string, or an array; at most 5.
-    #[schemars(with = "OneOrMany")]
+    #[schemars(with = "SomeRecipients")]
     pub to: Vec<String>,
-    #[schemars(length(min = 1, max = 998))]
+    #[schemars(with = "Line<998>")]
     pub subject: String,
     /// Plain text, at most 100KB of UTF-8.
-    #[schemars(length(min = 1, max = 102400))]
+    #[schemars(length(min = 1, max = 102400), regex(pattern = r"\S"))]
     pub text: String,
     /// A hosted mailbox on your verified domain; may be omitted when you have
     /// exactly one. The agent key always sends as noreply@ the service domain.
-    #[schemars(email)]
+    #[schemars(with = "Option<EmailAddress>")]
     pub from: Option<String>,
     /// A Message-ID: threads the send onto that stored conversation.
+    #[schemars(with = "Option<MessageId>")]
     pub in_reply_to: Option<String>,
     /// Message-IDs, as a string or an array; at most 100.
-    #[schemars(with = "Option<OneOrMany>")]
+    #[schemars(with = "Option<MessageIds>")]
     pub references: Vec<String>,
     /// REST only: at most 3 files, 2MB each, 4MB together.
     #[schemars(with = "Option<Vec<AttachmentUpload>>", length(max = 3))]
@@ -101,14 +102,12 @@ impl Input for SendInput {
         if text.len() > MAX_TEXT_BYTES {
             return Err(error::TEXT_TOO_LARGE.into());
         }
-        let from = match fields.str("from")? {
-            Some(f) => Some(validate::email(&f).ok_or(error::FROM_INVALID)?),
-            None => None,
-        };
-        let in_reply_to = match fields.str("inReplyTo")? {
-            Some(id) => Some(message_id(&id).ok_or(error::IN_REPLY_TO_INVALID)?),
-            None => None,
-        };
+        let from = fields
+            .value::<EmailAddress>("from", error::FROM_INVALID)?
+            .map(EmailAddress::into_string);
+        let in_reply_to = fields
+            .value::<MessageId>("inReplyTo", error::IN_REPLY_TO_INVALID)?
+            .map(MessageId::into_string);
         let references = parse_references(fields)?;
         let attachments = match fields.get("attachments") {
             Some(v) if !v.is_null() && fields.origin == Origin::Tool => {

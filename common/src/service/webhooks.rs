@@ -24,6 +24,7 @@ use crate::error::{self, ApiError};
 use crate::ratelimit::{self, Limit, MINUTE};
 use crate::store::{StoreExt, TTL, item};
 use crate::validate::{Fields, Input};
+use crate::values::Cursor;
 use crate::webhook::{self, Refused};
 
 /// How long events and attempts are kept for the log and replay.
@@ -333,6 +334,7 @@ pub struct DeliveriesQuery {
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<i64>,
     /// The nextCursor of the previous page.
+    #[schemars(with = "Option<Cursor>")]
     pub cursor: Option<String>,
 }
 
@@ -343,14 +345,11 @@ impl Input for DeliveriesQuery {
             Ok(None) => None,
             _ => return Err(error::INBOX_LIMIT_INVALID.into()),
         };
-        let cursor = match fields.str("cursor") {
-            Ok(Some(c)) if c.len() <= 100 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => {
-                Some(c)
-            }
-            Ok(None) => None,
-            _ => return Err(error::INBOX_CURSOR_INVALID.into()),
-        };
-        Ok(DeliveriesQuery { limit, cursor })
+        let cursor = fields.value::<Cursor>("cursor", error::INBOX_CURSOR_INVALID)?;
+        Ok(DeliveriesQuery {
+            limit,
+            cursor: cursor.map(Cursor::into_string),
+        })
     }
 }
 

@@ -1,0 +1,487 @@
+//! The values the API takes, each parsing itself once and describing itself
+//! once: the JSON Schema a type gives (the MCP `inputSchema`, the OpenAPI
+//! document) admits exactly what its `parse` accepts, so a value the schema
+//! allows is never refused for its shape, and one it forbids never passes.
+//! Inputs hold these types; the services they reach receive them valid.
+//!
+//! Each reads the field's string with its surrounding whitespace trimmed
+//! (what the patterns' `\s*` ends allow).
+
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+/// A value read from one field's text, as sent (each type trims it, and
+/// counts its length as sent, as the schema's `maxLength` does).
+pub trait Value: Sized + JsonSchema {
+    fn parse(raw: &str) -> Option<Self>;
+}
+
+/// One DNS label: letters, digits and inner hyphens, at most 63.
+const LABEL: &str = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+/// The last label: as any, starting with a letter.
+const TOP_LABEL: &str = r"[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+/// A dot-atom local part (RFC 5322): no leading, trailing or double dot.
+const LOCAL: &str = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*";
+
+fn hostname_pattern() -> String {
+    format!(r"(?:{LABEL}\.)+{TOP_LABEL}\.*")
+}
+
+fn email_pattern() -> String {
+    format!("{LOCAL}@{}", hostname_pattern())
+}
+
+/// One Message-ID: printable ASCII without `<>(),;"\` and with an `@`
+/// inside, brackets optional (each side bounded so the whole stays within the
+/// 250 characters a send accepts).
+const MESSAGE_ID: &str = r#"<*[!#-'*+\-.-:=?-\[\]-~]{0,124}@[!#-'*+\-.-:=?-\[\]-~]{0,125}>*"#;
+
+/// A string value whose text is kept as parsed.
+macro_rules! text_value {
+    ($(#[$doc:meta])* $name:ident, $description:literal, $pattern:expr, $max:expr, $parse:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl Value for $name {
+            fn parse(raw: &str) -> Option<Self> {
+                let parse: fn(&str) -> Option<String> = $parse;
+                let max: Option<u64> = $max;
+                if max.is_some_and(|max| raw.chars().count() as u64 > max) {
+                    return None;
+                }
+                parse(raw.trim()).map($name)
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                let pattern: String = $pattern;
+                let max: Option<u64> = $max;
+                let mut schema = json_schema!({
+                    "type": "string",
+                    "description": $description,
+                    "pattern": format!(r"^\s*{pattern}\s*$"),
+                });
+                if let Some(max) = max {
+                    schema.insert("maxLength".into(), max.into());
+                }
+                schema
+            }
+        }
+    };
+}
+
+text_value!(
+    /// A domain name: at least two labels, the last starting with a letter;
+    /// lower case, without its trailing dot.
+    DomainName,
+    "A domain name such as example.com (at least two labels).",
+    hostname_pattern(),
+    Some(253),
+    crate::validate::hostname
+);
+
+text_value!(
+    /// An address `local@domain` a send accepts: a dot-atom local part of at
+    /// most 64 characters and a domain name; lower case.
+    EmailAddress,
+    "An email address such as name@example.com.",
+    email_pattern(),
+    Some(254),
+    crate::validate::email
+);
+
+impl EmailAddress {
+    /// (local part, domain).
+    pub fn parts(&self) -> (&str, &str) {
+        self.0.rsplit_once('@').unwrap_or((&self.0, ""))
+    }
+}
+
+text_value!(
+    /// A stored row's id.
+    RowId,
+    "A message id from this API.",
+    r"[A-Za-z0-9_-]{1,128}".to_string(),
+    None,
+    |t| (!t.is_empty() && t.len() <= 128 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+        .then(|| t.to_string())
+);
+
+text_value!(
+    /// A thread id: 64 lowercase hex characters.
+    ThreadId,
+    "A thread id: 64 lowercase hex characters.",
+    r"[a-f0-9]{64}".to_string(),
+    None,
+    |t| (t.len() == 64 && t.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))).then(|| t.to_string())
+);
+
+text_value!(
+    /// Where the previous page ended (its `nextCursor`), or a message id to
+    /// wait past.
+    Cursor,
+    "A nextCursor (or message id) from this API.",
+    r"[A-Za-z0-9_-]{1,100}".to_string(),
+    None,
+    |t| (!t.is_empty() && t.len() <= 100 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+        .then(|| t.to_string())
+);
+
+text_value!(
+    /// A Message-ID to look a stored message up by, as received mail writes
+    /// them: `<...>` with any printable characters inside (the brackets may
+    /// be left off); kept with its brackets.
+    StoredMessageId,
+    "A Message-ID such as <id@example.com> (brackets optional).",
+    r"<*[!-;=?-~]{1,500}>*".to_string(),
+    None,
+    |t| {
+        let inner = t.trim_start_matches('<').trim_end_matches('>');
+        (!inner.is_empty() && inner.len() <= 500 && inner.bytes().all(|b| b.is_ascii_graphic() && b != b'<' && b != b'>'))
+            .then(|| format!("<{inner}>"))
+    }
+);
+
+text_value!(
+    /// An access request's id: `ar_` and 24 hex characters.
+    RequestId,
+    "An access request id: ar_ and 24 lowercase hex characters.",
+    r"ar_[0-9a-f]{24}".to_string(),
+    None,
+    |t| crate::service::onboarding::valid_request_id(t).then(|| t.to_string())
+);
+
+text_value!(
+    /// The part of a mailbox address before the @: letters, digits, `.`, `_`,
+    /// `+` and `-`, no leading, trailing or double dot, at most 64; lower case.
+    LocalPart,
+    "The part of a mailbox address before the @ (letters, digits, . _ + -).",
+    r"[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*".to_string(),
+    Some(64),
+    |t| {
+        let local = t.to_ascii_lowercase();
+        let ok = !local.is_empty()
+            && local.len() <= 64
+            && !local.starts_with('.')
+            && !local.ends_with('.')
+            && !local.contains("..")
+            && local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
+        ok.then_some(local)
+    }
+);
+
+text_value!(
+    /// A Message-ID a send names (`inReplyTo`, `references`): kept with its
+    /// brackets.
+    MessageId,
+    "A Message-ID such as <id@example.com> (brackets optional).",
+    MESSAGE_ID.to_string(),
+    Some(252),
+    crate::service::send::message_id
+);
+
+/// The schema of a send's or a draft's `to`: addresses as one string
+/// (separated by commas or semicolons) or an array, at most 5.
+#[derive(Debug)]
+pub struct Recipients;
+
+impl JsonSchema for Recipients {
+    fn schema_name() -> Cow<'static, str> {
+        "Recipients".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let one = email_pattern();
+        json_schema!({
+            "description": "Addresses: one string, separated by commas or semicolons, or an array; at most 5.",
+            "anyOf": [
+                {
+                    "type": "string",
+                    "pattern": format!(r"^[\s,;]*(?:{one}(?:\s*[,;][\s,;]*{one}){{0,4}})?[\s,;]*$"),
+                },
+                {
+                    "type": "array",
+                    "items": { "type": "string", "pattern": format!(r"^\s*{one}\s*$") },
+                    "maxItems": 5,
+                },
+            ],
+        })
+    }
+}
+
+/// The schema of a send's `to`: as [`Recipients`], at least one.
+#[derive(Debug)]
+pub struct SomeRecipients;
+
+impl JsonSchema for SomeRecipients {
+    fn schema_name() -> Cow<'static, str> {
+        "SomeRecipients".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let one = email_pattern();
+        json_schema!({
+            "description": "Addresses: one string, separated by commas or semicolons, or an array; 1 to 5.",
+            "anyOf": [
+                {
+                    "type": "string",
+                    "pattern": format!(r"^[\s,;]*{one}(?:\s*[,;][\s,;]*{one}){{0,4}}[\s,;]*$"),
+                },
+                {
+                    "type": "array",
+                    "items": { "type": "string", "pattern": format!(r"^\s*{one}\s*$") },
+                    "minItems": 1,
+                    "maxItems": 5,
+                },
+            ],
+        })
+    }
+}
+
+/// The schema of `references`: Message-IDs as one string (separated by
+/// spaces) or an array of such strings, at most 100.
+#[derive(Debug)]
+pub struct MessageIds;
+
+impl JsonSchema for MessageIds {
+    fn schema_name() -> Cow<'static, str> {
+        "MessageIds".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let list = format!(r"^\s*(?:{MESSAGE_ID}(?:\s+{MESSAGE_ID}){{0,99}})?\s*$");
+        json_schema!({
+            "description": "Message-IDs: one string, separated by spaces, or an array; at most 100.",
+            "anyOf": [
+                { "type": "string", "pattern": list },
+                { "type": "array", "items": { "type": "string", "pattern": list }, "maxItems": 100 },
+            ],
+        })
+    }
+}
+
+text_value!(
+    /// An account id: `u_` and 24 hex characters, or `ops`.
+    Uid,
+    "An account id: u_ and 24 lowercase hex characters, or ops.",
+    r"(?:u_[0-9a-f]{24}|ops)".to_string(),
+    None,
+    |t| crate::service::accounts::valid_uid(t).then(|| t.to_string())
+);
+
+/// A point in time as RFC 3339 writes it (`2026-11-24T10:00:00Z`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IsoTime(pub chrono::DateTime<chrono::Utc>);
+
+impl Value for IsoTime {
+    fn parse(raw: &str) -> Option<Self> {
+        chrono::DateTime::parse_from_rfc3339(raw.trim())
+            .ok()
+            .map(|t| IsoTime(t.to_utc()))
+    }
+}
+
+impl JsonSchema for IsoTime {
+    fn schema_name() -> Cow<'static, str> {
+        "IsoTime".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "format": "date-time",
+            "description": "An RFC 3339 time, such as 2026-11-24T10:00:00Z.",
+        })
+    }
+}
+
+/// Control characters (Unicode Cc), which no one-line text may hold.
+const CONTROL: &str = r"\u0000-\u001F\u007F-\u009F";
+
+/// Free text: not blank, at most `MAX` characters once trimmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text<const MAX: usize>(String);
+
+/// One line of text: as [`Text`], without control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line<const MAX: usize>(String);
+
+impl<const MAX: usize> Value for Text<MAX> {
+    fn parse(raw: &str) -> Option<Self> {
+        let text = raw.trim();
+        (!text.is_empty() && raw.chars().count() <= MAX).then(|| Text(text.to_string()))
+    }
+}
+
+impl<const MAX: usize> Value for Line<MAX> {
+    fn parse(text: &str) -> Option<Self> {
+        let text = Text::<MAX>::parse(text)?.0;
+        (!text.chars().any(char::is_control)).then_some(Line(text))
+    }
+}
+
+impl<const MAX: usize> JsonSchema for Text<MAX> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Text{MAX}").into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": format!("Text, not blank, at most {MAX} characters."),
+            "pattern": r"\S",
+            "maxLength": MAX,
+        })
+    }
+}
+
+impl<const MAX: usize> JsonSchema for Line<MAX> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Line{MAX}").into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let char = format!("[^{CONTROL}]");
+        let visible = format!(r"[^\s{CONTROL}]");
+        json_schema!({
+            "type": "string",
+            "description": format!("One line of text, not blank, at most {MAX} characters."),
+            "pattern": format!(r"^\s*{visible}(?:{char}*{visible})?\s*$"),
+            "maxLength": MAX,
+        })
+    }
+}
+
+macro_rules! text_access {
+    ($($name:ident),*) => {$(
+        impl<const MAX: usize> $name<MAX> {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+        impl<const MAX: usize> std::ops::Deref for $name<MAX> {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+    )*};
+}
+text_access!(Text, Line);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each type's pattern, as a client's validator reads it (anchored),
+    /// against its parse, on values near every rule's edge.
+    fn agree<T: Value>(samples: &[&str]) {
+        let schema = serde_json::to_value(T::json_schema(&mut SchemaGenerator::default())).unwrap();
+        let pattern = schema["pattern"].as_str().unwrap();
+        let regex = regex_lite::Regex::new(pattern).unwrap();
+        let max = schema["maxLength"].as_u64().map(|m| m as usize);
+        for sample in samples {
+            let admitted = regex.is_match(sample) && max.is_none_or(|m| sample.chars().count() <= m);
+            let parsed = T::parse(sample).is_some();
+            assert_eq!(admitted, parsed, "{}: {sample:?}", T::schema_name());
+        }
+    }
+
+    #[test]
+    fn each_schema_admits_exactly_what_its_type_parses() {
+        agree::<DomainName>(&[
+            "example.com",
+            " Example.COM. ",
+            "a-b.example.co.uk",
+            "xn--bcher-kva.example",
+            "a.b",
+            "a.b1",
+            "a.1b",
+            "1.2.3.4",
+            "localhost",
+            "-a.com",
+            "a-.com",
+            "a..com",
+            "a_b.com",
+            "exa mple.com",
+            "é.com",
+            "",
+            &format!("{}.com", "a".repeat(63)),
+            &format!("{}.com", "a".repeat(64)),
+        ]);
+        agree::<EmailAddress>(&[
+            "ann@example.com",
+            "Ann.Lee+x@Example.com",
+            " a@b.co ",
+            "a@b.co.",
+            ".a@x.com",
+            "a.@x.com",
+            "a..b@x.com",
+            "a b@x.com",
+            "a@@x.com",
+            "a@x",
+            "@x.com",
+            "a@",
+            "\"q\"@x.com",
+        ]);
+        agree::<RowId>(&["m1", "A_b-9", "", "a b", "é", &"a".repeat(128), &"a".repeat(129)]);
+        agree::<ThreadId>(&[&"ab".repeat(32), &"AB".repeat(32), &"a".repeat(63), "zz"]);
+        agree::<Cursor>(&["0000000001abc-x_", "", "a/b", &"a".repeat(100), &"a".repeat(101)]);
+        agree::<StoredMessageId>(&["<a@b>", "a@b", "<<a@b>>", "<>", "<a b@c>", "<a<b@c>", "<é@x>"]);
+        agree::<LocalPart>(&[
+            "me",
+            "Me.Two+x",
+            ".me",
+            "me.",
+            "a..b",
+            "a b",
+            "a@b",
+            &"a".repeat(64),
+            &"a".repeat(65),
+        ]);
+        agree::<MessageId>(&[
+            "<a@b>",
+            "a@b",
+            "<ab>",
+            "<a b@c>",
+            "<a,b@c>",
+            "<a@b>>",
+            &format!("<{}@b>", "a".repeat(124)),
+        ]);
+        agree::<Uid>(&[
+            "ops",
+            "u_0123456789abcdef01234567",
+            "u_0123456789ABCDEF01234567",
+            "u_1",
+            "opss",
+        ]);
+        agree::<RequestId>(&["ar_0123456789abcdef01234567", "ar_0123456789ABCDEF01234567", "ar_1", ""]);
+        agree::<Text<5>>(&["hello", " hi ", "", "   ", "toolong", "a\u{1}b", "é"]);
+        agree::<Line<5>>(&["hello", " hi ", "", "   ", "toolong", "a\u{1}b", "a\nb", "\tab\n", "é"]);
+    }
+}
