@@ -208,59 +208,49 @@ text_value!(
     crate::service::send::message_id
 );
 
-/// The schema of a send's or a draft's `to`: addresses as one string
-/// (separated by commas or semicolons) or an array, at most 5.
+/// The schema of a draft's `to`: addresses as one string (separated by
+/// commas or semicolons) or an array, at most 5.
 #[derive(Debug)]
 pub struct Recipients;
+
+/// The schema of a send's `to`: as [`Recipients`], at least one.
+#[derive(Debug)]
+pub struct SomeRecipients;
+
+/// Addresses, `least` to 5 of them, as one string or an array.
+fn recipients_schema(least: u64) -> Schema {
+    let one = email_pattern();
+    let some = format!(r"{one}(?:\s*[,;][\s,;]*{one}){{0,4}}");
+    let listed = if least == 0 { format!("(?:{some})?") } else { some };
+    json_schema!({
+        "description": format!("Addresses: one string, separated by commas or semicolons, or an array; {least} to 5."),
+        "anyOf": [
+            { "type": "string", "pattern": format!(r"^[\s,;]*{listed}[\s,;]*$") },
+            {
+                "type": "array",
+                "items": { "type": "string", "pattern": format!(r"^\s*{one}\s*$") },
+                "minItems": least,
+                "maxItems": 5,
+            },
+        ],
+    })
+}
 
 impl JsonSchema for Recipients {
     fn schema_name() -> Cow<'static, str> {
         "Recipients".into()
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let one = email_pattern();
-        json_schema!({
-            "description": "Addresses: one string, separated by commas or semicolons, or an array; at most 5.",
-            "anyOf": [
-                {
-                    "type": "string",
-                    "pattern": format!(r"^[\s,;]*(?:{one}(?:\s*[,;][\s,;]*{one}){{0,4}})?[\s,;]*$"),
-                },
-                {
-                    "type": "array",
-                    "items": { "type": "string", "pattern": format!(r"^\s*{one}\s*$") },
-                    "maxItems": 5,
-                },
-            ],
-        })
+        recipients_schema(0)
     }
 }
-
-/// The schema of a send's `to`: as [`Recipients`], at least one.
-#[derive(Debug)]
-pub struct SomeRecipients;
 
 impl JsonSchema for SomeRecipients {
     fn schema_name() -> Cow<'static, str> {
         "SomeRecipients".into()
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let one = email_pattern();
-        json_schema!({
-            "description": "Addresses: one string, separated by commas or semicolons, or an array; 1 to 5.",
-            "anyOf": [
-                {
-                    "type": "string",
-                    "pattern": format!(r"^[\s,;]*{one}(?:\s*[,;][\s,;]*{one}){{0,4}}[\s,;]*$"),
-                },
-                {
-                    "type": "array",
-                    "items": { "type": "string", "pattern": format!(r"^\s*{one}\s*$") },
-                    "minItems": 1,
-                    "maxItems": 5,
-                },
-            ],
-        })
+        recipients_schema(1)
     }
 }
 
@@ -409,6 +399,26 @@ mod tests {
             let admitted = regex.is_match(sample) && max.is_none_or(|m| sample.chars().count() <= m);
             let parsed = T::parse(sample).is_some();
             assert_eq!(admitted, parsed, "{}: {sample:?}", T::schema_name());
+        }
+    }
+
+    #[test]
+    fn the_recipients_pattern_admits_what_a_send_reads() {
+        let schema = serde_json::to_value(SomeRecipients::json_schema(&mut SchemaGenerator::default())).unwrap();
+        let regex = regex_lite::Regex::new(schema["anyOf"][0]["pattern"].as_str().unwrap()).unwrap();
+        for sample in [
+            "a@x.org",
+            " A@x.org; b@y.org,c@z.org ",
+            "a@x.org,,b@y.org;",
+            "a@x.org b@y.org",
+            "a@x.org,b@x.org,c@x.org,d@x.org,e@x.org",
+            "a@x.org,b@x.org,c@x.org,d@x.org,e@x.org,f@x.org",
+            "not an address",
+            "",
+        ] {
+            let read = crate::service::send::parse_recipients(Some(&serde_json::json!(sample)));
+            let admitted = regex.is_match(sample);
+            assert_eq!(admitted, read.is_ok_and(|r| !r.is_empty()), "{sample:?}");
         }
     }
 
