@@ -313,6 +313,17 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
     };
     rig.start().await;
     let (host, dir) = (&rig.host, &rig.host.dir);
+    // Dovecot's sockets no wider than their users: delivery (the mail user)
+    // and Dovecot's own group.
+    use std::os::unix::fs::MetadataExt;
+    let mode = |name: &str| {
+        std::fs::metadata(dir.join("state/dovecot-run").join(name))
+            .unwrap()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("stats-writer"), 0o660);
+    assert_eq!(mode("auth-userdb"), 0o600);
     let key = key.clone();
     let password = password.clone();
 
@@ -667,6 +678,14 @@ async fn a_mailbox_password_sends_only_as_itself_paid_paused_and_signed() {
     rig.start().await;
     let (app, key, password, sink) = (&rig.app, &rig.key, &rig.password, &rig.sink);
     let port = rig.submission_port;
+    // Logged in as me@tom.example, sending as itself.
+    let as_me = |to: &[&str], raw: &str| {
+        let (to, raw): (Vec<String>, String) = (to.iter().map(|t| t.to_string()).collect(), raw.to_string());
+        async move {
+            let to: Vec<&str> = to.iter().map(String::as_str).collect();
+            submit(port, "me@tom.example", password, "me@tom.example", &to, &raw).await
+        }
+    };
     let credits = || async {
         app.get("/credits", Auth::Bearer(key)).await.body["credits"]["remaining"]
             .as_i64()
@@ -680,16 +699,9 @@ async fn a_mailbox_password_sends_only_as_itself_paid_paused_and_signed() {
     let before = credits().await;
 
     // A good submission: out once, signed for the domain, one credit.
-    submit(
-        port,
-        "me@tom.example",
-        password,
-        "me@tom.example",
-        &["pal@elsewhere.test"],
-        &message("Me <me@tom.example>", "Submitted"),
-    )
-    .await
-    .unwrap();
+    as_me(&["pal@elsewhere.test"], &message("Me <me@tom.example>", "Submitted"))
+        .await
+        .unwrap();
     let got = sink.wait_for(1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     let out = &got[0];
@@ -728,46 +740,25 @@ async fn a_mailbox_password_sends_only_as_itself_paid_paused_and_signed() {
     // before the message is judged (spec 4.1's order), and a temporary refusal.
     let six: Vec<String> = (0..6).map(|i| format!("p{i}@elsewhere.test")).collect();
     let six: Vec<&str> = six.iter().map(String::as_str).collect();
-    let refused = submit(
-        port,
-        "me@tom.example",
-        password,
-        "me@tom.example",
-        &six,
-        &message("me@tom.example", "Many"),
-    )
-    .await
-    .expect_err("the sixth try in a minute");
+    let refused = as_me(&six, &message("me@tom.example", "Many"))
+        .await
+        .expect_err("the sixth try in a minute");
     assert!(refused.contains("Rate limit exceeded"), "{refused}");
     assert!(refused.contains("450") || refused.starts_with("transient"), "{refused}");
     app.ctx.clock.advance(61);
     // Past five recipients, as an API send.
-    let refused = submit(
-        port,
-        "me@tom.example",
-        password,
-        "me@tom.example",
-        &six,
-        &message("me@tom.example", "Many"),
-    )
-    .await
-    .expect_err("six recipients are refused");
+    let refused = as_me(&six, &message("me@tom.example", "Many"))
+        .await
+        .expect_err("six recipients are refused");
     assert!(refused.contains("Max 5 recipients per request"), "{refused}");
 
     // Paused by an operator: a temporary refusal, nothing spent.
     let operator = app.operator_token().await;
     let pause = |on: bool| app.post("/credits", Auth::Bearer(&operator), json!({"sendingEnabled": on}));
     assert_eq!(pause(false).await.status, 200);
-    let refused = submit(
-        port,
-        "me@tom.example",
-        password,
-        "me@tom.example",
-        &["pal@elsewhere.test"],
-        &message("me@tom.example", "Paused"),
-    )
-    .await
-    .expect_err("paused");
+    let refused = as_me(&["pal@elsewhere.test"], &message("me@tom.example", "Paused"))
+        .await
+        .expect_err("paused");
     assert!(refused.contains("Sending temporarily disabled"), "{refused}");
     assert!(refused.contains("451") || refused.starts_with("transient"), "{refused}");
     assert_eq!(pause(true).await.status, 200);
@@ -779,16 +770,9 @@ async fn a_mailbox_password_sends_only_as_itself_paid_paused_and_signed() {
         .unwrap()
         .uid;
     app.set_credits(&format!("acct:{uid}"), 0).await;
-    let refused = submit(
-        port,
-        "me@tom.example",
-        password,
-        "me@tom.example",
-        &["pal@elsewhere.test"],
-        &message("me@tom.example", "Broke"),
-    )
-    .await
-    .expect_err("out of credits");
+    let refused = as_me(&["pal@elsewhere.test"], &message("me@tom.example", "Broke"))
+        .await
+        .expect_err("out of credits");
     assert!(refused.contains("Insufficient credits"), "{refused}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(sink.messages().len(), 1, "only the good submission went out");
