@@ -67,16 +67,19 @@ async fn run_jobs(ctx: Arc<Context>) {
         if let Err(e) = poller::run_once(&ctx).await {
             tracing::error!(error = %e, "inbound poller failed");
         }
-        match mta_export::run_once(&ctx).await {
-            Ok(outcome) if ctx.config.mta_self_apply => {
-                if let Err(e) = mta_export::acknowledge(&ctx, outcome.version).await {
-                    tracing::error!(error = %e, "applying the mailbox export failed");
-                }
+        let outcome = match mta_export::run_once(&ctx).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::error!(error = %e, "mailbox export failed");
+                continue;
             }
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "mailbox export failed"),
+        };
+        if ctx.config.mta_self_apply
+            && let Err(e) = mta_export::acknowledge(&ctx, outcome.version).await
+        {
+            tracing::error!(error = %e, "applying the mailbox export failed");
         }
-        if let Err(e) = recheck::run_once(&ctx).await {
+        if let Err(e) = recheck::run_once(&ctx, &outcome.routed).await {
             tracing::error!(error = %e, "the daily MX look failed");
         }
     }

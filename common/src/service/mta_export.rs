@@ -67,11 +67,14 @@ struct Pending {
     changes: Vec<(String, i64)>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Outcome {
     pub version: i64,
     pub mailboxes: usize,
     pub pending: usize,
+    /// The domains the export carries, as read for it (the daily MX look
+    /// goes over these rather than reading them again).
+    pub routed: Vec<super::domains::Domain>,
 }
 
 /// Builds the Postfix and Dovecot tables from live mailboxes (pure, for tests).
@@ -122,7 +125,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     // Only domains whose owner has proved them (verified at least once): an
     // added but unproven name, say gmail.com, must never become local to
     // the mail host; nor one whose MX has gone elsewhere for days.
-    let mut domains = Vec::new();
+    let mut routed = Vec::new();
     for registered in ctx.store.all(Query::partition(keys::REGISTRY).limit(500)).await? {
         let (Some(name), Some(uid)) = (
             registered.get("sk").and_then(Value::as_str),
@@ -130,10 +133,11 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         ) else {
             continue;
         };
-        if super::domains::get(ctx, uid, name).await?.is_some_and(|d| d.routed()) {
-            domains.push(name.to_string());
+        if let Some(domain) = super::domains::get(ctx, uid, name).await?.filter(|d| d.routed()) {
+            routed.push(domain);
         }
     }
+    let domains: Vec<String> = routed.iter().map(|d| d.name.clone()).collect();
     let mut live = Vec::new();
     let mut changes = Vec::new();
     for domain in &domains {
@@ -189,6 +193,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         version,
         mailboxes: live.len(),
         pending: pending.changes.len(),
+        routed,
     })
 }
 

@@ -3,10 +3,10 @@
 //! named the mail host for three days moves to failed (spec 3.1), leaves the
 //! mailbox export, and its owner is told by email. A verifyDomain that passes
 //! brings it back. `mta-export` runs this after each export (every minute in
-//! AWS, the poll interval locally), a bounded number of domains at a time.
+//! AWS, the poll interval locally) over the domains that export read, a
+//! bounded number at a time.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 use super::accounts::{self, OPS_UID};
 use super::domains::{self, Domain, DomainStatus};
@@ -14,7 +14,7 @@ use super::keys;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::store::{Cond, Query, StoreError, StoreExt, Update};
+use crate::store::{Cond, StoreError, Update};
 
 /// How often each domain's MX is looked at.
 pub const EVERY_SECS: i64 = 86_400;
@@ -36,37 +36,28 @@ fn parsed(t: Option<&str>) -> Option<DateTime<Utc>> {
     t.and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.to_utc())
 }
 
-pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
+/// Looks at the MX of the routed domains (an export's, as it read them) that
+/// are due their daily look, at most [`PER_RUN`] of them.
+pub async fn run_once(ctx: &Context, routed: &[Domain]) -> Result<Outcome, ApiError> {
     let now = ctx.clock.now();
     let service_domain = ctx.config.service_domain.to_ascii_lowercase();
     let mail_host = ctx.config.mail_host.trim_end_matches('.').to_ascii_lowercase();
     let mut outcome = Outcome::default();
-    for registered in ctx.store.all(Query::partition(keys::REGISTRY).limit(500)).await? {
+    for domain in routed {
         if outcome.looked == PER_RUN {
             break;
         }
-        let (Some(name), Some(uid)) = (
-            registered.get("sk").and_then(Value::as_str),
-            registered.get("uid").and_then(Value::as_str),
-        ) else {
-            continue;
-        };
-        if name == service_domain || uid == OPS_UID {
-            continue;
-        }
-        let Some(domain) = domains::get(ctx, uid, name).await? else {
-            continue;
-        };
         let due = parsed(domain.mx_checked_at.as_deref()).is_none_or(|t| (now - t).num_seconds() >= EVERY_SECS);
-        if domain.status == DomainStatus::Removed || domain.verified_at.is_none() || !due {
+        // The service domain is the operators'; one never proved is not routed.
+        if domain.name == service_domain || domain.uid == OPS_UID || domain.verified_at.is_none() || !due {
             continue;
         }
         outcome.looked += 1;
-        let Some(found) = domains::mx_names_mail_host(name, &mail_host, ctx.dns.mx(name).await) else {
+        let Some(found) = domains::mx_names_mail_host(&domain.name, &mail_host, ctx.dns.mx(&domain.name).await) else {
             continue; // the lookup did not finish: look again next run
         };
-        if look(ctx, &domain, found, now).await? {
-            outcome.dropped.push(name.to_string());
+        if look(ctx, domain, found, now).await? {
+            outcome.dropped.push(domain.name.clone());
         }
     }
     Ok(outcome)

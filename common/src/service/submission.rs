@@ -110,14 +110,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         return Err(error::SUBMISSION_FIELDS.into());
     };
     let login = login(fields)?;
-    let (mailbox, domain) = sending_mailbox(ctx, &login).await?;
-    // The service-domain mailboxes are the operators', read and paid for by
-    // the agent key; any other mailbox's account pays.
-    let payer = if mailbox.domain_id == ctx.config.service_domain.to_ascii_lowercase() {
-        Payer::Agent
-    } else {
-        Payer::Account(mailbox.uid.clone())
-    };
+    let (mailbox, domain, payer) = sending_mailbox(ctx, &login).await?;
     send::gate(ctx, &payer).await?;
 
     let input = input.parse()?;
@@ -196,22 +189,24 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     })
 }
 
-/// The mailbox that logged in, with the domain that signs for it: it must
-/// still be an active mailbox that stores mail, on a verified domain (the
-/// mail host may hold a password a minute after its mailbox changed).
-async fn sending_mailbox(ctx: &Context, login: &str) -> Result<(mailboxes::Mailbox, domains::Domain), ApiError> {
+/// The mailbox that logged in, with the domain that signs for it and who
+/// pays: it must still be an active mailbox that stores mail, on a verified
+/// domain (the mail host may hold a password a minute after its mailbox
+/// changed). The service-domain mailboxes are the operators', read and paid
+/// for by the agent key; any other mailbox's account pays.
+async fn sending_mailbox(ctx: &Context, login: &str) -> Result<(mailboxes::Mailbox, domains::Domain, Payer), ApiError> {
     let mailbox = mailboxes::by_address(ctx, login)
         .await?
         .filter(|m| m.is_active() && m.mode.stores())
         .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
-    let owner = if mailbox.domain_id == ctx.config.service_domain.to_ascii_lowercase() {
-        OPS_UID
+    let (owner, payer) = if mailbox.domain_id == ctx.config.service_domain.to_ascii_lowercase() {
+        (OPS_UID, Payer::Agent)
     } else {
-        mailbox.uid.as_str()
+        (mailbox.uid.as_str(), Payer::Account(mailbox.uid.clone()))
     };
     let domain = domains::get(ctx, owner, &mailbox.domain_id)
         .await?
         .filter(|d| d.status == domains::DomainStatus::Verified)
         .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
-    Ok((mailbox, domain))
+    Ok((mailbox, domain, payer))
 }

@@ -27,7 +27,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             BOOTSTRAPPED.get_or_try_init(|| bootstrap::run(&ctx)).await?;
             let outcome = mta_export::run_once(&ctx).await?;
             // A domain dropped now leaves the next minute's export.
-            let looked = recheck::run_once(&ctx).await?;
+            let looked = recheck::run_once(&ctx, &outcome.routed).await?;
             Ok::<_, lambda_runtime::Error>(json!({
                 "version": outcome.version,
                 "mailboxes": outcome.mailboxes,
