@@ -7,7 +7,7 @@ use common::context::{Context, Mode};
 use common::http::router;
 use tower::ServiceExt;
 
-const EVENT: &str = include_str!("../../events/onboarding/request-access.json");
+const EVENT: &str = include_str!("../../../events/onboarding/request-access.json");
 
 fn event(email: &str, forwarded_for: &str, source_ip: &str) -> lambda_http::Request {
     let mut json: serde_json::Value = serde_json::from_str(EVENT).unwrap();
