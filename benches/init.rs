@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../tests/support/aws_standins.rs"]
+#[path = "../tests/api/support/aws_standins.rs"]
 mod aws_standins;
 use aws_standins::{Recorder, function_env, provision};
 

@@ -1,11 +1,9 @@
 //! Mailboxes, app passwords and the mail-server export end to end (spec 2.7, 3.2,
 //! 4.8), with Postfix's postmap and Dovecot's doveadm reading what the export writes.
 
-mod support;
-
+use crate::support::{self, ALLOWED_DOMAIN, Auth, TestApp};
 use common::service::mta_export;
 use serde_json::{Value, json};
-use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 on_both_backends!(
     mailboxes_in_each_mode_carry_their_delivery_plan,
@@ -720,7 +718,7 @@ fn check_with_doveadm(hash: &str, password: &str) {
 
 /// A Debian tool the test needs; required when every stand-in is.
 fn tool(name: &str) -> Option<()> {
-    common::testing::standin_command(name)
+    crate::support::standin_command(name)
 }
 
 /// Local mode with no mail host attached applies each export itself, so

@@ -1,10 +1,13 @@
 //! The test harness: the service started in-process on a random port, on the
 //! embedded store or on DynamoDB Local, driven over real HTTP.
-#![allow(dead_code)]
 
+pub mod aws_standins;
 pub mod dns;
+mod skips;
 pub mod smtp;
 pub mod webhooks;
+
+pub use skips::{skipped, standin, standin_command};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -131,7 +134,7 @@ impl TestApp {
         let agent_key = common::auth::keys::new_key();
         config.agent_key = Some(agent_key.clone());
         if let Backend::Dynamodb = backend {
-            let endpoint = common::testing::standin("MAILHOST_TEST_DYNAMODB_ENDPOINT")?;
+            let endpoint = standin("MAILHOST_TEST_DYNAMODB_ENDPOINT")?;
             assert_eq!(
                 std::env::var("AWS_ENDPOINT_URL_DYNAMODB").ok().as_deref(),
                 Some(endpoint.as_str()),

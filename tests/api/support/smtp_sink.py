@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A real SMTP submission server for the end-to-end tests (tests/support/smtp.rs).
+"""A real SMTP submission server for the end-to-end tests (tests/api/support/smtp.rs).
 
 Listens on 127.0.0.1:PORT with aiosmtpd. STARTTLS is required before anything but
 EHLO/NOOP/QUIT, AUTH (PLAIN or LOGIN) is required before MAIL and only over TLS, and

@@ -2,12 +2,10 @@
 //! filed by the poller, then listed, read, marked and downloaded over HTTP and
 //! MCP (spec 2.4, 3.3, 4.2-4.4).
 
-mod support;
-
+use crate::support::{Auth, TestApp};
 use base64::Engine;
 use common::service::poller::{self, Outcome};
 use serde_json::{Value, json};
-use support::{Auth, TestApp};
 
 on_both_backends!(
     received_mail_is_listed_read_marked_and_downloaded,
@@ -475,7 +473,7 @@ async fn every_corpus_message_is_filed_or_failed_with_a_reason(app: TestApp) {
     let key = app.sender("tom@tom.example", "tom.example", "me").await;
     let root = std::path::Path::new("/work/shared/corpus/eml");
     let Ok(folders) = std::fs::read_dir(root) else {
-        eprintln!("no corpus at {}", root.display());
+        crate::support::skipped(&format!("no corpus at {}", root.display()));
         return;
     };
     let mut files = Vec::new();

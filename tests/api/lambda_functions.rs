@@ -53,8 +53,7 @@ use common::http::{Family, find_route, routes};
 use common::store::embedded::EmbeddedStore;
 use serde_json::{Value, json};
 
-#[path = "support/aws_standins.rs"]
-mod aws_standins;
+use crate::support::aws_standins;
 
 /// The agent key the sample events present (`events/README.md`).
 const AGENT_KEY: &str = "svc_test_agent_key_for_events_0000000000000";
@@ -537,8 +536,8 @@ fn no_function_opens_its_store_before_its_first_event() {
 #[test]
 fn in_aws_each_function_reads_its_secrets_at_once_warms_its_connections_and_writes_nothing_before_its_first_event() {
     let (Some(dynamodb), Some(moto)) = (
-        common::testing::standin("MAILHOST_TEST_DYNAMODB_ENDPOINT"),
-        common::testing::standin("MAILHOST_TEST_MOTO_ENDPOINT"),
+        crate::support::standin("MAILHOST_TEST_DYNAMODB_ENDPOINT"),
+        crate::support::standin("MAILHOST_TEST_MOTO_ENDPOINT"),
     ) else {
         return;
     };
@@ -638,7 +637,7 @@ fn at_first_poll<T>(
 
 #[test]
 fn lambda_functions_answer_the_sample_events() {
-    let Some(venv) = common::testing::standin("MAILHOST_TEST_VENV") else {
+    let Some(venv) = crate::support::standin("MAILHOST_TEST_VENV") else {
         return;
     };
     let venv = PathBuf::from(venv);

@@ -3,12 +3,10 @@
 //! suites, see ORIGIN.md there) filed through the poller and read back
 //! through GET /inbox and GET /attachment, each against what its file shows.
 
-mod support;
-
+use crate::support::{Auth, TestApp};
 use common::service::poller;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use support::{Auth, TestApp};
 
 on_both_backends!(
     uuencoded_files_are_served_decoded,

@@ -3,14 +3,12 @@
 //! loopback (its signatures checked with the PyPI `standardwebhooks` library
 //! and Python's hmac), the retry, the delivery log and replay.
 
-mod support;
-
 use std::net::IpAddr;
 
+use crate::support::webhooks::Receiver;
+use crate::support::{self, Auth, Backend, TestApp};
 use common::service::poller;
 use serde_json::{Value, json};
-use support::webhooks::Receiver;
-use support::{Auth, Backend, TestApp};
 
 /// Each test on both stores; each builds its own service (a receiver's CA and
 /// loopback host go into its configuration).

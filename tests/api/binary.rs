@@ -247,7 +247,7 @@ async fn mailhost_deliver_drops_mail_that_the_running_server_lists_within_second
 /// here), where the poller function reads it.
 #[tokio::test]
 async fn deliver_drops_into_an_s3_bucket() {
-    let Some(endpoint) = common::testing::standin("MAILHOST_TEST_MOTO_ENDPOINT") else {
+    let Some(endpoint) = crate::support::standin("MAILHOST_TEST_MOTO_ENDPOINT") else {
         return;
     };
     let env = [

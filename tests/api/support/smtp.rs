@@ -1,5 +1,5 @@
-//! A real SMTP submission server for tests (tests/support/smtp_sink.py, aiosmtpd in
-//! the stand-in venv) and a DKIM verifier no one here wrote (tests/support/dkim_verify.py,
+//! A real SMTP submission server for tests (tests/api/support/smtp_sink.py, aiosmtpd in
+//! the stand-in venv) and a DKIM verifier no one here wrote (tests/api/support/dkim_verify.py,
 //! dkimpy asking the tests' DNS server).
 //!
 //! Each sink has its own throwaway CA and a server certificate for 127.0.0.1 and
@@ -79,7 +79,7 @@ impl SmtpSink {
     }
 
     async fn launch(reject: bool, open: bool) -> Option<SmtpSink> {
-        let venv = common::testing::standin("MAILHOST_TEST_VENV")?;
+        let venv = super::standin("MAILHOST_TEST_VENV")?;
         let sink = tokio::task::spawn_blocking(move || launch_blocking(Path::new(&venv), reject, open))
             .await
             .expect("starting the SMTP sink");
@@ -165,8 +165,7 @@ pub fn dkim_verify(raw: &[u8], nameserver: SocketAddr) -> bool {
 }
 
 fn dkim_verify_blocking(raw: &[u8], nameserver: SocketAddr) -> bool {
-    let venv = common::testing::standin("MAILHOST_TEST_VENV")
-        .expect("dkim_verify needs the venv stand-in (MAILHOST_TEST_VENV)");
+    let venv = super::standin("MAILHOST_TEST_VENV").expect("dkim_verify needs the venv stand-in (MAILHOST_TEST_VENV)");
     let file = std::env::temp_dir().join(format!("mailhost-dkim-{:016x}.eml", rand::random::<u64>()));
     std::fs::write(&file, raw).unwrap();
     let output = Command::new(Path::new(&venv).join("bin/python"))
@@ -196,7 +195,9 @@ fn dkim_verify_blocking(raw: &[u8], nameserver: SocketAddr) -> bool {
 }
 
 fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/api/support")
+        .join(name)
 }
 
 fn launch_blocking(venv: &Path, reject: bool, open: bool) -> SmtpSink {

@@ -3,13 +3,11 @@
 //! with the test that failed before its fix; and a standing sweep of
 //! malformed input over every route.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{self, ALLOWED_DOMAIN, Auth, TestApp};
 use common::http::routes;
 use serde_json::{Value, json};
-use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 on_both_backends!(
     a_denied_request_revokes_its_key,

@@ -1,9 +1,7 @@
 //! Domains end to end over HTTP with a real DNS server (spec 2.8, 3.1, 4.9, 4.10).
 
-mod support;
-
+use crate::support::{self, ALLOWED_DOMAIN, Auth, TestApp};
 use serde_json::{Value, json};
-use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 on_both_backends!(
     a_key_takes_a_domain_from_added_to_verified,

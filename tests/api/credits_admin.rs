@@ -1,9 +1,7 @@
 //! Credits, the sending switches and the operator routes (spec 2.11, 3.5, 4.6, 4.13).
 
-mod support;
-
+use crate::support::{ALLOWED_DOMAIN, Auth, TestApp};
 use serde_json::{Value, json};
-use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 on_both_backends!(
     credits_show_the_full_payload_for_each_caller,

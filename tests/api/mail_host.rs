@@ -11,19 +11,17 @@
 //! sends through the service's send path (the milter): only as itself,
 //! charged, paused and limited like an API send, and signed.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::smtp::{SmtpSink, dkim_verify, free_port};
+use crate::support::webhooks::Receiver;
+use crate::support::{self, ALLOWED_DOMAIN, Auth, Backend, SYNC_TOKEN, TestApp};
 use common::service::{mta_export, poller};
 use lettre::address::Envelope;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use serde_json::{Value, json};
-use support::smtp::{SmtpSink, dkim_verify, free_port};
-use support::webhooks::Receiver;
-use support::{ALLOWED_DOMAIN, Auth, Backend, SYNC_TOKEN, TestApp};
 
 const RELAY_USER: &str = "relay";
 
@@ -191,7 +189,7 @@ async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send + 'static) 
     for program in [
         "postfix", "dovecot", "doveadm", "postsrsd", "openssl", "python3", "runuser", "setsid",
     ] {
-        common::testing::standin_command(program)?;
+        crate::support::standin_command(program)?;
     }
     let sink = SmtpSink::start_open().await?;
     let dir = std::env::temp_dir().join(format!("mailhost-mail-host-{:016x}", rand::random::<u64>()));

@@ -2,13 +2,11 @@
 //! (headers, body, attachments, threading headers), a DKIM signature that
 //! dkimpy accepts, and the failure paths (spec 4.1, 7, 8).
 
-mod support;
-
+use crate::support::smtp::{SmtpSink, dkim_verify};
+use crate::support::{self, ALLOWED_DOMAIN, Auth, Backend, TestApp};
 use base64::Engine;
 use mail_parser::MimeHeaders;
 use serde_json::json;
-use support::smtp::{SmtpSink, dkim_verify};
-use support::{ALLOWED_DOMAIN, Auth, Backend, TestApp};
 
 async fn app_with(sink: &SmtpSink) -> TestApp {
     app_sending_to(sink.url(), sink.ca_file()).await

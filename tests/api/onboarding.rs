@@ -1,9 +1,7 @@
 //! Onboarding end to end over HTTP (spec 2.9, 2.10, 3.4, 4.11, 7, 8).
 
-mod support;
-
+use crate::support::{ALLOWED_DOMAIN, Auth, TestApp};
 use serde_json::json;
-use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 on_both_backends!(
     an_allowlisted_person_gets_a_key_once_and_sees_their_account,

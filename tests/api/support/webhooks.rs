@@ -1,4 +1,4 @@
-//! A real HTTPS webhook receiver for tests (tests/support/webhook_receiver.py in
+//! A real HTTPS webhook receiver for tests (tests/api/support/webhook_receiver.py in
 //! the stand-in venv): a throwaway CA and a certificate for localhost, each POST
 //! recorded with whether its signatures verified (the Standard Webhooks one with
 //! the PyPI `standardwebhooks` library). Killed when dropped.
@@ -13,7 +13,6 @@ use serde_json::Value;
 use super::smtp::{free_port, make_certificates};
 
 pub struct Receiver {
-    pub port: u16,
     dir: PathBuf,
     child: Child,
     _stdin: ChildStdin,
@@ -32,8 +31,8 @@ impl Receiver {
     /// `None` when the stand-in venv is not there. `statuses`: the answers,
     /// in order, the last repeated.
     pub fn start(port: u16, dir: PathBuf, secret: &str, statuses: &str) -> Option<Receiver> {
-        let venv = common::testing::standin("MAILHOST_TEST_VENV")?;
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/webhook_receiver.py");
+        let venv = super::standin("MAILHOST_TEST_VENV")?;
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api/support/webhook_receiver.py");
         let mut child = Command::new(format!("{venv}/bin/python"))
             .arg(script)
             .args(["--port", &port.to_string(), "--secret", secret, "--statuses", statuses])
@@ -54,7 +53,6 @@ impl Receiver {
         assert_eq!(ready.trim(), "ready", "the webhook receiver did not start");
         let stdin = child.stdin.take().unwrap();
         Some(Receiver {
-            port,
             dir,
             child,
             _stdin: stdin,

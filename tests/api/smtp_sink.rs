@@ -3,23 +3,15 @@
 //! DKIM verifier (dkimpy asking the tests' DNS server). Skipped without the venv
 //! stand-in (`MAILHOST_TEST_VENV`).
 
-// Only the two support files needed, not the whole harness (tests/support/mod.rs).
-#[allow(dead_code)]
-#[path = "support/dns.rs"]
-mod dns;
-#[allow(dead_code)]
-#[path = "support/smtp.rs"]
-mod smtp;
-
+use crate::support::dns::TestDns;
+use crate::support::smtp::{SmtpSink, dkim_verify};
 use common::mail::message::Signer;
 use common::service::dkim;
-use dns::TestDns;
 use lettre::address::Envelope;
 use lettre::message::header::ContentType;
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::transport::smtp::authentication::Mechanism;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use smtp::{SmtpSink, dkim_verify};
 
 /// The service's transport builder (common::mail::smtp::builder), trusting `ca_pem`.
 fn builder(url: &str, ca_pem: Option<&[u8]>) -> AsyncSmtpTransportBuilder {
@@ -154,7 +146,7 @@ fn signed(key: &dkim::DkimKey, domain: &str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dkim_signatures_verify_and_tampering_is_caught() {
-    if common::testing::standin("MAILHOST_TEST_VENV").is_none() {
+    if crate::support::standin("MAILHOST_TEST_VENV").is_none() {
         return;
     }
     let dns = TestDns::start().await;

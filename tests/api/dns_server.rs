@@ -1,12 +1,9 @@
 //! `common::dns` against a real DNS server on 127.0.0.1 (the test support's TestDns).
 
-#[path = "support/dns.rs"]
-mod dns;
-
 use std::time::{Duration, Instant};
 
+use crate::support::dns::TestDns;
 use common::dns::{Dns, Lookup};
-use dns::TestDns;
 
 async fn setup() -> (TestDns, Dns) {
     let server = TestDns::start().await;

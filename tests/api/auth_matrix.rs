@@ -1,11 +1,9 @@
 //! The route matrix of spec 5.3, walked for every route in the table, at the root
 //! and under /api, with every credential class.
 
-mod support;
-
+use crate::support::{self, ALLOWED_DOMAIN, Auth, TestApp};
 use common::http::routes;
 use serde_json::json;
-use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Class {

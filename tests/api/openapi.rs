@@ -5,11 +5,9 @@
 //! validation behind it (tests/schemathesis.toml names the few operations
 //! whose acceptance depends on more than a request's shape, and why).
 
-mod support;
-
+use crate::support::{self, ALLOWED_DOMAIN, Auth, TestApp};
 use common::api;
 use serde_json::Value;
-use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_document_describes_every_route_of_the_catalogue() {
@@ -71,7 +69,7 @@ fn venv_tool(venv: &str, tool: &str, args: &[&str]) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_document_passes_the_validator_and_schemathesis() {
-    let Some(venv) = common::testing::standin("MAILHOST_TEST_VENV") else {
+    let Some(venv) = crate::support::standin("MAILHOST_TEST_VENV") else {
         return;
     };
     let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();

@@ -1,10 +1,8 @@
 //! Drafts end to end (spec 2.5, 4.5): a signed-in operator's own, at most 50
 //! however many creates race, the newest 25 listed, every 400 precise.
 
-mod support;
-
+use crate::support::{Auth, SECOND_OPERATOR, TestApp};
 use serde_json::{Value, json};
-use support::{Auth, SECOND_OPERATOR, TestApp};
 
 on_both_backends!(
     an_operator_keeps_reads_updates_and_deletes_drafts,

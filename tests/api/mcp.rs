@@ -3,10 +3,8 @@
 //! as REST, and the official MCP Python SDK onboarding an agent through MCP
 //! alone.
 
-mod support;
-
+use crate::support::{self, ALLOWED_DOMAIN, Auth, Response, TestApp};
 use serde_json::{Value, json};
-use support::{ALLOWED_DOMAIN, Auth, Response, TestApp};
 
 const MCP_ONLY: &str = "MCP requires agent API key (Bearer svc_...)";
 
@@ -665,7 +663,7 @@ async fn each_tool_answers_what_its_rest_route_answers(app: TestApp) {
 /// key, then add a domain and a mailbox and send, all through `/mcp`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
-    let Some(venv) = common::testing::standin("MAILHOST_TEST_VENV") else {
+    let Some(venv) = crate::support::standin("MAILHOST_TEST_VENV") else {
         return;
     };
     let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
@@ -837,10 +835,10 @@ fn sdk_client(venv: &str, url: &str, key: Option<&str>, steps: &Value) -> Value 
 /// `outputSchema`, error results (isError) included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_inspector_finds_no_schema_error() {
-    let Some(node) = common::testing::standin("MAILHOST_TEST_NODE") else {
+    let Some(node) = crate::support::standin("MAILHOST_TEST_NODE") else {
         return;
     };
-    let Some(inspector) = common::testing::standin("MAILHOST_TEST_MCP_INSPECTOR") else {
+    let Some(inspector) = crate::support::standin("MAILHOST_TEST_MCP_INSPECTOR") else {
         return;
     };
     let Some(app) = TestApp::spawn(support::Backend::Embedded).await else {

@@ -1,13 +1,11 @@
 //! Sending through the local spool: the order of checks, credits, rate windows,
 //! the sender rules, attachments and threading (spec 2.1, 2.2, 3.5, 4.1, 7, 8).
-//! tests/send_smtp.rs sends the same way to a real SMTP server.
+//! tests/api/send_smtp.rs sends the same way to a real SMTP server.
 
-mod support;
-
+use crate::support::{self, ALLOWED_DOMAIN, Auth, TestApp};
 use base64::Engine;
 use mail_parser::MimeHeaders;
 use serde_json::{Value, json};
-use support::{ALLOWED_DOMAIN, Auth, TestApp};
 
 on_both_backends!(
     the_agent_key_sends_as_noreply_and_pays_one_credit,

@@ -1,0 +1,26 @@
+//! The end-to-end tests, one binary (one link when `common` changes), one
+//! module per area; `support` is the harness they share.
+
+#[macro_use]
+mod support;
+
+mod auth_matrix;
+mod binary;
+mod credits_admin;
+mod dns_server;
+mod domains;
+mod drafts;
+mod hardening;
+mod inbox;
+mod lambda_functions;
+mod mail_host;
+mod mailboxes;
+mod mcp;
+mod mta_sync;
+mod onboarding;
+mod openapi;
+mod received;
+mod send;
+mod send_smtp;
+mod smtp_sink;
+mod webhooks;
