@@ -64,8 +64,6 @@ catalogue! {
     BODY_UNREADABLE = 400 "The request body could not be read";
     INVALID_JSON = 400 "Invalid JSON body";
     NOT_AN_OBJECT = 400 "The request body must be a JSON object";
-    /// A field of the wrong JSON type; `{}` is the field and what it must be.
-    FIELD_TYPE = 400 "{}";
     RATE_LIMITED = 429 "Rate limit exceeded";
     MCP_BATCH_TOO_LARGE = 400 "A batch holds at most 20 messages";
     INTERNAL = 500 "Internal error";
@@ -78,6 +76,7 @@ catalogue! {
     INTENDED_USE_TOO_LONG = 400 "intendedUse must be at most 1000 characters";
     VERIFY_FIELDS_REQUIRED = 400 "requestId and code are required";
     STATUS_FIELDS_TYPE = 400 "requestId, email and contactEmail must be strings";
+    ACCOUNT_FIELDS_TYPE = 400 "uid and email must be strings";
     REQUEST_ID_INVALID = 400 "requestId is not valid";
     CODE_NOT_VALID = 401 "That code is not valid";
     /// Spec part 7 writes it in lower case.
@@ -90,6 +89,7 @@ catalogue! {
     // --------------------------------------------------------------------------- admin
     /// An `id` field that is missing (a request decision, an inbox message).
     ID_REQUIRED = 400 "id is required";
+    ID_TYPE = 400 "id must be a string";
     DECISION_INVALID = 400 "decision must be approve or deny";
     DECISION_ID_INVALID = 400 "id is not a valid request id";
     NOT_READY_FOR_DECISION = 409 "This request is not ready for a decision.";
@@ -102,6 +102,8 @@ catalogue! {
 
     // ------------------------------------------------------------------------- credits
     FROZEN_UNTIL_INVALID = 400 "frozenUntil must be an ISO time string or null";
+    DISABLED_TYPE = 400 "disabled must be a boolean";
+    SENDING_ENABLED_TYPE = 400 "sendingEnabled must be a boolean";
     INSUFFICIENT_CREDITS = 429 "Insufficient credits";
 
     // ------------------------------------------------------------------------- domains
@@ -117,6 +119,7 @@ catalogue! {
     REMOVE_OWNER_MISMATCH = 400 "uid and ownerEmail name different accounts";
     OWNER_EMAIL_INVALID = 400 "ownerEmail is not valid";
     /// `{}` is the domain name.
+    CONFIRM_TYPE = 400 "confirm must be a string";
     CONFIRM_REQUIRED = 400 "confirm must equal {} to remove a domain with mailboxes";
     SYSTEM_DOMAIN = 409 "The service domain cannot be removed." code "system_domain";
     PROTECTED_DOMAIN = 409 "That domain holds a protected address and cannot be removed." code "protected";
@@ -134,8 +137,8 @@ catalogue! {
     FORWARD_TO_SELF = 400 "A mailbox cannot forward to itself";
     /// `{}` is the service domain.
     FORWARD_TO_SERVICE = 400 "Forwarding to {} is not allowed";
-    /// `{}` is "<target> is not a mailbox on <domain>".
-    FORWARD_TO_MISSING = 400 "{}";
+    /// The target address, then its domain.
+    FORWARD_TO_MISSING = 400 "{} is not a mailbox on {}";
     FORWARDING_LOOP = 400 "That forwarding would create a forwarding loop";
     FORWARDING_BUSY = 409 "Forwarding is changing; try again.";
     DOMAIN_NOT_VERIFIED = 409 "Verify the domain before adding mailboxes.";
@@ -166,6 +169,8 @@ catalogue! {
     FROM_INVALID = 400 "from is not a valid email address";
     FROM_NOT_ALLOWED = 400 "from must be a hosted mailbox on your verified domain";
     SUBJECT_INVALID = 400 "subject must be one line of at most 998 characters";
+    SUBJECT_TYPE = 400 "subject must be a string";
+    TEXT_TYPE = 400 "text must be a string";
     REFERENCES_TYPE = 400 "references must be a string or an array of Message-IDs";
     REFERENCES_TOO_MANY = 400 "references may hold at most 100 Message-IDs";
     IN_REPLY_TO_INVALID = 400 "inReplyTo is not a valid Message-ID";
@@ -173,8 +178,21 @@ catalogue! {
     ATTACHMENTS_TYPE = 400 "attachments must be an array";
     TOO_MANY_ATTACHMENTS = 400 "Max 3 attachments per request";
     ATTACHMENTS_TOO_LARGE = 400 "Attachments too large (max 4MB total)";
-    /// `{}` says which attachment and why.
-    ATTACHMENT_INVALID = 400 "{}";
+    // Each `{}` below is the attachment's position, from 1.
+    ATTACHMENT_NOT_OBJECT = 400 "Attachment {} must be an object";
+    ATTACHMENT_FILENAME_MISSING = 400 "Attachment {} needs a filename";
+    ATTACHMENT_FILENAME_INVALID = 400 "Attachment {} has an invalid filename";
+    ATTACHMENT_TYPE_NOT_STRING = 400 "Attachment {} contentType must be a string";
+    ATTACHMENT_CONTENT_MISSING = 400 "Attachment {} needs contentBase64";
+    ATTACHMENT_DATA_URL_INVALID = 400 "Attachment {} is not a valid data URL";
+    ATTACHMENT_DATA_URL_NOT_BASE64 = 400 "Attachment {} data URL must be base64";
+    ATTACHMENT_TOO_LARGE = 400 "Attachment {} is too large (max 2MB)";
+    ATTACHMENT_BASE64_INVALID = 400 "Attachment {} is not valid base64";
+    ATTACHMENT_EMPTY = 400 "Attachment {} is empty";
+    ATTACHMENT_KIND_NOT_ALLOWED = 400 "Attachment {} is not an allowed file type";
+    /// The second `{}` is the extension (`.exe`) or the type given.
+    ATTACHMENT_TYPE_NOT_ALLOWED = 400 "Attachment {} type is not allowed: {}";
+    ATTACHMENT_CONTENT_MISMATCH = 400 "Attachment {} content does not match its type";
     TOOL_NO_ATTACHMENTS = 400 "send_mail does not accept attachments";
     /// `{}` is the builder's reason.
     MESSAGE_NOT_BUILT = 400 "The message could not be built: {}";
@@ -223,6 +241,8 @@ catalogue! {
     // ------------------------------------------------------------------------ webhooks
     WEBHOOK_URL_HTTPS = 400 "url must be https";
     WEBHOOK_HOST = 400 "url host is not allowed";
+    ENABLED_TYPE = 400 "enabled must be a boolean";
+    ROTATE_SECRET_TYPE = 400 "rotateSecret must be a boolean";
     WEBHOOK_URL_REQUIRED = 400 "url is required to register a webhook";
     WEBHOOK_NONE = 409 "Register an enabled webhook before replaying";
     EVENT_ID_INVALID = 400 "eventId must be an event id from the delivery log (evt_...)";
@@ -232,8 +252,25 @@ catalogue! {
 impl Problem {
     /// This problem with its `{}` replaced by `detail`.
     pub fn with(self, detail: impl std::fmt::Display) -> ApiError {
+        self.with_each(&[&detail])
+    }
+
+    /// This problem with each `{}` replaced by the next detail, in order.
+    pub fn with_each(self, details: &[&dyn std::fmt::Display]) -> ApiError {
+        let mut sentence = String::new();
+        let mut parts = self.sentence.split("{}");
+        sentence.push_str(parts.next().unwrap_or_default());
+        for (part, detail) in parts.zip(
+            details
+                .iter()
+                .map(|d| d.to_string())
+                .chain(std::iter::repeat_with(String::new)),
+        ) {
+            sentence.push_str(&detail);
+            sentence.push_str(part);
+        }
         ApiError {
-            error: Cow::Owned(self.sentence.replacen("{}", &detail.to_string(), 1)),
+            error: Cow::Owned(sentence),
             ..ApiError::from(self)
         }
     }
@@ -294,8 +331,20 @@ impl ApiError {
 
     pub fn is(&self, problem: Problem) -> bool {
         self.status == problem.status && self.code == problem.code && {
-            let (head, tail) = problem.sentence.split_once("{}").unwrap_or((problem.sentence, ""));
-            self.error.starts_with(head) && self.error.ends_with(tail)
+            // Each fixed piece of the sentence, in order, around the details.
+            let mut rest: &str = &self.error;
+            let pieces: Vec<&str> = problem.sentence.split("{}").collect();
+            pieces.iter().enumerate().all(|(i, piece)| {
+                let found = match i {
+                    0 => rest.starts_with(piece).then_some(0),
+                    _ if i == pieces.len() - 1 => rest.ends_with(piece).then(|| rest.len() - piece.len()),
+                    _ => rest.find(piece),
+                };
+                found.is_some_and(|at| {
+                    rest = &rest[at + piece.len()..];
+                    true
+                })
+            })
         }
     }
 
@@ -346,13 +395,17 @@ mod tests {
     fn every_sentence_is_written_once() {
         let mut seen = std::collections::HashSet::new();
         for p in ALL {
-            if p.sentence != "{}" {
-                assert!(
-                    seen.insert((p.sentence, p.code)),
-                    "{:?} is in the catalogue twice",
-                    p.sentence
-                );
-            }
+            assert!(
+                seen.insert((p.sentence, p.code)),
+                "{:?} is in the catalogue twice",
+                p.sentence
+            );
+            // A detail fills a sentence; it never is one.
+            assert!(
+                !p.sentence.replace("{}", "").trim().is_empty(),
+                "{:?} is only a placeholder",
+                p.sentence
+            );
             assert!((400..600).contains(&p.status));
         }
     }
@@ -375,5 +428,9 @@ mod tests {
         );
         assert_eq!(e.code, Some("last_mailbox"));
         assert!(e.is(LAST_MAILBOX));
+        let e = ATTACHMENT_TYPE_NOT_ALLOWED.with_each(&[&2, &".exe"]);
+        assert_eq!(e.error, "Attachment 2 type is not allowed: .exe");
+        assert!(e.is(ATTACHMENT_TYPE_NOT_ALLOWED));
+        assert!(!e.is(ATTACHMENT_EMPTY));
     }
 }

@@ -302,9 +302,7 @@ fn tool_list() -> &'static Value {
             .map(|(op, tool)| {
                 let mut input = crate::openapi::standalone_schema(op.io.input_schema, Contract::Deserialize);
                 if let Some(props) = input.get_mut("properties").and_then(Value::as_object_mut) {
-                    for name in tool.omit {
-                        props.remove(*name);
-                    }
+                    props.retain(|_, schema| schema.get(crate::validate::REST_ONLY).is_none());
                 }
                 json!({
                     "name": tool.name,

@@ -127,7 +127,7 @@ pub static ONBOARDING: Section = Section {
             summary: "What the account has and what to do next",
             description: "For a standard key: the account's status, its domain with each DNS check, its mailboxes, \
                           whether it can send, and if not, the next step to take.",
-            errors: &[ACCOUNT_KEY_ONLY, NOT_FOUND],
+            errors: &[ACCOUNT_FIELDS_TYPE, ACCOUNT_KEY_ONLY, NOT_FOUND],
             io: io!(
                 onboarding::get_account_status,
                 onboarding::AccountStatusInput,
@@ -207,7 +207,7 @@ pub static ADMIN: Section = Section {
             description: "Operators only. Deletes exactly the named access requests (`id` and/or `ids`, at most 200), \
                           with no duplicate search; the account and its key stay. One audit row per id; clears the \
                           email's request rate counter.",
-            errors: &[DELETE_IDS_REQUIRED, DELETE_IDS_TYPE, DELETE_IDS_TOO_MANY],
+            errors: &[ID_TYPE, DELETE_IDS_REQUIRED, DELETE_IDS_TYPE, DELETE_IDS_TOO_MANY],
             io: io!(admin::request_delete, admin::DeleteInput, admin::DeleteOutput),
         },
         Operation {
@@ -250,7 +250,12 @@ pub static CREDITS: Section = Section {
             summary: "Freeze or unfreeze the agent key, or pause all sending",
             description: "The agent key may set `disabled` and `frozenUntil`; an operator may also set \
                           `sendingEnabled`. Takes effect on the next send. Free.",
-            errors: &[FROZEN_UNTIL_INVALID, CONTROL_REFUSED],
+            errors: &[
+                DISABLED_TYPE,
+                SENDING_ENABLED_TYPE,
+                FROZEN_UNTIL_INVALID,
+                CONTROL_REFUSED,
+            ],
             io: io!(credits::control, credits::Control, credits::CreditsPayload),
         },
         Operation {
@@ -346,6 +351,7 @@ pub static DOMAINS: Section = Section {
                           the domain has mailboxes). Marks the domain and its mailboxes removed, permanently deletes \
                           their stored mail, and releases the claim. The service domain is refused (system_domain).",
             errors: &[
+                CONFIRM_TYPE,
                 REMOVE_OWNER_REQUIRED,
                 REMOVE_OWNER_MISMATCH,
                 OWNER_EMAIL_INVALID,
@@ -485,7 +491,6 @@ pub static SEND: Section = Section {
             tool: Some(Tool {
                 name: "send_mail",
                 hints: Hints::CREATE.open_world(),
-                omit: &["attachments"],
             }),
             access: Mail,
             summary: "Send a plain-text email",
@@ -496,6 +501,8 @@ pub static SEND: Section = Section {
                           idempotencyKey (REST: the Idempotency-Key header) a retry within 24 hours returns the \
                           first answer without sending or charging again.",
             errors: &[
+                SUBJECT_TYPE,
+                TEXT_TYPE,
                 SENDING_PAUSED,
                 AGENT_KEY_DISABLED,
                 RATE_LIMITED,
@@ -516,7 +523,19 @@ pub static SEND: Section = Section {
                 ATTACHMENTS_TYPE,
                 TOO_MANY_ATTACHMENTS,
                 ATTACHMENTS_TOO_LARGE,
-                ATTACHMENT_INVALID,
+                ATTACHMENT_NOT_OBJECT,
+                ATTACHMENT_FILENAME_MISSING,
+                ATTACHMENT_FILENAME_INVALID,
+                ATTACHMENT_TYPE_NOT_STRING,
+                ATTACHMENT_CONTENT_MISSING,
+                ATTACHMENT_DATA_URL_INVALID,
+                ATTACHMENT_DATA_URL_NOT_BASE64,
+                ATTACHMENT_TOO_LARGE,
+                ATTACHMENT_BASE64_INVALID,
+                ATTACHMENT_EMPTY,
+                ATTACHMENT_KIND_NOT_ALLOWED,
+                ATTACHMENT_TYPE_NOT_ALLOWED,
+                ATTACHMENT_CONTENT_MISMATCH,
                 TOOL_NO_ATTACHMENTS,
                 MESSAGE_NOT_BUILT,
                 NO_HOSTED_MAILBOX,
@@ -792,6 +811,8 @@ pub static DRAFTS: Section = Section {
                           id creates one (at most 50 per user); with id replaces that draft's content. Returns {ok, \
                           draft}. Send it with POST /sendMail, then delete it. No credits.",
             errors: &[
+                SUBJECT_TYPE,
+                TEXT_TYPE,
                 DRAFT_EMPTY,
                 INBOX_ID_INVALID,
                 SUBJECT_INVALID,
@@ -849,7 +870,13 @@ pub static WEBHOOKS: Section = Section {
                           registration with its secret. Each new inbound message is POSTed as inbound.received, \
                           signed with X-SVC-Signature (sha256=hex HMAC of \"<X-SVC-Timestamp>.<body>\") and the \
                           Standard Webhooks headers. No credit.",
-            errors: &[WEBHOOK_URL_HTTPS, WEBHOOK_HOST, WEBHOOK_URL_REQUIRED, FIELD_TYPE],
+            errors: &[
+                WEBHOOK_URL_HTTPS,
+                WEBHOOK_HOST,
+                WEBHOOK_URL_REQUIRED,
+                ENABLED_TYPE,
+                ROTATE_SECRET_TYPE,
+            ],
             io: io!(webhooks::set, webhooks::WebhookInput, webhooks::WebhookView),
         },
         Operation {

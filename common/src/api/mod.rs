@@ -213,13 +213,10 @@ impl Hints {
 pub struct Tool {
     pub name: &'static str,
     pub hints: Hints,
-    /// Input fields the REST route takes that the tool does not (left out of
-    /// its `inputSchema`; the input's parser refuses them from a tool).
-    pub omit: &'static [&'static str],
 }
 
 pub const fn tool(name: &'static str, hints: Hints) -> Option<Tool> {
-    Some(Tool { name, hints, omit: &[] })
+    Some(Tool { name, hints })
 }
 
 pub type Reply<'a> = Pin<Box<dyn Future<Output = Result<Output, ApiError>> + Send + 'a>>;

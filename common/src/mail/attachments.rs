@@ -5,7 +5,10 @@ use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::Value;
 
+use schemars::JsonSchema;
+
 use crate::error::{self, ApiError};
+use crate::validate::{Field, Origin};
 
 pub const MAX_COUNT: usize = 3;
 pub const MAX_EACH: usize = 2 * 1024 * 1024;
@@ -128,12 +131,51 @@ fn looks_like_text(bytes: &[u8]) -> bool {
     }
 }
 
-/// Parses the `attachments` field: at most 3, each within 2MB, 4MB together.
-pub fn parse(value: Option<&Value>) -> Result<Vec<Attachment>, ApiError> {
+/// The `attachments` field of a send: at most 3, each within 2MB, 4MB
+/// together.
+#[derive(Debug, Default)]
+pub struct Attachments(pub Vec<Attachment>);
+
+impl Field for Attachments {
+    type Problems = ();
+    fn read(value: &Value, _: Origin, (): ()) -> Result<Option<Self>, ApiError> {
+        match value {
+            Value::Null => Ok(None),
+            value => parse(value).map(|a| Some(Attachments(a))),
+        }
+    }
+}
+
+/// One file of a REST send (spec 2.1), as its schema describes it.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct AttachmentUpload {
+    #[schemars(length(min = 1, max = 255))]
+    filename: String,
+    /// Standard base64, or a data URL; at most 2MB decoded.
+    content_base64: String,
+    /// Must agree with the bytes when given.
+    content_type: Option<String>,
+}
+
+impl JsonSchema for Attachments {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Attachments".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "array",
+            "items": generator.subschema_for::<AttachmentUpload>(),
+            "maxItems": MAX_COUNT,
+        })
+    }
+}
+
+fn parse(value: &Value) -> Result<Vec<Attachment>, ApiError> {
     let list = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(list)) => list,
-        Some(_) => return Err(error::ATTACHMENTS_TYPE.into()),
+        Value::Array(list) => list,
+        _ => return Err(error::ATTACHMENTS_TYPE.into()),
     };
     if list.len() > MAX_COUNT {
         return Err(error::TOO_MANY_ATTACHMENTS.into());
@@ -153,37 +195,34 @@ pub fn parse(value: Option<&Value>) -> Result<Vec<Attachment>, ApiError> {
 }
 
 fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
-    let bad = |msg: String| error::ATTACHMENT_INVALID.with(msg);
-    let obj = entry
-        .as_object()
-        .ok_or_else(|| bad(format!("Attachment {n} must be an object")))?;
+    let obj = entry.as_object().ok_or_else(|| error::ATTACHMENT_NOT_OBJECT.with(n))?;
     let filename = match obj.get("filename") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        _ => return Err(bad(format!("Attachment {n} needs a filename"))),
+        _ => return Err(error::ATTACHMENT_FILENAME_MISSING.with(n)),
     };
     if filename.chars().count() > 255 || filename.chars().any(|c| c.is_control() || c == '/' || c == '\\') {
-        return Err(bad(format!("Attachment {n} has an invalid filename")));
+        return Err(error::ATTACHMENT_FILENAME_INVALID.with(n));
     }
     let declared_type = match obj.get("contentType") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.trim().is_empty() => None,
         Some(Value::String(s)) => Some(s.trim().to_string()),
-        Some(_) => return Err(bad(format!("Attachment {n} contentType must be a string"))),
+        Some(_) => return Err(error::ATTACHMENT_TYPE_NOT_STRING.with(n)),
     };
     let raw = match obj.get("contentBase64") {
         Some(Value::String(s)) if !s.is_empty() => s.as_str(),
-        _ => return Err(bad(format!("Attachment {n} needs contentBase64"))),
+        _ => return Err(error::ATTACHMENT_CONTENT_MISSING.with(n)),
     };
     // A data URL carries its own type and must say base64.
     let (url_type, data) = match raw.strip_prefix("data:") {
         Some(rest) => {
             let (meta, data) = rest
                 .split_once(',')
-                .ok_or_else(|| bad(format!("Attachment {n} is not a valid data URL")))?;
+                .ok_or_else(|| error::ATTACHMENT_DATA_URL_INVALID.with(n))?;
             let mut params = meta.split(';');
             let mime = params.next().unwrap_or_default().trim();
             if !params.any(|p| p.trim().eq_ignore_ascii_case("base64")) {
-                return Err(bad(format!("Attachment {n} data URL must be base64")));
+                return Err(error::ATTACHMENT_DATA_URL_NOT_BASE64.with(n));
             }
             ((!mime.is_empty()).then(|| mime.to_string()), data)
         }
@@ -191,33 +230,34 @@ fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
     };
     let compact: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     if compact.len() / 4 * 3 > MAX_EACH + 3 {
-        return Err(bad(format!("Attachment {n} is too large (max 2MB)")));
+        return Err(error::ATTACHMENT_TOO_LARGE.with(n));
     }
     let bytes = BASE64
         .decode(compact.as_bytes())
-        .map_err(|_| bad(format!("Attachment {n} is not valid base64")))?;
+        .map_err(|_| error::ATTACHMENT_BASE64_INVALID.with(n))?;
     if bytes.len() > MAX_EACH {
-        return Err(bad(format!("Attachment {n} is too large (max 2MB)")));
+        return Err(error::ATTACHMENT_TOO_LARGE.with(n));
     }
     if bytes.is_empty() {
-        return Err(bad(format!("Attachment {n} is empty")));
+        return Err(error::ATTACHMENT_EMPTY.with(n));
     }
 
-    let sniffed = Kind::sniff(&bytes).ok_or_else(|| bad(format!("Attachment {n} is not an allowed file type")))?;
+    let sniffed = Kind::sniff(&bytes).ok_or_else(|| error::ATTACHMENT_KIND_NOT_ALLOWED.with(n))?;
     let extension = filename.rsplit_once('.').map(|(_, ext)| ext);
     let by_name = match extension {
-        Some(ext) => {
-            Some(Kind::from_extension(ext).ok_or_else(|| bad(format!("Attachment {n} type is not allowed: .{ext}")))?)
-        }
+        Some(ext) => Some(
+            Kind::from_extension(ext)
+                .ok_or_else(|| error::ATTACHMENT_TYPE_NOT_ALLOWED.with_each(&[&n, &format_args!(".{ext}")]))?,
+        ),
         None => None,
     };
     let by_type = match declared_type.or(url_type) {
-        Some(t) => Some(Kind::from_mime(&t).ok_or_else(|| bad(format!("Attachment {n} type is not allowed: {t}")))?),
+        Some(t) => Some(Kind::from_mime(&t).ok_or_else(|| error::ATTACHMENT_TYPE_NOT_ALLOWED.with_each(&[&n, &t]))?),
         None => None,
     };
     for declared in [by_type, by_name].into_iter().flatten() {
         if !declared.matches(sniffed) {
-            return Err(bad(format!("Attachment {n} content does not match its type")));
+            return Err(error::ATTACHMENT_CONTENT_MISMATCH.with(n));
         }
     }
     let kind = by_type.or(by_name).unwrap_or(sniffed);
@@ -240,7 +280,7 @@ mod tests {
     }
 
     fn one(v: Value) -> Result<Vec<Attachment>, ApiError> {
-        parse(Some(&json!([v])))
+        parse(&json!([v]))
     }
 
     #[test]
@@ -284,9 +324,9 @@ mod tests {
             {"filename": "b.txt", "contentBase64": near},
             {"filename": "c.txt", "contentBase64": near},
         ]);
-        assert!(parse(Some(&three)).unwrap_err().error.contains("4MB"));
+        assert!(parse(&three).unwrap_err().error.contains("4MB"));
         let four = json!([{}, {}, {}, {}]);
-        assert_eq!(parse(Some(&four)).unwrap_err().error, "Max 3 attachments per request");
+        assert_eq!(parse(&four).unwrap_err().error, "Max 3 attachments per request");
         assert!(
             one(json!({"filename": "a.txt", "contentBase64": "***"}))
                 .unwrap_err()
@@ -296,7 +336,7 @@ mod tests {
         assert!(one(json!({"filename": "a.txt", "contentBase64": "data:text/plain,hello"})).is_err());
         assert!(one(json!({"contentBase64": b64(b"x")})).is_err());
         assert!(one(json!({"filename": "../x.txt", "contentBase64": b64(b"x")})).is_err());
-        assert!(parse(Some(&json!("nope"))).is_err());
+        assert!(parse(&json!("nope")).is_err());
         let wrapped = format!("{}\n{}", &b64(b"hello there")[..8], &b64(b"hello there")[8..]);
         assert_eq!(
             one(json!({"filename": "a.txt", "contentBase64": wrapped})).unwrap()[0].bytes,

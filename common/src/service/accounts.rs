@@ -52,20 +52,13 @@ struct KeyRecord {
     created_at: String,
 }
 
-/// The operators' account: owns the service domain and its protected mailboxes.
-pub const OPS_UID: &str = "ops";
+pub use crate::values::OPS_UID;
 
 pub fn new_uid() -> String {
     format!("u_{}", hex::encode(rand::random::<[u8; 12]>()))
 }
 
-/// A uid this service could have issued (checked before one becomes part of a key).
-pub fn valid_uid(uid: &str) -> bool {
-    uid == OPS_UID
-        || (uid.len() == 26
-            && uid.starts_with("u_")
-            && uid[2..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
-}
+pub use crate::values::valid_uid;
 
 pub async fn get(ctx: &Context, uid: &str) -> StoreResult<Option<Account>> {
     ctx.store.read(&keys::account(uid)).await

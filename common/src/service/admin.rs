@@ -13,25 +13,18 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
-use crate::validate::{Fields, Input, NoInput};
-use crate::values::{DomainName, EmailAddress};
+use crate::validate::{Fields, List, NoInput};
+use crate::values::{DomainName, EmailAddress, RequestId};
 
 pub const MAX_DELETE_IDS: usize = 200;
 
 // ----------------------------------------------------------------- allowlist
 
-/// One allowlisted domain, by name.
-#[derive(Debug, JsonSchema)]
-pub struct DomainInput {
-    /// A hostname such as example.com.
-    pub domain: DomainName,
-}
-
-impl Input for DomainInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(DomainInput {
-            domain: fields.required("domain", error::ALLOWLIST_DOMAIN_REQUIRED, error::DOMAIN_INVALID)?,
-        })
+crate::input! {
+    /// One allowlisted domain, by name.
+    pub struct DomainInput {
+        /// A hostname such as example.com.
+        pub domain: DomainName = (error::ALLOWLIST_DOMAIN_REQUIRED, error::DOMAIN_INVALID),
     }
 }
 
@@ -119,26 +112,21 @@ pub enum Decision {
     Deny,
 }
 
-#[derive(Debug, JsonSchema)]
-pub struct DecisionInput {
-    /// The access request, `ar_` and 24 hex characters.
-    #[schemars(regex(pattern = r"^ar_[0-9a-f]{24}$"))]
-    pub id: String,
-    pub decision: Decision,
+impl crate::values::Value for Decision {
+    fn parse(text: &str) -> Option<Decision> {
+        match text.trim() {
+            "approve" => Some(Decision::Approve),
+            "deny" => Some(Decision::Deny),
+            _ => None,
+        }
+    }
 }
 
-impl Input for DecisionInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = fields.str("id")?.ok_or(error::ID_REQUIRED)?;
-        let decision = match fields.str("decision")?.as_deref() {
-            Some("approve") => Decision::Approve,
-            Some("deny") => Decision::Deny,
-            _ => return Err(error::DECISION_INVALID.into()),
-        };
-        if !onboarding::valid_request_id(&id) {
-            return Err(error::DECISION_ID_INVALID.into());
-        }
-        Ok(DecisionInput { id, decision })
+crate::input! {
+    pub struct DecisionInput {
+        /// The access request, `ar_` and 24 hex characters.
+        pub id: RequestId = (error::ID_REQUIRED, error::DECISION_ID_INVALID),
+        pub decision: Decision = (error::DECISION_INVALID, error::DECISION_INVALID),
     }
 }
 
@@ -155,7 +143,7 @@ pub struct DecisionOutput {
 /// revokes the account's key in the same transaction.
 pub async fn request_decision(call: &Call<'_>, input: DecisionInput) -> Result<DecisionOutput, ApiError> {
     let (ctx, by) = (call.ctx, call.operator()?);
-    let id = input.id;
+    let id = input.id.into_string();
     let req = onboarding::load(ctx, &id).await?.ok_or(error::NOT_FOUND)?;
     let (RequestStatus::Ready | RequestStatus::SettingUp | RequestStatus::Unavailable, Some(uid)) =
         (req.status, &req.uid)
@@ -214,48 +202,35 @@ pub async fn request_decision(call: &Call<'_>, input: DecisionInput) -> Result<D
 
 // ------------------------------------------------------------ request deletes
 
-/// `id` and/or `ids`: at most 200 access requests.
-#[derive(Debug, JsonSchema)]
-pub struct DeleteInput {
-    pub id: Option<String>,
-    #[schemars(length(max = 200))]
-    pub ids: Option<Vec<String>>,
+crate::input! {
+    /// `id` and/or `ids`: at most 200 access requests.
+    pub struct DeleteInput {
+        pub id: Option<String> = error::ID_TYPE,
+        pub ids: Option<List<String, MAX_DELETE_IDS>> = (error::DELETE_IDS_TYPE, error::DELETE_IDS_TOO_MANY),
+    }
+    check DeleteInput::some;
 }
 
 impl DeleteInput {
     fn all(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.id.iter().chain(self.ids.iter().flatten()).cloned().collect();
+        let mut ids: Vec<String> = self
+            .id
+            .iter()
+            .chain(self.ids.iter().flat_map(|l| &l.0))
+            .cloned()
+            .collect();
         ids.sort();
         ids.dedup();
         ids
     }
 }
 
-impl Input for DeleteInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = fields.str("id")?;
-        let ids = match fields.get("ids") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(list)) => {
-                if list.len() > MAX_DELETE_IDS {
-                    return Err(error::DELETE_IDS_TOO_MANY.into());
-                }
-                let mut ids = Vec::new();
-                for v in list {
-                    match v.as_str() {
-                        Some(s) if !s.trim().is_empty() => ids.push(s.trim().to_string()),
-                        _ => return Err(error::DELETE_IDS_TYPE.into()),
-                    }
-                }
-                Some(ids)
-            }
-            Some(_) => return Err(error::DELETE_IDS_TYPE.into()),
-        };
-        let input = DeleteInput { id, ids };
-        match input.all().len() {
+impl DeleteInput {
+    fn some(self, _: &Fields) -> Result<Self, ApiError> {
+        match self.all().len() {
             0 => Err(error::DELETE_IDS_REQUIRED.into()),
             n if n > MAX_DELETE_IDS => Err(error::DELETE_IDS_TOO_MANY.into()),
-            _ => Ok(input),
+            _ => Ok(self),
         }
     }
 }
@@ -331,25 +306,25 @@ async fn delete_request(ctx: &Context, req: &AccessRequest) -> StoreResult<()> {
 
 // ----------------------------------------------------------------- duplicates
 
-/// Query `email` and/or `domain`.
-#[derive(Debug, JsonSchema)]
-#[schemars(extend("anyOf" = [
-    {"required": ["email"], "properties": {"email": {"type": "string"}}},
-    {"required": ["domain"], "properties": {"domain": {"type": "string"}}}
-]))]
-pub struct DuplicatesInput {
-    pub email: Option<EmailAddress>,
-    pub domain: Option<DomainName>,
+crate::input! {
+    /// Query `email` and/or `domain`.
+    #[schemars(extend("anyOf" = [
+        {"required": ["email"], "properties": {"email": {"type": "string"}}},
+        {"required": ["domain"], "properties": {"domain": {"type": "string"}}}
+    ]))]
+    pub struct DuplicatesInput {
+        pub email: Option<EmailAddress> = error::EMAIL_INVALID,
+        pub domain: Option<DomainName> = error::DOMAIN_INVALID,
+    }
+    check DuplicatesInput::some;
 }
 
-impl Input for DuplicatesInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let email = fields.value("email", error::EMAIL_INVALID)?;
-        let domain = fields.value("domain", error::DOMAIN_INVALID)?;
-        if email.is_none() && domain.is_none() {
+impl DuplicatesInput {
+    fn some(self, _: &Fields) -> Result<Self, ApiError> {
+        if self.email.is_none() && self.domain.is_none() {
             return Err(error::DUPLICATES_FILTER_REQUIRED.into());
         }
-        Ok(DuplicatesInput { email, domain })
+        Ok(self)
     }
 }
 

@@ -16,7 +16,8 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Item, StoreError, StoreResult, Update, Write, item};
-use crate::validate::{Fields, Input, NoInput};
+use crate::validate::{NoInput, Nullable};
+use crate::values::IsoTime;
 
 pub const AGENT_BUCKET: &str = "agent:default";
 pub const INITIAL_CREDITS: i64 = 100;
@@ -250,36 +251,15 @@ pub async fn get_remaining(call: &Call<'_>, _: NoInput) -> Result<Remaining, Api
     })
 }
 
-/// The fields of POST /credits, each optional.
-#[derive(Debug, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Control {
-    /// Freezes (true) or unfreezes (false) the agent key.
-    pub disabled: Option<bool>,
-    /// Freezes the agent key until this ISO time; null clears it.
-    #[schemars(with = "Option<crate::values::IsoTime>")]
-    pub frozen_until: Option<Option<DateTime<Utc>>>,
-    /// Pauses (false) or resumes (true) all sending; operators only.
-    pub sending_enabled: Option<bool>,
-}
-
-impl Input for Control {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let frozen_until = match fields.get("frozenUntil") {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(Value::String(s)) => Some(Some(
-                DateTime::parse_from_rfc3339(s.trim())
-                    .map_err(|_| error::FROZEN_UNTIL_INVALID)?
-                    .with_timezone(&Utc),
-            )),
-            Some(_) => return Err(error::FROZEN_UNTIL_INVALID.into()),
-        };
-        Ok(Self {
-            disabled: fields.bool("disabled")?,
-            frozen_until,
-            sending_enabled: fields.bool("sendingEnabled")?,
-        })
+crate::input! {
+    /// The fields of POST /credits, each optional.
+    pub struct Control {
+        /// Freezes the agent key until this ISO time; null clears it.
+        pub frozen_until: Option<Nullable<IsoTime>> = error::FROZEN_UNTIL_INVALID,
+        /// Freezes (true) or unfreezes (false) the agent key.
+        pub disabled: Option<bool> = error::DISABLED_TYPE,
+        /// Pauses (false) or resumes (true) all sending; operators only.
+        pub sending_enabled: Option<bool> = error::SENDING_ENABLED_TYPE,
     }
 }
 
@@ -295,8 +275,8 @@ pub async fn control(call: &Call<'_>, control: Control) -> Result<CreditsPayload
         agent = agent.set("disabled", disabled);
     }
     match control.frozen_until {
-        Some(Some(t)) => agent = agent.set("frozenUntil", iso(t)),
-        Some(None) => agent = agent.remove("frozenUntil"),
+        Some(Nullable(Some(t))) => agent = agent.set("frozenUntil", iso(t.0)),
+        Some(Nullable(None)) => agent = agent.remove("frozenUntil"),
         None => {}
     }
     if agent != Update::new() {
@@ -320,7 +300,7 @@ pub async fn control(call: &Call<'_>, control: Control) -> Result<CreditsPayload
         };
         let details = json!({
             "disabled": control.disabled,
-            "frozenUntil": control.frozen_until.map(|t| t.map(iso)),
+            "frozenUntil": control.frozen_until.map(|t| t.0.map(|t| iso(t.0))),
             "sendingEnabled": control.sending_enabled,
         });
         super::audit::record(ctx, "credits.control", &actor, details).await?;

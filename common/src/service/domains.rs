@@ -16,7 +16,6 @@ use crate::context::Context;
 use crate::dns::Lookup;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item, record};
-use crate::validate::{Fields, Input};
 use crate::values::DomainName;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -113,35 +112,19 @@ pub async fn owned(ctx: &Context, account: &Account, name: &str) -> Result<Domai
     Ok(get(ctx, &account.uid, name).await?.ok_or(error::NOT_FOUND)?)
 }
 
-/// POST /addDomain.
-#[derive(Debug, JsonSchema)]
-pub struct AddDomainInput {
-    /// The hostname you own, such as example.com.
-    pub domain: DomainName,
-}
-
-impl Input for AddDomainInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(AddDomainInput {
-            domain: fields.required("domain", error::DOMAIN_REQUIRED, error::DOMAIN_INVALID)?,
-        })
+crate::input! {
+    /// POST /addDomain.
+    pub struct AddDomainInput {
+        /// The hostname you own, such as example.com.
+        pub domain: DomainName = (error::DOMAIN_REQUIRED, error::DOMAIN_INVALID),
     }
 }
 
-/// A domain named by `domainId` (`domain` is read when it is absent).
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DomainIdInput {
-    /// The domain's hostname.
-    pub domain_id: DomainName,
-}
-
-impl Input for DomainIdInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let name = if fields.has("domainId") { "domainId" } else { "domain" };
-        Ok(DomainIdInput {
-            domain_id: fields.required(name, error::DOMAIN_ID_REQUIRED, error::DOMAIN_INVALID)?,
-        })
+crate::input! {
+    /// A domain named by `domainId` (`domain` is read when it is absent).
+    pub struct DomainIdInput {
+        /// The domain's hostname.
+        pub domain_id or "domain": DomainName = (error::DOMAIN_ID_REQUIRED, error::DOMAIN_INVALID),
     }
 }
 

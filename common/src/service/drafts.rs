@@ -7,20 +7,17 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::send::{self, MAX_TEXT_BYTES};
 use super::{Call, keys};
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, Update, Write, item};
-use crate::validate::{Fields, Input};
-use crate::values::{MessageId, MessageIds, Recipients, RowId};
+use crate::validate::Fields;
+use crate::values::{DraftSubject, DraftText, MessageId, MessageIds, Recipients, RowId};
 
 pub const MAX_DRAFTS: i64 = 50;
 pub const LIST: usize = 25;
-pub const MAX_SUBJECT: usize = 998;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -48,26 +45,12 @@ fn owner(call: &Call<'_>) -> Result<String, ApiError> {
     }
 }
 
-fn parse_id(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
-    Ok(fields
-        .value::<RowId>(name, error::INBOX_ID_INVALID)?
-        .map(RowId::into_string))
-}
-
 // ------------------------------------------------------------------- GET
 
-#[derive(Debug, JsonSchema)]
-pub struct DraftQuery {
-    /// One draft; omitted: the newest 25.
-    #[schemars(with = "Option<RowId>")]
-    pub id: Option<String>,
-}
-
-impl Input for DraftQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(DraftQuery {
-            id: parse_id(fields, "id")?,
-        })
+crate::input! {
+    pub struct DraftQuery {
+        /// One draft; omitted: the newest 25.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
     }
 }
 
@@ -118,71 +101,41 @@ pub async fn get(call: &Call<'_>, input: DraftQuery) -> Result<DraftsOutput, Api
 
 // ------------------------------------------------------------------ POST
 
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend("anyOf" = [
-    {"required": ["to"], "properties": {"to": {"anyOf": [{"type": "string", "pattern": "@"}, {"type": "array", "minItems": 1}]}}},
-    {"required": ["subject"], "properties": {"subject": {"type": "string", "pattern": "\\S"}}},
-    {"required": ["text"], "properties": {"text": {"type": "string", "pattern": "\\S"}}},
-    {"required": ["inReplyTo"], "properties": {"inReplyTo": {"type": "string"}}}
-]))]
-pub struct DraftInput {
-    /// Updates this draft of the caller's; omitted creates one.
-    #[schemars(with = "Option<RowId>")]
-    pub id: Option<String>,
-    /// Addresses, as a string or an array; at most 5.
-    #[schemars(with = "Option<Recipients>")]
-    pub to: Vec<String>,
-    /// One line.
-    #[schemars(length(max = 998), regex(pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
-    pub subject: Option<String>,
-    /// At most 100KB.
-    #[schemars(length(max = 102400))]
-    pub text: Option<String>,
-    #[schemars(with = "Option<MessageId>")]
-    pub in_reply_to: Option<String>,
-    /// Message-IDs, as a string or an array; at most 100.
-    #[schemars(with = "Option<MessageIds>")]
-    pub references: Vec<String>,
-}
-
-fn optional_text(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(error::FIELD_TYPE.with(format_args!("{name} must be a string"))),
+crate::input! {
+    #[schemars(extend("anyOf" = [
+        {"required": ["to"], "properties": {"to": {"anyOf": [{"type": "string", "pattern": "@"}, {"type": "array", "minItems": 1}]}}},
+        {"required": ["subject"], "properties": {"subject": {"type": "string", "pattern": "\\S"}}},
+        {"required": ["text"], "properties": {"text": {"type": "string", "pattern": "\\S"}}},
+        {"required": ["inReplyTo"], "properties": {"inReplyTo": {"type": "string"}}}
+    ]))]
+    pub struct DraftInput {
+        /// One line.
+        pub subject: Option<DraftSubject> = (),
+        /// At most 100KB.
+        pub text: Option<DraftText> = (),
+        pub in_reply_to: Option<MessageId> = error::IN_REPLY_TO_INVALID,
+        /// Updates this draft of the caller's; omitted creates one.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        /// Addresses, as a string or an array; at most 5.
+        pub to: Option<Recipients> = (),
+        /// Message-IDs, as a string or an array; at most 100.
+        pub references: Option<MessageIds> = (),
     }
+    check DraftInput::not_empty;
 }
 
-impl Input for DraftInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let subject = optional_text(fields, "subject")?;
-        if subject
-            .as_ref()
-            .is_some_and(|s| s.chars().any(|c| c.is_control()) || s.chars().count() > MAX_SUBJECT)
+impl DraftInput {
+    fn not_empty(self, _: &Fields) -> Result<Self, ApiError> {
+        let blank = |t: Option<&DraftText>| t.is_none_or(DraftText::is_blank);
+        let no_one = self.to.as_ref().is_none_or(|to| to.0.is_empty());
+        if no_one
+            && blank(self.subject.as_ref().map(|s| &s.0))
+            && blank(self.text.as_ref())
+            && self.in_reply_to.is_none()
         {
-            return Err(error::SUBJECT_INVALID.into());
-        }
-        let text = optional_text(fields, "text")?;
-        if text.as_ref().is_some_and(|t| t.len() > MAX_TEXT_BYTES) {
-            return Err(error::TEXT_TOO_LARGE.into());
-        }
-        let in_reply_to = fields
-            .value::<MessageId>("inReplyTo", error::IN_REPLY_TO_INVALID)?
-            .map(MessageId::into_string);
-        let input = DraftInput {
-            id: parse_id(fields, "id")?,
-            to: send::parse_recipients(fields.get("to"))?,
-            subject,
-            text,
-            in_reply_to,
-            references: send::parse_references(fields)?,
-        };
-        let blank = |s: &Option<String>| s.as_ref().is_none_or(|s| s.trim().is_empty());
-        if input.to.is_empty() && blank(&input.subject) && blank(&input.text) && input.in_reply_to.is_none() {
             return Err(error::DRAFT_EMPTY.into());
         }
-        Ok(input)
+        Ok(self)
     }
 }
 
@@ -201,7 +154,7 @@ pub async fn save(call: &Call<'_>, input: DraftInput) -> Result<DraftSaved, ApiE
     let (id, created_at) = match &input.id {
         Some(id) => {
             let existing: Draft = ctx.store.read(&keys::draft(&uid, id)).await?.ok_or(error::NOT_FOUND)?;
-            (id.clone(), existing.created_at)
+            (id.to_string(), existing.created_at)
         }
         None => (
             format!(
@@ -214,11 +167,11 @@ pub async fn save(call: &Call<'_>, input: DraftInput) -> Result<DraftSaved, ApiE
     };
     let draft = Draft {
         id: id.clone(),
-        to: input.to,
-        subject: input.subject.unwrap_or_default(),
-        text: input.text.unwrap_or_default(),
-        in_reply_to: input.in_reply_to,
-        references: input.references,
+        to: input.to.unwrap_or_default().0,
+        subject: input.subject.unwrap_or_default().0.0,
+        text: input.text.unwrap_or_default().0,
+        in_reply_to: input.in_reply_to.map(MessageId::into_string),
+        references: input.references.unwrap_or_default().0,
         created_at,
         updated_at: now,
     };
@@ -252,17 +205,9 @@ pub async fn save(call: &Call<'_>, input: DraftInput) -> Result<DraftSaved, ApiE
 
 // ---------------------------------------------------------------- DELETE
 
-#[derive(Debug, JsonSchema)]
-pub struct DraftTarget {
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,128}$"))]
-    pub id: String,
-}
-
-impl Input for DraftTarget {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(DraftTarget {
-            id: parse_id(fields, "id")?.ok_or(error::ID_REQUIRED)?,
-        })
+crate::input! {
+    pub struct DraftTarget {
+        pub id: RowId = (error::ID_REQUIRED, error::INBOX_ID_INVALID),
     }
 }
 
@@ -286,7 +231,10 @@ pub async fn delete(call: &Call<'_>, input: DraftTarget) -> Result<DraftDeleted,
         },
     ];
     match call.ctx.store.transact(writes).await {
-        Ok(()) => Ok(DraftDeleted { ok: true, id: input.id }),
+        Ok(()) => Ok(DraftDeleted {
+            ok: true,
+            id: input.id.into_string(),
+        }),
         Err(StoreError::ConditionFailed) => Err(error::NOT_FOUND.into()),
         Err(e) => Err(e.into()),
     }

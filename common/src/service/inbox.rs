@@ -19,8 +19,8 @@ use super::{Call, Download, keys};
 use crate::auth::Caller;
 use crate::error::{self, ApiError};
 use crate::mail::codes;
-use crate::validate::{self, Fields, Input, Origin};
-use crate::values::{Cursor, EmailAddress, RowId, StoredMessageId, ThreadId};
+use crate::validate::{Bounded, Fields, Origin};
+use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, RowId, StoredMessageId, ThreadId, Threads};
 
 pub const DEFAULT_LIMIT: i64 = 25;
 pub const MAX_LIMIT: i64 = 50;
@@ -218,91 +218,14 @@ pub enum InboxOutput {
     Threads(ThreadList),
 }
 
-// ---------------------------------------------------------- parsing helpers
+// ---------------------------------------------------------------- fields
 
-fn parse_mailbox(fields: &Fields) -> Result<Option<String>, ApiError> {
-    Ok(fields
-        .value::<EmailAddress>("mailbox", error::INBOX_MAILBOX_INVALID)?
-        .map(EmailAddress::into_string))
-}
-
-fn parse_id(fields: &Fields) -> Result<Option<String>, ApiError> {
-    Ok(fields
-        .value::<RowId>("id", error::INBOX_ID_INVALID)?
-        .map(RowId::into_string))
-}
-
-/// A Message-ID to look up, brackets optional: what the poller stores.
-fn parse_message_id(fields: &Fields) -> Result<Option<String>, ApiError> {
-    Ok(fields
-        .value::<StoredMessageId>("messageId", error::INBOX_MESSAGE_ID_INVALID)?
-        .map(StoredMessageId::into_string))
-}
-
-fn parse_thread(fields: &Fields) -> Result<Option<String>, ApiError> {
-    Ok(fields
-        .value::<ThreadId>("thread", error::INBOX_THREAD_INVALID)?
-        .map(ThreadId::into_string))
-}
-
-fn parse_folder(fields: &Fields) -> Result<Option<Folder>, ApiError> {
-    fields.value("folder", error::INBOX_FOLDER_INVALID)
-}
-
-fn parse_limit(fields: &Fields) -> Result<Option<i64>, ApiError> {
-    match fields.int("limit") {
-        Ok(Some(n)) if (1..=MAX_LIMIT).contains(&n) => Ok(Some(n)),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_LIMIT_INVALID.into()),
-    }
-}
-
-/// A cursor is the sort key of the last row of a page.
-fn parse_cursor(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
-    Ok(fields
-        .value::<Cursor>(name, error::INBOX_CURSOR_INVALID)?
-        .map(Cursor::into_string))
-}
-
-fn parse_q(fields: &Fields) -> Result<Option<String>, ApiError> {
-    match fields.str("q") {
-        Ok(Some(q)) if (2..=200).contains(&q.chars().count()) => Ok(Some(q)),
-        Ok(None) if !fields.has("q") => Ok(None),
-        _ => Err(error::INBOX_QUERY_INVALID.into()),
-    }
-}
-
-fn parse_view(fields: &Fields) -> Result<bool, ApiError> {
-    match fields.str("view") {
-        Ok(Some(v)) if v == "threads" => Ok(true),
-        Ok(None) if !fields.has("view") => Ok(false),
-        _ => Err(error::INBOX_VIEW_INVALID.into()),
-    }
-}
-
-fn parse_wait(fields: &Fields) -> Result<Option<i64>, ApiError> {
-    match fields.int("wait") {
-        Ok(Some(n)) if (1..=MAX_WAIT_SECONDS).contains(&n) => Ok(Some(n)),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_WAIT_INVALID.into()),
-    }
-}
-
-fn parse_filter(fields: &Fields, name: &str) -> Result<Option<String>, ApiError> {
-    match fields.str(name) {
-        Ok(Some(f)) if f.chars().count() <= 200 => Ok(Some(f.to_lowercase())),
-        Ok(None) => Ok(None),
-        _ => Err(error::INBOX_FILTER_INVALID.into()),
-    }
-}
-
-fn parse_max_chars(fields: &Fields) -> Result<Option<i64>, ApiError> {
-    match fields.int("maxChars") {
-        Ok(Some(n)) if (100..=1_000_000).contains(&n) => Ok(Some(n)),
-        Ok(None) => Ok(None),
-        _ => Err(error::MAX_CHARS_INVALID.into()),
-    }
-}
+/// A page's length: 1 to 50.
+pub type Limit = Bounded<1, MAX_LIMIT>;
+/// Seconds to wait for mail.
+pub type WaitSeconds = Bounded<1, MAX_WAIT_SECONDS>;
+/// How much of a message's text and html an MCP read returns.
+pub type MaxChars = Bounded<100, 1_000_000>;
 
 // ---------------------------------------------------------------- scope
 
@@ -317,7 +240,7 @@ fn scope(call: &Call<'_>, mailbox: Option<&str>) -> Result<String, ApiError> {
         _ => {
             let domain = call.ctx.config.service_domain.to_ascii_lowercase();
             let address = match mailbox {
-                Some(m) if validate::email_domain(m) == domain => m.to_string(),
+                Some(m) if crate::validate::email_domain(m) == domain => m.to_string(),
                 Some(_) => return Err(error::INBOX_MAILBOX_INVALID.into()),
                 None => format!("inbox@{domain}"),
             };
@@ -344,80 +267,50 @@ enum Target {
 }
 
 /// id wins over messageId, and both over thread (spec 4.2 rule 1, 4.3).
-fn target(id: Option<String>, message_id: Option<String>, thread: Option<String>) -> Option<Target> {
-    id.map(Target::Id)
-        .or(message_id.map(Target::MessageId))
-        .or(thread.map(Target::Thread))
+fn target(id: Option<RowId>, message_id: Option<StoredMessageId>, thread: Option<ThreadId>) -> Option<Target> {
+    id.map(|id| Target::Id(id.into_string()))
+        .or(message_id.map(|m| Target::MessageId(m.into_string())))
+        .or(thread.map(|t| Target::Thread(t.into_string())))
 }
 
 // ------------------------------------------------------------ GET /inbox
 
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InboxQuery {
-    /// 1 to 50, default 25.
-    #[schemars(range(min = 1, max = 50))]
-    pub limit: Option<i64>,
-    /// Agent key and operators only: an address at the service domain
-    /// (default inbox@ the service domain).
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
-    /// Reads that message (with its text) and marks it read.
-    #[schemars(with = "Option<RowId>")]
-    pub id: Option<String>,
-    /// Reads the message with this Message-ID (id wins).
-    #[schemars(with = "Option<StoredMessageId>")]
-    pub message_id: Option<String>,
-    /// `threads` lists conversation threads.
-    #[schemars(regex(pattern = r"^threads$"))]
-    pub view: Option<String>,
-    /// A thread's messages, oldest first; marks its inbound rows read.
-    #[schemars(with = "Option<ThreadId>")]
-    pub thread: Option<String>,
-    /// Search subject, sender and body of the newest 200 inbound and 200
-    /// outbound rows; 2 to 200 characters.
-    #[schemars(length(min = 2, max = 200))]
-    pub q: Option<String>,
-    /// inbox, archive or trash. Threads: default inbox; list and search:
-    /// every folder.
-    pub folder: Option<Folder>,
-    /// The nextCursor of the previous page.
-    #[schemars(with = "Option<Cursor>")]
-    pub cursor: Option<String>,
-    /// Wait up to this many seconds (1 to 25) for a matching message.
-    #[schemars(range(min = 1, max = 25))]
-    pub wait: Option<i64>,
-    /// With wait: only messages after this message id; without it, unread ones.
-    #[schemars(with = "Option<Cursor>")]
-    pub after: Option<String>,
-    /// With wait: the sender contains this (case-insensitive).
-    pub from: Option<String>,
-    /// With wait: the subject contains this (case-insensitive).
-    pub subject: Option<String>,
-}
-
-impl Input for InboxQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(InboxQuery {
-            limit: parse_limit(fields)?,
-            mailbox: parse_mailbox(fields)?,
-            id: parse_id(fields)?,
-            message_id: parse_message_id(fields)?,
-            view: parse_view(fields)?.then(|| "threads".to_string()),
-            thread: parse_thread(fields)?,
-            q: parse_q(fields)?,
-            folder: parse_folder(fields)?,
-            cursor: parse_cursor(fields, "cursor")?,
-            wait: parse_wait(fields)?,
-            after: parse_cursor(fields, "after")?,
-            from: parse_filter(fields, "from")?,
-            subject: parse_filter(fields, "subject")?,
-        })
+crate::input! {
+    pub struct InboxQuery {
+        /// 1 to 50, default 25.
+        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        /// Agent key and operators only: an address at the service domain
+        /// (default inbox@ the service domain).
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// Reads that message (with its text) and marks it read.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        /// Reads the message with this Message-ID (id wins).
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        /// `threads` lists conversation threads.
+        pub view: Option<Threads> = error::INBOX_VIEW_INVALID,
+        /// A thread's messages, oldest first; marks its inbound rows read.
+        pub thread: Option<ThreadId> = error::INBOX_THREAD_INVALID,
+        /// Search subject, sender and body of the newest 200 inbound and 200
+        /// outbound rows; 2 to 200 characters.
+        pub q: Option<Chars<2, 200>> = error::INBOX_QUERY_INVALID,
+        /// inbox, archive or trash. Threads: default inbox; list and search:
+        /// every folder.
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        /// The nextCursor of the previous page.
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        /// Wait up to this many seconds (1 to 25) for a matching message.
+        pub wait: Option<WaitSeconds> = error::INBOX_WAIT_INVALID,
+        /// With wait: only messages after this message id; without it, unread ones.
+        pub after: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        /// With wait: the sender contains this (case-insensitive).
+        pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
+        /// With wait: the subject contains this (case-insensitive).
+        pub subject: Option<Needle> = error::INBOX_FILTER_INVALID,
     }
 }
 
 pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiError> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+    let limit = q.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
     match target(q.id, q.message_id, q.thread) {
         Some(Target::Thread(thread)) => {
             let scope = scope(call, q.mailbox.as_deref())?;
@@ -450,7 +343,7 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
             from: q.from,
             subject: q.subject,
         };
-        let rows = wait_rows(call, &scope, &filter, seconds).await?;
+        let rows = wait_rows(call, &scope, &filter, seconds.get()).await?;
         return Ok(InboxOutput::List(InboxList::of(&rows, None)?));
     }
     Ok(InboxOutput::List(
@@ -621,9 +514,9 @@ fn cut_chars(s: &mut String, max: usize) -> bool {
 // ------------------------------------------------------------ waiting
 
 struct WaitFilter {
-    after: Option<String>,
-    from: Option<String>,
-    subject: Option<String>,
+    after: Option<Cursor>,
+    from: Option<Needle>,
+    subject: Option<Needle>,
 }
 
 impl WaitFilter {
@@ -633,11 +526,14 @@ impl WaitFilter {
             None => row.unread,
         };
         fresh
-            && self.from.as_ref().is_none_or(|f| row.from.to_lowercase().contains(f))
+            && self
+                .from
+                .as_ref()
+                .is_none_or(|f| row.from.to_lowercase().contains(&**f))
             && self
                 .subject
                 .as_ref()
-                .is_none_or(|s| row.subject.to_lowercase().contains(s))
+                .is_none_or(|s| row.subject.to_lowercase().contains(&**s))
     }
 }
 
@@ -676,108 +572,76 @@ async fn watch(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) 
 
 // ------------------------------------------------------------- MCP tools
 
-/// Tool `list_inbox`: the flat list.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListQuery {
-    /// 1 to 50, default 25.
-    #[schemars(range(min = 1, max = 50))]
-    pub limit: Option<i64>,
-    /// Agent key only: an address at the service domain (default inbox@ the
-    /// service domain).
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
-    /// inbox, archive or trash; omitted: every folder.
-    pub folder: Option<Folder>,
-    /// The nextCursor of the previous page.
-    #[schemars(with = "Option<Cursor>")]
-    pub cursor: Option<String>,
-}
-
-impl Input for ListQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(ListQuery {
-            limit: parse_limit(fields)?,
-            mailbox: parse_mailbox(fields)?,
-            folder: parse_folder(fields)?,
-            cursor: parse_cursor(fields, "cursor")?,
-        })
+crate::input! {
+    /// Tool `list_inbox`: the flat list.
+    pub struct ListQuery {
+        /// 1 to 50, default 25.
+        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        /// Agent key only: an address at the service domain (default inbox@
+        /// the service domain).
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// inbox, archive or trash; omitted: every folder.
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        /// The nextCursor of the previous page.
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
     }
 }
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
     flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await
 }
 
-/// Tool `get_message`: one message by id or Message-ID.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageTarget {
-    #[schemars(with = "Option<RowId>")]
-    pub id: Option<String>,
-    /// The RFC Message-ID (id wins when both are given).
-    #[schemars(with = "Option<StoredMessageId>")]
-    pub message_id: Option<String>,
-    /// Agent key and operators only: an address at the service domain.
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
-    /// Cut text and html to this many characters (100 to 1000000, default
-    /// 20000); `truncated` says whether they were.
-    #[schemars(range(min = 100, max = 1_000_000))]
-    pub max_chars: Option<i64>,
+crate::input! {
+    /// Tool `get_message`: one message by id or Message-ID.
+    #[schemars(extend("anyOf" = [
+        {"required": ["id"], "properties": {"id": {"type": "string"}}},
+        {"required": ["messageId"], "properties": {"messageId": {"type": "string"}}}
+    ]))]
+    pub struct MessageTarget {
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        /// The RFC Message-ID (id wins when both are given).
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        /// Agent key and operators only: an address at the service domain.
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// Cut text and html to this many characters (100 to 1000000, default
+        /// 20000); `truncated` says whether they were.
+        pub max_chars: Option<MaxChars> = error::MAX_CHARS_INVALID,
+    }
+    check MessageTarget::named;
 }
 
-impl Input for MessageTarget {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let target = MessageTarget {
-            id: parse_id(fields)?,
-            message_id: parse_message_id(fields)?,
-            mailbox: parse_mailbox(fields)?,
-            max_chars: parse_max_chars(fields)?,
-        };
-        if target.id.is_none() && target.message_id.is_none() {
+impl MessageTarget {
+    fn named(self, _: &Fields) -> Result<Self, ApiError> {
+        if self.id.is_none() && self.message_id.is_none() {
             return Err(error::MESSAGE_TARGET_REQUIRED.into());
         }
-        Ok(target)
+        Ok(self)
     }
 }
 
 pub async fn get_message(call: &Call<'_>, input: MessageTarget) -> Result<MessageRead, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let target = target(input.id, input.message_id, None).ok_or(error::MESSAGE_TARGET_REQUIRED)?;
-    let max = input.max_chars.unwrap_or(DEFAULT_MAX_CHARS) as usize;
+    let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
     read_message(call, &scope, &target, Some(max)).await
 }
 
-/// Tool `list_threads`: a folder's threads.
-#[derive(Debug, JsonSchema)]
-pub struct ThreadsQuery {
-    /// inbox (default), archive or trash.
-    pub folder: Option<Folder>,
-    #[schemars(range(min = 1, max = 50))]
-    pub limit: Option<i64>,
-    #[schemars(with = "Option<Cursor>")]
-    pub cursor: Option<String>,
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
-}
-
-impl Input for ThreadsQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(ThreadsQuery {
-            folder: parse_folder(fields)?,
-            limit: parse_limit(fields)?,
-            cursor: parse_cursor(fields, "cursor")?,
-            mailbox: parse_mailbox(fields)?,
-        })
+crate::input! {
+    /// Tool `list_threads`: a folder's threads.
+    pub struct ThreadsQuery {
+        /// inbox (default), archive or trash.
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
     }
 }
 
 pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<ThreadList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
     threads_page(
         call,
         &scope,
@@ -788,24 +652,12 @@ pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<Thread
     .await
 }
 
-/// Tool `get_thread`.
-#[derive(Debug, JsonSchema)]
-pub struct ThreadQuery {
-    #[schemars(with = "ThreadId")]
-    pub thread: String,
-    #[schemars(with = "Option<Cursor>")]
-    pub cursor: Option<String>,
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
-}
-
-impl Input for ThreadQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(ThreadQuery {
-            thread: parse_thread(fields)?.ok_or(error::INBOX_THREAD_INVALID)?,
-            cursor: parse_cursor(fields, "cursor")?,
-            mailbox: parse_mailbox(fields)?,
-        })
+crate::input! {
+    /// Tool `get_thread`.
+    pub struct ThreadQuery {
+        pub thread: ThreadId = (error::INBOX_THREAD_INVALID, error::INBOX_THREAD_INVALID),
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
     }
 }
 
@@ -814,66 +666,36 @@ pub async fn get_thread(call: &Call<'_>, input: ThreadQuery) -> Result<ThreadVie
     read_thread(call, &scope, &input.thread, input.cursor.as_deref()).await
 }
 
-/// Tool `search_inbox`.
-#[derive(Debug, JsonSchema)]
-pub struct SearchQuery {
-    #[schemars(length(min = 2, max = 200))]
-    pub q: String,
-    pub folder: Option<Folder>,
-    #[schemars(range(min = 1, max = 50))]
-    pub limit: Option<i64>,
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
-}
-
-impl Input for SearchQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(SearchQuery {
-            q: parse_q(fields)?.ok_or(error::INBOX_QUERY_INVALID)?,
-            folder: parse_folder(fields)?,
-            limit: parse_limit(fields)?,
-            mailbox: parse_mailbox(fields)?,
-        })
+crate::input! {
+    /// Tool `search_inbox`.
+    pub struct SearchQuery {
+        pub q: Chars<2, 200> = (error::INBOX_QUERY_INVALID, error::INBOX_QUERY_INVALID),
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
     }
 }
 
 pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
     search_scope(call, &scope, &input.q, input.folder, limit).await
 }
 
-/// Tool `wait_for_message`.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WaitQuery {
-    /// Seconds to wait, 1 to 25 (default 25).
-    #[schemars(range(min = 1, max = 25))]
-    pub wait: Option<i64>,
-    /// Only messages after this message id; omitted: any unread message.
-    #[schemars(with = "Option<Cursor>")]
-    pub after: Option<String>,
-    /// The sender contains this (case-insensitive).
-    pub from: Option<String>,
-    /// The subject contains this (case-insensitive).
-    pub subject: Option<String>,
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
-    /// Cut the text to this many characters (default 20000).
-    #[schemars(range(min = 100, max = 1_000_000))]
-    pub max_chars: Option<i64>,
-}
-
-impl Input for WaitQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(WaitQuery {
-            wait: parse_wait(fields)?,
-            after: parse_cursor(fields, "after")?,
-            from: parse_filter(fields, "from")?,
-            subject: parse_filter(fields, "subject")?,
-            mailbox: parse_mailbox(fields)?,
-            max_chars: parse_max_chars(fields)?,
-        })
+crate::input! {
+    /// Tool `wait_for_message`.
+    pub struct WaitQuery {
+        /// Seconds to wait, 1 to 25 (default 25).
+        pub wait: Option<WaitSeconds> = error::INBOX_WAIT_INVALID,
+        /// Only messages after this message id; omitted: any unread message.
+        pub after: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        /// The sender contains this (case-insensitive).
+        pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
+        /// The subject contains this (case-insensitive).
+        pub subject: Option<Needle> = error::INBOX_FILTER_INVALID,
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// Cut the text to this many characters (default 20000).
+        pub max_chars: Option<MaxChars> = error::MAX_CHARS_INVALID,
     }
 }
 
@@ -898,7 +720,7 @@ pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitR
         from: input.from,
         subject: input.subject,
     };
-    let rows = wait_rows(call, &scope, &filter, input.wait.unwrap_or(MAX_WAIT_SECONDS)).await?;
+    let rows = wait_rows(call, &scope, &filter, input.wait.map_or(MAX_WAIT_SECONDS, Bounded::get)).await?;
     let Some(newest) = rows.into_iter().next() else {
         return Ok(WaitResult {
             ok: true,
@@ -912,7 +734,7 @@ pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitR
     let (text, html) = mail_store::body(call.ctx, &newest).await?;
     let found_codes = codes::codes(&newest.subject, &text);
     let found_links = codes::links(&text, html.as_deref());
-    let max = input.max_chars.unwrap_or(DEFAULT_MAX_CHARS) as usize;
+    let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
     let read = read_message(call, &scope, &Target::Id(newest.id), Some(max)).await?;
     Ok(WaitResult {
         ok: true,
@@ -925,54 +747,43 @@ pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitR
 
 // ------------------------------------------------------------ POST /inbox
 
-/// POST /inbox (tool `mark_read`).
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend("anyOf" = [
-    {"required": ["id"], "properties": {"id": {"type": "string"}}},
-    {"required": ["messageId"], "properties": {"messageId": {"type": "string"}}},
-    {"required": ["thread"], "properties": {"thread": {"type": "string"}}}
-]))]
-pub struct MarkInput {
-    /// A message; wins over messageId and thread.
-    #[schemars(with = "Option<RowId>")]
-    pub id: Option<String>,
-    #[schemars(with = "Option<StoredMessageId>")]
-    pub message_id: Option<String>,
-    /// A whole thread (all its inbound rows).
-    #[schemars(with = "Option<ThreadId>")]
-    pub thread: Option<String>,
-    /// true marks unread, false read (outbound rows stay read). The tool
-    /// marks read when neither unread nor folder is given.
-    pub unread: Option<bool>,
-    /// Moves the whole thread (up to 100 inbound and 100 outbound messages).
-    pub folder: Option<Folder>,
-    /// Agent key and operators only: an address at the service domain.
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
+crate::input! {
+    /// POST /inbox (tool `mark_read`).
+    #[schemars(extend("anyOf" = [
+        {"required": ["id"], "properties": {"id": {"type": "string"}}},
+        {"required": ["messageId"], "properties": {"messageId": {"type": "string"}}},
+        {"required": ["thread"], "properties": {"thread": {"type": "string"}}}
+    ]))]
+    pub struct MarkInput {
+        /// A message; wins over messageId and thread.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        /// A whole thread (all its inbound rows).
+        pub thread: Option<ThreadId> = error::INBOX_THREAD_INVALID,
+        /// true marks unread, false read (outbound rows stay read). The tool
+        /// marks read when neither unread nor folder is given.
+        pub unread: Option<bool> = error::UNREAD_TYPE,
+        /// Moves the whole thread (up to 100 inbound and 100 outbound messages).
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        /// Agent key and operators only: an address at the service domain.
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+    }
+    check MarkInput::complete;
 }
 
-impl Input for MarkInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let mut input = MarkInput {
-            id: parse_id(fields)?,
-            message_id: parse_message_id(fields)?,
-            thread: parse_thread(fields)?,
-            unread: fields.bool("unread").map_err(|_| error::UNREAD_TYPE)?,
-            folder: parse_folder(fields)?,
-            mailbox: parse_mailbox(fields)?,
-        };
-        if input.id.is_none() && input.message_id.is_none() && input.thread.is_none() {
+impl MarkInput {
+    fn complete(mut self, fields: &Fields) -> Result<Self, ApiError> {
+        if self.id.is_none() && self.message_id.is_none() && self.thread.is_none() {
             return Err(error::INBOX_TARGET_REQUIRED.into());
         }
-        if input.unread.is_none() && input.folder.is_none() {
+        if self.unread.is_none() && self.folder.is_none() {
             // The spec's mark_read: "omit unread to mark read".
             if fields.origin != Origin::Tool {
                 return Err(error::INBOX_CHANGE_REQUIRED.into());
             }
-            input.unread = Some(false);
+            self.unread = Some(false);
         }
-        Ok(input)
+        Ok(self)
     }
 }
 
@@ -1027,56 +838,28 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiEr
 
 // ---------------------------------------------------------- GET /attachment
 
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AttachmentQuery {
-    /// The message's id; wins over messageId.
-    #[schemars(with = "Option<RowId>")]
-    pub id: Option<String>,
-    #[schemars(with = "Option<StoredMessageId>")]
-    pub message_id: Option<String>,
-    #[schemars(range(min = 0, max = 19))]
-    pub index: i64,
-    /// inbound (default), or outbound for a threaded send's files.
-    #[schemars(regex(pattern = r"^(inbound|outbound)$"))]
-    pub r#box: Option<String>,
-    /// `inline`: shown in the browser, for raster images, PDF and plain text.
-    #[schemars(regex(pattern = r"^inline$"))]
-    pub disposition: Option<String>,
-    /// Agent key and operators only: an address at the service domain.
-    #[schemars(with = "Option<EmailAddress>")]
-    pub mailbox: Option<String>,
+crate::input! {
+    pub struct AttachmentQuery {
+        /// The message's id; wins over messageId.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        pub index: Bounded<0, MAX_ATTACHMENT_INDEX> = (error::ATTACHMENT_INDEX_INVALID, error::ATTACHMENT_INDEX_INVALID),
+        /// inbound (default), or outbound for a threaded send's files.
+        pub r#box: Option<Direction> = error::ATTACHMENT_BOX_INVALID,
+        /// `inline`: shown in the browser, for raster images, PDF and plain text.
+        pub disposition: Option<Inline> = error::ATTACHMENT_DISPOSITION_INVALID,
+        /// Agent key and operators only: an address at the service domain.
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+    }
+    check AttachmentQuery::named;
 }
 
-impl Input for AttachmentQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let id = parse_id(fields)?;
-        let message_id = parse_message_id(fields)?;
-        if id.is_none() && message_id.is_none() {
+impl AttachmentQuery {
+    fn named(self, _: &Fields) -> Result<Self, ApiError> {
+        if self.id.is_none() && self.message_id.is_none() {
             return Err(error::MESSAGE_TARGET_REQUIRED.into());
         }
-        let index = match fields.int("index") {
-            Ok(Some(i)) if (0..=MAX_ATTACHMENT_INDEX).contains(&i) => i,
-            _ => return Err(error::ATTACHMENT_INDEX_INVALID.into()),
-        };
-        let r#box = match fields.str("box") {
-            Ok(Some(b)) if b == "inbound" || b == "outbound" => Some(b),
-            Ok(None) if !fields.has("box") => None,
-            _ => return Err(error::ATTACHMENT_BOX_INVALID.into()),
-        };
-        let disposition = match fields.str("disposition") {
-            Ok(Some(d)) if d == "inline" => Some(d),
-            Ok(None) if !fields.has("disposition") => None,
-            _ => return Err(error::ATTACHMENT_DISPOSITION_INVALID.into()),
-        };
-        Ok(AttachmentQuery {
-            id,
-            message_id,
-            index,
-            r#box,
-            disposition,
-            mailbox: parse_mailbox(fields)?,
-        })
+        Ok(self)
     }
 }
 
@@ -1097,17 +880,14 @@ fn previewable(content_type: &str) -> bool {
 
 pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Download, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    let direction = match input.r#box.as_deref() {
-        Some("outbound") => Direction::Outbound,
-        _ => Direction::Inbound,
-    };
+    let direction = input.r#box.unwrap_or(Direction::Inbound);
     let row = match (input.id, input.message_id) {
         (Some(id), _) => mail_store::by_id(call.ctx, &scope, &id).await?,
         (None, Some(mid)) => mail_store::by_message_id(call.ctx, &scope, &mid, Some(direction)).await?,
         (None, None) => None,
     };
     let row = row.filter(|r| r.direction == direction).ok_or(error::NOT_FOUND)?;
-    let index = input.index as usize;
+    let index = input.index.get() as usize;
     let meta = row
         .attachments
         .iter()

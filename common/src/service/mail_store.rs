@@ -79,6 +79,16 @@ pub enum Direction {
     Outbound,
 }
 
+impl crate::values::Value for Direction {
+    fn parse(text: &str) -> Option<Direction> {
+        match text.trim() {
+            "inbound" => Some(Direction::Inbound),
+            "outbound" => Some(Direction::Outbound),
+            _ => None,
+        }
+    }
+}
+
 /// Attachment metadata on a row; the bytes are the blob `<blobPrefix>/att-<index>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

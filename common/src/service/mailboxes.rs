@@ -16,8 +16,8 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
-use crate::validate::{self, Fields, Input};
-use crate::values::{DomainName, EmailAddress, LocalPart, Uid, Value as _};
+use crate::validate::{self, Fields};
+use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, Uid, Value as _};
 
 pub const MAX_FORWARD: usize = 5;
 
@@ -29,15 +29,18 @@ pub enum Mode {
     Both,
 }
 
-impl Mode {
-    pub fn parse(value: Option<&str>) -> Result<Mode, ApiError> {
-        match value {
-            Some("hosted") => Ok(Mode::Hosted),
-            Some("forward") => Ok(Mode::Forward),
-            Some("both") => Ok(Mode::Both),
-            _ => Err(error::MODE_INVALID.into()),
+impl crate::values::Value for Mode {
+    fn parse(text: &str) -> Option<Mode> {
+        match text.trim() {
+            "hosted" => Some(Mode::Hosted),
+            "forward" => Some(Mode::Forward),
+            "both" => Some(Mode::Both),
+            _ => None,
         }
     }
+}
+
+impl Mode {
     /// Stored mail and an IMAP/SMTP login.
     pub fn stores(self) -> bool {
         self != Mode::Forward
@@ -264,45 +267,68 @@ fn changed(update: Update, seq: i64, now: &str) -> Update {
 
 // ------------------------------------------------------------------ validation
 
-pub fn parse_local_part(raw: Option<String>) -> Result<String, ApiError> {
-    let raw = raw.ok_or(error::LOCAL_PART_REQUIRED)?;
-    Ok(LocalPart::parse(raw.trim())
-        .ok_or(error::MAILBOX_ADDRESS_INVALID)?
-        .into_string())
+/// `forwardTo`: one address or an array of them, lower case, each once, at
+/// most 5 (more than 50 given is refused before any is read).
+#[derive(Debug, Clone, Default)]
+pub struct ForwardTo(pub Vec<String>);
+
+/// The schema of `forwardTo`: one address, or up to 5 (more than 5 given
+/// once each is refused; the same address twice counts once).
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ForwardToSchema {
+    None(Blank),
+    One(EmailAddress),
+    Many(#[schemars(length(max = 50))] Vec<EmailAddress>),
 }
 
-/// `forwardTo`: an array of addresses or a single string; lowercased, de-duplicated.
-pub fn parse_forward_to(fields: &Fields) -> Result<Vec<String>, ApiError> {
-    let raw: Vec<String> = match fields.get("forwardTo") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(s)) if s.trim().is_empty() => Vec::new(),
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(list)) => {
-            if list.len() > 50 {
-                return Err(error::FORWARD_TO_TOO_MANY.into());
-            }
-            list.iter()
-                .map(|v| v.as_str().map(String::from))
+/// An empty string: no forwarding targets.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+#[schemars(extend("pattern" = "^\\s*$"))]
+struct Blank(String);
+
+impl JsonSchema for ForwardTo {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ForwardTo".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        ForwardToSchema::json_schema(generator)
+    }
+}
+
+impl crate::validate::Field for ForwardTo {
+    type Problems = ();
+    fn read(value: &Value, _: crate::validate::Origin, (): ()) -> Result<Option<Self>, ApiError> {
+        let raw: Vec<&str> = match value {
+            Value::Null => return Ok(None),
+            Value::String(s) if s.trim().is_empty() => Vec::new(),
+            Value::String(s) => vec![s],
+            Value::Array(list) if list.len() > 50 => return Err(error::FORWARD_TO_TOO_MANY.into()),
+            Value::Array(list) => list
+                .iter()
+                .map(Value::as_str)
                 .collect::<Option<_>>()
-                .ok_or(error::FORWARD_TO_TYPE)?
+                .ok_or(error::FORWARD_TO_TYPE)?,
+            _ => return Err(error::FORWARD_TO_TYPE.into()),
+        };
+        let mut out: Vec<String> = Vec::new();
+        for target in raw {
+            let address = validate::email(target).ok_or_else(|| {
+                // Cut, so the sentence stays short whatever was sent.
+                let shown: String = target.trim().chars().take(254).collect();
+                error::FORWARD_ADDRESS_INVALID.with(shown)
+            })?;
+            if !out.contains(&address) {
+                out.push(address);
+            }
         }
-        Some(_) => return Err(error::FORWARD_TO_TYPE.into()),
-    };
-    let mut out: Vec<String> = Vec::new();
-    for target in raw {
-        let address = validate::email(&target).ok_or_else(|| {
-            // Cut, so the sentence stays short whatever was sent.
-            let shown: String = target.trim().chars().take(254).collect();
-            error::FORWARD_ADDRESS_INVALID.with(shown)
-        })?;
-        if !out.contains(&address) {
-            out.push(address);
+        if out.len() > MAX_FORWARD {
+            return Err(error::FORWARD_TO_TOO_MANY.into());
         }
+        Ok(Some(ForwardTo(out)))
     }
-    if out.len() > MAX_FORWARD {
-        return Err(error::FORWARD_TO_TOO_MANY.into());
-    }
-    Ok(out)
 }
 
 /// The mode rules of 4.8 for a mailbox at `address` on `domain`.
@@ -328,7 +354,7 @@ async fn check_targets(
             return Err(error::FORWARD_TO_SERVICE.with(&service));
         }
         if target_domain == domain && !by_address(ctx, target).await?.is_some_and(|m| m.is_active()) {
-            return Err(error::FORWARD_TO_MISSING.with(format_args!("{target} is not a mailbox on {domain}")));
+            return Err(error::FORWARD_TO_MISSING.with_each(&[target, &domain]));
         }
     }
     if forwards_back(ctx, address, targets).await? {
@@ -366,90 +392,70 @@ async fn managed_domain(
     ctx: &Context,
     account: &Account,
     operator: bool,
-    raw: Option<String>,
+    name: Option<&DomainName>,
 ) -> Result<domains::Domain, ApiError> {
-    let raw = raw.ok_or(error::DOMAIN_ID_REQUIRED)?;
-    let name = validate::hostname(&raw).ok_or(error::DOMAIN_INVALID)?;
+    let name = name.ok_or(error::DOMAIN_ID_REQUIRED)?.as_str();
     if operator && name == ctx.config.service_domain.to_ascii_lowercase() {
-        return Ok(domains::get(ctx, super::accounts::OPS_UID, &name)
+        return Ok(domains::get(ctx, super::accounts::OPS_UID, name)
             .await?
             .ok_or(error::NOT_FOUND)?);
     }
-    domains::owned(ctx, account, &name).await
+    domains::owned(ctx, account, name).await
 }
 
 // ----------------------------------------------------------------------- routes
 
-/// POST /addMailbox and /setMailboxMode. The mailbox may also be named by
-/// `mailboxId` (its address), and the domain by `domain`.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend(
-    "required" = ["domainId", "localPart", "mode"],
-    "anyOf" = [
-        {"properties": {"mode": {"const": "hosted"}, "forwardTo": {"anyOf": [
-            {"type": "string", "pattern": "^\\s*$"}, {"type": "array", "maxItems": 0}, {"type": "null"}
-        ]}}},
-        {"properties": {"mode": {"enum": ["forward", "both"]}, "forwardTo": {"not": {"anyOf": [
-            {"type": "string", "pattern": "^\\s*$"}, {"type": "array", "maxItems": 0}, {"type": "null"}
-        ]}}}, "required": ["forwardTo"]}
-    ]
-))]
-pub struct MailboxInput {
-    /// The domain's hostname.
-    #[serde(rename = "domainId")]
-    #[schemars(with = "DomainName")]
-    pub domain: Option<String>,
-    /// The part before the @.
-    #[schemars(with = "LocalPart")]
-    pub local_part: Option<String>,
-    #[schemars(with = "Mode")]
-    pub mode: Option<String>,
-    /// Required and non-empty for forward and both; empty for hosted; at most
-    /// 5 addresses (one address may be given as a string).
-    #[schemars(with = "ForwardTo")]
-    pub forward_to: Vec<String>,
+crate::input! {
+    /// POST /addMailbox and /setMailboxMode. The mailbox may also be named by
+    /// `mailboxId` (its address), and the domain by `domain`.
+    #[schemars(extend(
+        "required" = ["domainId", "localPart", "mode"],
+        "anyOf" = [
+            {"properties": {"mode": {"const": "hosted"}, "forwardTo": {"anyOf": [
+                {"type": "string", "pattern": "^\\s*$"}, {"type": "array", "maxItems": 0}, {"type": "null"}
+            ]}}},
+            {"properties": {"mode": {"enum": ["forward", "both"]}, "forwardTo": {"not": {"anyOf": [
+                {"type": "string", "pattern": "^\\s*$"}, {"type": "array", "maxItems": 0}, {"type": "null"}
+            ]}}}, "required": ["forwardTo"]}
+        ]
+    ))]
+    pub struct MailboxInput {
+        /// The domain's hostname.
+        pub domain_id or "domain": Option<DomainName> = error::DOMAIN_INVALID,
+        /// The part before the @.
+        pub local_part: Option<LocalPart> = error::MAILBOX_ADDRESS_INVALID,
+        /// The mailbox's address, in place of localPart (and domainId).
+        #[schemars(skip)]
+        pub mailbox_id: Option<String> = error::MAILBOX_ADDRESS_INVALID,
+        pub mode: Option<Mode> = error::MODE_INVALID,
+        /// Required and non-empty for forward and both; empty for hosted; at most
+        /// 5 addresses (one address may be given as a string).
+        pub forward_to: Option<ForwardTo> = (),
+    }
+    check MailboxInput::by_mailbox_id;
 }
 
-/// The schema of `forwardTo`: one address, or up to 5 (more than 5 given
-/// once each is refused; the same address twice counts once).
-#[derive(JsonSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-enum ForwardTo {
-    None(Blank),
-    One(EmailAddress),
-    Many(#[schemars(length(max = 50))] Vec<EmailAddress>),
-}
-
-/// An empty string: no forwarding targets.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-#[schemars(extend("pattern" = "^\\s*$"))]
-struct Blank(String);
-
-impl Input for MailboxInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let mut local_part = fields.str("localPart")?;
-        let mut domain = fields.str("domainId")?.or(fields.str("domain")?);
-        // mailboxId names the mailbox by address.
-        if let Some(id) = fields.str("mailboxId")? {
-            match id.rsplit_once('@') {
-                Some((local, d)) => {
-                    local_part.get_or_insert_with(|| local.to_string());
-                    domain.get_or_insert_with(|| d.to_string());
-                }
-                None => {
-                    local_part.get_or_insert(id);
-                }
-            }
+impl MailboxInput {
+    /// `mailboxId` fills the local part, and the domain when it has one.
+    fn by_mailbox_id(mut self, _: &Fields) -> Result<Self, ApiError> {
+        let Some(id) = self.mailbox_id.take() else {
+            return Ok(self);
+        };
+        let (local, domain) = match id.rsplit_once('@') {
+            Some((local, domain)) => (local, Some(domain)),
+            None => (id.as_str(), None),
+        };
+        if self.local_part.is_none() {
+            self.local_part = Some(LocalPart::parse(local).ok_or(error::MAILBOX_ADDRESS_INVALID)?);
         }
-        Ok(Self {
-            domain,
-            local_part,
-            mode: fields.str("mode")?,
-            forward_to: parse_forward_to(fields)?,
-        })
+        if let (None, Some(domain)) = (&self.domain_id, domain) {
+            self.domain_id = Some(DomainName::parse(domain).ok_or(error::DOMAIN_INVALID)?);
+        }
+        Ok(self)
+    }
+
+    fn forward_to(&self) -> &[String] {
+        self.forward_to.as_ref().map_or(&[], |f| &f.0)
     }
 }
 
@@ -464,9 +470,9 @@ pub struct MailboxOutput {
 pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<MailboxOutput, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
-    let domain = managed_domain(ctx, &account, call.is_operator(), input.domain).await?;
-    let local = parse_local_part(input.local_part)?;
-    let mode = Mode::parse(input.mode.as_deref())?;
+    let domain = managed_domain(ctx, &account, call.is_operator(), input.domain_id.as_ref()).await?;
+    let local = input.local_part.as_ref().ok_or(error::LOCAL_PART_REQUIRED)?.as_str();
+    let mode = input.mode.ok_or(error::MODE_INVALID)?;
     if domain.protected && mode != Mode::Hosted {
         return Err(error::HOSTED_ONLY.with(&domain.name));
     }
@@ -476,7 +482,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
     }
     for _ in 0..ROUTING_ATTEMPTS {
         let routing = routing_version(ctx, mode).await?;
-        check_targets(ctx, &address, &domain.name, mode, &input.forward_to).await?;
+        check_targets(ctx, &address, &domain.name, mode, input.forward_to()).await?;
         let now = iso(ctx.clock.now());
         let seq = next_seq(ctx).await?;
         let mailbox = Mailbox::new(
@@ -484,7 +490,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
             &local,
             &domain.uid,
             mode,
-            input.forward_to.clone(),
+            input.forward_to().to_vec(),
             seq,
             &now,
         );
@@ -500,7 +506,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
                 cond: Some(Cond::eq("status", DomainStatus::Verified)),
             },
         ];
-        writes.extend(routing_guards(routing, &domain.name, &input.forward_to));
+        writes.extend(routing_guards(routing, &domain.name, input.forward_to()));
         match ctx.store.transact(writes).await {
             Ok(()) => {
                 return Ok(MailboxOutput {
@@ -575,12 +581,12 @@ async fn owned_mailbox(
     ctx: &Context,
     account: &Account,
     operator: bool,
-    domain: Option<String>,
-    local: Option<String>,
+    domain: Option<&DomainName>,
+    local: Option<&str>,
 ) -> Result<Mailbox, ApiError> {
     let domain = managed_domain(ctx, account, operator, domain).await?;
-    let local = parse_local_part(local)?;
-    match get(ctx, &domain.name, &local).await? {
+    let local = local.ok_or(error::LOCAL_PART_REQUIRED)?;
+    match get(ctx, &domain.name, local).await? {
         Some(m) if m.is_active() && m.uid == domain.uid => Ok(m),
         _ => Err(error::NOT_FOUND.into()),
     }
@@ -590,18 +596,25 @@ async fn owned_mailbox(
 pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<MailboxOutput, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
-    let mode = Mode::parse(input.mode.as_deref())?;
-    let mailbox = owned_mailbox(ctx, &account, call.is_operator(), input.domain, input.local_part).await?;
+    let mode = input.mode.ok_or(error::MODE_INVALID)?;
+    let mailbox = owned_mailbox(
+        ctx,
+        &account,
+        call.is_operator(),
+        input.domain_id.as_ref(),
+        input.local_part.as_deref(),
+    )
+    .await?;
     if mailbox.protected && mode != Mode::Hosted {
         return Err(error::PROTECTED_MODE.into());
     }
     for _ in 0..ROUTING_ATTEMPTS {
         let routing = routing_version(ctx, mode).await?;
-        check_targets(ctx, &mailbox.address, &mailbox.domain_id, mode, &input.forward_to).await?;
+        check_targets(ctx, &mailbox.address, &mailbox.domain_id, mode, input.forward_to()).await?;
         let now = iso(ctx.clock.now());
         let update = Update::new()
             .set("mode", mode)
-            .set("forwardTo", json!(input.forward_to));
+            .set("forwardTo", json!(input.forward_to()));
         let still = Cond::And(vec![
             Cond::eq("status", MailboxStatus::Active),
             Cond::eq("uid", mailbox.uid.clone()),
@@ -613,7 +626,7 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
             update: changed(update, seq, &now),
             cond: Some(still),
         }];
-        writes.extend(routing_guards(routing, &mailbox.domain_id, &input.forward_to));
+        writes.extend(routing_guards(routing, &mailbox.domain_id, input.forward_to()));
         match ctx.store.transact(writes).await {
             Ok(()) => {
                 let updated = get(ctx, &mailbox.domain_id, &mailbox.local_part)
@@ -638,73 +651,58 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
     Err(error::FORWARDING_BUSY.into())
 }
 
-/// POST /deleteMailbox: `{address}` or `{domain, localPart}` (`domainId`,
-/// `mailboxId` accepted).
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend(
-  "not" = {"required": ["address", "localPart"], "properties": {"address": {"type": "string"}, "localPart": {"type": "string"}}},
-  "anyOf" = [
-    {"required": ["address"], "properties": {"address": {"type": "string"}}},
-    {"required": ["domain", "localPart"], "properties": {"domain": {"type": "string"}, "localPart": {"type": "string"}}},
-    {"required": ["domainId", "localPart"], "properties": {"domainId": {"type": "string"}, "localPart": {"type": "string"}}}
-]))]
-pub struct DeleteTarget {
-    #[schemars(with = "Option<EmailAddress>")]
-    pub address: Option<String>,
-    #[schemars(with = "Option<DomainName>")]
-    pub domain: Option<String>,
-    #[schemars(with = "Option<DomainName>")]
-    pub domain_id: Option<String>,
-    #[schemars(with = "Option<LocalPart>")]
-    pub local_part: Option<String>,
-    /// The address, or the local part (with domain).
-    pub mailbox_id: Option<String>,
-    #[schemars(skip)]
-    target: (String, String),
-}
-
-impl Input for DeleteTarget {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(DeleteTarget {
-            address: None,
-            domain: None,
-            domain_id: None,
-            local_part: None,
-            mailbox_id: None,
-            target: parse_delete_target(fields)?,
-        })
+crate::input! {
+    /// POST /deleteMailbox: `{address}` or `{domain, localPart}` (`domainId`,
+    /// `mailboxId` accepted).
+    #[schemars(extend(
+      "not" = {"required": ["address", "localPart"], "properties": {"address": {"type": "string"}, "localPart": {"type": "string"}}},
+      "anyOf" = [
+        {"required": ["address"], "properties": {"address": {"type": "string"}}},
+        {"required": ["domain", "localPart"], "properties": {"domain": {"type": "string"}, "localPart": {"type": "string"}}},
+        {"required": ["domainId", "localPart"], "properties": {"domainId": {"type": "string"}, "localPart": {"type": "string"}}}
+    ]))]
+    pub struct DeleteTarget {
+        pub address: Option<MailboxAddress> = error::MAILBOX_ADDRESS_INVALID,
+        pub domain or "domainId": Option<DomainName> = error::MAILBOX_ADDRESS_INVALID,
+        #[schemars(with = "Option<DomainName>")]
+        pub domain_id: Option<DomainName> = error::MAILBOX_ADDRESS_INVALID,
+        pub local_part: Option<LocalPart> = error::MAILBOX_ADDRESS_INVALID,
+        /// The address, or the local part (with domain).
+        pub mailbox_id: Option<String> = error::MAILBOX_ADDRESS_INVALID,
     }
+    check DeleteTarget::one_mailbox;
 }
 
-fn parse_delete_target(fields: &Fields) -> Result<(String, String), ApiError> {
-    // Each part, when given, must be one of its kind.
-    let invalid = error::MAILBOX_ADDRESS_INVALID;
-    fields.value::<EmailAddress>("address", invalid)?;
-    fields.value::<DomainName>("domain", invalid)?;
-    fields.value::<DomainName>("domainId", invalid)?;
-    fields.value::<LocalPart>("localPart", invalid)?;
-    let address = fields
-        .str("address")?
-        .or(fields.str("mailboxId")?.filter(|m| m.contains('@')));
-    let domain = fields.str("domain")?.or(fields.str("domainId")?);
-    let local = fields
-        .str("localPart")?
-        .or(fields.str("mailboxId")?.filter(|m| !m.contains('@')));
-    let from_parts = match (&domain, &local) {
-        (Some(d), Some(l)) => Some(format!("{}@{}", l, d.trim_end_matches('.'))),
-        _ => None,
-    };
-    let address = match (address, from_parts) {
-        (Some(a), Some(p)) if !a.eq_ignore_ascii_case(&p) => {
-            return Err(error::DELETE_TARGET_MISMATCH.into());
+impl DeleteTarget {
+    fn one_mailbox(self, _: &Fields) -> Result<Self, ApiError> {
+        self.named()?;
+        Ok(self)
+    }
+
+    /// The mailbox named: by address (or an address `mailboxId`), by domain
+    /// and local part (or a local-part `mailboxId`), or both when they agree.
+    fn named(&self) -> Result<(DomainName, String), ApiError> {
+        let id = self.mailbox_id.as_deref();
+        let address = match (&self.address, id.filter(|m| m.contains('@'))) {
+            (Some(a), _) => Some(a.clone()),
+            (None, Some(m)) => Some(MailboxAddress::parse(m).ok_or(error::MAILBOX_ADDRESS_INVALID)?),
+            (None, None) => None,
+        };
+        let local = match (&self.local_part, id.filter(|m| !m.contains('@'))) {
+            (Some(l), _) => Some(l.clone()),
+            (None, Some(m)) => Some(LocalPart::parse(m).ok_or(error::MAILBOX_ADDRESS_INVALID)?),
+            (None, None) => None,
+        };
+        let from_parts = self.domain.as_ref().zip(local);
+        match (address, from_parts) {
+            (Some(a), Some((d, l))) if (a.local(), a.domain()) != (l.as_str(), d) => {
+                Err(error::DELETE_TARGET_MISMATCH.into())
+            }
+            (_, Some((d, l))) => Ok((d.clone(), l.into_string())),
+            (Some(a), None) => Ok((a.domain().clone(), a.local().to_string())),
+            (None, None) => Err(error::DELETE_TARGET_REQUIRED.into()),
         }
-        (Some(a), _) | (None, Some(a)) => a,
-        (None, None) => return Err(error::DELETE_TARGET_REQUIRED.into()),
-    };
-    let address = EmailAddress::parse(address.trim()).ok_or(error::MAILBOX_ADDRESS_INVALID)?;
-    let (local, domain) = address.parts();
-    Ok((domain.to_string(), local.to_string()))
+    }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -720,8 +718,8 @@ pub struct DeleteOutput {
 pub async fn delete_mailbox(call: &Call<'_>, input: DeleteTarget) -> Result<DeleteOutput, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
-    let (domain_name, local) = input.target;
-    let mailbox = owned_mailbox(ctx, &account, call.is_operator(), Some(domain_name), Some(local)).await?;
+    let (domain_name, local) = input.named()?;
+    let mailbox = owned_mailbox(ctx, &account, call.is_operator(), Some(&domain_name), Some(&local)).await?;
     if mailbox.protected {
         return Err(error::PROTECTED_DELETE.into());
     }
@@ -782,18 +780,11 @@ pub async fn mark_removed(ctx: &Context, mailbox: &Mailbox) -> StoreResult<()> {
     Ok(())
 }
 
-/// POST /issueMailboxCredential.
-#[derive(Debug, JsonSchema)]
-pub struct CredentialInput {
-    /// The mailbox's address.
-    pub address: EmailAddress,
-}
-
-impl Input for CredentialInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(CredentialInput {
-            address: fields.required("address", error::ADDRESS_REQUIRED, error::MAILBOX_ADDRESS_INVALID)?,
-        })
+crate::input! {
+    /// POST /issueMailboxCredential.
+    pub struct CredentialInput {
+        /// The mailbox's address.
+        pub address: MailboxAddress = (error::ADDRESS_REQUIRED, error::MAILBOX_ADDRESS_INVALID),
     }
 }
 
@@ -824,13 +815,13 @@ pub struct CredentialOutput {
 pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result<CredentialOutput, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
-    let (local, domain) = input.address.parts();
+    let address = &input.address;
     let mailbox = owned_mailbox(
         ctx,
         &account,
         call.is_operator(),
-        Some(domain.into()),
-        Some(local.into()),
+        Some(address.domain()),
+        Some(address.local()),
     )
     .await?;
     if !mailbox.mode.stores() {
@@ -919,18 +910,11 @@ pub async fn ensure_protected(ctx: &Context, domain: &str, local: &str) -> anyho
 
 // ------------------------------------------------------------ listDomains
 
-/// GET /listDomains: an operator may name another account's `uid`.
-#[derive(Debug, JsonSchema)]
-pub struct ListDomainsInput {
-    /// Operators only: read this account instead of their own.
-    pub uid: Option<Uid>,
-}
-
-impl Input for ListDomainsInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(ListDomainsInput {
-            uid: fields.value("uid", error::UID_INVALID)?,
-        })
+crate::input! {
+    /// GET /listDomains: an operator may name another account's `uid`.
+    pub struct ListDomainsInput {
+        /// Operators only: read this account instead of their own.
+        pub uid: Option<Uid> = error::UID_INVALID,
     }
 }
 

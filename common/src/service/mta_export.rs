@@ -21,7 +21,7 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, Query, StoreError, StoreExt, Update};
-use crate::validate::{Fields, Input, NoInput};
+use crate::validate::{Bounded, NoInput};
 
 const EXPORTS: &str = "mta/export/";
 
@@ -237,19 +237,10 @@ pub async fn latest(call: &Call<'_>, _: NoInput) -> Result<LatestExport, ApiErro
     Ok(LatestExport { ok: true, export })
 }
 
-/// POST /mtaMailboxExport: the version the mail host applied.
-#[derive(Debug, JsonSchema)]
-pub struct AckInput {
-    #[schemars(range(min = 1))]
-    pub version: i64,
-}
-
-impl Input for AckInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let version = fields.get("version").and_then(Value::as_i64).filter(|v| *v > 0);
-        Ok(AckInput {
-            version: version.ok_or(error::VERSION_INVALID)?,
-        })
+crate::input! {
+    /// POST /mtaMailboxExport: the version the mail host applied.
+    pub struct AckInput {
+        pub version: Bounded<1, { i64::MAX }> = (error::VERSION_INVALID, error::VERSION_INVALID),
     }
 }
 
@@ -264,7 +255,7 @@ pub struct Acknowledged {
 }
 
 pub async fn acknowledge_export(call: &Call<'_>, input: AckInput) -> Result<Acknowledged, ApiError> {
-    acknowledge(call.ctx, input.version).await
+    acknowledge(call.ctx, input.version.get()).await
 }
 
 /// The mail host applied `version`: its carried changes are live, unless a later

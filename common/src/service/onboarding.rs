@@ -18,7 +18,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::ratelimit::{self, HOUR, Limit};
 use crate::store::{Cond, Key, StoreError, StoreExt, TTL, Update, Write, item};
-use crate::validate::{self, Fields, Input};
+use crate::validate::{self, Fields};
 use crate::values::{DomainName, EmailAddress, Line, RequestId, Text};
 
 pub const CODE_TTL_SECS: i64 = 86_400;
@@ -87,9 +87,7 @@ pub fn request_email_bucket(email: &str) -> String {
     format!("requestAccess:email:{email}")
 }
 
-pub fn valid_request_id(id: &str) -> bool {
-    id.len() == 27 && id.starts_with("ar_") && id[3..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
+pub use crate::values::valid_request_id;
 
 fn code_digest(ctx: &Context, request_id: &str, code: &str) -> String {
     ctx.hasher.digest(&format!("code:{request_id}"), code)
@@ -101,28 +99,16 @@ pub async fn load(ctx: &Context, id: &str) -> Result<Option<AccessRequest>, Stor
 
 // ---------------------------------------------------------------- requestAccess
 
-/// POST /requestAccess.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RequestAccessInput {
-    /// Where the 8-digit code is sent.
-    pub contact_email: EmailAddress,
-    /// The organization's hostname (a name only; nothing is created).
-    pub domain: DomainName,
-    pub agent_name: Line<100>,
-    /// A note on what the account is for.
-    pub intended_use: Text<1000>,
-}
-
-impl Input for RequestAccessInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let required = error::ACCESS_FIELDS_REQUIRED;
-        Ok(Self {
-            contact_email: fields.required("contactEmail", required, error::CONTACT_EMAIL_INVALID)?,
-            domain: fields.required("domain", required, error::ORG_DOMAIN_INVALID)?,
-            agent_name: fields.required("agentName", required, error::AGENT_NAME_TOO_LONG)?,
-            intended_use: fields.required("intendedUse", required, error::INTENDED_USE_TOO_LONG)?,
-        })
+crate::input! {
+    /// POST /requestAccess.
+    pub struct RequestAccessInput {
+        /// Where the 8-digit code is sent.
+        pub contact_email: EmailAddress = (error::ACCESS_FIELDS_REQUIRED, error::CONTACT_EMAIL_INVALID),
+        /// The organization's hostname (a name only; nothing is created).
+        pub domain: DomainName = (error::ACCESS_FIELDS_REQUIRED, error::ORG_DOMAIN_INVALID),
+        pub agent_name: Line<100> = (error::ACCESS_FIELDS_REQUIRED, error::AGENT_NAME_TOO_LONG),
+        /// A note on what the account is for.
+        pub intended_use: Text<1000> = (error::ACCESS_FIELDS_REQUIRED, error::INTENDED_USE_TOO_LONG),
     }
 }
 
@@ -252,27 +238,28 @@ pub struct VerifyOutput {
     pub quotas: Option<Quotas>,
 }
 
-/// POST /verifyAccessRequest.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct VerifyInput {
-    /// From requestAccess.
-    pub request_id: RequestId,
-    /// The 8-digit code from the email.
-    pub code: Text<64>,
+crate::input! {
+    /// POST /verifyAccessRequest.
+    pub struct VerifyInput {
+        /// From requestAccess.
+        pub request_id: RequestId = (error::VERIFY_FIELDS_REQUIRED, error::REQUEST_ID_INVALID),
+        /// The 8-digit code from the email.
+        pub code: Text<64> = (error::VERIFY_FIELDS_REQUIRED, error::CODE_NOT_VALID),
+    }
+    before both_given;
 }
 
-impl Input for VerifyInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let required = error::VERIFY_FIELDS_REQUIRED;
-        // Both must be there before either is judged.
-        if !fields.has("requestId") || fields.str("code").ok().flatten().is_none() {
-            return Err(required.into());
-        }
-        Ok(Self {
-            request_id: fields.required("requestId", required, error::REQUEST_ID_INVALID)?,
-            code: fields.required("code", required, error::CODE_NOT_VALID)?,
-        })
+/// Both must be there before either is judged.
+fn both_given(fields: &Fields) -> Result<(), ApiError> {
+    let given = |name| match fields.get(name) {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::String(s)) => !s.trim().is_empty(),
+        Some(_) => true,
+    };
+    if given("requestId") && given("code") {
+        Ok(())
+    } else {
+        Err(error::VERIFY_FIELDS_REQUIRED.into())
     }
 }
 
@@ -450,33 +437,19 @@ fn request_status(status: AccountStatus) -> RequestStatus {
 
 // ------------------------------------------------------------- getRequestStatus
 
-/// POST /getRequestStatus. Any string, or none, is answered (a value that
-/// matches nothing reads as "not on file", so the answer tells nothing
-/// apart); a value that is not a string is 400, which says nothing about
-/// what is on file either.
-#[derive(Debug, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct StatusInput {
-    /// The request's id (`ar_` and 24 hex). Any other string, or none, reads
-    /// as a request not on file.
-    #[schemars(with = "Option<String>")]
-    pub request_id: Option<String>,
-    /// The contact email; `contactEmail` is accepted in its place.
-    #[schemars(with = "Option<String>")]
-    pub email: Option<String>,
-    /// In place of `email`.
-    #[schemars(with = "Option<String>")]
-    pub contact_email: Option<String>,
-}
-
-impl Input for StatusInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let text = |name| fields.str(name).map_err(|_| ApiError::from(error::STATUS_FIELDS_TYPE));
-        Ok(StatusInput {
-            request_id: text("requestId")?,
-            email: text("email")?,
-            contact_email: text("contactEmail")?,
-        })
+crate::input! {
+    /// POST /getRequestStatus. Any string, or none, is answered (a value that
+    /// matches nothing reads as "not on file", so the answer tells nothing
+    /// apart); a value that is not a string is 400, which says nothing about
+    /// what is on file either.
+    pub struct StatusInput {
+        /// The request's id (`ar_` and 24 hex). Any other string, or none, reads
+        /// as a request not on file.
+        pub request_id: Option<String> = error::STATUS_FIELDS_TYPE,
+        /// The contact email; `contactEmail` is accepted in its place.
+        pub email: Option<String> = error::STATUS_FIELDS_TYPE,
+        /// In place of `email`.
+        pub contact_email: Option<String> = error::STATUS_FIELDS_TYPE,
     }
 }
 
@@ -554,20 +527,12 @@ pub async fn get_request_status(call: &Call<'_>, input: StatusInput) -> Result<S
 
 // ------------------------------------------------------------- getAccountStatus
 
-/// POST /getAccountStatus: optional `uid` or `email`, which must name the
-/// caller's own account.
-#[derive(Debug, Default, JsonSchema)]
-pub struct AccountStatusInput {
-    pub uid: Option<String>,
-    pub email: Option<String>,
-}
-
-impl Input for AccountStatusInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(AccountStatusInput {
-            uid: fields.str("uid")?,
-            email: fields.str("email")?,
-        })
+crate::input! {
+    /// POST /getAccountStatus: optional `uid` or `email`, which must name the
+    /// caller's own account.
+    pub struct AccountStatusInput {
+        pub uid: Option<String> = error::ACCOUNT_FIELDS_TYPE,
+        pub email: Option<String> = error::ACCOUNT_FIELDS_TYPE,
     }
 }
 

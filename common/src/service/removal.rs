@@ -12,40 +12,33 @@ use super::keys;
 use crate::clock::iso;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, StoreError, Update, Write};
-use crate::validate::{Fields, Input};
+use crate::validate::Fields;
 use crate::values::{DomainName, EmailAddress, Uid};
 
-/// POST /operatorRemoveDomain.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend("anyOf" = [
-    {"required": ["uid"], "properties": {"uid": {"type": "string"}}},
-    {"required": ["ownerEmail"], "properties": {"ownerEmail": {"type": "string"}}}
-]))]
-pub struct RemoveInput {
-    /// The owning account (or give ownerEmail; both must agree).
-    pub uid: Option<Uid>,
-    pub owner_email: Option<EmailAddress>,
-    /// The domain's hostname (`domain` is read when it is absent).
-    pub domain_id: DomainName,
-    /// Must equal the domain name when the domain has any mailbox.
-    pub confirm: Option<String>,
+crate::input! {
+    /// POST /operatorRemoveDomain.
+    #[schemars(extend("anyOf" = [
+        {"required": ["uid"], "properties": {"uid": {"type": "string"}}},
+        {"required": ["ownerEmail"], "properties": {"ownerEmail": {"type": "string"}}}
+    ]))]
+    pub struct RemoveInput {
+        /// The owning account (or give ownerEmail; both must agree).
+        pub uid: Option<Uid> = error::UID_INVALID,
+        pub owner_email: Option<EmailAddress> = error::OWNER_EMAIL_INVALID,
+        /// The domain's hostname (`domain` is read when it is absent).
+        pub domain_id or "domain": DomainName = (error::DOMAIN_ID_REQUIRED, error::DOMAIN_INVALID),
+        /// Must equal the domain name when the domain has any mailbox.
+        pub confirm: Option<String> = error::CONFIRM_TYPE,
+    }
+    check RemoveInput::owner_named;
 }
 
-impl Input for RemoveInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let uid = fields.value("uid", error::UID_INVALID)?;
-        let owner_email = fields.value("ownerEmail", error::OWNER_EMAIL_INVALID)?;
-        if uid.is_none() && owner_email.is_none() {
+impl RemoveInput {
+    fn owner_named(self, _: &Fields) -> Result<Self, ApiError> {
+        if self.uid.is_none() && self.owner_email.is_none() {
             return Err(error::REMOVE_OWNER_REQUIRED.into());
         }
-        let name = if fields.has("domainId") { "domainId" } else { "domain" };
-        Ok(RemoveInput {
-            uid,
-            owner_email,
-            domain_id: fields.required(name, error::DOMAIN_ID_REQUIRED, error::DOMAIN_INVALID)?,
-            confirm: fields.str("confirm")?,
-        })
+        Ok(self)
     }
 }
 

@@ -21,16 +21,13 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::mail::Outgoing;
-use crate::mail::attachments::{self, Attachment};
+use crate::mail::attachments::{Attachment, Attachments};
 use crate::mail::message::{self, Draft, Signer};
 use crate::ratelimit::{self, DAY, Limit, MINUTE};
-use crate::validate::{self, Fields, Input, Later, Origin};
-use crate::values::{EmailAddress, Line, MessageId, MessageIds, SomeRecipients};
+use crate::validate::{Fields, Later, RestOnly, Slot};
+use crate::values::{Body, EmailAddress, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
 
-pub const MAX_RECIPIENTS: usize = 5;
-pub const MAX_TEXT_BYTES: usize = 100 * 1024;
-/// The most Message-IDs `references` may carry, however they are given.
-pub const MAX_REFERENCES: usize = 100;
+pub use crate::values::{MAX_RECIPIENTS, MAX_REFERENCES, MAX_TEXT_BYTES, message_id};
 
 /// One file of a REST send (spec 2.1).
 #[derive(Debug, JsonSchema)]
@@ -45,177 +42,37 @@ pub struct AttachmentUpload {
     content_type: Option<String>,
 }
 
-/// The send request (spec 2.1).
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SendInput {
-    /// One address, a comma- or semicolon-separated string, or an array; at most 5.
-    #[schemars(with = "SomeRecipients")]
-    pub to: Vec<String>,
-    #[schemars(with = "Line<998>")]
-    pub subject: String,
-    /// Plain text, at most 100KB of UTF-8.
-    #[schemars(length(min = 1, max = 102400), regex(pattern = r"\S"))]
-    pub text: String,
-    /// A hosted mailbox on your verified domain; may be omitted when you have
-    /// exactly one. The agent key always sends as noreply@ the service domain.
-    #[schemars(with = "Option<EmailAddress>")]
-    pub from: Option<String>,
-    /// A Message-ID: threads the send onto that stored conversation.
-    #[schemars(with = "Option<MessageId>")]
-    pub in_reply_to: Option<String>,
-    /// Message-IDs, as a string or an array; at most 100.
-    #[schemars(with = "Option<MessageIds>")]
-    pub references: Vec<String>,
-    /// REST only: at most 3 files, 2MB each, 4MB together.
-    #[schemars(with = "Option<Vec<AttachmentUpload>>", length(max = 3))]
-    pub attachments: Vec<Attachment>,
-    /// The same key with the same request within 24 hours returns the first
-    /// answer without sending or charging again (REST: the Idempotency-Key
-    /// header).
-    #[schemars(length(min = 1, max = 255))]
-    pub idempotency_key: Option<String>,
-}
-
-impl Input for SendInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let to = parse_recipients(fields.get("to"))?;
-        let subject = match fields.get("subject") {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-            None | Some(Value::Null) | Some(Value::String(_)) => return Err(error::SEND_REQUIRED.into()),
-            Some(_) => return Err(error::FIELD_TYPE.with("subject must be a string")),
-        };
-        if subject.chars().any(|c| c.is_control()) || subject.chars().count() > 998 {
-            return Err(error::SUBJECT_INVALID.into());
-        }
-        let text = match fields.get("text") {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-            None | Some(Value::Null) | Some(Value::String(_)) => return Err(error::SEND_REQUIRED.into()),
-            Some(_) => return Err(error::FIELD_TYPE.with("text must be a string")),
-        };
-        if to.is_empty() {
-            return Err(error::SEND_REQUIRED.into());
-        }
-        if to.len() > MAX_RECIPIENTS {
-            return Err(error::TOO_MANY_RECIPIENTS.into());
-        }
-        if text.len() > MAX_TEXT_BYTES {
-            return Err(error::TEXT_TOO_LARGE.into());
-        }
-        let from = fields
-            .value::<EmailAddress>("from", error::FROM_INVALID)?
-            .map(EmailAddress::into_string);
-        let in_reply_to = fields
-            .value::<MessageId>("inReplyTo", error::IN_REPLY_TO_INVALID)?
-            .map(MessageId::into_string);
-        let references = parse_references(fields)?;
-        let attachments = match fields.get("attachments") {
-            Some(v) if !v.is_null() && fields.origin == Origin::Tool => {
-                return Err(error::TOOL_NO_ATTACHMENTS.into());
-            }
-            other => attachments::parse(other)?,
-        };
-        Ok(SendInput {
-            to,
-            subject,
-            text,
-            from,
-            in_reply_to,
-            references,
-            attachments,
-            idempotency_key: fields.str("idempotencyKey")?,
-        })
+crate::input! {
+    /// The send request (spec 2.1).
+    pub struct SendInput {
+        /// One address, a comma- or semicolon-separated string, or an array; at most 5.
+        pub to: SomeRecipients = (error::SEND_REQUIRED, ()),
+        pub subject: Subject = (error::SEND_REQUIRED, ()),
+        /// Plain text, at most 100KB of UTF-8.
+        pub text: Body = (error::SEND_REQUIRED, ()),
+        /// A hosted mailbox on your verified domain; may be omitted when you have
+        /// exactly one. The agent key always sends as noreply@ the service domain.
+        pub from: Option<EmailAddress> = error::FROM_INVALID,
+        /// A Message-ID: threads the send onto that stored conversation.
+        pub in_reply_to: Option<MessageId> = error::IN_REPLY_TO_INVALID,
+        /// Message-IDs, as a string or an array; at most 100.
+        pub references: Option<MessageIds> = (),
+        /// REST only: at most 3 files, 2MB each, 4MB together.
+        pub attachments: Option<RestOnly<Attachments>> = (error::TOOL_NO_ATTACHMENTS, ()),
+        /// The same key with the same request within 24 hours returns the first
+        /// answer without sending or charging again (REST: the Idempotency-Key
+        /// header).
+        pub idempotency_key: Option<IdempotencyKey> = error::IDEMPOTENCY_KEY_INVALID,
     }
 }
 
-/// `references`: Message-IDs as one string or an array of strings, at most
-/// 100 however given.
-pub(crate) fn parse_references(fields: &Fields) -> Result<Vec<String>, ApiError> {
-    let references = match fields.get("references") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(s)) => split_ids(s)?,
-        Some(Value::Array(list)) if list.len() <= MAX_REFERENCES => {
-            let mut ids = Vec::new();
-            for v in list {
-                ids.extend(split_ids(v.as_str().ok_or(error::REFERENCES_INVALID)?)?);
-            }
-            ids
-        }
-        Some(Value::Array(_)) => return Err(error::REFERENCES_TOO_MANY.into()),
-        Some(_) => return Err(error::REFERENCES_TYPE.into()),
-    };
-    if references.len() > MAX_REFERENCES {
-        return Err(error::REFERENCES_TOO_MANY.into());
+impl SendInput {
+    fn references(&self) -> &[String] {
+        self.references.as_ref().map_or(&[], |r| &r.0)
     }
-    Ok(references)
-}
-
-/// `to`: addresses as one string (split on commas and semicolons) or an
-/// array, at most 5, each valid, duplicates dropped.
-pub(crate) fn parse_recipients(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
-    let raw: Vec<String> = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::String(s)) => s
-            .split([',', ';'])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect(),
-        Some(Value::Array(list)) => {
-            if list.len() > MAX_RECIPIENTS {
-                return Err(error::TOO_MANY_RECIPIENTS.into());
-            }
-            let mut out = Vec::new();
-            for v in list {
-                let s = v.as_str().ok_or(error::TO_ITEMS)?;
-                out.extend(
-                    s.split([',', ';'])
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(String::from),
-                );
-            }
-            out
-        }
-        Some(_) => return Err(error::TO_TYPE.into()),
-    };
-    if raw.len() > MAX_RECIPIENTS {
-        return Err(error::TOO_MANY_RECIPIENTS.into());
+    fn attachments(&self) -> &[Attachment] {
+        self.attachments.as_ref().map_or(&[], |a| &a.0.0)
     }
-    let mut out: Vec<String> = Vec::new();
-    for r in raw {
-        let address = validate::email(&r).ok_or_else(|| {
-            let shown: String = r.chars().take(254).collect();
-            error::RECIPIENT_INVALID.with(shown)
-        })?;
-        if !out.contains(&address) {
-            out.push(address);
-        }
-    }
-    Ok(out)
-}
-
-/// `<local@domain>`, brackets added when missing.
-pub(crate) fn message_id(raw: &str) -> Option<String> {
-    let inner = raw.trim().trim_start_matches('<').trim_end_matches('>');
-    let ok = inner.len() <= 250
-        && inner.contains('@')
-        && inner
-            .chars()
-            .all(|c| c.is_ascii_graphic() && !matches!(c, '<' | '>' | '(' | ')' | ',' | ';' | '"' | '\\'));
-    ok.then(|| format!("<{inner}>"))
-}
-
-/// The Message-IDs of one `references` string (stops counting past the cap,
-/// so a huge string costs no more than a refusal).
-fn split_ids(s: &str) -> Result<Vec<String>, ApiError> {
-    let ids: Vec<&str> = s.split_whitespace().take(MAX_REFERENCES + 1).collect();
-    if ids.len() > MAX_REFERENCES {
-        return Err(error::REFERENCES_TOO_MANY.into());
-    }
-    ids.into_iter()
-        .map(|id| Ok(message_id(id).ok_or(error::REFERENCES_INVALID)?))
-        .collect()
 }
 
 /// Whose switches, rate windows and balance a send counts against.
@@ -408,7 +265,12 @@ pub struct SendOutput {
 /// parsed only after the kill switch, the freeze and the rate limit.
 pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
-    let key = match input.fields().map(|f| f.str("idempotencyKey")).transpose()?.flatten() {
+    let key = input
+        .fields()
+        .map(|f| <Option<IdempotencyKey>>::pick(f, "idempotencyKey", error::IDEMPOTENCY_KEY_INVALID))
+        .transpose()?
+        .flatten();
+    let key = match key {
         Some(key) => key,
         None => return send_once(call, input).await,
     };
@@ -437,17 +299,19 @@ enum Claimed {
 const IDEMPOTENCY_SECS: i64 = 86_400;
 
 impl Idempotency {
-    async fn claim(ctx: &Context, bucket: &str, key: &str, fields: Option<&Fields>) -> Result<Claimed, ApiError> {
+    async fn claim(
+        ctx: &Context,
+        bucket: &str,
+        key: &IdempotencyKey,
+        fields: Option<&Fields>,
+    ) -> Result<Claimed, ApiError> {
         use crate::store::{Cond, StoreError, TTL, item};
         use sha2::{Digest, Sha256};
-        if key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
-            return Err(error::IDEMPOTENCY_KEY_INVALID.into());
-        }
         let mut request = fields.map(|f| f.map.clone()).unwrap_or_default();
         request.remove("idempotencyKey");
         // serde_json's maps are ordered, so equal bodies hash equally.
         let fingerprint = hex::encode(Sha256::digest(Value::Object(request).to_string()));
-        let record = keys::idempotency(bucket, &hex::encode(Sha256::digest(key)));
+        let record = keys::idempotency(bucket, &hex::encode(Sha256::digest(key.as_bytes())));
         let now = ctx.clock.epoch();
         let claim = json!({ "state": "in_flight", "fingerprint": fingerprint, TTL: now + IDEMPOTENCY_SECS });
         // A record past its 24 hours counts as absent (DynamoDB's TTL deletes lazily).
@@ -503,29 +367,29 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
     let message_id = message::new_message_id(&domain.name);
     let draft = Draft {
         from: &from,
-        to: &input.to,
-        subject: &input.subject,
-        text: &input.text,
+        to: &input.to.0,
+        subject: &input.subject.0,
+        text: &input.text.0,
         in_reply_to: input.in_reply_to.as_deref(),
-        references: &input.references,
-        attachments: &input.attachments,
+        references: input.references(),
+        attachments: input.attachments(),
     };
     let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
         .map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
     let remaining = charge_and_send(ctx, &payer, &outgoing).await?;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.
-    let in_reply_to: Vec<String> = input.in_reply_to.iter().cloned().collect();
+    let in_reply_to: Vec<String> = input.in_reply_to.iter().map(|m| m.to_string()).collect();
     let sent = Sent {
         from: &from,
         message_id: &message_id,
-        to: &input.to,
-        subject: &input.subject,
-        text: &input.text,
+        to: &input.to.0,
+        subject: &input.subject.0,
+        text: &input.text.0,
         in_reply_to: &in_reply_to,
-        references: &input.references,
+        references: input.references(),
         attachments: input
-            .attachments
+            .attachments()
             .iter()
             .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
             .collect(),
@@ -537,7 +401,7 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         message_id,
         from,
         thread_id,
-        attachment_count: input.attachments.len(),
+        attachment_count: input.attachments().len(),
         attachments_stored: stored,
         credits_remaining: remaining,
     })
@@ -612,6 +476,7 @@ pub(crate) async fn file_on_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validate::{Input, Origin};
     use serde_json::json;
 
     fn fields(v: Value) -> Fields {
@@ -629,9 +494,9 @@ mod tests {
     #[test]
     fn recipients_come_as_a_string_a_list_or_an_array() {
         let f = fields(json!({"to": "A@x.org; b@y.org,c@z.org", "subject": "s", "text": "t"}));
-        assert_eq!(parse(&f, true).unwrap().to, ["a@x.org", "b@y.org", "c@z.org"]);
+        assert_eq!(parse(&f, true).unwrap().to.0, ["a@x.org", "b@y.org", "c@z.org"]);
         let f = fields(json!({"to": ["a@x.org", "b@y.org"], "subject": "s", "text": "t"}));
-        assert_eq!(parse(&f, true).unwrap().to.len(), 2);
+        assert_eq!(parse(&f, true).unwrap().to.0.len(), 2);
         let six = fields(json!({"to": "a@x.org,b@x.org,c@x.org,d@x.org,e@x.org,f@x.org", "subject": "s", "text": "t"}));
         assert_eq!(parse(&six, true).unwrap_err().error, "Max 5 recipients per request");
         for bad in [
@@ -655,7 +520,7 @@ mod tests {
         );
         let input = parse(&f, true).unwrap();
         assert_eq!(input.in_reply_to.as_deref(), Some("<abc@x.org>"));
-        assert_eq!(input.references, ["<r1@x.org>", "<r2@x.org>"]);
+        assert_eq!(input.references(), ["<r1@x.org>", "<r2@x.org>"]);
         let bad = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "inReplyTo": "no id"}));
         assert!(parse(&bad, true).is_err());
         let mcp = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "attachments": []}));

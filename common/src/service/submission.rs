@@ -21,10 +21,12 @@ use super::accounts::OPS_UID;
 use super::send::{self, Payer, Sent};
 use super::{Call, domains, mailboxes};
 use crate::context::Context;
+use crate::error::Problem;
 use crate::error::{self, ApiError};
 use crate::mail::message;
 use crate::mail::{Outgoing, inbound};
-use crate::validate::{self, Fields, Input, Later};
+use crate::validate::{self, Field, Later, Origin, Slot};
+use crate::values::EmailAddress;
 
 /// The largest message a mailbox may submit (Postfix's submission
 /// `message_size_limit`, from `mailhost limits`): what the service accepts in
@@ -35,60 +37,70 @@ const TRACE_ALLOWANCE: usize = 64 * 1024;
 /// The request body of `POST /mtaSubmission` at the largest message.
 pub const SUBMISSION_BODY: usize = (SUBMISSION_SIZE_LIMIT + TRACE_ALLOWANCE) / 3 * 4 + 64 * 1024;
 
-/// One submitted message, as the mail host's milter saw it.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SubmissionInput {
-    /// The SASL login the client authenticated with (a mailbox address).
-    #[schemars(email)]
-    pub login: String,
-    /// `MAIL FROM` (empty for the null sender).
-    pub sender: String,
-    /// `RCPT TO`, in order.
-    #[schemars(length(min = 1))]
-    pub recipients: Vec<String>,
-    /// The message as received (headers and body), in standard base64.
-    #[schemars(with = "String")]
-    pub raw: Vec<u8>,
+crate::input! {
+    /// One submitted message, as the mail host's milter saw it.
+    pub struct SubmissionInput {
+        /// The SASL login the client authenticated with (a mailbox address).
+        pub login: EmailAddress = LOGIN,
+        /// `MAIL FROM` (empty for the null sender).
+        pub sender: Option<String> = error::SUBMISSION_FIELDS,
+        /// `RCPT TO`, in order.
+        pub recipients: RcptTo = (error::SUBMISSION_FIELDS, ()),
+        /// The message as received (headers and body), in standard base64.
+        pub raw: RawMessage = (error::SUBMISSION_FIELDS, ()),
+    }
 }
 
-impl Input for SubmissionInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let login = login(fields)?;
-        let sender = fields.str("sender")?.unwrap_or_default();
-        let recipients = match fields.get("recipients") {
-            Some(Value::Array(list)) if !list.is_empty() => list,
+/// `login`: (missing, not an address).
+const LOGIN: (Problem, Problem) = (error::SUBMISSION_FIELDS, error::SUBMISSION_NOT_SENDABLE);
+
+/// The envelope's recipients: 1 to 5 addresses, lower case.
+#[derive(Debug, JsonSchema)]
+pub struct RcptTo(#[schemars(length(min = 1))] pub Vec<String>);
+
+impl Field for RcptTo {
+    type Problems = ();
+    fn read(value: &Value, _: Origin, (): ()) -> Result<Option<Self>, ApiError> {
+        let list = match value {
+            Value::Array(list) if list.is_empty() => return Ok(None),
+            Value::Array(list) => list,
+            Value::Null => return Ok(None),
             _ => return Err(error::SUBMISSION_FIELDS.into()),
         };
-        if recipients.len() > send::MAX_RECIPIENTS {
+        if list.len() > send::MAX_RECIPIENTS {
             return Err(error::TOO_MANY_RECIPIENTS.into());
         }
-        let recipients = recipients
-            .iter()
+        list.iter()
             .map(|r| {
                 let r = r.as_str().ok_or(error::SUBMISSION_FIELDS)?;
                 validate::email(r).ok_or_else(|| error::RECIPIENT_INVALID.with(r.chars().take(254).collect::<String>()))
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        let raw = fields.str("raw")?.ok_or(error::SUBMISSION_FIELDS)?;
+            .collect::<Result<Vec<_>, _>>()
+            .map(|l| Some(RcptTo(l)))
+    }
+}
+
+/// The message's bytes, sent in standard base64, within the size limit.
+#[derive(Debug, JsonSchema)]
+pub struct RawMessage(#[schemars(with = "String")] pub Vec<u8>);
+
+impl Field for RawMessage {
+    type Problems = ();
+    fn read(value: &Value, _: Origin, (): ()) -> Result<Option<Self>, ApiError> {
+        let text = match value {
+            Value::Null => return Ok(None),
+            Value::String(s) if s.trim().is_empty() => return Ok(None),
+            Value::String(s) => s.trim(),
+            _ => return Err(error::SUBMISSION_FIELDS.into()),
+        };
         let raw = base64::engine::general_purpose::STANDARD
-            .decode(raw.as_bytes())
+            .decode(text.as_bytes())
             .map_err(|_| error::SUBMISSION_UNREADABLE)?;
         if raw.len() > SUBMISSION_SIZE_LIMIT + TRACE_ALLOWANCE {
             return Err(error::SUBMISSION_TOO_LARGE.into());
         }
-        Ok(SubmissionInput {
-            login,
-            sender,
-            recipients,
-            raw,
-        })
+        Ok(Some(RawMessage(raw)))
     }
-}
-
-fn login(fields: &Fields) -> Result<String, ApiError> {
-    let login = fields.str("login")?.ok_or(error::SUBMISSION_FIELDS)?;
-    validate::email(&login).ok_or_else(|| error::SUBMISSION_NOT_SENDABLE.into())
 }
 
 /// What the milter answers the client with: the message went out.
@@ -109,16 +121,16 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     let Some(fields) = input.fields() else {
         return Err(error::SUBMISSION_FIELDS.into());
     };
-    let login = login(fields)?;
+    let login = EmailAddress::pick(fields, "login", LOGIN)?;
     let (mailbox, domain, payer) = sending_mailbox(ctx, &login).await?;
     send::gate(ctx, &payer).await?;
 
     let input = input.parse()?;
-    if !input.sender.eq_ignore_ascii_case(&mailbox.address) {
+    if !input.sender.unwrap_or_default().eq_ignore_ascii_case(&mailbox.address) {
         return Err(error::SUBMISSION_SENDER.into());
     }
     let parsed = MessageParser::default()
-        .parse(&input.raw)
+        .parse(&input.raw.0)
         .ok_or(error::SUBMISSION_UNREADABLE)?;
     let only_the_mailbox = |list: Option<&Address<'_>>| {
         let addresses: Vec<&str> = list
@@ -131,7 +143,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     if !only_the_mailbox(parsed.from()) || (parsed.sender().is_some() && !only_the_mailbox(parsed.sender())) {
         return Err(error::SUBMISSION_SENDER.into());
     }
-    let (raw, message_id) = message::submitted(&input.raw, &domain.name, ctx.clock.now())
+    let (raw, message_id) = message::submitted(&input.raw.0, &domain.name, ctx.clock.now())
         .map_err(|_| ApiError::from(error::SUBMISSION_UNREADABLE))?;
     let signed = send::signer(ctx, &domain)
         .await?
@@ -139,7 +151,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         .map_err(|e| error::SEND_FAILED.caused_by(e))?;
     let outgoing = Outgoing {
         envelope_from: mailbox.address.clone(),
-        recipients: input.recipients.clone(),
+        recipients: input.recipients.0.clone(),
         raw: signed,
     };
     let credits_remaining = send::charge_and_send(ctx, &payer, &outgoing).await?;
@@ -170,7 +182,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     let sent = Sent {
         from: &mailbox.address,
         message_id: &message_id,
-        to: &input.recipients,
+        to: &input.recipients.0,
         subject: parsed.subject().unwrap_or_default(),
         text: &text,
         in_reply_to: &in_reply_to,

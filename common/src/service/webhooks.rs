@@ -23,8 +23,8 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::ratelimit::{self, Limit, MINUTE};
 use crate::store::{StoreExt, TTL, item};
-use crate::validate::{Fields, Input};
-use crate::values::Cursor;
+use crate::validate::{Bounded, Fields};
+use crate::values::{Cursor, EventId, IsoTime};
 use crate::webhook::{self, Refused};
 
 /// How long events and attempts are kept for the log and replay.
@@ -130,25 +130,15 @@ pub async fn get(call: &Call<'_>, _: crate::validate::NoInput) -> Result<Webhook
     })
 }
 
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookInput {
-    /// An https URL whose host is public; required to register.
-    #[schemars(url, length(max = 2048))]
-    pub url: Option<String>,
-    /// false keeps the registration and skips delivery.
-    pub enabled: Option<bool>,
-    /// true issues a new secret.
-    pub rotate_secret: Option<bool>,
-}
-
-impl Input for WebhookInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        Ok(WebhookInput {
-            url: fields.str("url").map_err(|_| error::WEBHOOK_URL_HTTPS)?,
-            enabled: fields.bool("enabled")?,
-            rotate_secret: fields.bool("rotateSecret")?,
-        })
+crate::input! {
+    pub struct WebhookInput {
+        /// An https URL whose host is public; required to register.
+        #[schemars(url, length(max = 2048))]
+        pub url: Option<String> = error::WEBHOOK_URL_HTTPS,
+        /// false keeps the registration and skips delivery.
+        pub enabled: Option<bool> = error::ENABLED_TYPE,
+        /// true issues a new secret.
+        pub rotate_secret: Option<bool> = error::ROTATE_SECRET_TYPE,
     }
 }
 
@@ -329,27 +319,11 @@ async fn deliver(
 
 // ------------------------------------------------------- log and replay
 
-#[derive(Debug, JsonSchema)]
-pub struct DeliveriesQuery {
-    #[schemars(range(min = 1, max = 50))]
-    pub limit: Option<i64>,
-    /// The nextCursor of the previous page.
-    #[schemars(with = "Option<Cursor>")]
-    pub cursor: Option<String>,
-}
-
-impl Input for DeliveriesQuery {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let limit = match fields.int("limit") {
-            Ok(Some(n)) if (1..=50).contains(&n) => Some(n),
-            Ok(None) => None,
-            _ => return Err(error::INBOX_LIMIT_INVALID.into()),
-        };
-        let cursor = fields.value::<Cursor>("cursor", error::INBOX_CURSOR_INVALID)?;
-        Ok(DeliveriesQuery {
-            limit,
-            cursor: cursor.map(Cursor::into_string),
-        })
+crate::input! {
+    pub struct DeliveriesQuery {
+        pub limit: Option<Bounded<1, 50>> = error::INBOX_LIMIT_INVALID,
+        /// The nextCursor of the previous page.
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
     }
 }
 
@@ -365,7 +339,7 @@ pub struct Deliveries {
 
 pub async fn deliveries(call: &Call<'_>, input: DeliveriesQuery) -> Result<Deliveries, ApiError> {
     let owner = owner(call)?;
-    let limit = input.limit.unwrap_or(25) as usize;
+    let limit = input.limit.map_or(25, Bounded::get) as usize;
     let (deliveries, next_cursor) = mail_store::page::<Delivery>(
         call.ctx,
         keys::webhook_deliveries(&owner),
@@ -381,57 +355,35 @@ pub async fn deliveries(call: &Call<'_>, input: DeliveriesQuery) -> Result<Deliv
     })
 }
 
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplayInput {
-    /// One event of the log (`evt_...`).
-    #[schemars(regex(pattern = r"^evt_[0-9a-f]{29}$"))]
-    pub event_id: Option<String>,
-    /// Or every event from this time (ISO 8601) ...
-    pub from: Option<String>,
-    /// ... to this one, at most 24 hours later; at most 50 events.
-    pub to: Option<String>,
+crate::input! {
+    pub struct ReplayInput {
+        /// One event of the log (`evt_...`).
+        pub event_id: Option<EventId> = error::EVENT_ID_INVALID,
+        /// Or every event from this time (ISO 8601) ...
+        pub from: Option<IsoTime> = error::REPLAY_TARGET,
+        /// ... to this one, at most 24 hours later; at most 50 events.
+        pub to: Option<IsoTime> = error::REPLAY_TARGET,
+    }
+    check ReplayInput::target;
+}
+
+impl ReplayInput {
+    fn target(self, _: &Fields) -> Result<Self, ApiError> {
+        match (&self.event_id, self.from, self.to) {
+            (Some(_), _, _) => Ok(self),
+            (None, Some(a), Some(b))
+                if a.0 <= b.0 && (b.0 - a.0).num_milliseconds() <= MAX_REPLAY_RANGE_SECS * 1000 =>
+            {
+                Ok(self)
+            }
+            _ => Err(error::REPLAY_TARGET.into()),
+        }
+    }
 }
 
 enum Replay {
     One(String),
     Range(i64, i64),
-}
-
-fn parse_time(fields: &Fields, name: &str) -> Result<Option<i64>, ApiError> {
-    match fields.str(name) {
-        Ok(Some(t)) => chrono::DateTime::parse_from_rfc3339(&t)
-            .map(|t| Some(t.timestamp_millis()))
-            .map_err(|_| error::REPLAY_TARGET.into()),
-        Ok(None) => Ok(None),
-        Err(_) => Err(error::REPLAY_TARGET.into()),
-    }
-}
-
-impl Input for ReplayInput {
-    fn parse(fields: &Fields) -> Result<Self, ApiError> {
-        let event_id = match fields.str("eventId") {
-            Ok(Some(id)) if valid_event_id(&id) => Some(id),
-            Ok(None) => None,
-            _ => return Err(error::EVENT_ID_INVALID.into()),
-        };
-        let (from, to) = (parse_time(fields, "from")?, parse_time(fields, "to")?);
-        match (&event_id, from, to) {
-            (Some(_), _, _) => {}
-            (None, Some(a), Some(b)) if a <= b && b - a <= MAX_REPLAY_RANGE_SECS * 1000 => {}
-            _ => return Err(error::REPLAY_TARGET.into()),
-        }
-        Ok(ReplayInput {
-            event_id,
-            from: fields.str("from")?,
-            to: fields.str("to")?,
-        })
-    }
-}
-
-fn valid_event_id(id: &str) -> bool {
-    id.strip_prefix("evt_")
-        .is_some_and(|rest| rest.len() == 29 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -449,15 +401,8 @@ pub async fn replay(call: &Call<'_>, input: ReplayInput) -> Result<Replayed, Api
     let owner = owner(call)?;
     let ctx = call.ctx;
     let which = match (input.event_id, input.from, input.to) {
-        (Some(id), _, _) => Replay::One(id),
-        (None, Some(from), Some(to)) => {
-            let ms = |t: &str| {
-                chrono::DateTime::parse_from_rfc3339(t)
-                    .map(|t| t.timestamp_millis())
-                    .unwrap_or(0)
-            };
-            Replay::Range(ms(&from), ms(&to))
-        }
+        (Some(id), _, _) => Replay::One(id.into_string()),
+        (None, Some(from), Some(to)) => Replay::Range(from.0.timestamp_millis(), to.0.timestamp_millis()),
         _ => return Err(error::REPLAY_TARGET.into()),
     };
     let hook = registration(ctx, &owner)

@@ -11,6 +11,12 @@ use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
+mod lists;
+mod message;
+
+pub use lists::{MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients};
+pub use message::{Body, DraftSubject, DraftText, MAX_SUBJECT, MAX_TEXT_BYTES, Subject};
+
 /// A value read from one field's text, as sent (each type trims it, and
 /// counts its length as sent, as the schema's `maxLength` does).
 pub trait Value: Sized + JsonSchema {
@@ -28,14 +34,14 @@ fn hostname_pattern() -> String {
     format!(r"(?:{LABEL}\.)+{TOP_LABEL}\.*")
 }
 
-fn email_pattern() -> String {
+pub(crate) fn email_pattern() -> String {
     format!("{LOCAL}@{}", hostname_pattern())
 }
 
 /// One Message-ID: printable ASCII without `<>(),;"\` and with an `@`
 /// inside, brackets optional (each side bounded so the whole stays within the
 /// 250 characters a send accepts).
-const MESSAGE_ID: &str = r#"<*[!#-'*+\-.-:=?-\[\]-~]{0,124}@[!#-'*+\-.-:=?-\[\]-~]{0,125}>*"#;
+pub(crate) const MESSAGE_ID: &str = r#"<*[!#-'*+\-.-:=?-\[\]-~]{0,124}@[!#-'*+\-.-:=?-\[\]-~]{0,125}>*"#;
 
 /// A string value whose text is kept as parsed.
 macro_rules! text_value {
@@ -171,32 +177,94 @@ text_value!(
 );
 
 text_value!(
+    /// A webhook event's id: `evt_` and 29 hex characters.
+    EventId,
+    "A webhook event id from the delivery log: evt_ and 29 lowercase hex characters.",
+    r"evt_[0-9a-f]{29}".to_string(),
+    None,
+    |t| t
+        .strip_prefix("evt_")
+        .is_some_and(|rest| rest.len() == 29 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| t.to_string())
+);
+
+text_value!(
     /// An access request's id: `ar_` and 24 hex characters.
     RequestId,
     "An access request id: ar_ and 24 lowercase hex characters.",
     r"ar_[0-9a-f]{24}".to_string(),
     None,
-    |t| crate::service::onboarding::valid_request_id(t).then(|| t.to_string())
+    |t| valid_request_id(t).then(|| t.to_string())
 );
+
+/// Letters, digits, `.`, `_`, `+` and `-`, no leading, trailing or double
+/// dot; lower case.
+fn local_part(t: &str) -> Option<String> {
+    let local = t.to_ascii_lowercase();
+    let ok = !local.is_empty()
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
+        && local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
+    ok.then_some(local)
+}
+
+const LOCAL_PART: &str = r"[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*";
 
 text_value!(
     /// The part of a mailbox address before the @: letters, digits, `.`, `_`,
     /// `+` and `-`, no leading, trailing or double dot, at most 64; lower case.
     LocalPart,
     "The part of a mailbox address before the @ (letters, digits, . _ + -).",
-    r"[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*".to_string(),
+    LOCAL_PART.to_string(),
     Some(64),
-    |t| {
-        let local = t.to_ascii_lowercase();
-        let ok = !local.is_empty()
-            && local.len() <= 64
-            && !local.starts_with('.')
-            && !local.ends_with('.')
-            && !local.contains("..")
-            && local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
-        ok.then_some(local)
-    }
+    |t| local_part(t).filter(|l| l.len() <= 64)
 );
+
+/// A hosted mailbox's address: a local part (as [`LocalPart`]; its length
+/// is not judged here, so a longer one names no mailbox) at a
+/// [`DomainName`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailboxAddress {
+    local: String,
+    domain: DomainName,
+}
+
+impl MailboxAddress {
+    pub fn local(&self) -> &str {
+        &self.local
+    }
+    pub fn domain(&self) -> &DomainName {
+        &self.domain
+    }
+}
+
+impl Value for MailboxAddress {
+    fn parse(raw: &str) -> Option<Self> {
+        if raw.chars().count() > 254 {
+            return None;
+        }
+        let (local, domain) = raw.trim().rsplit_once('@')?;
+        Some(MailboxAddress {
+            local: local_part(local)?,
+            domain: DomainName::parse(domain)?,
+        })
+    }
+}
+
+impl JsonSchema for MailboxAddress {
+    fn schema_name() -> Cow<'static, str> {
+        "MailboxAddress".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "A mailbox address: a local part (letters, digits, . _ + -) at a domain name.",
+            "pattern": format!(r"^\s*{LOCAL_PART}@{}\s*$", hostname_pattern()),
+            "maxLength": 254,
+        })
+    }
+}
 
 text_value!(
     /// A Message-ID a send names (`inReplyTo`, `references`): kept with its
@@ -205,74 +273,23 @@ text_value!(
     "A Message-ID such as <id@example.com> (brackets optional).",
     MESSAGE_ID.to_string(),
     Some(252),
-    crate::service::send::message_id
+    message_id
 );
 
-/// The schema of a draft's `to`: addresses as one string (separated by
-/// commas or semicolons) or an array, at most 5.
-#[derive(Debug)]
-pub struct Recipients;
+/// The operators' account: owns the service domain and its protected mailboxes.
+pub const OPS_UID: &str = "ops";
 
-/// The schema of a send's `to`: as [`Recipients`], at least one.
-#[derive(Debug)]
-pub struct SomeRecipients;
-
-/// Addresses, `least` to 5 of them, as one string or an array.
-fn recipients_schema(least: u64) -> Schema {
-    let one = email_pattern();
-    let some = format!(r"{one}(?:\s*[,;][\s,;]*{one}){{0,4}}");
-    let listed = if least == 0 { format!("(?:{some})?") } else { some };
-    json_schema!({
-        "description": format!("Addresses: one string, separated by commas or semicolons, or an array; {least} to 5."),
-        "anyOf": [
-            { "type": "string", "pattern": format!(r"^[\s,;]*{listed}[\s,;]*$") },
-            {
-                "type": "array",
-                "items": { "type": "string", "pattern": format!(r"^\s*{one}\s*$") },
-                "minItems": least,
-                "maxItems": 5,
-            },
-        ],
-    })
+/// A uid this service could have issued (checked before one becomes part of a key).
+pub fn valid_uid(uid: &str) -> bool {
+    uid == OPS_UID
+        || (uid.len() == 26
+            && uid.starts_with("u_")
+            && uid[2..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
-impl JsonSchema for Recipients {
-    fn schema_name() -> Cow<'static, str> {
-        "Recipients".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        recipients_schema(0)
-    }
-}
-
-impl JsonSchema for SomeRecipients {
-    fn schema_name() -> Cow<'static, str> {
-        "SomeRecipients".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        recipients_schema(1)
-    }
-}
-
-/// The schema of `references`: Message-IDs as one string (separated by
-/// spaces) or an array of such strings, at most 100.
-#[derive(Debug)]
-pub struct MessageIds;
-
-impl JsonSchema for MessageIds {
-    fn schema_name() -> Cow<'static, str> {
-        "MessageIds".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let list = format!(r"^\s*(?:{MESSAGE_ID}(?:\s+{MESSAGE_ID}){{0,99}})?\s*$");
-        json_schema!({
-            "description": "Message-IDs: one string, separated by spaces, or an array; at most 100.",
-            "anyOf": [
-                { "type": "string", "pattern": list },
-                { "type": "array", "items": { "type": "string", "pattern": list }, "maxItems": 100 },
-            ],
-        })
-    }
+/// An access request id: `ar_` and 24 lowercase hex characters.
+pub fn valid_request_id(id: &str) -> bool {
+    id.len() == 27 && id.starts_with("ar_") && id[3..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 text_value!(
@@ -281,7 +298,7 @@ text_value!(
     "An account id: u_ and 24 lowercase hex characters, or ops.",
     r"(?:u_[0-9a-f]{24}|ops)".to_string(),
     None,
-    |t| crate::service::accounts::valid_uid(t).then(|| t.to_string())
+    |t| valid_uid(t).then(|| t.to_string())
 );
 
 /// A point in time as RFC 3339 writes it (`2026-11-24T10:00:00Z`).
@@ -364,6 +381,141 @@ impl<const MAX: usize> JsonSchema for Line<MAX> {
     }
 }
 
+/// Text of `MIN` to `MAX` characters once trimmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chars<const MIN: usize, const MAX: usize>(String);
+
+impl<const MIN: usize, const MAX: usize> Value for Chars<MIN, MAX> {
+    fn parse(raw: &str) -> Option<Self> {
+        let text = raw.trim();
+        (MIN..=MAX)
+            .contains(&text.chars().count())
+            .then(|| Chars(text.to_string()))
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> JsonSchema for Chars<MIN, MAX> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Chars{MIN}To{MAX}").into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": format!("Text of {MIN} to {MAX} characters."),
+            "minLength": MIN,
+            "maxLength": MAX,
+        })
+    }
+}
+
+/// Text to look for, in lower case: at most 200 characters; blank looks
+/// for nothing (the field counts as not given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needle(String);
+
+impl crate::validate::Field for Needle {
+    type Problems = crate::error::Problem;
+    fn read(
+        value: &serde_json::Value,
+        origin: crate::validate::Origin,
+        invalid: crate::error::Problem,
+    ) -> Result<Option<Self>, crate::error::ApiError> {
+        let text = <String as crate::validate::Field>::read(value, origin, invalid)?;
+        match text {
+            Some(t) if t.chars().count() > 200 => Err(invalid.into()),
+            t => Ok(t.map(|t| Needle(t.to_lowercase()))),
+        }
+    }
+}
+
+impl JsonSchema for Needle {
+    fn schema_name() -> Cow<'static, str> {
+        "Needle".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "Text to look for (case-insensitive), at most 200 characters.",
+            "maxLength": 200,
+        })
+    }
+}
+
+/// An idempotency key: 1 to 255 printable ASCII characters (spaces too),
+/// trimmed; blank reads as not given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl crate::validate::Field for IdempotencyKey {
+    type Problems = crate::error::Problem;
+    fn read(
+        value: &serde_json::Value,
+        origin: crate::validate::Origin,
+        invalid: crate::error::Problem,
+    ) -> Result<Option<Self>, crate::error::ApiError> {
+        match <String as crate::validate::Field>::read(value, origin, invalid)? {
+            Some(k) if k.len() > 255 || !k.bytes().all(|b| b.is_ascii_graphic() || b == b' ') => Err(invalid.into()),
+            k => Ok(k.map(IdempotencyKey)),
+        }
+    }
+}
+
+impl JsonSchema for IdempotencyKey {
+    fn schema_name() -> Cow<'static, str> {
+        "IdempotencyKey".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "1 to 255 printable ASCII characters.",
+            "minLength": 1,
+            "maxLength": 255,
+            "pattern": "^ *[!-~][ -~]*$",
+        })
+    }
+}
+
+impl std::ops::Deref for IdempotencyKey {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A word a field takes as its only value (`view=threads`,
+/// `disposition=inline`).
+macro_rules! word {
+    ($(#[$doc:meta])* $name:ident = $word:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct $name;
+
+        impl Value for $name {
+            fn parse(raw: &str) -> Option<Self> {
+                (raw.trim() == $word).then_some($name)
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!({ "type": "string", "enum": [$word] })
+            }
+        }
+    };
+}
+
+word!(
+    /// `view=threads`: list conversation threads.
+    Threads = "threads"
+);
+word!(
+    /// `disposition=inline`: show the file in the browser.
+    Inline = "inline"
+);
+
 macro_rules! text_access {
     ($($name:ident),*) => {$(
         impl<const MAX: usize> $name<MAX> {
@@ -383,6 +535,20 @@ macro_rules! text_access {
     )*};
 }
 text_access!(Text, Line);
+
+impl<const MIN: usize, const MAX: usize> std::ops::Deref for Chars<MIN, MAX> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Needle {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -416,7 +582,7 @@ mod tests {
             "not an address",
             "",
         ] {
-            let read = crate::service::send::parse_recipients(Some(&serde_json::json!(sample)));
+            let read = recipients(&serde_json::json!(sample));
             let admitted = regex.is_match(sample);
             assert_eq!(admitted, read.is_ok_and(|r| !r.is_empty()), "{sample:?}");
         }
@@ -463,6 +629,16 @@ mod tests {
         agree::<ThreadId>(&[&"ab".repeat(32), &"AB".repeat(32), &"a".repeat(63), "zz"]);
         agree::<Cursor>(&["0000000001abc-x_", "", "a/b", &"a".repeat(100), &"a".repeat(101)]);
         agree::<StoredMessageId>(&["<a@b>", "a@b", "<<a@b>>", "<>", "<a b@c>", "<a<b@c>", "<é@x>"]);
+        agree::<MailboxAddress>(&[
+            "me@example.com",
+            "Me.Two+x@Example.COM",
+            "a!b@example.com",
+            ".me@example.com",
+            "me@localhost",
+            "me@@example.com",
+            &format!("{}@example.com", "a".repeat(65)),
+            &format!("{}@example.com", "a".repeat(250)),
+        ]);
         agree::<LocalPart>(&[
             "me",
             "Me.Two+x",
