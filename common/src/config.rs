@@ -4,6 +4,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// The issuer and audience of the tokens the local server signs.
+pub const LOCAL_ISSUER: &str = "mailhost-local";
+pub const LOCAL_AUDIENCE: &str = "mailhost";
+
 use clap::{Args, ValueEnum};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -117,10 +121,10 @@ pub struct Config {
     #[arg(long, env = "MAILHOST_JWKS_URL")]
     pub jwks_url: Option<String>,
     /// Expected `iss` of identity tokens (Firebase: https://securetoken.google.com/<project>).
-    #[arg(long, env = "MAILHOST_TOKEN_ISSUER", default_value = crate::auth::identity::LOCAL_ISSUER)]
+    #[arg(long, env = "MAILHOST_TOKEN_ISSUER", default_value = LOCAL_ISSUER)]
     pub token_issuer: String,
     /// Expected `aud` of identity tokens (Firebase: the project id).
-    #[arg(long, env = "MAILHOST_TOKEN_AUDIENCE", default_value = crate::auth::identity::LOCAL_AUDIENCE)]
+    #[arg(long, env = "MAILHOST_TOKEN_AUDIENCE", default_value = LOCAL_AUDIENCE)]
     pub token_audience: String,
     /// Local parts on the service domain that exist from the start and are protected.
     #[arg(
@@ -186,8 +190,8 @@ impl Config {
             poll_interval: vars.parsed("MAILHOST_POLL_INTERVAL", "5")?,
             inbound_poll_ms: vars.parsed("MAILHOST_INBOUND_POLL_MS", "250")?,
             jwks_url: var("MAILHOST_JWKS_URL"),
-            token_issuer: vars.text("MAILHOST_TOKEN_ISSUER", crate::auth::identity::LOCAL_ISSUER),
-            token_audience: vars.text("MAILHOST_TOKEN_AUDIENCE", crate::auth::identity::LOCAL_AUDIENCE),
+            token_issuer: vars.text("MAILHOST_TOKEN_ISSUER", LOCAL_ISSUER),
+            token_audience: vars.text("MAILHOST_TOKEN_AUDIENCE", LOCAL_AUDIENCE),
             protected_local_parts: vars.list("MAILHOST_PROTECTED_ADDRESSES", "inbox,noreply,postmaster,abuse"),
             mta_self_apply: vars.parsed("MAILHOST_MTA_SELF_APPLY", "true")?,
             docs_url: vars.text("MAILHOST_DOCS_URL", "https://mailhost.localhost/docs/openapi.json"),

@@ -342,7 +342,7 @@ fn mcp_path() -> Map<String, Value> {
     let rpc = json!({
         "oneOf": [
             { "$ref": "#/components/schemas/JsonRpcMessage" },
-            { "type": "array", "minItems": 1, "maxItems": crate::mcp::MAX_BATCH },
+            { "type": "array", "minItems": 1, "maxItems": crate::api::MCP_MAX_BATCH },
         ],
     });
     let mut out = Map::new();

@@ -1,21 +1,14 @@
 //! Parsing what clients send: request bodies, query strings and MCP tool
-//! arguments become typed inputs through one trait, [`Input`]; emails and
-//! hostnames are checked here.
+//! arguments become typed inputs through one trait, [`Input`], which the
+//! [`input!`](crate::input) macro implements from a list of typed fields
+//! (the field types are in [`crate::values`]).
 
 use serde_json::{Map, Value};
 
 use crate::error::{self, ApiError, Problem};
+use crate::values::Field;
 
-/// Where a set of fields came from. Query strings carry only strings, so
-/// numbers and booleans are also read from their text there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Origin {
-    #[default]
-    Body,
-    Query,
-    /// The `arguments` of an MCP `tools/call`.
-    Tool,
-}
+pub use crate::values::Origin;
 
 /// A JSON object from a body, a query string or tool arguments, with typed,
 /// precise field access.
@@ -88,176 +81,6 @@ pub struct NoInput {}
 impl Input for NoInput {
     fn parse(_: &Fields) -> Result<Self, ApiError> {
         Ok(NoInput {})
-    }
-}
-
-/// How one field's JSON becomes a typed value. `invalid` is the problem the
-/// input names for this field; a type with finer problems (an attachment's)
-/// answers with those instead.
-pub trait Field: Sized + schemars::JsonSchema {
-    /// What a wrong value is answered with: one problem for most types.
-    type Problems: Copy;
-    /// `Ok(None)`: the value counts as not given (null; for free text, a
-    /// blank string).
-    fn read(value: &Value, origin: Origin, invalid: Self::Problems) -> Result<Option<Self>, ApiError>;
-}
-
-/// Every [`crate::values::Value`] is a field given as a string.
-impl<T: crate::values::Value> Field for T {
-    type Problems = Problem;
-    fn read(value: &Value, _: Origin, invalid: Problem) -> Result<Option<Self>, ApiError> {
-        match value {
-            Value::Null => Ok(None),
-            Value::String(s) => T::parse(s).map(Some).ok_or_else(|| invalid.into()),
-            _ => Err(invalid.into()),
-        }
-    }
-}
-
-/// Free text, trimmed; blank counts as not given.
-impl Field for String {
-    type Problems = Problem;
-    fn read(value: &Value, _: Origin, invalid: Problem) -> Result<Option<Self>, ApiError> {
-        match value {
-            Value::Null => Ok(None),
-            Value::String(s) if s.trim().is_empty() => Ok(None),
-            Value::String(s) => Ok(Some(s.trim().to_string())),
-            _ => Err(invalid.into()),
-        }
-    }
-}
-
-/// `true` or `false`; a query string's text of either.
-impl Field for bool {
-    type Problems = Problem;
-    fn read(value: &Value, origin: Origin, invalid: Problem) -> Result<Option<Self>, ApiError> {
-        match (value, origin) {
-            (Value::Null, _) => Ok(None),
-            (Value::Bool(b), _) => Ok(Some(*b)),
-            (Value::String(s), Origin::Query) if s == "true" || s == "false" => Ok(Some(s == "true")),
-            _ => Err(invalid.into()),
-        }
-    }
-}
-
-/// An integer from `MIN` to `MAX`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Bounded<const MIN: i64, const MAX: i64>(i64);
-
-impl<const MIN: i64, const MAX: i64> Bounded<MIN, MAX> {
-    pub fn get(self) -> i64 {
-        self.0
-    }
-}
-
-impl<const MIN: i64, const MAX: i64> Field for Bounded<MIN, MAX> {
-    type Problems = Problem;
-    fn read(value: &Value, origin: Origin, invalid: Problem) -> Result<Option<Self>, ApiError> {
-        let n = match (value, origin) {
-            (Value::Null, _) => return Ok(None),
-            (Value::Number(n), _) => n.as_i64(),
-            (Value::String(s), Origin::Query) => s.trim().parse().ok(),
-            _ => None,
-        };
-        n.filter(|n| (MIN..=MAX).contains(n))
-            .map(|n| Some(Bounded(n)))
-            .ok_or_else(|| invalid.into())
-    }
-}
-
-impl<const MIN: i64, const MAX: i64> schemars::JsonSchema for Bounded<MIN, MAX> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        format!("Integer{MIN}To{MAX}").into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "integer", "minimum": MIN, "maximum": MAX })
-    }
-}
-
-/// A field only REST takes: the MCP tool's `inputSchema` leaves it out (its
-/// schema says `x-rest-only`), and a tool call that gives it anyway is
-/// answered with the first problem.
-#[derive(Debug, Default)]
-pub struct RestOnly<T>(pub T);
-
-/// The schema keyword that marks a [`RestOnly`] property.
-pub const REST_ONLY: &str = "x-rest-only";
-
-impl<T: Field> Field for RestOnly<T> {
-    type Problems = (Problem, T::Problems);
-    fn read(value: &Value, origin: Origin, (tool, invalid): Self::Problems) -> Result<Option<Self>, ApiError> {
-        match (value, origin) {
-            (Value::Null, _) => Ok(None),
-            (_, Origin::Tool) => Err(tool.into()),
-            (value, _) => Ok(T::read(value, origin, invalid)?.map(RestOnly)),
-        }
-    }
-}
-
-impl<T: schemars::JsonSchema> schemars::JsonSchema for RestOnly<T> {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        T::schema_name()
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let mut schema = T::json_schema(generator);
-        schema.insert(REST_ONLY.into(), true.into());
-        schema
-    }
-}
-
-/// A field whose `null` says something: `Nullable(None)` clears what it
-/// names (an omitted field leaves it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Nullable<T>(pub Option<T>);
-
-impl<T: Field> Field for Nullable<T> {
-    type Problems = T::Problems;
-    fn read(value: &Value, origin: Origin, invalid: T::Problems) -> Result<Option<Self>, ApiError> {
-        match value {
-            Value::Null => Ok(Some(Nullable(None))),
-            value => Ok(Some(Nullable(T::read(value, origin, invalid)?))),
-        }
-    }
-}
-
-impl<T: schemars::JsonSchema> schemars::JsonSchema for Nullable<T> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        <Option<T>>::schema_name()
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        <Option<T>>::json_schema(generator)
-    }
-}
-
-/// An array of at most `MAX` values; problems `(wrong entry, too many)`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct List<T, const MAX: usize>(pub Vec<T>);
-
-impl<T: Field<Problems = Problem>, const MAX: usize> Field for List<T, MAX> {
-    type Problems = (Problem, Problem);
-    fn read(value: &Value, origin: Origin, (wrong, too_many): (Problem, Problem)) -> Result<Option<Self>, ApiError> {
-        match value {
-            Value::Null => Ok(None),
-            Value::Array(list) if list.len() > MAX => Err(too_many.into()),
-            Value::Array(list) => list
-                .iter()
-                .map(|v| T::read(v, origin, wrong)?.ok_or_else(|| wrong.into()))
-                .collect::<Result<_, _>>()
-                .map(|l| Some(List(l))),
-            _ => Err(wrong.into()),
-        }
-    }
-}
-
-impl<T: schemars::JsonSchema, const MAX: usize> schemars::JsonSchema for List<T, MAX> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        format!("ListOf{}Max{MAX}", T::schema_name()).into()
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "array", "items": generator.subschema_for::<T>(), "maxItems": MAX })
     }
 }
 
@@ -394,91 +217,10 @@ impl Fields {
     }
 }
 
-pub const MAX_EMAIL: usize = 254;
-
-/// Lowercased hostname with the trailing dot stripped, if it is a valid DNS name
-/// with at least two labels, the last starting with a letter (every top-level
-/// domain does; it also tells a name from an IPv4 address).
-pub fn hostname(input: &str) -> Option<String> {
-    let trimmed = input.trim();
-    let name = trimmed.trim_end_matches('.').to_ascii_lowercase();
-    let labels: Vec<&str> = name.split('.').collect();
-    let valid_label = |l: &&str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    let tld_ok = labels
-        .last()
-        .is_some_and(|t| t.bytes().next().is_some_and(|b| b.is_ascii_alphabetic()));
-    (trimmed.len() <= 253 && labels.len() >= 2 && labels.iter().all(valid_label) && tld_ok).then_some(name)
-}
-
-/// A lowercased address `local@domain` with a plain local part and a valid domain.
-pub fn email(input: &str) -> Option<String> {
-    let input = input.trim();
-    if input.len() > MAX_EMAIL || input.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return None;
-    }
-    let (local, domain) = input.rsplit_once('@')?;
-    // RFC 5321's 64-character limit on the local part is the receiving
-    // server's to apply: a schema pattern cannot say it (docs/decisions.md).
-    let local_ok = !local.is_empty()
-        && !local.starts_with('.')
-        && !local.ends_with('.')
-        && !local.contains("..")
-        && local
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-/=?^_`{|}~.".contains(&b));
-    let domain = hostname(domain)?;
-    local_ok.then(|| format!("{}@{domain}", local.to_ascii_lowercase()))
-}
-
-pub fn email_domain(email: &str) -> &str {
-    email.rsplit_once('@').map(|(_, d)| d).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hostnames_are_normalized_and_checked() {
-        assert_eq!(hostname(" Example.COM. ").as_deref(), Some("example.com"));
-        assert_eq!(hostname("a-b.example.co.uk").as_deref(), Some("a-b.example.co.uk"));
-        for bad in [
-            "",
-            "localhost",
-            "-a.com",
-            "a..com",
-            "a_b.com",
-            "exa mple.com",
-            "1.2.3.4",
-            "é.com",
-        ] {
-            assert_eq!(hostname(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn emails_are_lowercased_and_checked() {
-        assert_eq!(email("Ann.Lee+x@Example.com").as_deref(), Some("ann.lee+x@example.com"));
-        for bad in [
-            "",
-            "a",
-            "@x.com",
-            "a@",
-            "a b@x.com",
-            "a@@x.com",
-            ".a@x.com",
-            "a@x",
-            "a\u{0}@x.com",
-        ] {
-            assert_eq!(email(bad), None, "{bad:?}");
-        }
-    }
+    use crate::values::Bounded;
 
     #[test]
     fn fields_refuse_wrong_types() {

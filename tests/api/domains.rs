@@ -464,17 +464,17 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
     assert_eq!(removed.body["mailboxesRemoved"], 2);
     assert_eq!(removed.body["claimReleased"], true);
     // Every row, copy, thread and blob of its mail is gone.
-    let scope = common::service::keys::inbox_account_scope(&uid);
+    let scope = common::keys::inbox_account_scope(&uid);
     let thread = common::service::mail_store::thread_id("info@hal.example", "<m1@partner.example>");
     let mut partitions = vec![
-        common::service::keys::mail_partition(&scope, false),
-        common::service::keys::mail_partition(&scope, true),
-        common::service::keys::message_ids_of(&scope),
-        common::service::keys::thread_partition(&scope, &thread),
+        common::keys::mail_partition(&scope, false),
+        common::keys::mail_partition(&scope, true),
+        common::keys::message_ids_of(&scope),
+        common::keys::thread_partition(&scope, &thread),
     ];
     for folder in ["inbox", "archive", "trash"] {
-        partitions.push(common::service::keys::folder_partition(&scope, folder));
-        partitions.push(common::service::keys::threads_partition(&scope, folder));
+        partitions.push(common::keys::folder_partition(&scope, folder));
+        partitions.push(common::keys::threads_partition(&scope, folder));
     }
     for pk in partitions {
         let left = app

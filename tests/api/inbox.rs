@@ -337,12 +337,12 @@ async fn a_second_delivery_changes_nothing(app: TestApp) {
         )
         .await;
     assert_eq!(removed.status, 200, "{}", removed.body);
-    let scope = common::service::keys::inbox_account_scope(&uid);
+    let scope = common::keys::inbox_account_scope(&uid);
     for pk in [
-        common::service::keys::mail_partition(&scope, false),
-        common::service::keys::message_ids_of(&scope),
-        common::service::keys::folder_partition(&scope, "inbox"),
-        common::service::keys::threads_partition(&scope, "inbox"),
+        common::keys::mail_partition(&scope, false),
+        common::keys::message_ids_of(&scope),
+        common::keys::folder_partition(&scope, "inbox"),
+        common::keys::threads_partition(&scope, "inbox"),
     ] {
         let rows = app
             .ctx

@@ -29,6 +29,8 @@ pub use catalogue::*;
 pub const VERSION: &str = "0.7.0";
 /// The MCP protocol revision this endpoint speaks.
 pub const MCP_PROTOCOL_VERSION: &str = "2024-11-05";
+/// The most messages one JSON-RPC batch to POST /mcp may hold.
+pub const MCP_MAX_BATCH: usize = 20;
 
 /// Which Lambda function serves a route (one binary per family).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

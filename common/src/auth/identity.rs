@@ -15,8 +15,7 @@ use tokio::sync::RwLock;
 
 use crate::secrets::{SecretError, Secrets};
 
-pub const LOCAL_ISSUER: &str = "mailhost-local";
-pub const LOCAL_AUDIENCE: &str = "mailhost";
+pub use crate::config::{LOCAL_AUDIENCE, LOCAL_ISSUER};
 pub const SIGNING_KEY_SECRET: &str = "identity-signing-key";
 const LOCAL_KID: &str = "local-1";
 

@@ -9,6 +9,33 @@ use subtle::ConstantTimeEq;
 
 pub const KEY_PREFIX: &str = "svc_";
 
+/// What the store keeps for a standard key, under its digest: the account it
+/// opens. Written by the account service, read at every request.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyRecord {
+    pub uid: String,
+    pub key_id: String,
+    pub last4: String,
+    pub created_at: String,
+}
+
+/// The standard key whose digest this is, if one is on file.
+pub async fn owner(
+    store: &dyn crate::store::Store,
+    digest: &str,
+) -> crate::store::StoreResult<Option<super::StandardKey>> {
+    let Some(found) = store.get(&crate::keys::api_key(digest)).await? else {
+        return Ok(None);
+    };
+    let key: KeyRecord = crate::store::record(found)?;
+    Ok(Some(super::StandardKey {
+        uid: key.uid,
+        key_id: key.key_id,
+        last4: key.last4,
+    }))
+}
+
 #[derive(Clone)]
 pub struct KeyHasher {
     /// The HMAC with its key already absorbed: every request hashes a key,

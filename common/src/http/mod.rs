@@ -4,6 +4,8 @@
 //! under `/api`; every verb of a known path reaches us (405, OPTIONS 204).
 
 pub mod extract;
+pub mod mcp;
+pub mod preamble;
 mod rest;
 
 use std::collections::BTreeMap;
@@ -109,7 +111,7 @@ impl Paths {
     }
 
     fn mcp(mut self) -> Self {
-        self.add("/mcp", crate::mcp::endpoint());
+        self.add("/mcp", mcp::endpoint());
         self.add("/docs", axum::routing::get(crate::openapi::legacy_page));
         self.add("/docs/openapi.json", axum::routing::get(crate::openapi::serve));
         self

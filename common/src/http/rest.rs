@@ -13,7 +13,7 @@ use crate::validate::Fields;
 
 pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppState, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let auth = match crate::auth::admit(&ctx, op.access, &Presented::from_headers(&parts.headers)).await {
+    let auth = match super::preamble::admit(&ctx, op.access, &Presented::from_headers(&parts.headers)).await {
         Ok(auth) => auth,
         Err(e) => {
             discard(body).await;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use schemars::JsonSchema;
 
 use crate::error::{self, ApiError};
-use crate::validate::{Field, Origin};
+use crate::values::{Field, Origin};
 
 pub const MAX_COUNT: usize = 3;
 pub const MAX_EACH: usize = 2 * 1024 * 1024;

@@ -8,8 +8,6 @@ use mail_parser::decoders::base64::base64_decode;
 use mail_parser::decoders::quoted_printable::quoted_printable_decode;
 use mail_parser::{Address, Message, MessageParser, MessagePart, MimeHeaders, PartType};
 
-use crate::validate;
-
 /// One file of a received message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attachment {
@@ -235,7 +233,7 @@ fn reply_addresses(written: &str) -> Vec<String> {
         // A source route ends at its colon: `@machine.tld:mary@example.net`.
         .map(|token| token.rsplit_once(':').map_or(token, |(_, address)| address))
         .map(|token| token.trim_matches(['<', '>', ',', ';']))
-        .filter_map(validate::email)
+        .filter_map(crate::values::email)
         .collect()
 }
 

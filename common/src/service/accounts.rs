@@ -4,11 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::keys;
-use crate::auth::StandardKey;
-use crate::auth::keys::{self as secret_keys, KeyHasher};
+use crate::auth::keys::{self as secret_keys, KeyHasher, KeyRecord};
 use crate::context::Context;
-use crate::store::{Cond, StoreExt, StoreResult, Update, Write, item, record};
+use crate::keys;
+use crate::store::{Cond, StoreExt, StoreResult, Update, Write, item};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,15 +42,6 @@ pub struct Account {
     pub key_last4: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct KeyRecord {
-    uid: String,
-    key_id: String,
-    last4: String,
-    created_at: String,
-}
-
 pub use crate::values::OPS_UID;
 
 pub fn new_uid() -> String {
@@ -72,18 +62,6 @@ pub async fn by_email(ctx: &Context, email: &str) -> StoreResult<Option<Account>
         Some(uid) => get(ctx, uid).await,
         None => Ok(None),
     }
-}
-
-pub async fn key_owner(ctx: &Context, digest: &str) -> StoreResult<Option<StandardKey>> {
-    let Some(found) = ctx.store.get(&keys::api_key(digest)).await? else {
-        return Ok(None);
-    };
-    let key: KeyRecord = record(found)?;
-    Ok(Some(StandardKey {
-        uid: key.uid,
-        key_id: key.key_id,
-        last4: key.last4,
-    }))
 }
 
 /// The writes that create an account (and its email index), to go in the same

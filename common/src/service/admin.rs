@@ -8,12 +8,14 @@ use serde_json::{Value, json};
 
 use super::accounts::{self, AccountStatus};
 use super::onboarding::{self, AccessRequest, RequestStatus};
-use super::{Call, allowlist, keys};
+use super::{Call, allowlist};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
-use crate::validate::{Fields, List, NoInput};
+use crate::validate::{Fields, NoInput};
+use crate::values::List;
 use crate::values::{DomainName, EmailAddress, RequestId};
 
 pub const MAX_DELETE_IDS: usize = 200;

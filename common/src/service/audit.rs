@@ -7,7 +7,7 @@ use crate::store::StoreResult;
 
 pub async fn record(ctx: &Context, action: &str, actor: &str, details: Value) -> StoreResult<()> {
     let now = ctx.clock.now();
-    let key = super::keys::audit(&now.format("%Y-%m-%d").to_string(), &crate::clock::iso(now));
+    let key = crate::keys::audit(&now.format("%Y-%m-%d").to_string(), &crate::clock::iso(now));
     let row = json!({ "action": action, "actor": actor, "at": crate::clock::iso(now), "details": details });
     ctx.store.put(crate::store::item(&key, &row), None).await
 }

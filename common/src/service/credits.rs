@@ -10,14 +10,16 @@ use serde_json::{Value, json};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Call, keys};
+use super::Call;
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::store::{Cond, Item, StoreError, StoreResult, Update, Write, item};
-use crate::validate::{NoInput, Nullable};
+use crate::validate::NoInput;
 use crate::values::IsoTime;
+use crate::values::Nullable;
 
 pub const AGENT_BUCKET: &str = "agent:default";
 pub const INITIAL_CREDITS: i64 = 100;

@@ -8,13 +8,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Call;
 use super::accounts::{Account, OPS_UID};
 use super::dkim;
-use super::{Call, keys};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::dns::Lookup;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item, record};
 use crate::values::DomainName;
 

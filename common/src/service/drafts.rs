@@ -8,10 +8,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Call, keys};
+use super::Call;
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::store::{Cond, Query, StoreError, StoreExt, Update, Write, item};
 use crate::validate::Fields;
 use crate::values::{DraftSubject, DraftText, MessageId, MessageIds, Recipients, RowId};

@@ -15,11 +15,13 @@ use serde_json::value::RawValue;
 
 use super::mail_store::{self, AttachmentInfo, Direction, Folder, Row, Thread};
 use super::waits;
-use super::{Call, Download, keys};
+use super::{Call, Download};
 use crate::auth::Caller;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::mail::codes;
-use crate::validate::{Bounded, Fields, Origin};
+use crate::validate::{Fields, Origin};
+use crate::values::Bounded;
 use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, RowId, StoredMessageId, ThreadId, Threads};
 
 pub const DEFAULT_LIMIT: i64 = 25;
@@ -240,7 +242,7 @@ fn scope(call: &Call<'_>, mailbox: Option<&str>) -> Result<String, ApiError> {
         _ => {
             let domain = call.ctx.config.service_domain.to_ascii_lowercase();
             let address = match mailbox {
-                Some(m) if crate::validate::email_domain(m) == domain => m.to_string(),
+                Some(m) if crate::values::email_domain(m) == domain => m.to_string(),
                 Some(_) => return Err(error::INBOX_MAILBOX_INVALID.into()),
                 None => format!("inbox@{domain}"),
             };

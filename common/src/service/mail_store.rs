@@ -22,10 +22,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::keys;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::store::{Cond, Key, Query, RawItem, StoreError, StoreExt, Update, Write, item, record};
 
 /// The most of a body kept on the row (and searched); the whole body is then a

@@ -9,14 +9,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Call;
 use super::accounts::Account;
 use super::domains::{self, DomainStatus};
-use super::{Call, keys};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
-use crate::validate::{self, Fields};
+use crate::validate::Fields;
 use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, Uid, Value as _};
 
 pub const MAX_FORWARD: usize = 5;
@@ -131,9 +132,9 @@ impl Mailbox {
     /// its own (by the agent key and operators), any other with its account.
     pub fn reading_scope(&self, service_domain: &str) -> String {
         if self.domain_id.eq_ignore_ascii_case(service_domain) {
-            super::keys::inbox_mailbox_scope(&self.address)
+            crate::keys::inbox_mailbox_scope(&self.address)
         } else {
-            super::keys::inbox_account_scope(&self.uid)
+            crate::keys::inbox_account_scope(&self.uid)
         }
     }
     /// May log in over IMAP/SMTP: stored mail and an issued password.
@@ -298,9 +299,9 @@ impl JsonSchema for ForwardTo {
     }
 }
 
-impl crate::validate::Field for ForwardTo {
+impl crate::values::Field for ForwardTo {
     type Problems = ();
-    fn read(value: &Value, _: crate::validate::Origin, (): ()) -> Result<Option<Self>, ApiError> {
+    fn read(value: &Value, _: crate::values::Origin, (): ()) -> Result<Option<Self>, ApiError> {
         let raw: Vec<&str> = match value {
             Value::Null => return Ok(None),
             Value::String(s) if s.trim().is_empty() => Vec::new(),
@@ -315,7 +316,7 @@ impl crate::validate::Field for ForwardTo {
         };
         let mut out: Vec<String> = Vec::new();
         for target in raw {
-            let address = validate::email(target).ok_or_else(|| {
+            let address = crate::values::email(target).ok_or_else(|| {
                 // Cut, so the sentence stays short whatever was sent.
                 let shown: String = target.trim().chars().take(254).collect();
                 error::FORWARD_ADDRESS_INVALID.with(shown)
@@ -349,7 +350,7 @@ async fn check_targets(
         if target == address {
             return Err(error::FORWARD_TO_SELF.into());
         }
-        let target_domain = validate::email_domain(target);
+        let target_domain = crate::values::email_domain(target);
         if target_domain == service || target_domain.ends_with(&format!(".{service}")) {
             return Err(error::FORWARD_TO_SERVICE.with(&service));
         }
@@ -487,7 +488,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
         let seq = next_seq(ctx).await?;
         let mailbox = Mailbox::new(
             &domain.name,
-            &local,
+            local,
             &domain.uid,
             mode,
             input.forward_to().to_vec(),
@@ -497,7 +498,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
         let free = Cond::Or(vec![Cond::NotExists, Cond::eq("status", MailboxStatus::Removed)]);
         let mut writes = vec![
             Write::Put {
-                item: item(&keys::mailbox(&domain.name, &local), &mailbox),
+                item: item(&keys::mailbox(&domain.name, local), &mailbox),
                 cond: Some(free),
             },
             Write::Update {
@@ -515,7 +516,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
                 });
             }
             Err(StoreError::ConditionFailed) => {
-                if get(ctx, &domain.name, &local).await?.is_some_and(|m| m.is_active()) {
+                if get(ctx, &domain.name, local).await?.is_some_and(|m| m.is_active()) {
                     return Err(error::MAILBOX_EXISTS.into());
                 }
                 if !domains::get(ctx, &domain.uid, &domain.name)

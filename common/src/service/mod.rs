@@ -12,7 +12,6 @@ pub mod dkim;
 pub mod domains;
 pub mod drafts;
 pub mod inbox;
-pub mod keys;
 pub mod mail_store;
 pub mod mailboxes;
 pub mod mta_export;

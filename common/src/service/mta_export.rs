@@ -15,13 +15,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Call;
 use super::mailboxes::{self, Mailbox, Mode};
-use super::{Call, keys};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::store::{Cond, Query, StoreError, StoreExt, Update};
-use crate::validate::{Bounded, NoInput};
+use crate::validate::NoInput;
+use crate::values::Bounded;
 
 const EXPORTS: &str = "mta/export/";
 

@@ -10,15 +10,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::accounts::{self, Account, AccountStatus};
-use super::{Call, allowlist, credits, keys};
+use super::{Call, allowlist, credits};
 use crate::auth::Caller;
 use crate::auth::keys::same_digest;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::ratelimit::{self, HOUR, Limit};
 use crate::store::{Cond, Key, StoreError, StoreExt, TTL, Update, Write, item};
-use crate::validate::{self, Fields};
+use crate::validate::Fields;
 use crate::values::{DomainName, EmailAddress, Line, RequestId, Text};
 
 pub const CODE_TTL_SECS: i64 = 86_400;
@@ -334,7 +335,7 @@ async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> 
     let existing = accounts::by_email(ctx, &req.email).await?;
     let (status, api_key, uid, writes) = match existing {
         None => {
-            let allowlisted = allowlist::contains(ctx, validate::email_domain(&req.email)).await?;
+            let allowlisted = allowlist::contains(ctx, crate::values::email_domain(&req.email)).await?;
             let status = if allowlisted {
                 AccountStatus::Ready
             } else {
@@ -484,7 +485,7 @@ pub async fn get_request_status(call: &Call<'_>, input: StatusInput) -> Result<S
     .await?;
     // Only a well-formed address is counted under its own name: anything
     // else cannot be on file, and must not become part of a key.
-    if validate::email(&email).is_some() {
+    if crate::values::email(&email).is_some() {
         ratelimit::hit(
             ctx.store.as_ref(),
             &format!("getRequestStatus:email:{email}"),

@@ -10,10 +10,10 @@ use chrono::{DateTime, Utc};
 
 use super::accounts::{self, OPS_UID};
 use super::domains::{self, Domain, DomainStatus};
-use super::keys;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::ApiError;
+use crate::keys;
 use crate::store::{Cond, StoreError, Update};
 
 /// How often each domain's MX is looked at.

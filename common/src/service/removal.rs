@@ -8,9 +8,9 @@ use serde_json::json;
 
 use super::Call;
 use super::domains::{self, DomainStatus};
-use super::keys;
 use crate::clock::iso;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::store::{Cond, StoreError, Update, Write};
 use crate::validate::Fields;
 use crate::values::{DomainName, EmailAddress, Uid};

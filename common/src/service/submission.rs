@@ -25,8 +25,9 @@ use crate::error::Problem;
 use crate::error::{self, ApiError};
 use crate::mail::message;
 use crate::mail::{Outgoing, inbound};
-use crate::validate::{self, Field, Later, Origin, Slot};
+use crate::validate::{Later, Slot};
 use crate::values::EmailAddress;
+use crate::values::{Field, Origin};
 
 /// The largest message a mailbox may submit (Postfix's submission
 /// `message_size_limit`, from `mailhost limits`): what the service accepts in
@@ -73,7 +74,8 @@ impl Field for RcptTo {
         list.iter()
             .map(|r| {
                 let r = r.as_str().ok_or(error::SUBMISSION_FIELDS)?;
-                validate::email(r).ok_or_else(|| error::RECIPIENT_INVALID.with(r.chars().take(254).collect::<String>()))
+                crate::values::email(r)
+                    .ok_or_else(|| error::RECIPIENT_INVALID.with(r.chars().take(254).collect::<String>()))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(|l| Some(RcptTo(l)))

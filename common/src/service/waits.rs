@@ -15,7 +15,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::store::{Cond, StoreError, TTL, item};
 
-use super::keys;
+use crate::keys;
 
 /// Waits one key may hold at once.
 pub const MAX_WAITS: usize = 5;

@@ -15,15 +15,17 @@ use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Call;
 use super::mail_store::{self, Row};
-use super::{Call, keys};
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::ratelimit::{self, Limit, MINUTE};
 use crate::store::{StoreExt, TTL, item};
-use crate::validate::{Bounded, Fields};
+use crate::validate::Fields;
+use crate::values::Bounded;
 use crate::values::{Cursor, EventId, IsoTime};
 use crate::webhook::{self, Refused};
 

@@ -7,9 +7,9 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::Value;
 
+use super::{Field, Origin};
 use super::{MESSAGE_ID, email_pattern};
 use crate::error::{self, ApiError};
-use crate::validate::{Field, Origin};
 
 /// The most recipients one message may have.
 pub const MAX_RECIPIENTS: usize = 5;
@@ -68,7 +68,7 @@ pub fn recipients(value: &Value) -> Result<Vec<String>, ApiError> {
     }
     let mut out: Vec<String> = Vec::new();
     for r in raw {
-        let address = crate::validate::email(&r).ok_or_else(|| {
+        let address = super::email(&r).ok_or_else(|| {
             let shown: String = r.chars().take(254).collect();
             error::RECIPIENT_INVALID.with(shown)
         })?;

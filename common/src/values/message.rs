@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::Value;
 
+use super::{Field, Origin};
 use crate::error::{self, ApiError};
-use crate::validate::{Field, Origin};
 
 /// The longest subject: one header line (RFC 5322's 998).
 pub const MAX_SUBJECT: usize = 998;

@@ -11,9 +11,11 @@ use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
+mod field;
 mod lists;
 mod message;
 
+pub use field::{Bounded, Field, List, Nullable, Origin, REST_ONLY, RestOnly};
 pub use lists::{MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients};
 pub use message::{Body, DraftSubject, DraftText, MAX_SUBJECT, MAX_TEXT_BYTES, Subject};
 
@@ -21,6 +23,52 @@ pub use message::{Body, DraftSubject, DraftText, MAX_SUBJECT, MAX_TEXT_BYTES, Su
 /// counts its length as sent, as the schema's `maxLength` does).
 pub trait Value: Sized + JsonSchema {
     fn parse(raw: &str) -> Option<Self>;
+}
+
+pub const MAX_EMAIL: usize = 254;
+
+/// Lowercased hostname with the trailing dot stripped, if it is a valid DNS name
+/// with at least two labels, the last starting with a letter (every top-level
+/// domain does; it also tells a name from an IPv4 address).
+pub fn hostname(input: &str) -> Option<String> {
+    let trimmed = input.trim();
+    let name = trimmed.trim_end_matches('.').to_ascii_lowercase();
+    let labels: Vec<&str> = name.split('.').collect();
+    let valid_label = |l: &&str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let tld_ok = labels
+        .last()
+        .is_some_and(|t| t.bytes().next().is_some_and(|b| b.is_ascii_alphabetic()));
+    (trimmed.len() <= 253 && labels.len() >= 2 && labels.iter().all(valid_label) && tld_ok).then_some(name)
+}
+
+/// A lowercased address `local@domain` with a plain local part and a valid domain.
+pub fn email(input: &str) -> Option<String> {
+    let input = input.trim();
+    if input.len() > MAX_EMAIL || input.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return None;
+    }
+    let (local, domain) = input.rsplit_once('@')?;
+    // RFC 5321's 64-character limit on the local part is the receiving
+    // server's to apply: a schema pattern cannot say it (docs/decisions.md).
+    let local_ok = !local.is_empty()
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
+        && local
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-/=?^_`{|}~.".contains(&b));
+    let domain = hostname(domain)?;
+    local_ok.then(|| format!("{}@{domain}", local.to_ascii_lowercase()))
+}
+
+pub fn email_domain(email: &str) -> &str {
+    email.rsplit_once('@').map(|(_, d)| d).unwrap_or_default()
 }
 
 /// One DNS label: letters, digits and inner hyphens, at most 63.
@@ -111,7 +159,7 @@ text_value!(
     "A domain name such as example.com (at least two labels).",
     hostname_pattern(),
     Some(253),
-    crate::validate::hostname
+    hostname
 );
 
 text_value!(
@@ -121,7 +169,7 @@ text_value!(
     "An email address such as name@example.com.",
     email_pattern(),
     Some(254),
-    crate::validate::email
+    email
 );
 
 impl EmailAddress {
@@ -413,14 +461,14 @@ impl<const MIN: usize, const MAX: usize> JsonSchema for Chars<MIN, MAX> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Needle(String);
 
-impl crate::validate::Field for Needle {
+impl Field for Needle {
     type Problems = crate::error::Problem;
     fn read(
         value: &serde_json::Value,
-        origin: crate::validate::Origin,
+        origin: Origin,
         invalid: crate::error::Problem,
     ) -> Result<Option<Self>, crate::error::ApiError> {
-        let text = <String as crate::validate::Field>::read(value, origin, invalid)?;
+        let text = <String as Field>::read(value, origin, invalid)?;
         match text {
             Some(t) if t.chars().count() > 200 => Err(invalid.into()),
             t => Ok(t.map(|t| Needle(t.to_lowercase()))),
@@ -446,14 +494,14 @@ impl JsonSchema for Needle {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyKey(String);
 
-impl crate::validate::Field for IdempotencyKey {
+impl Field for IdempotencyKey {
     type Problems = crate::error::Problem;
     fn read(
         value: &serde_json::Value,
-        origin: crate::validate::Origin,
+        origin: Origin,
         invalid: crate::error::Problem,
     ) -> Result<Option<Self>, crate::error::ApiError> {
-        match <String as crate::validate::Field>::read(value, origin, invalid)? {
+        match <String as Field>::read(value, origin, invalid)? {
             Some(k) if k.len() > 255 || !k.bytes().all(|b| b.is_ascii_graphic() || b == b' ') => Err(invalid.into()),
             k => Ok(k.map(IdempotencyKey)),
         }
@@ -553,6 +601,42 @@ impl std::ops::Deref for Needle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostnames_are_normalized_and_checked() {
+        assert_eq!(hostname(" Example.COM. ").as_deref(), Some("example.com"));
+        assert_eq!(hostname("a-b.example.co.uk").as_deref(), Some("a-b.example.co.uk"));
+        for bad in [
+            "",
+            "localhost",
+            "-a.com",
+            "a..com",
+            "a_b.com",
+            "exa mple.com",
+            "1.2.3.4",
+            "é.com",
+        ] {
+            assert_eq!(hostname(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn emails_are_lowercased_and_checked() {
+        assert_eq!(email("Ann.Lee+x@Example.com").as_deref(), Some("ann.lee+x@example.com"));
+        for bad in [
+            "",
+            "a",
+            "@x.com",
+            "a@",
+            "a b@x.com",
+            "a@@x.com",
+            ".a@x.com",
+            "a@x",
+            "a\u{0}@x.com",
+        ] {
+            assert_eq!(email(bad), None, "{bad:?}");
+        }
+    }
 
     /// Each type's pattern, as a client's validator reads it (anchored),
     /// against its parse, on values near every rule's edge.

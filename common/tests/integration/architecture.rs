@@ -1,6 +1,9 @@
-//! The arrows of the design run one way: http and mcp -> api -> service ->
-//! store. A file that imports against them fails here.
+//! The arrows of the design run one way: http (REST and MCP) -> api ->
+//! service -> store, with auth, values and the other parts below the
+//! services. A file that imports against them fails here, and so does any
+//! cycle between the top-level modules of `common/src`.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 fn sources(dir: &str) -> Vec<(String, String)> {
@@ -36,10 +39,79 @@ fn refuse(dir: &str, forbidden: &[&str]) {
 
 #[test]
 fn services_never_see_http_mcp_or_the_catalogue() {
-    refuse(
-        "service",
-        &["crate::http", "crate::mcp", "crate::api", "crate::openapi", "axum::"],
-    );
+    refuse("service", &["crate::http", "crate::api", "crate::openapi", "axum::"]);
+}
+
+/// The top-level modules each module of `common/src` names (`crate::x`,
+/// `crate::{x, y}`), leaving out its tests.
+fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in sources("") {
+        let rel = path.split("/src/").last().unwrap_or_default();
+        let module = rel
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(".rs")
+            .to_string();
+        if module == "lib" {
+            continue;
+        }
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let mut named = BTreeSet::new();
+        for (at, _) in code.match_indices("crate::") {
+            let rest = &code[at + "crate::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group.split('}').next().unwrap_or_default().split(',').collect(),
+                None => vec![rest],
+            };
+            for name in names {
+                let name: String = name
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                // `crate::input!` is a macro, not a module.
+                if !name.is_empty() && name != module && name != "input" {
+                    named.insert(name);
+                }
+            }
+        }
+        graph.entry(module).or_default().extend(named);
+    }
+    graph
+}
+
+#[test]
+fn the_modules_import_one_way() {
+    let graph = import_graph();
+    assert!(graph.len() > 10, "the graph was not read: {graph:?}");
+    let no_arrow = |from: &str, to: &str| {
+        assert!(
+            !graph.get(from).is_some_and(|to_set| to_set.contains(to)),
+            "{from} imports {to}: against the design's arrows"
+        );
+    };
+    no_arrow("auth", "service");
+    no_arrow("auth", "context");
+    no_arrow("api", "http");
+    no_arrow("values", "validate");
+    no_arrow("store", "service");
+    // No module reaches itself through others.
+    for start in graph.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&String> = graph[start].iter().collect();
+        let mut path = Vec::new();
+        while let Some(next) = stack.pop() {
+            if next == start {
+                panic!("{start} imports itself through {path:?}: a cycle");
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                stack.extend(graph.get(next).into_iter().flatten());
+            }
+        }
+    }
 }
 
 #[test]

@@ -376,7 +376,7 @@ impl TestApp {
 
     /// Sets a credit balance directly (a test shortcut for "after many sends").
     pub async fn set_credits(&self, bucket: &str, remaining: i64) {
-        let key = common::service::keys::credits(bucket);
+        let key = common::keys::credits(bucket);
         let update = common::store::Update::new().set("remaining", remaining);
         self.ctx.store.update(&key, update, None).await.unwrap();
     }

@@ -12,11 +12,11 @@ use axum::routing::MethodRouter;
 use schemars::generate::Contract;
 use serde_json::{Map, Value, json};
 
+use super::AppState;
+use super::extract::{client_ip, discard, read_body};
 use crate::api::{self, Operation};
-use crate::auth::{self, Access, Authenticated, Caller, Presented, Via};
+use crate::auth::{Access, Authenticated, Caller, Presented, Via};
 use crate::error::{self, ApiError};
-use crate::http::AppState;
-use crate::http::extract::{client_ip, discard, read_body};
 use crate::service::Call;
 use crate::validate::{Fields, Origin};
 
@@ -36,10 +36,6 @@ mod code {
 /// The tool failures answered as a tool result with `isError`, not as a
 /// JSON-RPC error (spec 4.12).
 const TOOL_RESULT_STATUSES: [u16; 3] = [404, 429, 503];
-
-/// The most messages one batch may carry: each may run a tool, and one
-/// request's work stays bounded.
-pub const MAX_BATCH: usize = 20;
 
 const AUTH_NOTE: &str = "POST takes the agent key or a standard customer key, as `Authorization: Bearer svc_...` \
                          or `X-Api-Key`. Without a credential: initialize, ping, tools/list and the onboarding \
@@ -91,7 +87,7 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
             caller: Caller::Public,
             via: Via::None,
         },
-        presented => match auth::authenticate(&ctx, &presented).await {
+        presented => match super::preamble::authenticate(&ctx, &presented).await {
             Ok(auth) => auth,
             Err(e) => {
                 discard(body).await;
@@ -122,7 +118,7 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
                 None,
             ));
         }
-        Value::Array(batch) if batch.len() > MAX_BATCH => {
+        Value::Array(batch) if batch.len() > crate::api::MCP_MAX_BATCH => {
             return refuse(failure(
                 Value::Null,
                 code::INVALID_REQUEST,
@@ -302,7 +298,7 @@ fn tool_list() -> &'static Value {
             .map(|(op, tool)| {
                 let mut input = crate::openapi::standalone_schema(op.io.input_schema, Contract::Deserialize);
                 if let Some(props) = input.get_mut("properties").and_then(Value::as_object_mut) {
-                    props.retain(|_, schema| schema.get(crate::validate::REST_ONLY).is_none());
+                    props.retain(|_, schema| schema.get(crate::values::REST_ONLY).is_none());
                 }
                 json!({
                     "name": tool.name,
