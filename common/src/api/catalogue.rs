@@ -6,7 +6,8 @@ use super::{Family::*, Hints, Operation, Section, Tool, delete, get, io, post, p
 use crate::auth::Access::*;
 use crate::error::*;
 use crate::service::{
-    admin, credits, domains, drafts, inbox, mailboxes, mta_export, onboarding, removal, send, submission, webhooks,
+    account, admin, credits, domains, drafts, inbox, mailboxes, mta_export, onboarding, removal, send, submission,
+    webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;
@@ -129,9 +130,9 @@ pub static ONBOARDING: Section = Section {
                           whether it can send, and if not, the next step to take.",
             errors: &[ACCOUNT_FIELDS_TYPE, ACCOUNT_KEY_ONLY, NOT_FOUND],
             io: io!(
-                onboarding::get_account_status,
-                onboarding::AccountStatusInput,
-                onboarding::AccountStatusOutput
+                account::get_account_status,
+                account::AccountStatusInput,
+                account::AccountStatusOutput
             ),
         },
     ],
@@ -335,11 +336,7 @@ pub static DOMAINS: Section = Section {
                           delivery plan and mtaApplied (true once live on the mail server). Operators may pass uid \
                           to read another account.",
             errors: &[SETUP_INCOMPLETE],
-            io: io!(
-                mailboxes::list_domains,
-                mailboxes::ListDomainsInput,
-                mailboxes::DomainList
-            ),
+            io: io!(account::list_domains, account::ListDomainsInput, account::DomainList),
         },
         Operation {
             id: "operatorRemoveDomain",

@@ -6,248 +6,24 @@
 //! values mark each change for the export.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Call;
 use super::accounts::Account;
 use super::domains::{self, DomainStatus};
+use super::forwarding::{ROUTING_ATTEMPTS, check_targets, routing_guards, routing_version};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item};
+use crate::store::{Cond, StoreError, StoreResult, Update, Write, item};
 use crate::validate::Fields;
-use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, Uid, Value as _};
+use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, Value as _};
 
 pub const MAX_FORWARD: usize = 5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    Hosted,
-    Forward,
-    Both,
-}
-
-impl crate::values::Value for Mode {
-    fn parse(text: &str) -> Option<Mode> {
-        match text.trim() {
-            "hosted" => Some(Mode::Hosted),
-            "forward" => Some(Mode::Forward),
-            "both" => Some(Mode::Both),
-            _ => None,
-        }
-    }
-}
-
-impl Mode {
-    /// Stored mail and an IMAP/SMTP login.
-    pub fn stores(self) -> bool {
-        self != Mode::Forward
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MailboxStatus {
-    Active,
-    Removed,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Mailbox {
-    pub domain_id: String,
-    pub local_part: String,
-    pub address: String,
-    pub uid: String,
-    pub mode: Mode,
-    #[serde(default, deserialize_with = "one_or_many")]
-    pub forward_to: Vec<String>,
-    pub status: MailboxStatus,
-    #[serde(default)]
-    pub protected: bool,
-    /// The change counter's value at this mailbox's latest change.
-    pub change_seq: i64,
-    #[serde(default)]
-    pub mta_applied: bool,
-    #[serde(default)]
-    pub mta_applied_at: Option<String>,
-    /// SHA512-CRYPT hash of the app password; never the password.
-    #[serde(default)]
-    pub password_hash: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-/// Legacy records hold a single string where a list is expected.
-fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    Ok(match Option::<OneOrMany>::deserialize(d)? {
-        None => Vec::new(),
-        Some(OneOrMany::One(s)) => vec![s],
-        Some(OneOrMany::Many(v)) => v,
-    })
-}
-
-impl Mailbox {
-    /// A new active mailbox, its change numbered `change_seq`, not yet applied.
-    fn new(
-        domain: &str,
-        local: &str,
-        uid: &str,
-        mode: Mode,
-        forward_to: Vec<String>,
-        change_seq: i64,
-        now: &str,
-    ) -> Self {
-        Mailbox {
-            domain_id: domain.into(),
-            local_part: local.into(),
-            address: format!("{local}@{domain}"),
-            uid: uid.into(),
-            mode,
-            forward_to,
-            status: MailboxStatus::Active,
-            protected: false,
-            change_seq,
-            mta_applied: false,
-            mta_applied_at: None,
-            password_hash: None,
-            created_at: now.into(),
-            updated_at: now.into(),
-        }
-    }
-
-    pub fn is_active(&self) -> bool {
-        self.status == MailboxStatus::Active
-    }
-    /// Whose mail this mailbox's rows are: a service-domain mailbox is read on
-    /// its own (by the agent key and operators), any other with its account.
-    pub fn reading_scope(&self, service_domain: &str) -> String {
-        if self.domain_id.eq_ignore_ascii_case(service_domain) {
-            crate::keys::inbox_mailbox_scope(&self.address)
-        } else {
-            crate::keys::inbox_account_scope(&self.uid)
-        }
-    }
-    /// May log in over IMAP/SMTP: stored mail and an issued password.
-    pub fn login_hash(&self) -> Option<&str> {
-        (self.is_active() && self.mode.stores())
-            .then_some(self.password_hash.as_deref())
-            .flatten()
-    }
-}
-
-/// Where mail to an address goes (spec 2.7).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Delivery {
-    /// Stored in the mailbox (hosted and both).
-    pub vmailbox: bool,
-    /// Relayed (forward and both); null otherwise.
-    pub virtual_alias: Option<Alias>,
-}
-
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Alias {
-    pub address: String,
-    /// For `both`, the mailbox's own address first.
-    pub targets: Vec<String>,
-}
-
-/// The delivery plan of 2.7; a removed mailbox's is the removal plan.
-pub fn delivery(m: &Mailbox) -> Delivery {
-    let alias = |targets: Vec<String>| {
-        Some(Alias {
-            address: m.address.clone(),
-            targets,
-        })
-    };
-    let (vmailbox, virtual_alias) = match (m.is_active(), m.mode) {
-        (false, _) => (false, None),
-        (true, Mode::Hosted) => (true, None),
-        (true, Mode::Forward) => (false, alias(m.forward_to.clone())),
-        (true, Mode::Both) => {
-            let mut targets = vec![m.address.clone()];
-            targets.extend(m.forward_to.iter().cloned());
-            (true, alias(targets))
-        }
-    };
-    Delivery {
-        vmailbox,
-        virtual_alias,
-    }
-}
-
-/// A mailbox as the routes show it (spec 2.7).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MailboxView {
-    pub id: String,
-    pub address: String,
-    pub domain_id: String,
-    pub local_part: String,
-    pub mode: Mode,
-    pub forward_to: Vec<String>,
-    pub status: MailboxStatus,
-    pub protected: bool,
-    pub delivery: Delivery,
-    /// An IMAP/SMTP app password has been issued.
-    pub has_credential: bool,
-    /// False until the mail server applied the latest change.
-    pub mta_applied: bool,
-    pub mta_applied_at: Option<String>,
-}
-
-pub fn view(m: &Mailbox) -> MailboxView {
-    MailboxView {
-        id: m.address.clone(),
-        address: m.address.clone(),
-        domain_id: m.domain_id.clone(),
-        local_part: m.local_part.clone(),
-        mode: m.mode,
-        forward_to: m.forward_to.clone(),
-        status: m.status,
-        protected: m.protected,
-        delivery: delivery(m),
-        has_credential: m.password_hash.is_some() && m.mode.stores(),
-        mta_applied: m.mta_applied,
-        mta_applied_at: m.mta_applied_at.clone(),
-    }
-}
-
-pub async fn get(ctx: &Context, domain: &str, local: &str) -> StoreResult<Option<Mailbox>> {
-    ctx.store.read(&keys::mailbox(domain, local)).await
-}
-
-pub async fn by_address(ctx: &Context, address: &str) -> StoreResult<Option<Mailbox>> {
-    match address.rsplit_once('@') {
-        Some((local, domain)) => get(ctx, domain, local).await,
-        None => Ok(None),
-    }
-}
-
-/// Every mailbox record of a domain, tombstones included.
-pub async fn of_domain_all(ctx: &Context, domain: &str) -> StoreResult<Vec<Mailbox>> {
-    ctx.store
-        .all_records(Query::partition(keys::mailboxes_of(domain)).limit(500))
-        .await
-}
-
-pub async fn of_domain(ctx: &Context, domain: &str) -> StoreResult<Vec<Mailbox>> {
-    Ok(of_domain_all(ctx, domain)
-        .await?
-        .into_iter()
-        .filter(Mailbox::is_active)
-        .collect())
-}
+pub use super::mailbox::*;
 
 async fn next_seq(ctx: &Context) -> StoreResult<i64> {
     let counted = ctx
@@ -330,61 +106,6 @@ impl crate::values::Field for ForwardTo {
         }
         Ok(Some(ForwardTo(out)))
     }
-}
-
-/// The mode rules of 4.8 for a mailbox at `address` on `domain`.
-async fn check_targets(
-    ctx: &Context,
-    address: &str,
-    domain: &str,
-    mode: Mode,
-    targets: &[String],
-) -> Result<(), ApiError> {
-    match (mode, targets.is_empty()) {
-        (Mode::Hosted, false) => return Err(error::FORWARD_TO_HOSTED.into()),
-        (Mode::Forward | Mode::Both, true) => return Err(error::FORWARD_TO_REQUIRED.into()),
-        _ => {}
-    }
-    let service = ctx.config.service_domain.to_ascii_lowercase();
-    for target in targets {
-        if target == address {
-            return Err(error::FORWARD_TO_SELF.into());
-        }
-        let target_domain = crate::values::email_domain(target);
-        if target_domain == service || target_domain.ends_with(&format!(".{service}")) {
-            return Err(error::FORWARD_TO_SERVICE.with(&service));
-        }
-        if target_domain == domain && !by_address(ctx, target).await?.is_some_and(|m| m.is_active()) {
-            return Err(error::FORWARD_TO_MISSING.with_each(&[target, &domain]));
-        }
-    }
-    if forwards_back(ctx, address, targets).await? {
-        return Err(error::FORWARDING_LOOP.into());
-    }
-    Ok(())
-}
-
-/// Whether following forwards from `targets` through this service's mailboxes
-/// comes back to `address`. Each address is visited once, however long the
-/// chain: the walk ends because the set of mailboxes is finite.
-async fn forwards_back(ctx: &Context, address: &str, targets: &[String]) -> StoreResult<bool> {
-    let mut seen = std::collections::HashSet::new();
-    let mut queue: Vec<String> = targets.to_vec();
-    while let Some(next) = queue.pop() {
-        if next == address {
-            return Ok(true);
-        }
-        if !seen.insert(next.clone()) {
-            continue;
-        }
-        if let Some(m) = by_address(ctx, &next).await?
-            && m.is_active()
-            && m.mode != Mode::Hosted
-        {
-            queue.extend(m.forward_to.iter().filter(|t| **t != m.address).cloned());
-        }
-    }
-    Ok(false)
 }
 
 /// The domain a caller may manage mailboxes on: their own, or for an operator
@@ -531,50 +252,6 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
         }
     }
     Err(error::FORWARDING_BUSY.into())
-}
-
-/// How many times a forwarding change is validated again after losing a race.
-const ROUTING_ATTEMPTS: usize = 5;
-
-/// The forwarding version a change was validated against: `None` for a change
-/// that adds no forwarding (it cannot close a loop).
-async fn routing_version(ctx: &Context, mode: Mode) -> StoreResult<Option<i64>> {
-    if mode == Mode::Hosted {
-        return Ok(None);
-    }
-    let found = ctx.store.get(&keys::forwarding()).await?;
-    Ok(Some(
-        found
-            .and_then(|i| i.get("version").and_then(Value::as_i64))
-            .unwrap_or(0),
-    ))
-}
-
-/// What a forwarding change commits with: the forwarding version unchanged since
-/// validation (so two changes can never form a loop between them), and every
-/// same-domain target still an active mailbox.
-fn routing_guards(version: Option<i64>, domain: &str, targets: &[String]) -> Vec<Write> {
-    let Some(version) = version else { return Vec::new() };
-    let unchanged = match version {
-        0 => Cond::missing("version"),
-        v => Cond::eq("version", v),
-    };
-    let mut writes = vec![Write::Update {
-        key: keys::forwarding(),
-        update: Update::new().add("version", 1),
-        cond: Some(unchanged),
-    }];
-    for target in targets {
-        if let Some((local, target_domain)) = target.rsplit_once('@')
-            && target_domain == domain
-        {
-            writes.push(Write::Check {
-                key: keys::mailbox(domain, local),
-                cond: Cond::eq("status", MailboxStatus::Active),
-            });
-        }
-    }
-    writes
 }
 
 /// A caller's active mailbox, or 404 (also for another account's).
@@ -907,51 +584,4 @@ pub async fn ensure_protected(ctx: &Context, domain: &str, local: &str) -> anyho
         Ok(()) | Err(StoreError::ConditionFailed) => Ok(()),
         Err(e) => Err(e.into()),
     }
-}
-
-// ------------------------------------------------------------ listDomains
-
-crate::input! {
-    /// GET /listDomains: an operator may name another account's `uid`.
-    pub struct ListDomainsInput {
-        /// Operators only: read this account instead of their own.
-        pub uid: Option<Uid> = error::UID_INVALID,
-    }
-}
-
-/// A domain with its mailboxes.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct DomainRow {
-    #[serde(flatten)]
-    pub domain: domains::DomainView,
-    pub mailboxes: Vec<MailboxView>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct DomainList {
-    pub ok: bool,
-    pub domains: Vec<DomainRow>,
-}
-
-/// The account's domains, each with its active mailboxes.
-pub async fn list_domains(call: &Call<'_>, input: ListDomainsInput) -> Result<DomainList, ApiError> {
-    let ctx = call.ctx;
-    let account = call.account().await?;
-    // An operator may read another account; everyone else reads their own.
-    let uid = match input.uid {
-        Some(uid) if call.is_operator() => uid.into_string(),
-        _ => account.uid,
-    };
-    let mut rows = Vec::new();
-    for domain in domains::of_account(ctx, &uid).await? {
-        let mailboxes = of_domain(ctx, &domain.name).await?;
-        rows.push(DomainRow {
-            domain: domains::view(ctx, &domain),
-            mailboxes: mailboxes.iter().map(view).collect(),
-        });
-    }
-    Ok(DomainList {
-        ok: true,
-        domains: rows,
-    })
 }

@@ -2,6 +2,7 @@
 //! returns a typed output or a named error from the catalogue
 //! ([`crate::error`]); it never sees HTTP or JSON-RPC types.
 
+pub mod account;
 pub mod accounts;
 pub mod admin;
 pub mod allowlist;
@@ -11,8 +12,10 @@ pub mod credits;
 pub mod dkim;
 pub mod domains;
 pub mod drafts;
+pub mod forwarding;
 pub mod inbox;
 pub mod mail_store;
+pub mod mailbox;
 pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;

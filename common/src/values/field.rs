@@ -53,12 +53,12 @@ impl Field for String {
     }
 }
 
-/// `true` or `false`; a query string's text of either.
+/// `true` or `false`; a query string's text of either. A switch is never
+/// null: `null` is refused, not read as left out.
 impl Field for bool {
     type Problems = Problem;
     fn read(value: &Value, origin: Origin, invalid: Problem) -> Result<Option<Self>, ApiError> {
         match (value, origin) {
-            (Value::Null, _) => Ok(None),
             (Value::Bool(b), _) => Ok(Some(*b)),
             (Value::String(s), Origin::Query) if s == "true" || s == "false" => Ok(Some(s == "true")),
             _ => Err(invalid.into()),

@@ -97,21 +97,70 @@ fn the_modules_import_one_way() {
     no_arrow("api", "http");
     no_arrow("values", "validate");
     no_arrow("store", "service");
-    // No module reaches itself through others.
+    no_cycle(&graph);
+}
+
+/// No module reaches itself through others.
+fn no_cycle(graph: &BTreeMap<String, BTreeSet<String>>) {
     for start in graph.keys() {
         let mut seen = BTreeSet::new();
         let mut stack: Vec<&String> = graph[start].iter().collect();
-        let mut path = Vec::new();
         while let Some(next) = stack.pop() {
-            if next == start {
-                panic!("{start} imports itself through {path:?}: a cycle");
-            }
+            assert!(next != start, "{start} imports itself through {seen:?}: a cycle");
             if seen.insert(next.clone()) {
-                path.push(next.clone());
                 stack.extend(graph.get(next).into_iter().flatten());
             }
         }
     }
+}
+
+/// The services among themselves: each names others as `super::x` or
+/// `crate::service::x` (a folder's files count as its module).
+#[test]
+fn the_services_import_one_way() {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in sources("service") {
+        let rel = path.split("/service/").last().unwrap_or_default();
+        let module = rel
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(".rs")
+            .to_string();
+        let in_folder = rel.contains('/');
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let mut named = BTreeSet::new();
+        for prefix in ["super::", "crate::service::"] {
+            // In a folder's file, `super::` is the folder's own module.
+            if in_folder && prefix == "super::" {
+                continue;
+            }
+            for (at, _) in code.match_indices(prefix) {
+                let rest = &code[at + prefix.len()..];
+                let names: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(group) => group.split('}').next().unwrap_or_default().split(',').collect(),
+                    None => vec![rest],
+                };
+                for name in names {
+                    let name: String = name
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .collect();
+                    if !name.is_empty() && name != module {
+                        named.insert(name);
+                    }
+                }
+            }
+        }
+        graph.entry(module).or_default().extend(named);
+    }
+    graph.remove("mod");
+    assert!(
+        graph.get("mailboxes").is_some_and(|m| m.contains("forwarding")),
+        "{graph:?}"
+    );
+    no_cycle(&graph);
 }
 
 #[test]

@@ -1,0 +1,76 @@
+//! GET /attachment: one stored file of a message.
+
+use super::*;
+
+// ---------------------------------------------------------- GET /attachment
+
+crate::input! {
+    pub struct AttachmentQuery {
+        /// The message's id; wins over messageId.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        pub index: Bounded<0, MAX_ATTACHMENT_INDEX> = (error::ATTACHMENT_INDEX_INVALID, error::ATTACHMENT_INDEX_INVALID),
+        /// inbound (default), or outbound for a threaded send's files.
+        pub r#box: Option<Direction> = error::ATTACHMENT_BOX_INVALID,
+        /// `inline`: shown in the browser, for raster images, PDF and plain text.
+        pub disposition: Option<Inline> = error::ATTACHMENT_DISPOSITION_INVALID,
+        /// Agent key and operators only: an address at the service domain.
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+    }
+    check AttachmentQuery::named;
+}
+
+impl AttachmentQuery {
+    fn named(self, _: &Fields) -> Result<Self, ApiError> {
+        if self.id.is_none() && self.message_id.is_none() {
+            return Err(error::MESSAGE_TARGET_REQUIRED.into());
+        }
+        Ok(self)
+    }
+}
+
+/// Types a browser shows without running anything: raster images, PDF and
+/// plain text. Everything else is a download, whatever was asked.
+fn previewable(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp" | "image/bmp" | "application/pdf" | "text/plain"
+    )
+}
+
+pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Download, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let direction = input.r#box.unwrap_or(Direction::Inbound);
+    let row = match (input.id, input.message_id) {
+        (Some(id), _) => mail_store::by_id(call.ctx, &scope, &id).await?,
+        (None, Some(mid)) => mail_store::by_message_id(call.ctx, &scope, &mid, Some(direction)).await?,
+        (None, None) => None,
+    };
+    let row = row.filter(|r| r.direction == direction).ok_or(error::NOT_FOUND)?;
+    let index = input.index.get() as usize;
+    let meta = row
+        .attachments
+        .iter()
+        .find(|a| a.index == index)
+        .ok_or(error::NOT_FOUND)?;
+    let key = format!("{}/att-{index}", row.blob_prefix);
+    let bytes = call
+        .ctx
+        .blobs
+        .get(&key)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .ok_or(error::NOT_FOUND)?;
+    Ok(Download {
+        content_type: meta.content_type.clone(),
+        filename: meta.filename.clone(),
+        bytes,
+        inline: input.disposition.is_some() && previewable(&meta.content_type),
+    })
+}

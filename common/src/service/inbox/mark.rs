@@ -1,0 +1,94 @@
+//! POST /inbox (tool `mark_read`): read flags and folders.
+
+use super::*;
+
+// ------------------------------------------------------------ POST /inbox
+
+crate::input! {
+    /// POST /inbox (tool `mark_read`).
+    #[schemars(extend("anyOf" = [
+        {"required": ["id"], "properties": {"id": {"type": "string"}}},
+        {"required": ["messageId"], "properties": {"messageId": {"type": "string"}}},
+        {"required": ["thread"], "properties": {"thread": {"type": "string"}}}
+    ]))]
+    pub struct MarkInput {
+        /// A message; wins over messageId and thread.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        /// A whole thread (all its inbound rows).
+        pub thread: Option<ThreadId> = error::INBOX_THREAD_INVALID,
+        /// true marks unread, false read (outbound rows stay read). The tool
+        /// marks read when neither unread nor folder is given.
+        pub unread: Option<bool> = error::UNREAD_TYPE,
+        /// Moves the whole thread (up to 100 inbound and 100 outbound messages).
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        /// Agent key and operators only: an address at the service domain.
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+    }
+    check MarkInput::complete;
+}
+
+impl MarkInput {
+    fn complete(mut self, fields: &Fields) -> Result<Self, ApiError> {
+        if self.id.is_none() && self.message_id.is_none() && self.thread.is_none() {
+            return Err(error::INBOX_TARGET_REQUIRED.into());
+        }
+        if self.unread.is_none() && self.folder.is_none() {
+            // The spec's mark_read: "omit unread to mark read".
+            if fields.origin != Origin::Tool {
+                return Err(error::INBOX_CHANGE_REQUIRED.into());
+            }
+            self.unread = Some(false);
+        }
+        Ok(self)
+    }
+}
+
+/// The thread as it is after the change.
+pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiError> {
+    let ctx = call.ctx;
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let target = target(input.id, input.message_id, input.thread).ok_or(error::INBOX_TARGET_REQUIRED)?;
+    let (thread_id, row) = match &target {
+        Target::Thread(t) => {
+            mail_store::thread(ctx, &scope, t).await?.ok_or(error::NOT_FOUND)?;
+            (t.clone(), None)
+        }
+        _ => {
+            let row = find(call, &scope, &target).await?;
+            (row.thread_id.clone(), Some(row))
+        }
+    };
+    if let Some(folder) = input.folder {
+        mail_store::move_thread(ctx, &scope, &thread_id, folder).await?;
+    }
+    if let Some(unread) = input.unread {
+        let rows = match row {
+            // After a move, the row as it is now.
+            Some(row) if input.folder.is_some() => {
+                vec![mail_store::by_id(ctx, &scope, &row.id).await?.ok_or(error::NOT_FOUND)?]
+            }
+            Some(row) => vec![row],
+            None => {
+                crate::store::StoreExt::all_records(
+                    &*ctx.store,
+                    crate::store::Query::partition(keys::thread_partition(&scope, &thread_id)).between("0", "~"),
+                )
+                .await?
+            }
+        };
+        mail_store::set_unread(ctx, &scope, rows, unread).await?;
+    }
+    let pk = keys::thread_partition(&scope, &thread_id);
+    let (summary, page) = tokio::join!(
+        mail_store::thread(ctx, &scope, &thread_id),
+        mail_store::page::<Row>(ctx, pk, false, None, THREAD_PAGE)
+    );
+    let (rows, next_cursor) = page?;
+    Ok(ThreadView {
+        ok: true,
+        thread: summary?.ok_or(error::NOT_FOUND)?,
+        messages: rows.iter().map(Summary::from).collect(),
+        next_cursor,
+    })
+}

@@ -1,0 +1,426 @@
+//! Reading stored mail: GET /inbox (the flat list, a read, threads, search)
+//! and the reading tools.
+
+use super::*;
+
+// ------------------------------------------------------------ GET /inbox
+
+crate::input! {
+    pub struct InboxQuery {
+        /// 1 to 50, default 25.
+        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        /// Agent key and operators only: an address at the service domain
+        /// (default inbox@ the service domain).
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// Reads that message (with its text) and marks it read.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        /// Reads the message with this Message-ID (id wins).
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        /// `threads` lists conversation threads.
+        pub view: Option<Threads> = error::INBOX_VIEW_INVALID,
+        /// A thread's messages, oldest first; marks its inbound rows read.
+        pub thread: Option<ThreadId> = error::INBOX_THREAD_INVALID,
+        /// Search subject, sender and body of the newest 200 inbound and 200
+        /// outbound rows; 2 to 200 characters.
+        pub q: Option<Chars<2, 200>> = error::INBOX_QUERY_INVALID,
+        /// inbox, archive or trash. Threads: default inbox; list and search:
+        /// every folder.
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        /// The nextCursor of the previous page.
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        /// Wait up to this many seconds (1 to 25) for a matching message.
+        pub wait: Option<WaitSeconds> = error::INBOX_WAIT_INVALID,
+        /// With wait: only messages after this message id; without it, unread ones.
+        pub after: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        /// With wait: the sender contains this (case-insensitive).
+        pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
+        /// With wait: the subject contains this (case-insensitive).
+        pub subject: Option<Needle> = error::INBOX_FILTER_INVALID,
+    }
+}
+
+pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiError> {
+    let limit = q.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    match target(q.id, q.message_id, q.thread) {
+        Some(Target::Thread(thread)) => {
+            let scope = scope(call, q.mailbox.as_deref())?;
+            return Ok(InboxOutput::Thread(
+                read_thread(call, &scope, &thread, q.cursor.as_deref()).await?,
+            ));
+        }
+        Some(target) => {
+            let scope = scope(call, q.mailbox.as_deref())?;
+            let read = read_message(call, &scope, &target, None).await?;
+            return Ok(InboxOutput::Message(Box::new(read)));
+        }
+        None => {}
+    }
+    let scope = scope(call, q.mailbox.as_deref())?;
+    if let Some(text) = q.q {
+        return Ok(InboxOutput::List(
+            search_scope(call, &scope, &text, q.folder, limit).await?,
+        ));
+    }
+    if q.view.is_some() {
+        let folder = q.folder.unwrap_or(Folder::Inbox);
+        return Ok(InboxOutput::Threads(
+            threads_page(call, &scope, folder, q.cursor.as_deref(), limit).await?,
+        ));
+    }
+    if let Some(seconds) = q.wait {
+        let filter = WaitFilter {
+            after: q.after,
+            from: q.from,
+            subject: q.subject,
+        };
+        let rows = wait_rows(call, &scope, &filter, seconds.get()).await?;
+        return Ok(InboxOutput::List(InboxList::of(&rows, None)?));
+    }
+    Ok(InboxOutput::List(
+        flat_page(call, &scope, q.folder, q.cursor.as_deref(), limit).await?,
+    ))
+}
+
+async fn flat_page(
+    call: &Call<'_>,
+    scope: &str,
+    folder: Option<Folder>,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<InboxList, ApiError> {
+    let pk = match folder {
+        Some(f) => keys::folder_partition(scope, f.as_str()),
+        None => keys::mail_partition(scope, false),
+    };
+    let (items, next_cursor) = mail_store::page_raw(call.ctx, pk.clone(), true, cursor, limit).await?;
+    let (messages, unread_in_page) = call.ctx.summaries.page(&pk, items, encode_stored)?;
+    Ok(InboxList {
+        ok: true,
+        messages,
+        unread_in_page,
+        next_cursor,
+    })
+}
+
+/// A stored row's summary and unread flag, from its text: the values are
+/// copied as they are, not decoded (see [`StoredSummary`]).
+fn encode_stored(text: &[u8]) -> Result<(Box<RawValue>, bool), ApiError> {
+    let text = std::str::from_utf8(text).map_err(ApiError::internal)?;
+    let summary: StoredSummary<'_> = serde_json::from_str(text).map_err(ApiError::internal)?;
+    let encoded = serde_json::value::to_raw_value(&summary).map_err(ApiError::internal)?;
+    Ok((encoded, summary.unread))
+}
+
+async fn threads_page(
+    call: &Call<'_>,
+    scope: &str,
+    folder: Folder,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<ThreadList, ApiError> {
+    let pk = keys::threads_partition(scope, folder.as_str());
+    let (threads, next_cursor) = mail_store::page::<Thread>(call.ctx, pk, true, cursor, limit).await?;
+    Ok(ThreadList {
+        ok: true,
+        threads,
+        next_cursor,
+    })
+}
+
+/// A thread's summary and a page of its messages, oldest first; every unread
+/// inbound row of the thread is marked read.
+async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<&str>) -> Result<ThreadView, ApiError> {
+    let ctx = call.ctx;
+    let pk = keys::thread_partition(scope, thread);
+    let (summary, page) = tokio::join!(
+        mail_store::thread(ctx, scope, thread),
+        mail_store::page::<Row>(ctx, pk.clone(), false, cursor, THREAD_PAGE)
+    );
+    let mut summary = summary?.ok_or(error::NOT_FOUND)?;
+    let (rows, next_cursor) = page?;
+    let unread_here = rows.iter().filter(|r| r.unread).count() as i64;
+    if call.peek {
+        return Ok(ThreadView {
+            ok: true,
+            messages: rows.iter().map(Summary::from).collect(),
+            thread: summary,
+            next_cursor,
+        });
+    }
+    let rows = if summary.unread_count > unread_here {
+        // Unread rows beyond this page: read them all to mark them.
+        let all: Vec<Row> =
+            crate::store::StoreExt::all_records(&*ctx.store, crate::store::Query::partition(pk).between("0", "~"))
+                .await?;
+        let unread: Vec<Row> = all.into_iter().filter(|r| r.unread).collect();
+        mail_store::set_unread(ctx, scope, unread, false).await?;
+        rows.into_iter().map(|r| Row { unread: false, ..r }).collect()
+    } else {
+        let (unread, read): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.unread);
+        let mut rows = read;
+        rows.extend(mail_store::set_unread(ctx, scope, unread, false).await?);
+        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        rows
+    };
+    summary.unread_count = 0;
+    Ok(ThreadView {
+        ok: true,
+        thread: summary,
+        messages: rows.iter().map(Summary::from).collect(),
+        next_cursor,
+    })
+}
+
+/// Rows of the newest 200 of each direction whose subject, sender or body
+/// holds the text, newest first. Marks nothing read.
+async fn search_scope(
+    call: &Call<'_>,
+    scope: &str,
+    text: &str,
+    folder: Option<Folder>,
+    limit: usize,
+) -> Result<InboxList, ApiError> {
+    let (inbound, outbound) = tokio::join!(
+        mail_store::newest(call.ctx, scope, false, SEARCH_DEPTH),
+        mail_store::newest(call.ctx, scope, true, SEARCH_DEPTH)
+    );
+    let needle = text.to_lowercase();
+    let mut hits: Vec<Row> = inbound?
+        .into_iter()
+        .chain(outbound?)
+        .filter(|r| folder.is_none_or(|f| r.folder() == f) && r.matches(&needle))
+        .collect();
+    hits.sort_by(|a, b| b.id.cmp(&a.id));
+    hits.truncate(limit);
+    InboxList::of(&hits, None)
+}
+
+/// A message with its body, marked read; the text cut at `max_chars` when
+/// given.
+pub(super) async fn read_message(
+    call: &Call<'_>,
+    scope: &str,
+    target: &Target,
+    max_chars: Option<usize>,
+) -> Result<MessageRead, ApiError> {
+    let row = find(call, scope, target).await?;
+    let row = if row.unread && !call.peek {
+        mail_store::set_unread(call.ctx, scope, vec![row], false)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or(error::NOT_FOUND)?
+    } else {
+        row
+    };
+    let (mut text, mut html) = mail_store::body(call.ctx, &row).await?;
+    let mut truncated = None;
+    if let Some(max) = max_chars {
+        let cut_text = cut_chars(&mut text, max);
+        let cut_html = html.as_mut().is_some_and(|h| cut_chars(h, max));
+        truncated = Some(cut_text || cut_html);
+    }
+    Ok(MessageRead {
+        ok: true,
+        message: MessageView {
+            summary: Summary::from(&row),
+            text,
+            html,
+        },
+        truncated,
+    })
+}
+
+fn cut_chars(s: &mut String, max: usize) -> bool {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => {
+            s.truncate(at);
+            true
+        }
+        None => false,
+    }
+}
+
+// ------------------------------------------------------------- MCP tools
+
+crate::input! {
+    /// Tool `list_inbox`: the flat list.
+    pub struct ListQuery {
+        /// 1 to 50, default 25.
+        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        /// Agent key only: an address at the service domain (default inbox@
+        /// the service domain).
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// inbox, archive or trash; omitted: every folder.
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        /// The nextCursor of the previous page.
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+    }
+}
+
+pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await
+}
+
+crate::input! {
+    /// Tool `get_message`: one message by id or Message-ID.
+    #[schemars(extend("anyOf" = [
+        {"required": ["id"], "properties": {"id": {"type": "string"}}},
+        {"required": ["messageId"], "properties": {"messageId": {"type": "string"}}}
+    ]))]
+    pub struct MessageTarget {
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        /// The RFC Message-ID (id wins when both are given).
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        /// Agent key and operators only: an address at the service domain.
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// Cut text and html to this many characters (100 to 1000000, default
+        /// 20000); `truncated` says whether they were.
+        pub max_chars: Option<MaxChars> = error::MAX_CHARS_INVALID,
+    }
+    check MessageTarget::named;
+}
+
+impl MessageTarget {
+    fn named(self, _: &Fields) -> Result<Self, ApiError> {
+        if self.id.is_none() && self.message_id.is_none() {
+            return Err(error::MESSAGE_TARGET_REQUIRED.into());
+        }
+        Ok(self)
+    }
+}
+
+pub async fn get_message(call: &Call<'_>, input: MessageTarget) -> Result<MessageRead, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let target = target(input.id, input.message_id, None).ok_or(error::MESSAGE_TARGET_REQUIRED)?;
+    let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
+    read_message(call, &scope, &target, Some(max)).await
+}
+
+crate::input! {
+    /// Tool `list_threads`: a folder's threads.
+    pub struct ThreadsQuery {
+        /// inbox (default), archive or trash.
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+    }
+}
+
+pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<ThreadList, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    threads_page(
+        call,
+        &scope,
+        input.folder.unwrap_or(Folder::Inbox),
+        input.cursor.as_deref(),
+        limit,
+    )
+    .await
+}
+
+crate::input! {
+    /// Tool `get_thread`.
+    pub struct ThreadQuery {
+        pub thread: ThreadId = (error::INBOX_THREAD_INVALID, error::INBOX_THREAD_INVALID),
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+    }
+}
+
+pub async fn get_thread(call: &Call<'_>, input: ThreadQuery) -> Result<ThreadView, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    read_thread(call, &scope, &input.thread, input.cursor.as_deref()).await
+}
+
+crate::input! {
+    /// Tool `search_inbox`.
+    pub struct SearchQuery {
+        pub q: Chars<2, 200> = (error::INBOX_QUERY_INVALID, error::INBOX_QUERY_INVALID),
+        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
+        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+    }
+}
+
+pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    search_scope(call, &scope, &input.q, input.folder, limit).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{self, Key};
+
+    fn row(date: Option<String>, folder: Option<Folder>, attachments: Vec<AttachmentInfo>, conflict: bool) -> Row {
+        Row {
+            id: "m1".into(),
+            message_id: "<a\"b@example.org>".into(),
+            mailbox: "inbox@example.org".into(),
+            direction: Direction::Inbound,
+            from: "Zoë \\ \u{1}<z@example.org>".into(),
+            to: vec!["inbox@example.org".into(), "b@example.org".into()],
+            subject: "Snow ☃ \"quoted\"\ttab".into(),
+            preview: "line\nbreak".into(),
+            date,
+            ingested_at: "2026-11-23T10:00:00Z".into(),
+            unread: true,
+            folder,
+            source: "smtp".into(),
+            thread_id: "ab".repeat(32),
+            attachments,
+            blob_prefix: "mail/inbox@example.org/00".into(),
+            text: "the body, which a list never shows".into(),
+            text_in_blob: false,
+            has_html: true,
+            digest: "00ff".into(),
+            message_id_conflict: conflict,
+        }
+    }
+
+    /// A page read from stored text answers what the rows themselves would.
+    #[test]
+    fn a_stored_rows_summary_is_its_summary() {
+        let attachment = AttachmentInfo {
+            index: 0,
+            filename: "a.pdf".into(),
+            content_type: "application/pdf".into(),
+            size: 12,
+            download_path: "/attachment?id=m1&index=0".into(),
+        };
+        let rows = [
+            row(None, None, vec![], false),
+            row(None, None, vec![], true),
+            row(
+                Some("Mon, 23 Nov 2026 10:00:00 +0000".into()),
+                Some(Folder::Archive),
+                vec![attachment],
+                false,
+            ),
+        ];
+        for r in rows {
+            let item = store::item(&Key::new("MAIL#S#in", &r.id), &r);
+            let (from_text, unread) = encode_stored(&serde_json::to_vec(&item).unwrap()).unwrap();
+            let from_row = serde_json::to_string(&Summary::from(&r)).unwrap();
+            assert!(unread);
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(from_text.get()).unwrap(),
+                serde_json::from_str::<serde_json::Value>(&from_row).unwrap()
+            );
+            let text = from_text.get();
+            assert!(!text.contains("body") && !text.contains("blobPrefix") && !text.contains("\"pk\""));
+            assert!(!text.contains("digest"));
+            // Same fields in the same order: without attachments (whose
+            // stored keys are sorted) the two encodings are the same bytes.
+            if r.attachments.is_empty() {
+                assert_eq!(text, from_row);
+            }
+        }
+    }
+}

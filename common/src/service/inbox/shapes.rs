@@ -1,0 +1,183 @@
+//! What the inbox answers with: list rows, a read, threads.
+
+use super::*;
+
+// ------------------------------------------------------------------ shapes
+
+/// A list row (spec 2.4): no body, attachment metadata only.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// `^[A-Za-z0-9_-]{1,128}$`
+    pub id: String,
+    pub message_id: String,
+    pub mailbox: String,
+    pub from: String,
+    pub to: Vec<String>,
+    pub subject: String,
+    pub preview: String,
+    pub date: Option<String>,
+    pub ingested_at: Option<String>,
+    pub unread: bool,
+    /// A row keeps no folder until it is filed elsewhere: inbox.
+    #[serde(default)]
+    pub folder: Folder,
+    pub source: String,
+    /// inbound, or outbound for a threaded send.
+    #[serde(rename = "box")]
+    pub direction: Direction,
+    /// 64 lowercase hex characters.
+    pub thread_id: String,
+    pub attachments: Vec<AttachmentInfo>,
+    /// True when a different message was filed earlier under the same
+    /// Message-ID (a read by messageId gives that first one); omitted
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub message_id_conflict: bool,
+}
+
+impl From<&Row> for Summary {
+    fn from(r: &Row) -> Summary {
+        Summary {
+            id: r.id.clone(),
+            message_id: r.message_id.clone(),
+            mailbox: r.mailbox.clone(),
+            from: r.from.clone(),
+            to: r.to.clone(),
+            subject: r.subject.clone(),
+            preview: r.preview.clone(),
+            date: r.date.clone(),
+            ingested_at: Some(r.ingested_at.clone()),
+            unread: r.unread,
+            folder: r.folder(),
+            source: r.source.clone(),
+            direction: r.direction,
+            thread_id: r.thread_id.clone(),
+            attachments: r.attachments.clone(),
+            message_id_conflict: r.message_id_conflict,
+        }
+    }
+}
+
+/// A [`Summary`] as a list page reads it from a stored [`Row`]'s text: each
+/// value is the row's own JSON, copied to the answer as it is (the store wrote
+/// it with the same encoder), and the row's other fields are skipped. The
+/// fields and their order are the `Summary`'s, so both encode alike; a test
+/// holds them together.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoredSummary<'a> {
+    #[serde(borrow)]
+    id: &'a RawValue,
+    #[serde(borrow)]
+    message_id: &'a RawValue,
+    #[serde(borrow)]
+    mailbox: &'a RawValue,
+    #[serde(borrow)]
+    from: &'a RawValue,
+    #[serde(borrow)]
+    to: &'a RawValue,
+    #[serde(borrow)]
+    subject: &'a RawValue,
+    #[serde(borrow)]
+    preview: &'a RawValue,
+    /// The store drops empty values: a row without a date has none.
+    #[serde(borrow, default)]
+    date: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    ingested_at: Option<&'a RawValue>,
+    pub(super) unread: bool,
+    #[serde(default)]
+    folder: Folder,
+    #[serde(borrow)]
+    source: &'a RawValue,
+    #[serde(rename = "box")]
+    direction: Direction,
+    #[serde(borrow)]
+    thread_id: &'a RawValue,
+    #[serde(borrow)]
+    attachments: &'a RawValue,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    message_id_conflict: bool,
+}
+
+/// A page of rows, newest first.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxList {
+    pub ok: bool,
+    /// Each a [`Summary`], encoded when the page was read.
+    #[schemars(with = "Vec<Summary>")]
+    pub messages: Vec<Box<RawValue>>,
+    /// Unread rows in this page only.
+    pub unread_in_page: usize,
+    /// Present when older rows exist: pass it back as `cursor`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl InboxList {
+    pub(super) fn of(rows: &[Row], next_cursor: Option<String>) -> Result<InboxList, ApiError> {
+        let messages = rows
+            .iter()
+            .map(|row| serde_json::value::to_raw_value(&Summary::from(row)).map_err(ApiError::internal))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(InboxList {
+            ok: true,
+            messages,
+            unread_in_page: rows.iter().filter(|row| row.unread).count(),
+            next_cursor,
+        })
+    }
+}
+
+/// One message with its body.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView {
+    #[serde(flatten)]
+    pub summary: Summary,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub html: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MessageRead {
+    pub ok: bool,
+    pub message: MessageView,
+    /// Set by get_message: whether the text (and html) was cut at maxChars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+}
+
+/// A folder's threads, newest activity first.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadList {
+    pub ok: bool,
+    pub threads: Vec<Thread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// A thread's summary and its messages, oldest first.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadView {
+    pub ok: bool,
+    pub thread: Thread,
+    pub messages: Vec<Summary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// GET /inbox answers with one of these, by the precedence of spec 4.2.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum InboxOutput {
+    Message(Box<MessageRead>),
+    Thread(ThreadView),
+    List(InboxList),
+    Threads(ThreadList),
+}

@@ -1,0 +1,130 @@
+//! Waiting for mail: GET /inbox?wait= and the `wait_for_message` tool.
+
+use super::*;
+
+// ------------------------------------------------------------ waiting
+
+pub(super) struct WaitFilter {
+    pub(super) after: Option<Cursor>,
+    pub(super) from: Option<Needle>,
+    pub(super) subject: Option<Needle>,
+}
+
+impl WaitFilter {
+    fn admits(&self, row: &Row) -> bool {
+        let fresh = match &self.after {
+            Some(after) => row.id.as_str() > after.as_str(),
+            None => row.unread,
+        };
+        fresh
+            && self
+                .from
+                .as_ref()
+                .is_none_or(|f| row.from.to_lowercase().contains(&**f))
+            && self
+                .subject
+                .as_ref()
+                .is_none_or(|s| row.subject.to_lowercase().contains(&**s))
+    }
+}
+
+/// Matching inbound rows, newest first, as soon as there are any, or none at
+/// the deadline. Looks every half second: the poller may run in another
+/// process (another Lambda function), so the store is what they share.
+pub(super) async fn wait_rows(
+    call: &Call<'_>,
+    scope: &str,
+    filter: &WaitFilter,
+    seconds: i64,
+) -> Result<Vec<Row>, ApiError> {
+    let slot = waits::claim(call.ctx, call.caller, seconds).await?;
+    let found = watch(call, scope, filter, seconds).await;
+    slot.release(call.ctx).await;
+    found
+}
+
+async fn watch(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) -> Result<Vec<Row>, ApiError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds as u64);
+    loop {
+        let (rows, _) = match &filter.after {
+            // Oldest first past `after`, so nothing newer is skipped.
+            Some(after) => {
+                mail_store::page::<Row>(call.ctx, keys::mail_partition(scope, false), false, Some(after), 50).await?
+            }
+            None => mail_store::page::<Row>(call.ctx, keys::mail_partition(scope, false), true, None, 50).await?,
+        };
+        let mut hits: Vec<Row> = rows.into_iter().filter(|r| filter.admits(r)).collect();
+        if !hits.is_empty() {
+            hits.sort_by(|a, b| b.id.cmp(&a.id));
+            return Ok(hits);
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Ok(Vec::new());
+        }
+        tokio::time::sleep(WAIT_POLL.min(deadline - now)).await;
+    }
+}
+
+crate::input! {
+    /// Tool `wait_for_message`.
+    pub struct WaitQuery {
+        /// Seconds to wait, 1 to 25 (default 25).
+        pub wait: Option<WaitSeconds> = error::INBOX_WAIT_INVALID,
+        /// Only messages after this message id; omitted: any unread message.
+        pub after: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        /// The sender contains this (case-insensitive).
+        pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
+        /// The subject contains this (case-insensitive).
+        pub subject: Option<Needle> = error::INBOX_FILTER_INVALID,
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// Cut the text to this many characters (default 20000).
+        pub max_chars: Option<MaxChars> = error::MAX_CHARS_INVALID,
+    }
+}
+
+/// The newest matching message, read, with the codes and links in it; or
+/// `message: null` at the deadline.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitResult {
+    pub ok: bool,
+    pub message: Option<MessageView>,
+    /// One-time codes found in the subject and text, likeliest first.
+    pub codes: Vec<String>,
+    /// http(s) links found, verification-looking ones first.
+    pub links: Vec<String>,
+    pub truncated: bool,
+}
+
+pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitResult, ApiError> {
+    let scope = scope(call, input.mailbox.as_deref())?;
+    let filter = WaitFilter {
+        after: input.after,
+        from: input.from,
+        subject: input.subject,
+    };
+    let rows = wait_rows(call, &scope, &filter, input.wait.map_or(MAX_WAIT_SECONDS, Bounded::get)).await?;
+    let Some(newest) = rows.into_iter().next() else {
+        return Ok(WaitResult {
+            ok: true,
+            message: None,
+            codes: Vec::new(),
+            links: Vec::new(),
+            truncated: false,
+        });
+    };
+    // Codes and links come from the whole text, before any cut.
+    let (text, html) = mail_store::body(call.ctx, &newest).await?;
+    let found_codes = codes::codes(&newest.subject, &text);
+    let found_links = codes::links(&text, html.as_deref());
+    let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
+    let read = read_message(call, &scope, &Target::Id(newest.id), Some(max)).await?;
+    Ok(WaitResult {
+        ok: true,
+        truncated: read.truncated.unwrap_or(false),
+        message: Some(read.message),
+        codes: found_codes,
+        links: found_links,
+    })
+}
