@@ -173,6 +173,17 @@ fn build() -> Value {
     })
 }
 
+/// Every problem a REST route may answer with, as its document lists them:
+/// its access rule's refusals, a body's, and the operation's own.
+pub fn problems(op: &Operation, rest: &api::Rest) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = op.access.refusals().to_vec();
+    if rest.source != Source::Query {
+        problems.extend([error::INVALID_JSON, error::NOT_AN_OBJECT, error::BODY_TOO_LARGE]);
+    }
+    problems.extend(op.errors.iter().copied());
+    problems
+}
+
 fn operation(
     family: Family,
     op: &Operation,
@@ -180,11 +191,7 @@ fn operation(
     inputs: &mut SchemaGenerator,
     outputs: &mut SchemaGenerator,
 ) -> Value {
-    let mut problems: Vec<Problem> = op.access.refusals().to_vec();
-    if rest.source != Source::Query {
-        problems.extend([error::INVALID_JSON, error::NOT_AN_OBJECT, error::BODY_TOO_LARGE]);
-    }
-    problems.extend(op.errors.iter().copied());
+    let problems = problems(op, rest);
     let mut out = json!({
         "operationId": op.id,
         "summary": op.summary,

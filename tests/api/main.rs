@@ -10,6 +10,7 @@ mod credits_admin;
 mod dns_server;
 mod domains;
 mod drafts;
+mod errors_seen;
 mod hardening;
 mod inbox;
 mod lambda_functions;

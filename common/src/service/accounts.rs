@@ -181,12 +181,6 @@ pub async fn ensure_ops_account(ctx: &Context) -> StoreResult<()> {
         key_id: None,
         key_last4: None,
     };
-    match ctx
-        .store
-        .put(item(&keys::account(OPS_UID), &account), Some(Cond::NotExists))
-        .await
-    {
-        Ok(()) | Err(crate::store::StoreError::ConditionFailed) => Ok(()),
-        Err(e) => Err(e),
-    }
+    ctx.store.put_new(item(&keys::account(OPS_UID), &account)).await?;
+    Ok(())
 }

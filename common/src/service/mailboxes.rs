@@ -17,7 +17,7 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::store::{Cond, StoreError, StoreResult, Update, Write, item};
+use crate::store::{Cond, StoreError, StoreExt, StoreResult, Update, Write, item};
 use crate::validate::Fields;
 use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, Value as _};
 
@@ -26,11 +26,7 @@ pub const MAX_FORWARD: usize = 5;
 pub use super::mailbox::*;
 
 async fn next_seq(ctx: &Context) -> StoreResult<i64> {
-    let counted = ctx
-        .store
-        .update(&keys::mailbox_changes(), Update::new().add("value", 1), None)
-        .await?;
-    Ok(counted.get("value").and_then(Value::as_i64).unwrap_or(0))
+    ctx.store.add(&keys::mailbox_changes(), "value", 1).await
 }
 
 /// The fields every change sets: a fresh change number, not yet applied.

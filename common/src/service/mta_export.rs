@@ -118,11 +118,7 @@ pub fn render(domains: &[String], live: &[Mailbox]) -> (Postfix, Dovecot) {
 /// Writes a new export version. The Lambda calls it once per scheduled event;
 /// the local server on its interval.
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
-    let counted = ctx
-        .store
-        .update(&keys::export_versions(), Update::new().add("value", 1), None)
-        .await?;
-    let version = counted.get("value").and_then(Value::as_i64).unwrap_or(1);
+    let version = ctx.store.add(&keys::export_versions(), "value", 1).await?;
 
     // Only domains whose owner has proved them (verified at least once): an
     // added but unproven name, say gmail.com, must never become local to

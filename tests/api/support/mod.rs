@@ -3,6 +3,7 @@
 
 pub mod aws_standins;
 pub mod dns;
+pub mod seen;
 mod skips;
 pub mod smtp;
 pub mod webhooks;
@@ -181,7 +182,9 @@ impl TestApp {
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Response {
-        let res = req.send().await.expect("the server answers");
+        let req = req.build().expect("a request");
+        let (method, path) = (req.method().clone(), req.url().path().to_string());
+        let res = self.client.execute(req).await.expect("the server answers");
         let status = res.status().as_u16();
         let headers = res.headers().clone();
         let text = res.text().await.unwrap();
@@ -190,6 +193,7 @@ impl TestApp {
         } else {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         };
+        seen::record(&method, &path, status, &body);
         Response { status, body, headers }
     }
 
