@@ -69,7 +69,7 @@ async fn server(inbound_poll_ms: Option<u64>) -> (Server, std::sync::Arc<common:
     let mut config = Config::from_env().expect("MAILHOST_* variables");
     config.addr = "127.0.0.1:0".parse().unwrap();
     config.data_dir = data_dir.clone();
-    config.service_domain = "svc.test".into();
+    config.service_domain = "svc.test".parse().unwrap();
     config.poll_interval = 3600;
     if let Some(ms) = inbound_poll_ms {
         config.inbound_poll_ms = ms;

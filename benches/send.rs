@@ -36,7 +36,7 @@ async fn main() {
     let mut config = Config::from_env().expect("MAILHOST_* variables");
     config.addr = "127.0.0.1:0".parse().unwrap();
     config.data_dir = data_dir.clone();
-    config.service_domain = "svc.test".into();
+    config.service_domain = "svc.test".parse().unwrap();
     let spool = std::env::var("TRANSPORT").as_deref() == Ok("spool");
     if !spool {
         config.smtp_url = Some(sink.url());

@@ -46,7 +46,7 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The service's own mail domain.
     #[arg(long, env = "MAILHOST_SERVICE_DOMAIN", default_value = "mailhost.localhost")]
-    pub service_domain: String,
+    pub service_domain: crate::values::DomainName,
     /// The mail host: MX target for customer domains and the outbound submission host.
     #[arg(long, env = "MAILHOST_MAIL_HOST", default_value = "mx.mailhost.localhost")]
     pub mail_host: String,
@@ -169,7 +169,7 @@ impl Config {
         Ok(Config {
             addr: vars.parsed("MAILHOST_ADDR", "127.0.0.1:8080")?,
             data_dir: vars.text("MAILHOST_DATA_DIR", ".mailhost").into(),
-            service_domain: vars.text("MAILHOST_SERVICE_DOMAIN", "mailhost.localhost"),
+            service_domain: vars.parsed("MAILHOST_SERVICE_DOMAIN", "mailhost.localhost")?,
             mail_host: vars.text("MAILHOST_MAIL_HOST", "mx.mailhost.localhost"),
             smtp_url: var("MAILHOST_SMTP_URL"),
             smtp_ca_file: var("MAILHOST_SMTP_CA_FILE").map(PathBuf::from),

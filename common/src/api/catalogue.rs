@@ -335,7 +335,7 @@ pub static DOMAINS: Section = Section {
             description: "Each domain with its status and records, and its mailboxes with mode, forwardTo, \
                           delivery plan and mtaApplied (true once live on the mail server). Operators may pass uid \
                           to read another account.",
-            errors: &[SETUP_INCOMPLETE],
+            errors: &[UID_INVALID, SETUP_INCOMPLETE],
             io: io!(account::list_domains, account::ListDomainsInput, account::DomainList),
         },
         Operation {

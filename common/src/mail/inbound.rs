@@ -101,11 +101,13 @@ impl Envelope {
         if !domain.eq_ignore_ascii_case(srs_domain) {
             return sender.to_string();
         }
-        let fields: Vec<&str> = local.splitn(5, ['=', '+', '-']).collect();
-        match fields.as_slice() {
-            ["srs0", _hash, _time, domain, local] if !domain.is_empty() && !local.is_empty() => {
-                format!("{local}@{domain}")
-            }
+        // Only the separator after `SRS0` may be `+` or `-`; the hash (base64,
+        // so it may hold `+`) and the rest are separated by `=`.
+        let Some(rest) = local.strip_prefix("srs0").and_then(|r| r.strip_prefix(['=', '+', '-'])) else {
+            return sender.to_string();
+        };
+        match rest.splitn(4, '=').collect::<Vec<_>>().as_slice() {
+            [_hash, _time, domain, local] if !domain.is_empty() && !local.is_empty() => format!("{local}@{domain}"),
             _ => sender.to_string(),
         }
     }
@@ -361,6 +363,13 @@ mod tests {
     fn the_mail_hosts_own_srs_sender_reads_back_as_the_original() {
         let srs = "SRS0=5nat=JN=example.org=ann@mx.localhost";
         assert_eq!(Envelope::original_sender(srs, "mx.localhost"), "ann@example.org");
+        // A hash may hold `+` or `-` (postsrsd's base64): only `=` splits after it.
+        let srs = "SRS0=a+b-=JN=example.org=ann@mx.localhost";
+        assert_eq!(Envelope::original_sender(srs, "mx.localhost"), "ann@example.org");
+        assert_eq!(
+            Envelope::original_sender("SRS0+5nat=JN=example.org=ann@mx.localhost", "mx.localhost"),
+            "ann@example.org"
+        );
         // Another host's SRS address, or a plain one, is kept as it is.
         assert_eq!(Envelope::original_sender(srs, "mx.other.example"), srs);
         assert_eq!(

@@ -10,9 +10,9 @@ pub async fn run(ctx: &Context) -> anyhow::Result<()> {
     agent_balance(ctx).await?;
     super::accounts::ensure_ops_account(ctx).await?;
     super::domains::ensure_service_domain(ctx).await?;
-    let domain = ctx.config.service_domain.to_ascii_lowercase();
+    let domain = ctx.config.service_domain.as_str();
     for local in &ctx.config.protected_local_parts {
-        super::mailboxes::ensure_protected(ctx, &domain, local).await?;
+        super::mailboxes::ensure_protected(ctx, domain, local).await?;
     }
     Ok(())
 }

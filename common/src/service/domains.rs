@@ -131,7 +131,7 @@ crate::input! {
 
 /// The service domain and its subdomains are not customers' to add.
 fn refuse_product_domain(ctx: &Context, name: &str) -> Result<(), ApiError> {
-    let service = ctx.config.service_domain.to_ascii_lowercase();
+    let service = ctx.config.service_domain.as_str();
     if name == service || name.ends_with(&format!(".{service}")) {
         return Err(error::PRODUCT_DOMAIN.into());
     }
@@ -632,14 +632,14 @@ pub async fn dns_instructions(call: &Call<'_>, input: DomainIdInput) -> Result<D
 /// The service domain exists from the start and belongs to the operators; it
 /// is their account's one domain.
 pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
-    let name = ctx.config.service_domain.to_ascii_lowercase();
-    if ctx.store.get(&keys::domain(OPS_UID, &name)).await?.is_none() {
+    let name = ctx.config.service_domain.as_str();
+    if ctx.store.get(&keys::domain(OPS_UID, name)).await?.is_none() {
         let key = dkim::generate()?;
-        let secret_name = dkim_secret_name(&name);
+        let secret_name = dkim_secret_name(name);
         ctx.secrets.put(&secret_name, &key.private_pem).await?;
         let now = iso(ctx.clock.now());
         let domain = Domain {
-            name: name.clone(),
+            name: name.to_string(),
             uid: OPS_UID.into(),
             status: DomainStatus::Verified,
             failure_reason: None,
@@ -657,15 +657,15 @@ pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
         };
         let writes = vec![
             Write::Put {
-                item: item(&keys::domain(OPS_UID, &name), &domain),
+                item: item(&keys::domain(OPS_UID, name), &domain),
                 cond: Some(Cond::NotExists),
             },
             Write::Put {
-                item: item(&keys::claim(&name), &json!({ "uid": OPS_UID })),
+                item: item(&keys::claim(name), &json!({ "uid": OPS_UID })),
                 cond: None,
             },
             Write::Put {
-                item: item(&keys::registered(&name), &json!({ "uid": OPS_UID })),
+                item: item(&keys::registered(name), &json!({ "uid": OPS_UID })),
                 cond: None,
             },
         ];

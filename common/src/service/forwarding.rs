@@ -25,14 +25,14 @@ pub(super) async fn check_targets(
         (Mode::Forward | Mode::Both, true) => return Err(error::FORWARD_TO_REQUIRED.into()),
         _ => {}
     }
-    let service = ctx.config.service_domain.to_ascii_lowercase();
+    let service = ctx.config.service_domain.as_str();
     for target in targets {
         if target == address {
             return Err(error::FORWARD_TO_SELF.into());
         }
         let target_domain = crate::values::email_domain(target);
         if target_domain == service || target_domain.ends_with(&format!(".{service}")) {
-            return Err(error::FORWARD_TO_SERVICE.with(&service));
+            return Err(error::FORWARD_TO_SERVICE.with(service));
         }
         if target_domain == domain && !by_address(ctx, target).await?.is_some_and(|m| m.is_active()) {
             return Err(error::FORWARD_TO_MISSING.with_each(&[target, &domain]));

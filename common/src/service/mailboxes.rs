@@ -113,7 +113,7 @@ async fn managed_domain(
     name: Option<&DomainName>,
 ) -> Result<domains::Domain, ApiError> {
     let name = name.ok_or(error::DOMAIN_ID_REQUIRED)?.as_str();
-    if operator && name == ctx.config.service_domain.to_ascii_lowercase() {
+    if operator && name == ctx.config.service_domain.to_string() {
         return Ok(domains::get(ctx, super::accounts::OPS_UID, name)
             .await?
             .ok_or(error::NOT_FOUND)?);

@@ -40,7 +40,7 @@ fn parsed(t: Option<&str>) -> Option<DateTime<Utc>> {
 /// are due their daily look, at most [`PER_RUN`] of them.
 pub async fn run_once(ctx: &Context, routed: &[Domain]) -> Result<Outcome, ApiError> {
     let now = ctx.clock.now();
-    let service_domain = ctx.config.service_domain.to_ascii_lowercase();
+    let service_domain = ctx.config.service_domain.as_str();
     let mail_host = ctx.config.mail_host.trim_end_matches('.').to_ascii_lowercase();
     let mut outcome = Outcome::default();
     for domain in routed {

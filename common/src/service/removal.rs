@@ -68,7 +68,7 @@ pub struct RemoveOutput {
 pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Result<RemoveOutput, ApiError> {
     let (ctx, actor) = (call.ctx, call.operator()?.email.clone());
     let name = input.domain_id.into_string();
-    if name == ctx.config.service_domain.to_ascii_lowercase() {
+    if name == ctx.config.service_domain.to_string() {
         return Err(error::SYSTEM_DOMAIN.into());
     }
     let by_email = match &input.owner_email {

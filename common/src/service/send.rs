@@ -182,10 +182,10 @@ async fn sender(
     caller: &Caller,
     requested: Option<&str>,
 ) -> Result<(String, domains::Domain), ApiError> {
-    let service = ctx.config.service_domain.to_ascii_lowercase();
+    let service = ctx.config.service_domain.as_str();
     let noreply = format!("noreply@{service}");
     let service_domain = || async {
-        domains::get(ctx, OPS_UID, &service)
+        domains::get(ctx, OPS_UID, service)
             .await?
             .ok_or_else(|| ApiError::internal("service domain missing"))
     };
@@ -425,7 +425,7 @@ pub(crate) struct Sent<'a> {
 /// Where a caller's sent reply is filed: (reading scope, mailbox). The agent
 /// key and operators read a service-domain mailbox; a customer its account.
 fn reply_scope(ctx: &Context, caller: &Caller, from: &str) -> (String, String) {
-    let service_inbox = || format!("inbox@{}", ctx.config.service_domain.to_ascii_lowercase());
+    let service_inbox = || format!("inbox@{}", ctx.config.service_domain);
     match caller {
         Caller::Standard(key) => (keys::inbox_account_scope(&key.uid), from.to_string()),
         Caller::Identity(user) if user.operator && !from.starts_with("noreply@") => {

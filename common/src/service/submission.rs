@@ -213,7 +213,7 @@ async fn sending_mailbox(ctx: &Context, login: &str) -> Result<(mailboxes::Mailb
         .await?
         .filter(|m| m.is_active() && m.mode.stores())
         .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
-    let (owner, payer) = if mailbox.domain_id == ctx.config.service_domain.to_ascii_lowercase() {
+    let (owner, payer) = if mailbox.domain_id == ctx.config.service_domain.to_string() {
         (OPS_UID, Payer::Agent)
     } else {
         (mailbox.uid.as_str(), Payer::Account(mailbox.uid.clone()))

@@ -120,6 +120,13 @@ macro_rules! text_value {
             }
         }
 
+        impl std::str::FromStr for $name {
+            type Err = String;
+            fn from_str(raw: &str) -> Result<Self, String> {
+                <$name as Value>::parse(raw).ok_or_else(|| format!("not {}", $description))
+            }
+        }
+
         impl Value for $name {
             fn parse(raw: &str) -> Option<Self> {
                 let parse: fn(&str) -> Option<String> = $parse;

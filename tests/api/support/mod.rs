@@ -108,7 +108,7 @@ pub fn test_config(data_dir: &Path) -> Config {
     let mut config = Config::from_env().expect("MAILHOST_* variables");
     config.addr = "127.0.0.1:0".parse().unwrap();
     config.data_dir = data_dir.to_path_buf();
-    config.service_domain = "svc.test".into();
+    config.service_domain = "svc.test".parse().unwrap();
     config.mail_host = "mx.svc.test".into();
     config.operator_emails = vec![OPERATOR.into(), SECOND_OPERATOR.into()];
     config.smtp_url = None;

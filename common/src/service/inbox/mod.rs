@@ -72,7 +72,7 @@ fn scope(call: &Call<'_>, mailbox: Option<&str>) -> Result<String, ApiError> {
             None => Ok(keys::inbox_account_scope(&key.uid)),
         },
         _ => {
-            let domain = call.ctx.config.service_domain.to_ascii_lowercase();
+            let domain = call.ctx.config.service_domain.as_str();
             let address = match mailbox {
                 Some(m) if crate::values::email_domain(m) == domain => m.to_string(),
                 Some(_) => return Err(error::INBOX_MAILBOX_INVALID.into()),
