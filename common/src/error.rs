@@ -257,20 +257,8 @@ impl Problem {
 
     /// This problem with each `{}` replaced by the next detail, in order.
     pub fn with_each(self, details: &[&dyn std::fmt::Display]) -> ApiError {
-        let mut sentence = String::new();
-        let mut parts = self.sentence.split("{}");
-        sentence.push_str(parts.next().unwrap_or_default());
-        for (part, detail) in parts.zip(
-            details
-                .iter()
-                .map(|d| d.to_string())
-                .chain(std::iter::repeat_with(String::new)),
-        ) {
-            sentence.push_str(&detail);
-            sentence.push_str(part);
-        }
         ApiError {
-            error: Cow::Owned(sentence),
+            error: Cow::Owned(fill(self.sentence, details)),
             ..ApiError::from(self)
         }
     }
@@ -280,6 +268,23 @@ impl Problem {
         tracing::error!(error = %cause, sentence = self.sentence, "request failed");
         self.into()
     }
+}
+
+/// `sentence` with each `{}` replaced by the next detail, in order (an empty
+/// one past the last detail).
+pub fn fill(sentence: &str, details: &[&dyn std::fmt::Display]) -> String {
+    let mut filled = String::new();
+    let mut parts = sentence.split("{}");
+    filled.push_str(parts.next().unwrap_or_default());
+    let details = details
+        .iter()
+        .map(|d| d.to_string())
+        .chain(std::iter::repeat_with(String::new));
+    for (part, detail) in parts.zip(details) {
+        filled.push_str(&detail);
+        filled.push_str(part);
+    }
+    filled
 }
 
 /// What a client reads: `{ok: false, error, code?, retryAfter?}` and a status.

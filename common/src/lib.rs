@@ -13,6 +13,7 @@ pub mod http;
 pub mod keys;
 pub mod mail;
 pub mod memo;
+pub mod messages;
 pub mod openapi;
 pub mod ratelimit;
 pub mod secrets;

@@ -11,6 +11,7 @@ use super::domains;
 use super::mailboxes::{MailboxView, of_domain, view};
 use crate::auth::Caller;
 use crate::error::{self, ApiError};
+use crate::messages;
 use crate::values::Uid;
 
 // ------------------------------------------------------------- getAccountStatus
@@ -127,13 +128,11 @@ pub async fn get_account_status(call: &Call<'_>, input: AccountStatusInput) -> R
     }
     let can_send = ready && sendable;
     let reason = match account.status {
-        AccountStatus::SettingUp => "Your account is being set up. Check back with getRequestStatus.",
-        AccountStatus::Unavailable => "This account is not available. Contact support.",
-        AccountStatus::Ready if owned.is_empty() => "Add your domain with POST /addDomain.",
-        AccountStatus::Ready if !verified_domain => {
-            "Publish the DNS records from GET /getDnsInstructions, then call POST /verifyDomain."
-        }
-        AccountStatus::Ready => "Add a hosted mailbox on your verified domain with POST /addMailbox.",
+        AccountStatus::SettingUp => messages::NEXT_SETTING_UP.as_str(),
+        AccountStatus::Unavailable => messages::NEXT_UNAVAILABLE.as_str(),
+        AccountStatus::Ready if owned.is_empty() => messages::NEXT_ADD_DOMAIN.as_str(),
+        AccountStatus::Ready if !verified_domain => messages::NEXT_VERIFY_DOMAIN.as_str(),
+        AccountStatus::Ready => messages::NEXT_ADD_MAILBOX.as_str(),
     };
     Ok(AccountStatusOutput {
         ok: true,

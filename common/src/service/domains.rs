@@ -16,6 +16,7 @@ use crate::context::Context;
 use crate::dns::Lookup;
 use crate::error::{self, ApiError};
 use crate::keys;
+use crate::messages;
 use crate::store::{Cond, Query, StoreError, StoreExt, StoreResult, Update, Write, item, record};
 use crate::values::DomainName;
 
@@ -255,7 +256,7 @@ pub(crate) fn mx_names_mail_host(
     mail_host: &str,
     mx: Lookup<Vec<(u16, String)>>,
 ) -> Option<Result<(), String>> {
-    let publish = || format!("Publish an MX record on {name} pointing at {mail_host} (priority 10).");
+    let publish = || messages::MX_MISSING.with_each(&[&name, &mail_host]);
     Some(match mx {
         Lookup::Transient(_) => return None,
         Lookup::Missing => Err(publish()),
@@ -265,9 +266,7 @@ pub(crate) fn mx_names_mail_host(
             match preferred.iter().find(|h| h.as_str() != mail_host) {
                 None if !preferred.is_empty() => Ok(()),
                 None => Err(publish()),
-                Some(other) => Err(format!(
-                    "The preferred MX of {name} is still {other}, a previous email-routing host. Point it at {mail_host}."
-                )),
+                Some(other) => Err(messages::MX_PREVIOUS_HOST.with_each(&[&name, other, &mail_host])),
             }
         }
     })
@@ -294,23 +293,23 @@ async fn check_dns(ctx: &Context, domain: &Domain) -> Outcome {
     }
     match txt {
         Lookup::Transient(_) => return Outcome::Transient,
-        Lookup::Missing => reasons.push(format!("Publish the SPF TXT record on {name}: {}", spf_value(ctx))),
+        Lookup::Missing => reasons.push(messages::SPF_MISSING.with_each(&[name, &spf_value(ctx)])),
         Lookup::Found(records) => {
             let spf: Vec<&String> = records
                 .iter()
                 .filter(|r| r.trim().to_ascii_lowercase().starts_with("v=spf1"))
                 .collect();
             match spf.as_slice() {
-                [] => reasons.push(format!("Publish the SPF TXT record on {name}: {}", spf_value(ctx))),
+                [] => reasons.push(messages::SPF_MISSING.with_each(&[name, &spf_value(ctx)])),
                 [one] if spf_allows(one, &mail_host, &ctx.config.service_domain) => checks.spf = true,
-                [_] => reasons.push(format!("The SPF record on {name} does not allow a:{mail_host}.")),
-                _ => reasons.push(format!("Publish one SPF TXT record on {name}; it has {}.", spf.len())),
+                [_] => reasons.push(messages::SPF_NOT_ALLOWING.with_each(&[name, &mail_host])),
+                _ => reasons.push(messages::SPF_MANY.with_each(&[name, &spf.len()])),
             }
         }
     }
     match dkim_txt {
         Lookup::Transient(_) => return Outcome::Transient,
-        Lookup::Missing => reasons.push(format!("Publish the DKIM TXT record at {dkim_host}.")),
+        Lookup::Missing => reasons.push(messages::DKIM_MISSING.with_each(&[&dkim_host])),
         Lookup::Found(records) => {
             if records
                 .iter()
@@ -318,9 +317,7 @@ async fn check_dns(ctx: &Context, domain: &Domain) -> Outcome {
             {
                 checks.dkim = true;
             } else {
-                reasons.push(format!(
-                    "The DKIM record at {dkim_host} does not match; copy the value from the instructions."
-                ));
+                reasons.push(messages::DKIM_MISMATCH.with_each(&[&dkim_host]));
             }
         }
     }
@@ -520,7 +517,7 @@ async fn release_lapsed_claim(ctx: &Context, holder: &str, name: &str) -> Result
             update: Update::new()
                 .set("status", DomainStatus::Removed)
                 .set("removedAt", iso(ctx.clock.now()))
-                .set("failureReason", "Not verified within 7 days; the name was released."),
+                .set("failureReason", messages::CLAIM_LAPSED.as_str()),
             cond: Some(Cond::And(vec![
                 Cond::missing("verifiedAt"),
                 Cond::eq("activeMailboxes", 0),

@@ -17,6 +17,7 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
+use crate::messages;
 use crate::store::{Cond, StoreError, StoreExt, StoreResult, Update, Write, item};
 use crate::validate::Fields;
 use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, Value as _};
@@ -542,7 +543,7 @@ pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result
         imap: endpoint(993, "tls"),
         smtp: endpoint(587, "starttls"),
         mta_applied: false,
-        message: "The password is shown once. It works once the mail server applies the next export.",
+        message: messages::PASSWORD_SHOWN_ONCE.as_str(),
     })
 }
 

@@ -17,6 +17,7 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
+use crate::messages;
 use crate::ratelimit::{self, HOUR, Limit};
 use crate::store::{Cond, Key, StoreError, StoreExt, TTL, Update, Write, item};
 use crate::validate::Fields;
@@ -190,7 +191,7 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
         ok: true,
         request_id: req.id,
         expires_in: CODE_TTL_SECS,
-        message: "If that address can receive mail, an 8-digit code is on its way. It expires in 24 hours.",
+        message: messages::CODE_SENT.as_str(),
     })
 }
 
@@ -394,23 +395,15 @@ async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> 
             access: Some("standard"),
             api_key: Some(key),
             token_type: Some("Bearer"),
-            message: "Your key is shown once. Store it now; send it as Authorization: Bearer <key>.",
+            message: messages::KEY_SHOWN_ONCE.as_str(),
             quotas: Some(Quotas {
                 credits: credits::remaining(ctx, &credits::account_bucket(&uid)).await?,
                 burst_per_minute: credits::SEND_PER_MINUTE,
                 per_utc_day: credits::SEND_PER_DAY,
             }),
         },
-        (AccountStatus::SettingUp, _) => neutral(
-            req,
-            "setting_up",
-            "Your account is being set up. Check back with getRequestStatus; no key is issued yet.",
-        ),
-        _ => neutral(
-            req,
-            "unavailable",
-            "This request cannot be completed. No key was issued.",
-        ),
+        (AccountStatus::SettingUp, _) => neutral(req, "setting_up", messages::REQUEST_SETTING_UP.as_str()),
+        _ => neutral(req, "unavailable", messages::REQUEST_UNAVAILABLE.as_str()),
     };
     Ok(Finish::Done(out))
 }
