@@ -42,6 +42,30 @@ fn services_never_see_http_mcp_or_the_catalogue() {
     refuse("service", &["crate::http", "crate::api", "crate::openapi", "axum::"]);
 }
 
+/// The lower-case names right after each `prefix` in `code`: `prefix x`
+/// and each of `prefix {x, y::z}`.
+fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
+    let mut named = BTreeSet::new();
+    for (at, _) in code.match_indices(prefix) {
+        let rest = &code[at + prefix.len()..];
+        let names: Vec<&str> = match rest.strip_prefix('{') {
+            Some(group) => group.split('}').next().unwrap_or_default().split(',').collect(),
+            None => vec![rest],
+        };
+        for name in names {
+            let name: String = name
+                .trim()
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                named.insert(name);
+            }
+        }
+    }
+    named
+}
+
 /// The top-level modules each module of `common/src` names (`crate::x`,
 /// `crate::{x, y}`), leaving out its tests.
 fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
@@ -58,25 +82,10 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-        let mut named = BTreeSet::new();
-        for (at, _) in code.match_indices("crate::") {
-            let rest = &code[at + "crate::".len()..];
-            let names: Vec<&str> = match rest.strip_prefix('{') {
-                Some(group) => group.split('}').next().unwrap_or_default().split(',').collect(),
-                None => vec![rest],
-            };
-            for name in names {
-                let name: String = name
-                    .trim()
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                    .collect();
-                // `crate::input!` is a macro, not a module.
-                if !name.is_empty() && name != module && name != "input" {
-                    named.insert(name);
-                }
-            }
-        }
+        let mut named = names_after(code, "crate::");
+        // `crate::input!` is a macro, not a module.
+        named.remove("input");
+        named.remove(&module);
         graph.entry(module).or_default().extend(named);
     }
     graph
@@ -129,30 +138,12 @@ fn the_services_import_one_way() {
             .to_string();
         let in_folder = rel.contains('/');
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-        let mut named = BTreeSet::new();
-        for prefix in ["super::", "crate::service::"] {
-            // In a folder's file, `super::` is the folder's own module.
-            if in_folder && prefix == "super::" {
-                continue;
-            }
-            for (at, _) in code.match_indices(prefix) {
-                let rest = &code[at + prefix.len()..];
-                let names: Vec<&str> = match rest.strip_prefix('{') {
-                    Some(group) => group.split('}').next().unwrap_or_default().split(',').collect(),
-                    None => vec![rest],
-                };
-                for name in names {
-                    let name: String = name
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                        .collect();
-                    if !name.is_empty() && name != module {
-                        named.insert(name);
-                    }
-                }
-            }
+        let mut named = names_after(code, "crate::service::");
+        // In a folder's file, `super::` is the folder's own module.
+        if !in_folder {
+            named.extend(names_after(code, "super::"));
         }
+        named.remove(&module);
         graph.entry(module).or_default().extend(named);
     }
     graph.remove("mod");

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::skips::standin;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
 use common::blob::BlobStore;
 use common::blob::s3::{S3BlobStore, client_for};
@@ -16,6 +15,7 @@ use common::mail::smtp::SmtpTransport;
 use common::mail::{Transport, plain_text};
 use common::secrets::Secrets;
 use common::secrets::aws::SecretsManagerSecrets;
+use common::testing::standin;
 
 async fn moto() -> Option<(String, aws_config::SdkConfig)> {
     let endpoint = standin("MAILHOST_TEST_MOTO_ENDPOINT")?;

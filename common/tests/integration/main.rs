@@ -4,6 +4,5 @@
 mod architecture;
 mod cloud_backends;
 mod lambda_client_ip;
-mod skips;
 mod store_conformance;
 mod store_dynamodb;

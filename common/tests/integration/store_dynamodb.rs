@@ -9,7 +9,7 @@ use common::store::{Key, Store, Update};
 
 /// A store on a fresh table, or None when no DynamoDB stand-in is running.
 async fn store() -> Option<DynamoStore> {
-    let endpoint = crate::skips::standin("MAILHOST_TEST_DYNAMODB_ENDPOINT")?;
+    let endpoint = common::testing::standin("MAILHOST_TEST_DYNAMODB_ENDPOINT")?;
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))

@@ -4,11 +4,10 @@
 pub mod aws_standins;
 pub mod dns;
 pub mod seen;
-mod skips;
 pub mod smtp;
 pub mod webhooks;
 
-pub use skips::{skipped, standin, standin_command};
+pub use common::testing::{skipped, standin, standin_command};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
