@@ -339,7 +339,6 @@ crate::input! {
     pub struct DeleteTarget {
         pub address: Option<MailboxAddress> = error::MAILBOX_ADDRESS_INVALID,
         pub domain or "domainId": Option<DomainName> = error::MAILBOX_ADDRESS_INVALID,
-        #[schemars(with = "Option<DomainName>")]
         pub domain_id: Option<DomainName> = error::MAILBOX_ADDRESS_INVALID,
         pub local_part: Option<LocalPart> = error::MAILBOX_ADDRESS_INVALID,
         /// The address, or the local part (with domain).

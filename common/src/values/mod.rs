@@ -186,14 +186,19 @@ impl EmailAddress {
     }
 }
 
+/// 1 to `max` letters, digits, `_` and `-`: the ids and cursors this API gives.
+fn token(t: &str, max: usize) -> Option<String> {
+    (!t.is_empty() && t.len() <= max && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+        .then(|| t.to_string())
+}
+
 text_value!(
     /// A stored row's id.
     RowId,
     "A message id from this API.",
     r"[A-Za-z0-9_-]{1,128}".to_string(),
     None,
-    |t| (!t.is_empty() && t.len() <= 128 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
-        .then(|| t.to_string())
+    |t| token(t, 128)
 );
 
 text_value!(
@@ -212,8 +217,7 @@ text_value!(
     "A nextCursor (or message id) from this API.",
     r"[A-Za-z0-9_-]{1,100}".to_string(),
     None,
-    |t| (!t.is_empty() && t.len() <= 100 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
-        .then(|| t.to_string())
+    |t| token(t, 100)
 );
 
 text_value!(

@@ -42,6 +42,16 @@ fn services_never_see_http_mcp_or_the_catalogue() {
     refuse("service", &["crate::http", "crate::api", "crate::openapi", "axum::"]);
 }
 
+/// The module a file under a directory belongs to: its own name, or its
+/// folder's.
+fn module_of(rel: &str) -> String {
+    rel.split('/')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
 /// The lower-case names right after each `prefix` in `code`: `prefix x`
 /// and each of `prefix {x, y::z}`.
 fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
@@ -72,12 +82,7 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (path, text) in sources("") {
         let rel = path.split("/src/").last().unwrap_or_default();
-        let module = rel
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .trim_end_matches(".rs")
-            .to_string();
+        let module = module_of(rel);
         if module == "lib" {
             continue;
         }
@@ -130,12 +135,7 @@ fn the_services_import_one_way() {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (path, text) in sources("service") {
         let rel = path.split("/service/").last().unwrap_or_default();
-        let module = rel
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .trim_end_matches(".rs")
-            .to_string();
+        let module = module_of(rel);
         let in_folder = rel.contains('/');
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         let mut named = names_after(code, "crate::service::");
