@@ -1,0 +1,207 @@
+//! The changes to stored rows: the unread flag, and a thread's folder.
+
+use super::{Folder, MOVE_LIMIT, RETRIES, Row, Thread, backoff, by_id, page, thread};
+use crate::context::Context;
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::store::{Cond, StoreError, Update, Write, item};
+
+/// Rows that change in one transaction, with their thread's two summary
+/// writes: 4 writes per inbound row and 2 more stay under 100.
+const FLIPS_PER_TRANSACTION: usize = 24;
+
+/// Sets the unread flag of these rows of one thread (outbound rows stay read).
+/// Each row changes at most once however many requests race: its copies and
+/// the summary's count move together, conditioned on the row's old flag.
+/// Returns the rows as they now are.
+pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool) -> Result<Vec<Row>, ApiError> {
+    let mut done = Vec::with_capacity(rows.len());
+    let (mut todo, untouched): (Vec<Row>, Vec<Row>) =
+        rows.into_iter().partition(|r| !r.outbound() && r.unread != unread);
+    done.extend(untouched);
+    let mut attempts = 0;
+    while !todo.is_empty() {
+        let chunk: Vec<Row> = todo.drain(..todo.len().min(FLIPS_PER_TRANSACTION)).collect();
+        let thread_id = chunk[0].thread_id.clone();
+        let Some(summary) = thread(ctx, scope, &thread_id).await? else {
+            return Err(error::NOT_FOUND.into());
+        };
+        let delta = if unread { 1 } else { -1 } * chunk.len() as i64;
+        let mut writes = Vec::new();
+        for row in &chunk {
+            for (i, key) in row.copies(scope).into_iter().enumerate() {
+                // The main row carries the condition; its copies follow it.
+                let cond = if i == 0 {
+                    Cond::eq("unread", !unread)
+                } else {
+                    Cond::Exists
+                };
+                writes.push(Write::Update {
+                    key,
+                    update: Update::new().set("unread", unread),
+                    cond: Some(cond),
+                });
+            }
+        }
+        let counts = Update::new().add("unreadCount", delta).add("version", 1);
+        writes.push(Write::Update {
+            key: keys::thread_summary(scope, &thread_id),
+            update: counts.clone(),
+            cond: Some(Cond::Exists),
+        });
+        writes.push(Write::Update {
+            key: summary.list_copy(scope),
+            update: counts,
+            cond: Some(Cond::Exists),
+        });
+        match ctx.store.transact(writes).await {
+            Ok(()) => done.extend(chunk.into_iter().map(|r| Row { unread, ..r })),
+            Err(StoreError::ConditionFailed) => {
+                // Another request flipped some of them, or the thread moved:
+                // read them again and go on with those still to change.
+                attempts += 1;
+                if attempts > RETRIES {
+                    return Err(ApiError::internal("marking lost the race too many times"));
+                }
+                for row in chunk {
+                    match by_id(ctx, scope, &row.id).await? {
+                        Some(now) if now.unread != unread => todo.push(now),
+                        Some(now) => done.push(now),
+                        None => {}
+                    }
+                }
+                backoff().await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(done)
+}
+
+/// The rows of a thread a folder move loads: the newest 100 of each direction.
+pub async fn loaded_rows(ctx: &Context, scope: &str, thread_id: &str) -> Result<Vec<Row>, ApiError> {
+    let (rows, _) = page::<Row>(
+        ctx,
+        keys::thread_partition(scope, thread_id),
+        true,
+        None,
+        2 * MOVE_LIMIT,
+    )
+    .await?;
+    let (mut inbound, mut outbound) = (0, 0);
+    let mut loaded: Vec<Row> = rows
+        .into_iter()
+        .filter(|r| {
+            let n = if r.outbound() { &mut outbound } else { &mut inbound };
+            *n += 1;
+            *n <= MOVE_LIMIT
+        })
+        .collect();
+    loaded.reverse();
+    Ok(loaded)
+}
+
+/// Moves a thread and its loaded rows to a folder. The summary moves first
+/// (conditioned on its version); the rows follow in transactions of at most
+/// 100 writes, each row with all its copies. A move cut short by a crash is
+/// finished by the same request again: only rows not yet there are written.
+pub async fn move_thread(ctx: &Context, scope: &str, thread_id: &str, folder: Folder) -> Result<Thread, ApiError> {
+    let mut moved = None;
+    for _ in 0..RETRIES {
+        let Some(t) = thread(ctx, scope, thread_id).await? else {
+            return Err(error::NOT_FOUND.into());
+        };
+        if t.folder == folder {
+            moved = Some(t);
+            break;
+        }
+        let new = Thread {
+            folder,
+            version: t.version + 1,
+            ..t.clone()
+        };
+        let summary = keys::thread_summary(scope, thread_id);
+        let writes = vec![
+            Write::Put {
+                item: new.stored_item(&summary),
+                cond: Some(Cond::eq("version", t.version)),
+            },
+            Write::Delete {
+                key: t.list_copy(scope),
+                cond: None,
+            },
+            Write::Put {
+                item: new.stored_item(&new.list_copy(scope)),
+                cond: None,
+            },
+        ];
+        match ctx.store.transact(writes).await {
+            Ok(()) => {
+                moved = Some(new);
+                break;
+            }
+            Err(StoreError::ConditionFailed) => backoff().await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let moved = moved.ok_or_else(|| ApiError::internal("a folder move lost the race too many times"))?;
+    for _ in 0..RETRIES {
+        if move_rows(ctx, scope, thread_id, folder).await? {
+            return Ok(moved);
+        }
+        backoff().await;
+    }
+    Err(ApiError::internal("a folder move lost the race too many times"))
+}
+
+/// `Ok(false)` when a row changed meanwhile (read, or moved): load them again.
+async fn move_rows(ctx: &Context, scope: &str, thread_id: &str, folder: Folder) -> Result<bool, ApiError> {
+    let rows = loaded_rows(ctx, scope, thread_id).await?;
+    let mut chunks: Vec<Vec<Write>> = Vec::new();
+    for row in rows.iter().filter(|r| r.folder() != folder) {
+        let row_writes = move_writes(scope, row, folder);
+        match chunks.last_mut() {
+            Some(chunk) if chunk.len() + row_writes.len() <= 100 => chunk.extend(row_writes),
+            _ => chunks.push(row_writes),
+        }
+    }
+    for writes in chunks {
+        match ctx.store.transact(writes).await {
+            Ok(()) => {}
+            Err(StoreError::ConditionFailed) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(true)
+}
+
+/// One row's move: its copies' folder set, and its folder copy moved.
+fn move_writes(scope: &str, row: &Row, folder: Folder) -> Vec<Write> {
+    let moved = Row {
+        folder: Some(folder),
+        ..row.clone()
+    };
+    let mut writes = Vec::new();
+    for (i, key) in row.copies(scope).into_iter().enumerate() {
+        // The folder copy is rewritten whole: the main row's flag guards it.
+        let cond = if i == 0 {
+            Cond::eq("unread", row.unread)
+        } else {
+            Cond::Exists
+        };
+        if !row.outbound() && key == row.folder_copy(scope, row.folder()) {
+            writes.push(Write::Delete { key, cond: None });
+            writes.push(Write::Put {
+                item: item(&moved.folder_copy(scope, folder), &moved),
+                cond: None,
+            });
+        } else {
+            writes.push(Write::Update {
+                key,
+                update: Update::new().set("folder", folder.as_str()),
+                cond: Some(cond),
+            });
+        }
+    }
+    writes
+}

@@ -1,0 +1,292 @@
+//! Filing a message: its blobs, then its row's copies and its thread's
+//! summary in one conditional transaction, idempotent on its Message-ID.
+
+use sha2::{Digest, Sha256};
+
+use super::blobs::{blob_err, head};
+use super::{
+    AttachmentInfo, Direction, Folder, MAX_PARTICIPANTS, MAX_TO, RETRIES, Row, TEXT_ON_ROW, Thread, backoff,
+    blob_prefix, new_id, preview, root_of, thread_id,
+};
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::keys;
+use crate::store::{Cond, Query, StoreError, StoreExt, Write, item, record};
+
+/// A message to file: what the poller parsed, or what a threaded send sent.
+pub struct NewMessage<'a> {
+    pub scope: &'a str,
+    pub mailbox: &'a str,
+    pub direction: Direction,
+    pub message_id: &'a str,
+    pub from: &'a str,
+    pub to: &'a [String],
+    pub subject: &'a str,
+    pub date: Option<String>,
+    pub in_reply_to: &'a [String],
+    pub references: &'a [String],
+    pub text: &'a str,
+    pub html: Option<&'a str>,
+    /// (filename, content type, bytes)
+    pub attachments: Vec<(&'a str, &'a str, &'a [u8])>,
+    pub source: &'a str,
+    /// Only file it when it joins a thread this scope already holds.
+    pub only_on_existing_thread: bool,
+    /// The SHA-256 (hex) of a received message's bytes; none for a send,
+    /// whose Message-ID is new.
+    pub digest: Option<&'a str>,
+}
+
+/// What filing finds already there for a message's Message-ID.
+enum Held {
+    Nothing,
+    /// The same message (same digest), or one filed before digests were kept.
+    Same,
+    /// A different message holds the Message-ID; this one is filed beside it.
+    Other,
+}
+
+async fn held(ctx: &Context, m: &NewMessage<'_>) -> Result<Held, ApiError> {
+    let outbound = m.direction == Direction::Outbound;
+    let first = ctx
+        .store
+        .read::<Row>(&keys::message_id(m.scope, m.message_id, m.mailbox, outbound))
+        .await?;
+    let Some(first) = first else {
+        return Ok(Held::Nothing);
+    };
+    let digest = m.digest.unwrap_or_default();
+    if first.digest.is_empty() || first.digest == digest {
+        return Ok(Held::Same);
+    }
+    let beside = keys::conflicting_message_id(m.scope, m.message_id, m.mailbox, digest);
+    Ok(match ctx.store.get(&beside).await? {
+        Some(_) => Held::Same,
+        None => Held::Other,
+    })
+}
+
+/// The thread a message belongs to: the root's, or the thread of a message it
+/// names that this mailbox holds, or a new one.
+async fn thread_of(ctx: &Context, m: &NewMessage<'_>) -> Result<(String, Option<Thread>), ApiError> {
+    let root = thread_id(m.mailbox, root_of(m.message_id, m.in_reply_to, m.references));
+    if let Some(thread) = ctx.store.read::<Thread>(&keys::thread_summary(m.scope, &root)).await? {
+        return Ok((root, Some(thread)));
+    }
+    // A conversation whose first message named no References: look up, newest
+    // first, a few of the messages it names.
+    let named = m.in_reply_to.iter().chain(m.references.iter().rev()).take(5);
+    for id in named {
+        let query = Query::partition(keys::message_ids_of(m.scope))
+            .prefix(keys::message_id_prefix(id, Some(m.mailbox)))
+            .limit(1);
+        if let Some(found) = ctx.store.query(&query).await?.items.into_iter().next() {
+            let row: Row = record(found)?;
+            let thread = ctx
+                .store
+                .read::<Thread>(&keys::thread_summary(m.scope, &row.thread_id))
+                .await?;
+            return Ok((row.thread_id, thread));
+        }
+    }
+    Ok((root, None))
+}
+
+/// Files a message into its scope: blobs first, then every item in one
+/// transaction. Idempotent on (mailbox, Message-ID, direction): `Ok(None)`
+/// when it is already there, and also when `only_on_existing_thread` finds no
+/// thread. The blobs' keys come from the Message-ID, not the attempt: an
+/// attempt cut short between its blobs and its transaction leaves nothing the
+/// next attempt does not write again, and a duplicate adds no blob.
+pub async fn file(ctx: &Context, m: &NewMessage<'_>) -> Result<Option<Row>, ApiError> {
+    let conflict = match held(ctx, m).await? {
+        Held::Same => return Ok(None),
+        Held::Nothing => false,
+        Held::Other => true,
+    };
+    let (thread_id, existing) = thread_of(ctx, m).await?;
+    if m.only_on_existing_thread && existing.is_none() {
+        return Ok(None);
+    }
+    let now = ctx.clock.now();
+    let ms = now.timestamp_millis();
+    let id = new_id(ms, m.direction);
+    let dir = if m.direction == Direction::Outbound {
+        "out"
+    } else {
+        "in"
+    };
+    // Two different messages under one Message-ID never share blobs.
+    let digest = m.digest.unwrap_or_default();
+    let key = hex::encode(Sha256::digest(format!("{dir}\n{}\n{digest}", m.message_id)));
+    let prefix = format!("{}{}", blob_prefix(m.mailbox), &key[..32]);
+    store_and_index(ctx, m, &thread_id, existing, &id, &prefix, ms, conflict).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn store_and_index(
+    ctx: &Context,
+    m: &NewMessage<'_>,
+    thread_id: &str,
+    mut existing: Option<Thread>,
+    id: &str,
+    prefix: &str,
+    ms: i64,
+    conflict: bool,
+) -> Result<Option<Row>, ApiError> {
+    let outbound = m.direction == Direction::Outbound;
+    let mut attachments = Vec::new();
+    for (index, (filename, content_type, bytes)) in m.attachments.iter().enumerate() {
+        let key = format!("{prefix}/att-{index}");
+        ctx.blobs
+            .put(&key, bytes.to_vec(), content_type)
+            .await
+            .map_err(blob_err)?;
+        let mut path = format!("/attachment?id={id}&index={index}");
+        if outbound {
+            path.push_str("&box=outbound");
+        }
+        if let Some(address) = m.scope.strip_prefix("mailbox:") {
+            path.push_str(&format!("&mailbox={address}"));
+        }
+        attachments.push(AttachmentInfo {
+            index,
+            filename: filename.to_string(),
+            content_type: content_type.to_string(),
+            size: bytes.len(),
+            download_path: path,
+        });
+    }
+    let text_in_blob = m.text.len() > TEXT_ON_ROW;
+    if text_in_blob {
+        let key = format!("{prefix}/body.txt");
+        ctx.blobs
+            .put(&key, m.text.as_bytes().to_vec(), "text/plain; charset=utf-8")
+            .await
+            .map_err(blob_err)?;
+    }
+    if let Some(html) = m.html {
+        let key = format!("{prefix}/body.html");
+        ctx.blobs
+            .put(&key, html.as_bytes().to_vec(), "text/html; charset=utf-8")
+            .await
+            .map_err(blob_err)?;
+    }
+    let mut row = Row {
+        id: id.to_string(),
+        message_id: m.message_id.to_string(),
+        mailbox: m.mailbox.to_string(),
+        direction: m.direction,
+        from: m.from.to_string(),
+        to: m.to.iter().take(MAX_TO).cloned().collect(),
+        subject: m.subject.to_string(),
+        preview: preview(m.text),
+        date: m.date.clone(),
+        ingested_at: iso(ctx.clock.now()),
+        unread: !outbound,
+        folder: (!outbound).then_some(Folder::Inbox),
+        source: m.source.to_string(),
+        thread_id: thread_id.to_string(),
+        attachments,
+        blob_prefix: prefix.to_string(),
+        text: head(m.text, TEXT_ON_ROW).to_string(),
+        text_in_blob,
+        has_html: m.html.is_some(),
+        digest: m.digest.unwrap_or_default().to_string(),
+        message_id_conflict: conflict,
+    };
+    for _ in 0..RETRIES {
+        let writes = filing_writes(m.scope, &row, existing.as_ref(), ms);
+        match ctx.store.transact(writes).await {
+            Ok(()) => return Ok(Some(row)),
+            Err(StoreError::ConditionFailed) => {
+                // Another filing of this Message-ID won the race: the same
+                // message is a duplicate; a different one goes beside it.
+                match held(ctx, m).await? {
+                    Held::Same => return Ok(None),
+                    Held::Other if !row.message_id_conflict => {
+                        row.message_id_conflict = true;
+                        continue;
+                    }
+                    _ => {}
+                }
+                // The thread changed meanwhile: file against its new summary.
+                existing = ctx
+                    .store
+                    .read::<Thread>(&keys::thread_summary(m.scope, thread_id))
+                    .await?;
+                backoff().await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::internal(
+        "filing lost the race on its thread summary too many times",
+    ))
+}
+
+/// The row's copies and its thread's summary and list copy: at most 7 writes.
+fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> Vec<Write> {
+    let mut writes: Vec<Write> = row
+        .copies(scope)
+        .into_iter()
+        .map(|key| Write::Put {
+            item: item(&key, row),
+            cond: Some(Cond::NotExists),
+        })
+        .collect();
+    let mut participants = existing.map(|t| t.participants.clone()).unwrap_or_default();
+    for who in std::iter::once(&row.from).chain(row.to.iter()) {
+        if participants.len() < MAX_PARTICIPANTS && !who.is_empty() && !participants.contains(who) {
+            participants.push(who.clone());
+        }
+    }
+    let (inbound, outbound) = if row.outbound() { (0, 1) } else { (1, 0) };
+    let thread = match existing {
+        Some(t) => Thread {
+            participants,
+            last_activity: row.ingested_at.clone(),
+            message_count: t.message_count + 1,
+            inbound_count: t.inbound_count + inbound,
+            outbound_count: t.outbound_count + outbound,
+            unread_count: t.unread_count + i64::from(row.unread),
+            // New inbound mail brings an archived or trashed thread back.
+            folder: if row.outbound() { t.folder } else { Folder::Inbox },
+            version: t.version + 1,
+            last_ms: ms.max(t.last_ms),
+            ..t.clone()
+        },
+        None => Thread {
+            thread_id: row.thread_id.clone(),
+            mailbox: row.mailbox.clone(),
+            subject: row.subject.clone(),
+            participants,
+            last_activity: row.ingested_at.clone(),
+            message_count: 1,
+            inbound_count: inbound,
+            outbound_count: outbound,
+            unread_count: i64::from(row.unread),
+            folder: Folder::Inbox,
+            version: 1,
+            last_ms: ms,
+        },
+    };
+    let summary = keys::thread_summary(scope, &row.thread_id);
+    writes.push(Write::Put {
+        item: thread.stored_item(&summary),
+        cond: Some(match existing {
+            Some(t) => Cond::eq("version", t.version),
+            None => Cond::NotExists,
+        }),
+    });
+    let list = thread.list_copy(scope);
+    if let Some(old) = existing.map(|t| t.list_copy(scope)).filter(|old| *old != list) {
+        writes.push(Write::Delete { key: old, cond: None });
+    }
+    writes.push(Write::Put {
+        item: thread.stored_item(&list),
+        cond: None,
+    });
+    writes
+}

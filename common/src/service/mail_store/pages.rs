@@ -1,0 +1,104 @@
+//! Reading stored mail: a row by id or Message-ID, a thread's summary, and
+//! cursor pages of a partition.
+
+use super::{Direction, Row, Thread, direction_of};
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::keys;
+use crate::store::{Key, Query, RawItem, StoreExt, record};
+
+/// A row by id, from its direction's partition.
+pub async fn by_id(ctx: &Context, scope: &str, id: &str) -> Result<Option<Row>, ApiError> {
+    let outbound = direction_of(id) == Direction::Outbound;
+    Ok(ctx
+        .store
+        .read(&Key::new(keys::mail_partition(scope, outbound), id))
+        .await?)
+}
+
+/// A row by Message-ID, of one direction, or the inbound copy before the
+/// outbound one.
+pub async fn by_message_id(
+    ctx: &Context,
+    scope: &str,
+    message_id: &str,
+    direction: Option<Direction>,
+) -> Result<Option<Row>, ApiError> {
+    let query = Query::partition(keys::message_ids_of(scope))
+        .prefix(keys::message_id_prefix(message_id, None))
+        .limit(10);
+    let rows: Vec<Row> = ctx
+        .store
+        .query(&query)
+        .await?
+        .items
+        .into_iter()
+        .map(record)
+        .collect::<Result<_, _>>()?;
+    let want = direction.unwrap_or(Direction::Inbound);
+    let preferred = rows.iter().position(|r| r.direction == want);
+    Ok(match (preferred, direction) {
+        (Some(i), _) => rows.into_iter().nth(i),
+        (None, None) => rows.into_iter().next(),
+        (None, Some(_)) => None,
+    })
+}
+
+pub async fn thread(ctx: &Context, scope: &str, thread_id: &str) -> Result<Option<Thread>, ApiError> {
+    Ok(ctx.store.read(&keys::thread_summary(scope, thread_id)).await?)
+}
+
+/// One page of a partition whose sort keys are ids or `<ms>-<thread>`, newest
+/// first (or oldest first), strictly past the cursor: the sort key of the last
+/// item of the previous page. Follows the store's pages until the page is full
+/// or the partition ends, so a page is never short while more exists.
+pub async fn page<T: serde::de::DeserializeOwned + Send>(
+    ctx: &Context,
+    pk: String,
+    newest_first: bool,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let (items, next) = page_raw(ctx, pk, newest_first, cursor, limit).await?;
+    let records = items.iter().map(|i| i.record()).collect::<Result<Vec<T>, _>>()?;
+    Ok((records, next))
+}
+
+/// [`page`], each item left as its stored text.
+pub async fn page_raw(
+    ctx: &Context,
+    pk: String,
+    newest_first: bool,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<RawItem>, Option<String>), ApiError> {
+    // Message ids and list keys start with a digit; `#` (a thread summary)
+    // sorts before them and `~` after.
+    let (low, high) = match (cursor, newest_first) {
+        (Some(c), true) => ("0".to_string(), c.to_string()),
+        (Some(c), false) => (c.to_string(), "~".to_string()),
+        (None, _) => ("0".to_string(), "~".to_string()),
+    };
+    let mut query = Query::partition(pk).between(low, high).limit(limit + 1);
+    if newest_first {
+        query = query.backward();
+    }
+    let mut items = Vec::new();
+    loop {
+        let page = ctx.store.query_raw(&query).await?;
+        items.extend(page.items.into_iter().filter(|i| Some(i.sk.as_str()) != cursor));
+        match page.next {
+            Some(next) if items.len() <= limit => query = query.after(Some(next)),
+            _ => break,
+        }
+    }
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let next = if more { items.last().map(|i| i.sk.clone()) } else { None };
+    Ok((items, next))
+}
+
+/// The newest `n` rows of a direction (search reads 200 of each).
+pub async fn newest(ctx: &Context, scope: &str, outbound: bool, n: usize) -> Result<Vec<Row>, ApiError> {
+    Ok(page(ctx, keys::mail_partition(scope, outbound), true, None, n).await?.0)
+}

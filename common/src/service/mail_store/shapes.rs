@@ -1,0 +1,206 @@
+//! The shapes of stored mail: a row (each copy holds it whole), a thread's
+//! summary, and the folder and direction a row has.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::keys;
+use crate::store::{Key, item};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Folder {
+    #[default]
+    Inbox,
+    Archive,
+    Trash,
+}
+
+impl Folder {
+    pub const ALL: [Folder; 3] = [Folder::Inbox, Folder::Archive, Folder::Trash];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Folder::Inbox => "inbox",
+            Folder::Archive => "archive",
+            Folder::Trash => "trash",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Folder> {
+        Folder::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+}
+
+impl crate::values::Value for Folder {
+    fn parse(text: &str) -> Option<Folder> {
+        Folder::parse(text)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Inbound,
+    Outbound,
+}
+
+impl crate::values::Value for Direction {
+    fn parse(text: &str) -> Option<Direction> {
+        match text.trim() {
+            "inbound" => Some(Direction::Inbound),
+            "outbound" => Some(Direction::Outbound),
+            _ => None,
+        }
+    }
+}
+
+/// Attachment metadata on a row; the bytes are the blob `<blobPrefix>/att-<index>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentInfo {
+    pub index: usize,
+    pub filename: String,
+    pub content_type: String,
+    pub size: usize,
+    /// Where GET /attachment serves it.
+    pub download_path: String,
+}
+
+/// One stored message, as each of its copies holds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub id: String,
+    pub message_id: String,
+    pub mailbox: String,
+    #[serde(rename = "box")]
+    pub direction: Direction,
+    pub from: String,
+    pub to: Vec<String>,
+    pub subject: String,
+    pub preview: String,
+    pub date: Option<String>,
+    pub ingested_at: String,
+    pub unread: bool,
+    #[serde(default)]
+    pub folder: Option<Folder>,
+    pub source: String,
+    pub thread_id: String,
+    pub attachments: Vec<AttachmentInfo>,
+    /// `mail/<mailbox>/<32 hex of its direction and Message-ID>`: its blobs.
+    pub blob_prefix: String,
+    /// The body, or its first `TEXT_ON_ROW` bytes when `text_in_blob`.
+    pub text: String,
+    #[serde(default)]
+    pub text_in_blob: bool,
+    /// The HTML body is the blob `<blobPrefix>/body.html`.
+    #[serde(default)]
+    pub has_html: bool,
+    /// The SHA-256 of the message as received (empty for a send): the same
+    /// digest again is the same message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+    /// Another message was filed earlier under this Message-ID: this one is
+    /// kept too, and marked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub message_id_conflict: bool,
+}
+
+impl Row {
+    pub fn outbound(&self) -> bool {
+        self.direction == Direction::Outbound
+    }
+
+    pub fn folder(&self) -> Folder {
+        self.folder.unwrap_or(Folder::Inbox)
+    }
+
+    /// Every key holding a copy of this row.
+    pub(super) fn copies(&self, scope: &str) -> Vec<Key> {
+        let by_message_id = if self.message_id_conflict {
+            keys::conflicting_message_id(scope, &self.message_id, &self.mailbox, &self.digest)
+        } else {
+            keys::message_id(scope, &self.message_id, &self.mailbox, self.outbound())
+        };
+        let mut keys = vec![
+            Key::new(keys::mail_partition(scope, self.outbound()), &self.id),
+            by_message_id,
+            Key::new(keys::thread_partition(scope, &self.thread_id), &self.id),
+        ];
+        if !self.outbound() {
+            keys.push(self.folder_copy(scope, self.folder()));
+        }
+        keys
+    }
+
+    pub(super) fn folder_copy(&self, scope: &str, folder: Folder) -> Key {
+        Key::new(keys::folder_partition(scope, folder.as_str()), &self.id)
+    }
+
+    /// Whether q (already lowercase) is in its subject, sender or body.
+    pub fn matches(&self, q: &str) -> bool {
+        [&self.subject, &self.from, &self.text]
+            .iter()
+            .any(|field| field.to_lowercase().contains(q))
+    }
+}
+
+/// A thread's summary (sort key `#` of its partition, and copied into its
+/// folder's thread list).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Thread {
+    /// 64 lowercase hex characters.
+    pub thread_id: String,
+    pub mailbox: String,
+    /// The subject of the message that started it.
+    pub subject: String,
+    /// Senders and recipients seen on it, first seen first.
+    pub participants: Vec<String>,
+    pub last_activity: String,
+    pub message_count: i64,
+    pub inbound_count: i64,
+    pub outbound_count: i64,
+    pub unread_count: i64,
+    pub folder: Folder,
+    #[serde(skip_serializing)]
+    #[schemars(skip)]
+    #[serde(default)]
+    pub version: i64,
+    #[serde(skip_serializing)]
+    #[schemars(skip)]
+    #[serde(default)]
+    pub last_ms: i64,
+}
+
+/// The stored form of a summary: the public fields plus its version and the
+/// sort key of its list copy, which the public shape leaves out.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredThread<'a> {
+    #[serde(flatten)]
+    thread: &'a Thread,
+    version: i64,
+    last_ms: i64,
+}
+
+impl Thread {
+    pub(super) fn stored_item(&self, key: &Key) -> crate::store::Item {
+        item(
+            key,
+            &StoredThread {
+                thread: self,
+                version: self.version,
+                last_ms: self.last_ms,
+            },
+        )
+    }
+
+    pub(super) fn list_copy(&self, scope: &str) -> Key {
+        Key::new(
+            keys::threads_partition(scope, self.folder.as_str()),
+            format!("{:013}-{}", self.last_ms.max(0), self.thread_id),
+        )
+    }
+}
