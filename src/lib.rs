@@ -10,7 +10,8 @@ use std::sync::Arc;
 use common::config::Config;
 use common::context::{Built, Context, Mode};
 use common::http;
-use common::service::{mta_export, poller, recheck};
+use common::jobs;
+use common::service::{mta_export, poller};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -56,37 +57,42 @@ impl Application {
     }
 }
 
-/// The scheduled jobs, on the local poll interval: the inbound poller, the mailbox export (applied
-/// at once when no mail host is attached), and the daily MX look at verified domains.
+/// The scheduled jobs (`common::jobs::JOBS`), each `--poll-interval` seconds rather than on their
+/// minutes, in list order; a failed run is logged and the next tick runs it again. With no mail
+/// host attached (`--mta-self-apply`), each export version is acknowledged at once.
 async fn run_jobs(ctx: Arc<Context>) {
     let period = std::time::Duration::from_secs(ctx.config.poll_interval.max(1));
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = poller::run_once(&ctx).await {
-            tracing::error!(error = %e, "inbound poller failed");
-        }
-        let outcome = match mta_export::run_once(&ctx).await {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                tracing::error!(error = %e, "mailbox export failed");
-                continue;
+        for job in jobs::JOBS {
+            match (job.run)(&ctx).await {
+                Ok(summary) if job.name == jobs::MTA_EXPORT.name => self_apply(&ctx, &summary).await,
+                Ok(_) => {}
+                Err(e) => tracing::error!(job = job.name, error = %e, "a scheduled job failed"),
             }
-        };
-        if ctx.config.mta_self_apply
-            && let Err(e) = mta_export::acknowledge(&ctx, outcome.version).await
-        {
-            tracing::error!(error = %e, "applying the mailbox export failed");
-        }
-        if let Err(e) = recheck::run_once(&ctx, &outcome.routed).await {
-            tracing::error!(error = %e, "the daily MX look failed");
         }
     }
 }
 
+/// Acknowledges the export version an `mta-export` run wrote, as a mail host would after applying
+/// it, when none is attached.
+async fn self_apply(ctx: &Context, summary: &serde_json::Value) {
+    if !ctx.config.mta_self_apply {
+        return;
+    }
+    let Some(version) = summary["version"].as_i64() else {
+        tracing::error!(%summary, "the mailbox export answered no version");
+        return;
+    };
+    if let Err(e) = mta_export::acknowledge(ctx, version).await {
+        tracing::error!(error = %e, "applying the mailbox export failed");
+    }
+}
+
 /// The inbound poller's quick runs (every 250 ms by default), so a dropped
-/// message is listed well within a second.
+/// message is listed well within a second; the same job as on the poll interval.
 async fn run_poller(ctx: Arc<Context>) {
     if ctx.config.inbound_poll_ms == 0 {
         return;
@@ -95,8 +101,8 @@ async fn run_poller(ctx: Arc<Context>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = poller::run_once(&ctx).await {
-            tracing::error!(error = %e, "inbound poller failed");
+        if let Err(e) = (jobs::POLLER.run)(&ctx).await {
+            tracing::error!(job = jobs::POLLER.name, error = %e, "a scheduled job failed");
         }
     }
 }

@@ -4,8 +4,9 @@
 //! `cargo lambda watch` (the Lambda runtime API emulator) in `Mode::Lambda`,
 //! on the embedded store, with a real SMTP server (aiosmtpd) receiving the
 //! access codes and the sent mail, and invokes every event in `events/<function>/` with
-//! `cargo lambda invoke`: the HTTP functions with API Gateway events, the
-//! scheduled `mta-export` with an EventBridge scheduled event. It needs the
+//! `cargo lambda invoke`: the HTTP functions with API Gateway events, each
+//! scheduled job's function (`common::jobs::JOBS`) with an EventBridge
+//! scheduled event. It needs the
 //! Python venv that holds cargo-lambda and aiosmtpd, named by
 //! `MAILHOST_TEST_VENV`, and is skipped without it.
 //!
@@ -28,7 +29,7 @@
 //! The other tests need nothing: every path of the route table is in
 //! `template.yaml` with method ANY at its root and under `/api`, on its
 //! family's function,
-//! `mta-export` runs on a one-minute schedule and serves no route, every
+//! each declared job's function runs on the job's rate and serves no route, every
 //! event file has a case here, each function links its own family's
 //! operations and no other family's, and none opens its store before its
 //! first event. With DynamoDB Local and moto (`scripts/test` starts them),
@@ -50,6 +51,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::http::{Family, find_route, routes};
+use common::jobs::{JOBS, Job};
 use common::store::embedded::EmbeddedStore;
 use serde_json::{Value, json};
 
@@ -64,10 +66,6 @@ const INVALID_KEY: &str = "Invalid API key";
 const FIREBASE_REQUIRED: &str = "Firebase sign-in required";
 const OPERATOR_ONLY: &str = "This action is limited to operator accounts.";
 const SYNC_ONLY: &str = "This route is limited to the mail server's sync token.";
-
-/// The functions run by a schedule rather than behind the API, and the
-/// schedule of each.
-const SCHEDULED: &[(&str, &str)] = &[("mta-export", "rate(1 minute)"), ("poller", "rate(1 minute)")];
 
 /// Functions that read what another function wrote, and that one: each runs
 /// on the writer's data directory (embedded store, blobs and secrets), after it.
@@ -99,14 +97,15 @@ const PROTECTED_MAILBOXES: &[&str] = &[
     "postmaster@mailhost.localhost",
 ];
 
-/// Every function: one per route family, then the scheduled ones.
+/// Every function: one per route family, then one per scheduled job.
 fn functions() -> Vec<&'static str> {
     let http = Family::ALL.iter().map(|f| f.function());
-    http.chain(SCHEDULED.iter().map(|(f, _)| *f)).collect()
+    http.chain(JOBS.iter().map(|job| job.name)).collect()
 }
 
+/// A function run by a schedule (a declared job) rather than behind the API.
 fn is_scheduled(function: &str) -> bool {
-    SCHEDULED.iter().any(|(f, _)| *f == function)
+    JOBS.iter().any(|job| job.name == function)
 }
 
 fn data_dir_name(function: &'static str) -> &'static str {
@@ -117,6 +116,7 @@ fn data_dir_name(function: &'static str) -> &'static str {
 }
 
 /// One sample event, the function it is for, and what that function answers.
+#[derive(Clone)]
 struct Case {
     function: &'static str,
     event: &'static str,
@@ -127,13 +127,10 @@ struct Case {
     check: fn(&Value),
 }
 
-/// Every file under `events/`, in the order they are invoked. The cases of a
-/// function are together (its watch runs while they do), and `mta-export`
-/// comes before `credits` and `mcp`, which read the agent balance its
-/// bootstrap opened, before `mailboxes`, which reads and acknowledges its
-/// export, and before `send`, which sends from the service domain it
-/// bootstrapped.
-const CASES: &[Case] = &[
+/// The HTTP functions' sample events, in the order they are invoked (their
+/// cases of a function together: its watch runs while they do). [`cases`]
+/// adds one case per scheduled job.
+const HTTP_CASES: &[Case] = &[
     Case {
         function: "onboarding",
         event: "request-access.json",
@@ -209,17 +206,6 @@ const CASES: &[Case] = &[
         event: "operator-remove-domain-agent-key.json",
         status: Some(403),
         check: |body| assert_error(body, OPERATOR_ONLY),
-    },
-    Case {
-        function: "mta-export",
-        event: "scheduled.json",
-        status: None,
-        check: |out| {
-            // A positive integer: the first version of a fresh data directory,
-            // carrying the protected mailboxes its first run's bootstrap made.
-            assert_eq!(out["version"], 1, "{out}");
-            assert_eq!(out["mailboxes"], PROTECTED_MAILBOXES.len(), "{out}");
-        },
     },
     Case {
         function: "credits",
@@ -415,11 +401,38 @@ const CASES: &[Case] = &[
             assert!(body.get("threadId").is_none(), "{body}");
         },
     },
-    Case {
-        function: "poller",
+];
+
+/// Every file under `events/`, in the order they are invoked: the HTTP cases,
+/// and each declared job's `scheduled.json` (an EventBridge scheduled event),
+/// so a new job is invoked by being declared. A job that bootstraps
+/// (`mta-export`) comes first: `credits` and `mcp` read the agent balance it
+/// opened, `mailboxes` reads and acknowledges its export, and `send` sends
+/// from the service domain it made. The other jobs come last.
+fn cases() -> Vec<Case> {
+    let scheduled = |job: &Job| Case {
+        function: job.name,
         event: "scheduled.json",
         status: None,
-        check: |out| {
+        check: summary_check(job.name),
+    };
+    let (first, last): (Vec<&Job>, Vec<&Job>) = JOBS.iter().partition(|job| job.bootstraps);
+    let first = first.into_iter().map(scheduled);
+    let last = last.into_iter().map(scheduled);
+    first.chain(HTTP_CASES.iter().map(Case::clone)).chain(last).collect()
+}
+
+/// What a job's function answers on its data directory in this test: its
+/// summary, a JSON object, with the values a known job must show.
+fn summary_check(job: &str) -> fn(&Value) {
+    match job {
+        "mta-export" => |out| {
+            // A positive integer: the first version of a fresh data directory,
+            // carrying the protected mailboxes its first run's bootstrap made.
+            assert_eq!(out["version"], 1, "{out}");
+            assert_eq!(out["mailboxes"], PROTECTED_MAILBOXES.len(), "{out}");
+        },
+        "poller" => |out| {
             // An empty spool: nothing to file, nothing failed or left.
             assert_eq!(
                 out,
@@ -427,8 +440,9 @@ const CASES: &[Case] = &[
                 "{out}"
             );
         },
-    },
-];
+        _ => |out| assert!(out.is_object(), "a job answers its summary: {out}"),
+    }
+}
 
 fn access_requested(body: &Value) {
     assert_eq!(body["ok"], true, "{body}");
@@ -716,14 +730,14 @@ fn lambda_functions_answer_the_sample_events() {
     let mut running: Option<Watch> = None;
     let mut started_functions = BTreeSet::new();
     let mut answers: BTreeMap<String, Value> = BTreeMap::new();
-    for case in CASES {
+    for case in cases() {
         if running.as_ref().map(|w| w.function) != Some(case.function) {
             if let Some(done) = running.take() {
                 done.stop();
             }
             assert!(
                 started_functions.insert(case.function),
-                "the cases of {} are not together in CASES",
+                "the cases of {} are not together in cases()",
                 case.function
             );
             running = Some(start_watch(case.function));
@@ -1054,12 +1068,13 @@ fn every_event_file_has_a_case() {
             }
         }
     }
-    let cased: BTreeSet<String> = CASES.iter().map(|c| format!("{}/{}", c.function, c.event)).collect();
+    let cases = cases();
+    let cased: BTreeSet<String> = cases.iter().map(|c| format!("{}/{}", c.function, c.event)).collect();
     assert_eq!(on_disk, cased, "event files and test cases differ");
 
     // The watch test runs each function once, over its cases in a row.
     let mut seen = Vec::new();
-    for case in CASES {
+    for case in &cases {
         if seen.last() != Some(&case.function) {
             assert!(
                 !seen.contains(&case.function),
@@ -1090,7 +1105,7 @@ fn every_event_file_has_a_case() {
 
 #[test]
 fn every_event_is_an_http_api_event_for_a_route_of_its_function() {
-    for case in CASES.iter().filter(|c| !is_scheduled(c.function)) {
+    for case in HTTP_CASES {
         let file = workspace().join("events").join(case.function).join(case.event);
         let event: Value = serde_json::from_str(&fs::read_to_string(&file).expect("event file")).expect("event JSON");
         let method = event["requestContext"]["http"]["method"]
@@ -1115,7 +1130,7 @@ fn every_event_is_an_http_api_event_for_a_route_of_its_function() {
 
 #[test]
 fn every_scheduled_event_is_an_eventbridge_scheduled_event() {
-    for case in CASES.iter().filter(|c| is_scheduled(c.function)) {
+    for case in cases().iter().filter(|c| is_scheduled(c.function)) {
         let file = workspace().join("events").join(case.function).join(case.event);
         let event: Value = serde_json::from_str(&fs::read_to_string(&file).expect("event file")).expect("event JSON");
         let what = format!("{}/{}", case.function, case.event);
@@ -1233,16 +1248,20 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
     assert_eq!(found, expected, "one function per route family, and the scheduled ones");
     // A scheduled function runs on its schedule and serves no route; an HTTP
     // function has no schedule.
-    let expected: BTreeMap<String, Vec<String>> = SCHEDULED
+    // Each declared job's function runs on the job's rate.
+    let expected: BTreeMap<String, Vec<String>> = JOBS
         .iter()
-        .map(|(f, schedule)| (f.to_string(), vec![schedule.to_string()]))
+        .map(|job| (job.name.to_string(), vec![job.schedule.rate()]))
         .collect();
-    assert_eq!(schedules, expected, "Schedule events in template.yaml");
+    assert_eq!(
+        schedules, expected,
+        "Schedule events in template.yaml against common::jobs::JOBS"
+    );
     // The poller also runs as each message lands in the spool.
     let expected = BTreeMap::from([("poller".to_string(), vec!["- prefix inbound/pending/".to_string()])]);
     assert_eq!(bridged, expected, "EventBridge rules in template.yaml");
-    for (function, _) in SCHEDULED {
-        let served: Vec<_> = routed.iter().filter(|(_, f)| f == function).collect();
+    for function in JOBS.iter().map(|job| job.name) {
+        let served: Vec<_> = routed.iter().filter(|(_, f)| f.as_str() == function).collect();
         assert!(served.is_empty(), "{function} is scheduled but serves {served:?}");
     }
     // API Gateway matches the method before the function runs, so each path
