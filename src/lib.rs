@@ -1,6 +1,7 @@
 //! The local server: every route family in one process, on the embedded store
 //! by default, with the scheduled jobs on an interval. Tests start it on port 0.
 
+pub mod maillog;
 pub mod milter;
 pub mod mta_sync;
 

@@ -48,7 +48,7 @@ enum Command {
     },
     /// The mail host's agent: apply the mailbox export to Postfix and Dovecot
     /// every interval, and acknowledge what was applied.
-    MtaSync(Box<mailhost::mta_sync::Settings>),
+    MtaSync(Box<mailhost::mta_sync::Agent>),
     /// The mail host's submission filter: hand each message a mailbox submits
     /// on port 587 to the service, which checks, charges, signs and sends it.
     Milter(Box<mailhost::milter::Settings>),

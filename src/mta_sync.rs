@@ -4,13 +4,54 @@
 //! Postfix only when a map changed, and only then acknowledges the version it
 //! applied. A run that fails at any step acknowledges nothing and leaves the
 //! last good files in place; the next run starts over.
+//!
+//! With `--postfix-log`, each run then reports what Postfix's log says became
+//! of the service's own mail (senders on the export's `bounceDomain`):
+//! delivered, deferred or bounced, to `POST /mtaDeliveryEvents`, at most 100
+//! events a request ([`crate::maillog`]). The position in the log is saved
+//! only once the service has taken every event up to it, so a failure sends
+//! them again next run (the service applies each event once, by its id). The
+//! two steps are independent: a failure of one does not stop the other.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use crate::maillog::{self, Event, State};
+
+/// `mailhost mta-sync`'s settings: the export's, and the delivery log's.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Agent {
+    #[command(flatten)]
+    pub sync: Settings,
+    #[command(flatten)]
+    pub log: LogSettings,
+}
+
+/// Reading Postfix's log for the delivery status of the service's mail.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LogSettings {
+    /// Postfix's log: its `maillog_file`, or syslog's mail log
+    /// (/var/log/mail.log). Unset: no delivery status is reported.
+    #[arg(long, env = "MAILHOST_POSTFIX_LOG")]
+    pub postfix_log: Option<PathBuf>,
+    /// Where the reading stands between runs (the file, the offset, the
+    /// senders of mail still queued). Default: beside the maps directory,
+    /// `<postfix-maps-dir>.log-state.json`.
+    #[arg(long, env = "MAILHOST_LOG_STATE")]
+    pub log_state: Option<PathBuf>,
+}
+
+/// Events sent in one request (the service's limit).
+pub const EVENTS_PER_REQUEST: usize = 100;
+/// Log bytes read at a time; events are reported and the position saved
+/// after each.
+const READ_BUDGET: u64 = 4 << 20;
+/// Reads in one run at most (then the export's turn comes again).
+const READS_PER_RUN: usize = 64;
 
 /// The settings, as flags with `MAILHOST_*` twins like the server's.
 #[derive(Debug, Clone, clap::Args)]
@@ -67,13 +108,75 @@ pub struct Applied {
     pub reloaded: bool,
 }
 
+/// What the delivery step of a run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deliveries {
+    /// Not reported, and why (no --postfix-log, no bounce domain).
+    Off(&'static str),
+    Reported {
+        events: usize,
+        applied: u64,
+        ignored: u64,
+        /// The byte the log has been read to.
+        offset: u64,
+    },
+}
+
+impl std::fmt::Display for Deliveries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Off(why) => write!(f, "not reported ({why})"),
+            Self::Reported {
+                events,
+                applied,
+                ignored,
+                offset,
+            } => write!(
+                f,
+                "{events} events reported (applied {applied}, ignored {ignored}); log read to byte {offset}"
+            ),
+        }
+    }
+}
+
+/// The bounce domain a run learned from the export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BounceDomain {
+    /// The export named this one.
+    Named(String),
+    /// The export names none: nothing is reported.
+    None,
+    /// No export this run: the one saved last, if any.
+    Unknown,
+}
+
+impl BounceDomain {
+    /// What the export at hand says (`export.bounceDomain`).
+    pub fn of_export(export: &Value) -> Self {
+        match export["bounceDomain"].as_str().map(|d| d.trim().to_ascii_lowercase()) {
+            Some(d) if !d.is_empty() && !d.contains(['@', ' ', '/']) => Self::Named(d),
+            _ => Self::None,
+        }
+    }
+}
+
 /// Runs until stopped (or once), one log line per run.
-pub async fn run(settings: Settings) -> anyhow::Result<()> {
+pub async fn run(agent: Agent) -> anyhow::Result<()> {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?;
+    let settings = &agent.sync;
     loop {
-        match run_once(&client, &settings).await {
-            Ok(a) => println!(
-                "mta-sync: version {} applied and acknowledged (maps changed: {}; passwd-file changed: {}; reloaded: {})",
+        // The export, then the delivery log, whatever became of the export.
+        let (applied, bounce) = match fetch(&client, settings).await {
+            Ok(export) => {
+                let bounce = BounceDomain::of_export(&export);
+                (apply(&client, settings, &export).await, bounce)
+            }
+            Err(e) => (Err(e), BounceDomain::Unknown),
+        };
+        let reported = report_deliveries(&client, settings, &agent.log, bounce).await;
+        let sync = match &applied {
+            Ok(a) => format!(
+                "version {} applied and acknowledged (maps changed: {}; passwd-file changed: {}; reloaded: {})",
                 a.version,
                 if a.maps_changed.is_empty() {
                     "none".to_string()
@@ -83,24 +186,36 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
                 a.passwd_changed,
                 a.reloaded
             ),
-            Err(e) => {
-                eprintln!("mta-sync: nothing acknowledged: {e:#}");
-                if settings.once {
-                    return Err(e);
-                }
-            }
+            Err(e) => format!("nothing acknowledged: {e:#}"),
+        };
+        let deliveries = match &reported {
+            Ok(d) => format!("deliveries: {d}"),
+            Err(e) => format!("deliveries: failed, the log position kept: {e:#}"),
+        };
+        if applied.is_ok() && reported.is_ok() {
+            println!("mta-sync: {sync}; {deliveries}");
+        } else {
+            eprintln!("mta-sync: {sync}; {deliveries}");
         }
         if settings.once {
+            applied?;
+            reported?;
             return Ok(());
         }
         tokio::time::sleep(Duration::from_secs(settings.interval.max(1))).await;
     }
 }
 
-/// One run: fetch, apply, reload when needed, acknowledge.
+/// One run of the export step: fetch, apply, reload when needed, acknowledge.
 pub async fn run_once(client: &reqwest::Client, settings: &Settings) -> anyhow::Result<Applied> {
+    let export = fetch(client, settings).await?;
+    apply(client, settings, &export).await
+}
+
+/// The newest export (`export` of GET /mtaMailboxExport).
+pub async fn fetch(client: &reqwest::Client, settings: &Settings) -> anyhow::Result<Value> {
     let base = settings.url.trim_end_matches('/');
-    let fetched: Value = client
+    let mut fetched: Value = client
         .get(format!("{base}/mtaMailboxExport"))
         .bearer_auth(&settings.sync_token)
         .send()
@@ -111,7 +226,12 @@ pub async fn run_once(client: &reqwest::Client, settings: &Settings) -> anyhow::
         .json()
         .await
         .context("reading the export")?;
-    let export = &fetched["export"];
+    Ok(fetched["export"].take())
+}
+
+/// Applies an export and acknowledges its version.
+pub async fn apply(client: &reqwest::Client, settings: &Settings, export: &Value) -> anyhow::Result<Applied> {
+    let base = settings.url.trim_end_matches('/');
     let version = export["version"]
         .as_i64()
         .ok_or_else(|| anyhow!("the export has no version"))?;
@@ -151,6 +271,92 @@ pub async fn run_once(client: &reqwest::Client, settings: &Settings) -> anyhow::
         passwd_changed,
         reloaded,
     })
+}
+
+/// The delivery step: reads Postfix's log from where the last run stopped
+/// and reports the events of mail sent from the bounce domain, saving the
+/// position after each read whose events the service has taken.
+pub async fn report_deliveries(
+    client: &reqwest::Client,
+    settings: &Settings,
+    log: &LogSettings,
+    bounce: BounceDomain,
+) -> anyhow::Result<Deliveries> {
+    let Some(path) = &log.postfix_log else {
+        return Ok(Deliveries::Off("no --postfix-log"));
+    };
+    let state_path = log_state_path(settings, log);
+    let mut state = State::load(&state_path)?;
+    let domain = match bounce {
+        BounceDomain::Named(domain) => domain,
+        BounceDomain::None => return Ok(Deliveries::Off("the export names no bounce domain")),
+        BounceDomain::Unknown => match state.bounce_domain.clone() {
+            Some(domain) => domain,
+            None => return Ok(Deliveries::Off("no export, and no bounce domain known")),
+        },
+    };
+    if state.bounce_domain.as_deref() != Some(domain.as_str()) {
+        state.bounce_domain = Some(domain.clone());
+        state.save(&state_path)?;
+    }
+    let (mut events, mut applied, mut ignored) = (0, 0, 0);
+    for _ in 0..READS_PER_RUN {
+        let read = maillog::read_new(path, &state, &domain, maillog::now_ms(), READ_BUDGET)?;
+        for batch in read.events.chunks(EVENTS_PER_REQUEST) {
+            let (a, i) = post_events(client, settings, batch).await?;
+            applied += a;
+            ignored += i;
+        }
+        events += read.events.len();
+        if read.state != state {
+            read.state.save(&state_path)?;
+            state = read.state;
+        }
+        if !read.more {
+            break;
+        }
+    }
+    Ok(Deliveries::Reported {
+        events,
+        applied,
+        ignored,
+        offset: state.offset,
+    })
+}
+
+/// `--log-state`, or `<postfix-maps-dir>.log-state.json` beside the maps.
+pub fn log_state_path(settings: &Settings, log: &LogSettings) -> PathBuf {
+    if let Some(path) = &log.log_state {
+        return path.clone();
+    }
+    let maps = &settings.postfix_maps_dir;
+    match (maps.parent(), maps.file_name()) {
+        (Some(parent), Some(name)) => parent.join(format!("{}.log-state.json", name.to_string_lossy())),
+        _ => maps.join("log-state.json"),
+    }
+}
+
+/// One request of `POST /mtaDeliveryEvents`: (applied, ignored).
+async fn post_events(client: &reqwest::Client, settings: &Settings, events: &[Event]) -> anyhow::Result<(u64, u64)> {
+    let base = settings.url.trim_end_matches('/');
+    let body = json!({ "events": events.iter().map(Event::to_json).collect::<Vec<_>>() });
+    let answer: Value = client
+        .post(format!("{base}/mtaDeliveryEvents"))
+        .bearer_auth(&settings.sync_token)
+        .json(&body)
+        .send()
+        .await
+        .context("reporting deliveries")?
+        .error_for_status()
+        .context("reporting deliveries")?
+        // Taken (2xx) is what matters; the counts are for the log line.
+        .json()
+        .await
+        .unwrap_or_default();
+    Ok((
+        answer["applied"].as_u64().unwrap_or(0),
+        answer["ignored"].as_u64().unwrap_or(0),
+    ))
 }
 
 /// Writes one Postfix map when its content changed: the text and its .db are
