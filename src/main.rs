@@ -139,7 +139,7 @@ async fn main() -> anyhow::Result<()> {
                     Some(envelope) => envelope.prepend(&raw),
                     None => raw,
                 };
-                let key = common::service::poller::drop_raw(spool.as_ref(), raw).await?;
+                let key = common::mail::inbound::drop_raw(spool.as_ref(), raw).await?;
                 println!("{} -> {key}", file.display());
             }
             Ok(())

@@ -205,6 +205,16 @@ catalogue! {
     SEND_FAILED = 500 "Send failed";
     NO_OUTBOUND_HOST = 500 "outbound host not configured";
 
+    // ---------------------------------------------------------------- delivery
+    /// `{}`: each address with why and since when.
+    RECIPIENT_SUPPRESSED = 400 "Not sent: {}. Nothing was sent and no credit spent. Remove an address with DELETE /suppressions?address=<address> (MCP remove_suppression) once it can receive mail again." code "recipient_suppressed";
+    SUPPRESSION_ADDRESS_REQUIRED = 400 "address is required";
+    SUPPRESSION_ADDRESS_INVALID = 400 "address must be an email address";
+    SUPPRESSION_REASON_INVALID = 400 "reason must be text of at most 200 characters";
+    SUPPRESSION_NOT_FOUND = 404 "That address is not on the suppression list";
+    DELIVERY_EVENTS_INVALID = 400 "events must be an array of 1 to 100 delivery events, each with id, returnPath, status (delivered, deferred or bounced) and at";
+    WEBHOOK_EVENTS_INVALID = 400 "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added";
+
     // ------------------------------------------------------------- SMTP submission
     SUBMISSION_FIELDS = 400 "login, sender, recipients and raw are required";
     SUBMISSION_UNREADABLE = 400 "The submitted message could not be read";
@@ -294,6 +304,8 @@ pub struct ApiError {
     pub error: Cow<'static, str>,
     pub code: Option<&'static str>,
     pub retry_after: Option<u64>,
+    /// The addresses a refusal is about (a suppressed recipient's).
+    pub addresses: Option<Vec<String>>,
 }
 
 impl From<Problem> for ApiError {
@@ -303,6 +315,7 @@ impl From<Problem> for ApiError {
             error: Cow::Borrowed(p.sentence),
             code: p.code,
             retry_after: None,
+            addresses: None,
         }
     }
 }
@@ -318,6 +331,9 @@ pub struct ErrorBody<'a> {
     pub code: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
+    /// The recipients a refusal names (recipient_suppressed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addresses: Option<&'a [String]>,
 }
 
 impl ApiError {
@@ -359,6 +375,7 @@ impl ApiError {
             error: &self.error,
             code: self.code,
             retry_after: self.retry_after,
+            addresses: self.addresses.as_deref(),
         }
     }
 }

@@ -258,3 +258,42 @@ pub fn webhook_deliveries(owner: &str) -> String {
 pub fn webhook_delivery(owner: &str, sk: &str) -> Key {
     Key::new(webhook_deliveries(owner), sk)
 }
+
+// --------------------------------------------------------------- delivery
+
+/// `DLV#<id>`: one sent message's delivery: `M` what was sent (the outbox
+/// row) and `R#<n>` each recipient's status, in the order sent.
+pub fn delivery_message(id: &str) -> Key {
+    Key::new(format!("DLV#{id}"), "M")
+}
+
+pub fn delivery_recipient(id: &str, n: usize) -> Key {
+    Key::new(format!("DLV#{id}"), format!("R#{n}"))
+}
+
+/// `OUTBOX#<owner>/<ms>-<id>`: an owner's sent messages, newest last (a copy
+/// of `DLV#<id>/M`). The owner is `agent` for the service-domain sender, else
+/// the account's uid, as for webhooks.
+pub fn outbox(owner: &str) -> String {
+    format!("OUTBOX#{owner}")
+}
+
+/// `OUTMID#<owner>/<Message-ID>`: a sent message's delivery id by its Message-ID.
+pub fn outbox_message_id(owner: &str, message_id: &str) -> Key {
+    Key::new(format!("OUTMID#{owner}"), message_id)
+}
+
+/// `SUPP#<owner>/<address>`: a suppressed recipient (lower case).
+pub fn suppression(owner: &str, address: &str) -> Key {
+    Key::new(format!("SUPP#{owner}"), address)
+}
+
+/// `SUPPLIST#<owner>/<ms>-<hex>`: the suppression list, newest last.
+pub fn suppression_list(owner: &str) -> String {
+    format!("SUPPLIST#{owner}")
+}
+
+/// `SOFT#<owner>/<address>`: consecutive soft bounces of one recipient.
+pub fn soft_bounces(owner: &str, address: &str) -> Key {
+    Key::new(format!("SOFT#{owner}"), address)
+}

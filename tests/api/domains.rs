@@ -404,7 +404,7 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
          Content-Type: multipart/alternative; boundary=\"b\"\r\n\r\n--b\r\n\
          Content-Type: text/plain\r\n\r\n{long}\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>{long}</p>\r\n--b--\r\n"
     );
-    common::service::poller::drop_raw(&*app.ctx.blobs, raw.into_bytes())
+    common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
         .await
         .unwrap();
     assert_eq!(common::service::poller::run_once(&app.ctx).await.unwrap().filed, 1);

@@ -44,6 +44,7 @@ fn every_error_a_route_answered_is_in_its_list() {
             error: error.to_string().into(),
             code: None,
             retry_after: None,
+            addresses: None,
         };
         let listed = common::openapi::problems(op, rest).iter().any(|p| {
             ApiError {

@@ -7,6 +7,7 @@ mod support;
 mod auth_matrix;
 mod binary;
 mod credits_admin;
+mod delivery;
 mod dns_server;
 mod domains;
 mod drafts;

@@ -307,7 +307,9 @@ async fn deliver(app: &TestApp, to: &str, message_id: &str) {
     let raw = format!(
         "Delivered-To: {to}\r\nFrom: pal@partner.example\r\nTo: {to}\r\nSubject: Plans\r\nMessage-ID: {message_id}\r\n\r\nShall we?\r\n"
     );
-    poller::drop_raw(&*app.ctx.blobs, raw.into_bytes()).await.unwrap();
+    common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
+        .await
+        .unwrap();
     assert_eq!(poller::run_once(&app.ctx).await.unwrap().filed, 1);
 }
 

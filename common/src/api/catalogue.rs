@@ -6,8 +6,8 @@ use super::{Family::*, Hints, Operation, Section, Tool, delete, get, io, post, p
 use crate::auth::Access::*;
 use crate::error::*;
 use crate::service::{
-    account, admin, credits, domains, drafts, inbox, mailboxes, mta_export, onboarding, removal, send, submission,
-    webhooks,
+    account, admin, credits, delivery, domains, drafts, inbox, mailboxes, mta_export, onboarding, outbox, removal,
+    send, submission, suppressions, webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;
@@ -48,6 +48,7 @@ pub static CATALOGUE: &[&Section] = &[
     &INBOX,
     &DRAFTS,
     &WEBHOOKS,
+    &DELIVERY,
 ];
 
 pub static ONBOARDING: Section = Section {
@@ -542,6 +543,7 @@ pub static SEND: Section = Section {
                 IDEMPOTENCY_KEY_INVALID,
                 IDEMPOTENCY_KEY_REUSED,
                 IDEMPOTENCY_IN_PROGRESS,
+                RECIPIENT_SUPPRESSED,
             ],
             io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
         },
@@ -574,6 +576,7 @@ pub static SEND: Section = Section {
                 TOO_MANY_RECIPIENTS,
                 RECIPIENT_INVALID,
                 INSUFFICIENT_CREDITS,
+                RECIPIENT_SUPPRESSED,
                 SEND_FAILED,
                 NO_OUTBOUND_HOST,
             ],
@@ -910,6 +913,128 @@ pub static WEBHOOKS: Section = Section {
                           seconds at worst). {ok, replayed, deliveries}. 10 replays a minute; no credit.",
             errors: &[EVENT_ID_INVALID, REPLAY_TARGET, WEBHOOK_NONE, NOT_FOUND, RATE_LIMITED],
             io: io!(webhooks::replay, webhooks::ReplayInput, webhooks::Replayed),
+        },
+    ],
+};
+
+pub static DELIVERY: Section = Section {
+    family: Send,
+    operations: &[
+        Operation {
+            id: "getOutbox",
+            rest: get("/outbox"),
+            tool: None,
+            access: Mail,
+            summary: "Sent mail and what happened to it, per recipient",
+            description: "Newest first: {ok, messages, nextCursor?}, each sent message with its recipients and their \
+                          status: sent (the relay accepted it), delivered, deferred, bounced, complained or failed \
+                          (the relay refused it), the last remote reply (smtpCode, enhancedStatus, text, remoteHost), \
+                          the attempts seen and every change. messageId=<Message-ID> gives {ok, message} for one. \
+                          limit 1 to 50 (default 25). A standard key sees its account's mail; the agent key and \
+                          operators the service-domain sender's. Mail to delivered@, bounced@, deferred@, complained@ \
+                          and autoreply@simulator.<service domain> (with any +label) never leaves the service and \
+                          plays that outcome within a second, free of credit.",
+            errors: &[
+                INBOX_MESSAGE_ID_INVALID,
+                INBOX_LIMIT_INVALID,
+                INBOX_CURSOR_INVALID,
+                NOT_FOUND,
+            ],
+            io: io!(outbox::outbox, outbox::OutboxQuery, outbox::OutboxOutput),
+        },
+        Operation {
+            id: "listOutbox",
+            rest: None,
+            tool: tool("list_outbox", Hints::READ),
+            access: Mail,
+            summary: "List sent mail with each recipient's delivery status, newest first",
+            description: "{ok, messages, nextCursor?}: as GET /outbox. Each recipient's status is sent, delivered, \
+                          deferred, bounced, complained or failed, with the last remote reply. Test outcomes without \
+                          real mail by sending to delivered@, bounced@, deferred@, complained@ or \
+                          autoreply@simulator.<service domain>.",
+            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID],
+            io: io!(outbox::list, outbox::ListQuery, outbox::OutboxList),
+        },
+        Operation {
+            id: "getDeliveryStatus",
+            rest: None,
+            tool: tool("get_delivery_status", Hints::READ),
+            access: Mail,
+            summary: "What happened to one sent message, per recipient",
+            description: "{ok, message}: the sent message with this Message-ID (as send_mail answered) and each \
+                          recipient's status, last remote reply, attempts and changes. 404 for mail this key did not \
+                          send.",
+            errors: &[INBOX_MESSAGE_ID_INVALID, NOT_FOUND],
+            io: io!(outbox::status, outbox::StatusQuery, outbox::DeliveryStatus),
+        },
+        Operation {
+            id: "listSuppressions",
+            rest: get("/suppressions"),
+            tool: tool("list_suppressions", Hints::READ),
+            access: Mail,
+            summary: "The recipients your mail no longer goes to",
+            description: "Newest first: {ok, suppressions, nextCursor?}, each with address, reason (hard_bounce, \
+                          soft_bounces, complaint, manual), the remote reply and the Message-ID that caused it, and \
+                          when. address= looks one up (any case). A hard bounce or a complaint adds an address; so do \
+                          soft bounces on 3 sends in a row over at least 3 days. A send to a listed address is refused \
+                          whole (recipient_suppressed) before any credit is spent.",
+            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID, SUPPRESSION_ADDRESS_INVALID],
+            io: io!(
+                suppressions::list,
+                suppressions::ListQuery,
+                suppressions::SuppressionList
+            ),
+        },
+        Operation {
+            id: "addSuppression",
+            rest: post("/suppressions"),
+            tool: tool("add_suppression", Hints::SET),
+            access: Mail,
+            summary: "Stop mail to an address",
+            description: "{address, reason?}: lists the address (reason manual, your note kept); {ok, suppression, \
+                          added}. Already listed: the first entry, added false.",
+            errors: &[
+                SUPPRESSION_ADDRESS_REQUIRED,
+                SUPPRESSION_ADDRESS_INVALID,
+                SUPPRESSION_REASON_INVALID,
+            ],
+            io: io!(
+                suppressions::add_by_hand,
+                suppressions::AddInput,
+                suppressions::SuppressionView
+            ),
+        },
+        Operation {
+            id: "removeSuppression",
+            rest: delete("/suppressions"),
+            tool: tool("remove_suppression", Hints::DESTROY),
+            access: Mail,
+            summary: "Let mail go to a suppressed address again",
+            description: "address in the query or the body: {ok, removed}. 404 when it is not listed.",
+            errors: &[
+                SUPPRESSION_ADDRESS_REQUIRED,
+                SUPPRESSION_ADDRESS_INVALID,
+                SUPPRESSION_NOT_FOUND,
+            ],
+            io: io!(suppressions::remove, suppressions::RemoveQuery, suppressions::Removed),
+        },
+        // The mail host's side: what its delivery log says.
+        Operation {
+            id: "reportMtaDeliveryEvents",
+            rest: post("/mtaDeliveryEvents"),
+            tool: None,
+            access: Sync,
+            summary: "The mail host's delivery log: delivered, deferred, bounced",
+            description: "The mail host's sync token only: `mailhost mta-sync` reports each Postfix log line about \
+                          our mail ({events: [{id, returnPath, recipient, status, at, smtpCode, enhancedStatus, \
+                          reply, remoteHost, queueId}]}, at most 100). Each applies once; an event whose return \
+                          path does not verify changes nothing. {ok, applied, ignored}.",
+            errors: &[DELIVERY_EVENTS_INVALID],
+            io: io!(
+                delivery::mta_events::report,
+                delivery::mta_events::EventsInput,
+                delivery::mta_events::EventsApplied
+            ),
         },
     ],
 };

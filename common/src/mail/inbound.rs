@@ -10,6 +10,7 @@
 //! message) is read by its first `Delivered-To:`; nothing a sender wrote inside
 //! the message names a recipient.
 
+use crate::blob::{BlobError, BlobStore};
 use mail_parser::{HeaderValue, MessageParser, PartType};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -24,6 +25,21 @@ const TRACE_ALLOWANCE: usize = 64 * 1024;
 /// The most files kept of one received message (GET /attachment serves
 /// indexes 0 to this less one).
 pub const MAX_ATTACHMENTS: usize = 20;
+
+// ------------------------------------------------------------- the spool
+
+/// Where raw inbound files wait for the poller, and where it moves them.
+pub const PENDING: &str = "inbound/pending/";
+pub const DONE: &str = "inbound/done/";
+pub const FAILED: &str = "inbound/failed/";
+
+/// Drops a raw message where the poller finds it; returns its key.
+pub async fn drop_raw(blobs: &dyn BlobStore, raw: Vec<u8>) -> Result<String, BlobError> {
+    let ms = chrono::Utc::now().timestamp_millis();
+    let key = format!("{PENDING}{ms:013}-{}.eml", hex::encode(rand::random::<[u8; 8]>()));
+    blobs.put(&key, raw, "message/rfc822").await?;
+    Ok(key)
+}
 
 /// The header line `mailhost deliver` writes first.
 pub const ENVELOPE_HEADER: &str = "X-Mailhost-Envelope";

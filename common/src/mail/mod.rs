@@ -2,6 +2,7 @@
 
 pub mod attachments;
 pub mod codes;
+pub mod dsn;
 pub mod inbound;
 pub mod message;
 pub mod received;

@@ -42,6 +42,9 @@ pub struct Export {
     pub version: i64,
     pub generated_at: String,
     pub mail_host: String,
+    /// Where reports about our own mail come back (the return paths' domain):
+    /// accepted for every local part and handed to the spool, never a maildir.
+    pub bounce_domain: String,
     pub domains: Vec<String>,
     /// Each live mailbox: address, mode, forwardTo, delivery plan, login.
     pub mailboxes: Vec<Value>,
@@ -80,9 +83,10 @@ pub struct Outcome {
 }
 
 /// Builds the Postfix and Dovecot tables from live mailboxes (pure, for tests).
-pub fn render(domains: &[String], live: &[Mailbox]) -> (Postfix, Dovecot) {
+pub fn render(domains: &[String], bounce_domain: &str, live: &[Mailbox]) -> (Postfix, Dovecot) {
     let mut vdomains: Vec<String> = domains.iter().map(|d| format!("{d} OK")).collect();
-    let mut vmailbox = Vec::new();
+    vdomains.push(format!("{bounce_domain} OK"));
+    let mut vmailbox = vec![format!("@{bounce_domain} bounce/")];
     let mut valias = Vec::new();
     let mut passwd = Vec::new();
     for m in live {
@@ -149,11 +153,13 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         }
     }
     live.sort_by(|a, b| a.address.cmp(&b.address));
-    let (postfix, dovecot) = render(&domains, &live);
+    let bounce_domain = super::delivery::return_path::bounce_domain(ctx);
+    let (postfix, dovecot) = render(&domains, &bounce_domain, &live);
     let export = Export {
         version,
         generated_at: iso(ctx.clock.now()),
         mail_host: ctx.config.mail_host.clone(),
+        bounce_domain,
         domains,
         mailboxes: live
             .iter()
@@ -324,11 +330,14 @@ mod tests {
             mailbox("b", Mode::Forward, &["x@other.org", "y@other.org"], Some("$6$old")),
             mailbox("c", Mode::Both, &["x@other.org"], None),
         ];
-        let (postfix, dovecot) = render(&["example.com".into()], &live);
-        assert_eq!(postfix.virtual_mailbox_domains, "example.com OK\n");
+        let (postfix, dovecot) = render(&["example.com".into()], "bounce.svc.example", &live);
+        assert_eq!(
+            postfix.virtual_mailbox_domains,
+            "bounce.svc.example OK\nexample.com OK\n"
+        );
         assert_eq!(
             postfix.virtual_mailbox_maps,
-            "a@example.com example.com/a/\nc@example.com example.com/c/\n"
+            "@bounce.svc.example bounce/\na@example.com example.com/a/\nc@example.com example.com/c/\n"
         );
         assert_eq!(
             postfix.virtual_alias_maps,

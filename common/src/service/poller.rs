@@ -7,17 +7,14 @@
 //! and only then is the raw file moved: to `inbound/done/`, or to
 //! `inbound/failed/` with a `.reason` text beside it.
 
-use crate::blob::{BlobError, BlobStore};
+use crate::blob::BlobError;
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::mail::inbound::{self, Inbound, Limits};
+use crate::mail::inbound::{self, DONE, FAILED, Inbound, Limits, PENDING};
 
+use super::delivery::reports::{self, Consumed};
 use super::mail_store::{self, Direction, NewMessage, Row};
 use super::{mailboxes, webhooks};
-
-pub const PENDING: &str = "inbound/pending/";
-pub const DONE: &str = "inbound/done/";
-pub const FAILED: &str = "inbound/failed/";
 
 /// What one run did: copies filed, copies already there, files refused, and
 /// files left pending because storage failed (tried again next run).
@@ -27,14 +24,6 @@ pub struct Outcome {
     pub duplicates: usize,
     pub failed: usize,
     pub pending: usize,
-}
-
-/// Drops a raw message where the poller finds it; returns its key.
-pub async fn drop_raw(blobs: &dyn BlobStore, raw: Vec<u8>) -> Result<String, BlobError> {
-    let ms = chrono::Utc::now().timestamp_millis();
-    let key = format!("{PENDING}{ms:013}-{}.eml", hex::encode(rand::random::<[u8; 8]>()));
-    blobs.put(&key, raw, "message/rfc822").await?;
-    Ok(key)
 }
 
 /// One pass over `inbound/pending/`. A file whose filing fails for a reason
@@ -67,7 +56,10 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(S
     let name = &key[PENDING.len()..];
     let result = match inbound::parse(&raw, &Limits::default()) {
         Err(refused) => Err(refused.0),
-        Ok(message) => file(ctx, &message).await?,
+        Ok(message) => match report_to(ctx, &message) {
+            Some(return_path) => report(ctx, &message, &return_path, &raw).await?,
+            None => file(ctx, &message).await?,
+        },
     };
     match result {
         Ok((new, duplicates)) => {
@@ -98,6 +90,29 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(S
     ctx.blobs.delete(key).await.map_err(blob_err)
 }
 
+/// The return path a copy was delivered to, when it is a report about our
+/// own mail (its envelope recipient is on the bounce domain).
+fn report_to(ctx: &Context, message: &Inbound) -> Option<String> {
+    let recipient = message.envelope.as_ref()?.recipient.as_ref()?;
+    reports::addressed_to_us(ctx, recipient).then(|| recipient.clone())
+}
+
+/// Applies a report (never filed as mail); an auto-reply that came back to
+/// the return path is filed for the sender instead.
+async fn report(
+    ctx: &Context,
+    message: &Inbound,
+    return_path: &str,
+    raw: &[u8],
+) -> Result<Result<Filed, String>, ApiError> {
+    let (_, body) = inbound::Envelope::split(raw);
+    match reports::consume(ctx, return_path, body).await? {
+        Consumed::Applied(_) => Ok(Ok((Vec::new(), 0))),
+        Consumed::Refused(reason) => Ok(Err(reason)),
+        Consumed::AutoReply { deliver_to } => file_for(ctx, message, vec![deliver_to]).await,
+    }
+}
+
 /// Files one message into every recipient mailbox here that stores mail:
 /// `Ok(Ok((new copies with their scopes, duplicates)))`, or `Ok(Err(reason))`
 /// when nothing here receives it.
@@ -113,6 +128,15 @@ async fn file(ctx: &Context, message: &Inbound) -> Result<Result<Filed, String>,
         },
         None => message.to.iter().chain(&message.cc).cloned().collect(),
     };
+    file_for(ctx, message, candidates).await
+}
+
+/// Files one message for these addresses (those that are mailboxes here).
+async fn file_for(
+    ctx: &Context,
+    message: &Inbound,
+    candidates: Vec<String>,
+) -> Result<Result<Filed, String>, ApiError> {
     let mut seen = std::collections::HashSet::new();
     let mut here = 0;
     let (mut new, mut duplicates) = (Vec::new(), 0);

@@ -12,19 +12,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::accounts::{self, OPS_UID};
-use super::credits::{self, AGENT_BUCKET, SEND_PER_DAY, SEND_PER_MINUTE};
+use super::delivery::dispatch::{Outbound, dispatch};
 use super::domains::{self, DomainStatus};
 use super::mail_store::{self, Direction, NewMessage};
-use super::{Call, dkim, mailboxes};
+use super::payer::{self, Payer};
+use super::{Call, dkim, mailboxes, sent};
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::mail::Outgoing;
 use crate::mail::attachments::{Attachment, Attachments};
 use crate::mail::message::{self, Draft, Signer};
-use crate::ratelimit::{self, DAY, Limit, MINUTE};
 use crate::validate::{Fields, Later, Slot};
 use crate::values::RestOnly;
 use crate::values::{Body, EmailAddress, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
@@ -75,105 +74,6 @@ impl SendInput {
     fn attachments(&self) -> &[Attachment] {
         self.attachments.as_ref().map_or(&[], |a| &a.0.0)
     }
-}
-
-/// Whose switches, rate windows and balance a send counts against.
-pub(crate) enum Payer {
-    /// The shared agent key (and the service-domain mailboxes' passwords):
-    /// its freeze applies and its balance pays.
-    Agent,
-    /// A standard account: its windows and balance, whichever of its keys or
-    /// mailbox passwords sends, so a fresh key starts none anew.
-    Account(String),
-    /// A person signed in: their own windows, never charged.
-    Person(String),
-}
-
-impl Payer {
-    fn of(caller: &Caller) -> Payer {
-        match caller {
-            Caller::Agent => Payer::Agent,
-            Caller::Standard(key) => Payer::Account(key.uid.clone()),
-            Caller::Identity(user) => Payer::Person(user.uid.clone()),
-            // No other caller reaches a send.
-            Caller::Public | Caller::Sync => Payer::Person("none".into()),
-        }
-    }
-
-    fn rate_bucket(&self) -> String {
-        match self {
-            Payer::Agent => AGENT_BUCKET.into(),
-            Payer::Account(uid) => credits::account_bucket(uid),
-            Payer::Person(uid) => format!("user:{uid}"),
-        }
-    }
-
-    fn credit_bucket(&self) -> Option<String> {
-        match self {
-            Payer::Person(_) => None,
-            _ => Some(self.rate_bucket()),
-        }
-    }
-}
-
-/// The checks before a send's input is even read, in the spec's order: the
-/// global kill switch, the agent key's freeze (its sends only), both rate
-/// windows. Nothing here spends a credit.
-pub(crate) async fn gate(ctx: &Context, payer: &Payer) -> Result<(), ApiError> {
-    // The sending switch and (for the agent key) its own, in one request.
-    let mut switches = vec![keys::sending_switch()];
-    if matches!(payer, Payer::Agent) {
-        switches.push(keys::agent_switch());
-    }
-    let mut found = ctx.store.get_many(&switches).await?.into_iter();
-    if !credits::enabled_of(found.next().flatten().as_ref()) {
-        return Err(error::SENDING_PAUSED.into());
-    }
-    if found
-        .next()
-        .is_some_and(|switch| credits::AgentSwitch::of(switch.as_ref()).frozen(ctx.clock.now()))
-    {
-        return Err(error::AGENT_KEY_DISABLED.into());
-    }
-    rate_limit(ctx, &payer.rate_bucket()).await
-}
-
-/// Takes the payer's credit (none for a person), then hands the message to
-/// the transport. A credit is not refunded when delivery fails (spec 8).
-pub(crate) async fn charge_and_send(
-    ctx: &Context,
-    payer: &Payer,
-    outgoing: &Outgoing,
-) -> Result<Option<i64>, ApiError> {
-    let remaining = match payer.credit_bucket() {
-        Some(bucket) => Some(credits::spend(ctx, &bucket).await?),
-        None => None,
-    };
-    let transport = ctx.customer_mail.as_ref().ok_or(error::NO_OUTBOUND_HOST)?;
-    if let Err(e) = transport.send(outgoing).await {
-        return Err(error::SEND_FAILED.caused_by(format_args!("SMTP delivery failed: {e}")));
-    }
-    Ok(remaining)
-}
-
-const SEND_MINUTE: Limit = Limit {
-    max: SEND_PER_MINUTE,
-    period_secs: MINUTE,
-};
-const SEND_DAY: Limit = Limit {
-    max: SEND_PER_DAY,
-    period_secs: DAY,
-};
-
-/// Counts one send in both windows, or neither.
-async fn rate_limit(ctx: &Context, bucket: &str) -> Result<(), ApiError> {
-    let (minute, day) = (format!("send:{bucket}:{MINUTE}"), format!("send:{bucket}:{DAY}"));
-    ratelimit::hit_all(
-        ctx.store.as_ref(),
-        &[(&minute, SEND_MINUTE), (&day, SEND_DAY)],
-        ctx.clock.epoch(),
-    )
-    .await
 }
 
 /// The address a caller sends from, and the domain that signs it.
@@ -362,7 +262,7 @@ impl Idempotency {
 async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
     let payer = Payer::of(caller);
-    gate(ctx, &payer).await?;
+    payer::gate(ctx, &payer).await?;
 
     let input = input.parse()?;
     let (from, domain) = sender(ctx, caller, input.from.as_deref()).await?;
@@ -378,7 +278,16 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
     };
     let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
         .map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
-    let remaining = charge_and_send(ctx, &payer, &outgoing).await?;
+    let outbound = Outbound {
+        owner: sent::owner_of(&domain.uid),
+        message_id: &message_id,
+        from: &from,
+        subject: &input.subject.0,
+        recipients: &input.to.0,
+        raw: &outgoing.raw,
+        source: "api",
+    };
+    let remaining = dispatch(ctx, &payer, &outbound).await?.credits_remaining;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.
     let in_reply_to: Vec<String> = input.in_reply_to.iter().map(|m| m.to_string()).collect();

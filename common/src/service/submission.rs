@@ -18,13 +18,15 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::accounts::OPS_UID;
-use super::send::{self, Payer, Sent};
+use super::delivery::dispatch::{Outbound, dispatch};
+use super::payer::{self, Payer};
+use super::send::{self, Sent};
 use super::{Call, domains, mailboxes};
 use crate::context::Context;
 use crate::error::Problem;
 use crate::error::{self, ApiError};
+use crate::mail::inbound;
 use crate::mail::message;
-use crate::mail::{Outgoing, inbound};
 use crate::validate::{Later, Slot};
 use crate::values::EmailAddress;
 use crate::values::{Field, Origin};
@@ -125,7 +127,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     };
     let login = EmailAddress::pick(fields, "login", LOGIN)?;
     let (mailbox, domain, payer) = sending_mailbox(ctx, &login).await?;
-    send::gate(ctx, &payer).await?;
+    payer::gate(ctx, &payer).await?;
 
     let input = input.parse()?;
     if !input.sender.unwrap_or_default().eq_ignore_ascii_case(&mailbox.address) {
@@ -151,12 +153,16 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         .await?
         .sign(raw)
         .map_err(|e| error::SEND_FAILED.caused_by(e))?;
-    let outgoing = Outgoing {
-        envelope_from: mailbox.address.clone(),
-        recipients: input.recipients.0.clone(),
-        raw: signed,
+    let outbound = Outbound {
+        owner: super::sent::owner_of(&domain.uid),
+        message_id: &message_id,
+        from: &mailbox.address,
+        subject: parsed.subject().unwrap_or_default(),
+        recipients: &input.recipients.0,
+        raw: &signed,
+        source: "smtp",
     };
-    let credits_remaining = send::charge_and_send(ctx, &payer, &outgoing).await?;
+    let credits_remaining = dispatch(ctx, &payer, &outbound).await?.credits_remaining;
 
     let ids = |value| -> Vec<String> {
         inbound::message_ids(value)

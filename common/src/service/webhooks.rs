@@ -26,7 +26,7 @@ use crate::ratelimit::{self, Limit, MINUTE};
 use crate::store::{StoreExt, TTL, item};
 use crate::validate::Fields;
 use crate::values::Bounded;
-use crate::values::{Cursor, EventId, IsoTime};
+use crate::values::{Cursor, EventId, IsoTime, List, WEBHOOK_EVENTS, WebhookEvent};
 use crate::webhook::{self, Refused};
 
 /// How long events and attempts are kept for the log and replay.
@@ -53,8 +53,17 @@ pub struct Webhook {
     /// `whsec_` and the base64 of 32 random bytes.
     pub secret: String,
     pub enabled: bool,
+    /// The event types sent to it.
+    #[serde(default = "default_events")]
+    pub events: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// What a registration that names no events receives: what every
+/// registration received before there were other kinds.
+fn default_events() -> Vec<String> {
+    vec!["inbound.received".into()]
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -141,6 +150,32 @@ crate::input! {
         pub enabled: Option<bool> = error::ENABLED_TYPE,
         /// true issues a new secret.
         pub rotate_secret: Option<bool> = error::ROTATE_SECRET_TYPE,
+        /// The event types to send (default `["inbound.received"]`): inbound.received,
+        /// outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained,
+        /// suppression.added.
+        pub events: Option<List<WebhookEvent, 6>> = (error::WEBHOOK_EVENTS_INVALID, error::WEBHOOK_EVENTS_INVALID),
+    }
+    check WebhookInput::some_events;
+}
+
+impl WebhookInput {
+    fn some_events(self, _: &Fields) -> Result<Self, ApiError> {
+        match &self.events {
+            Some(events) if events.0.is_empty() => Err(error::WEBHOOK_EVENTS_INVALID.into()),
+            _ => Ok(self),
+        }
+    }
+
+    /// The named types, once each, in the catalogue's order.
+    fn events(&self) -> Option<Vec<String>> {
+        let named = self.events.as_ref()?;
+        Some(
+            WEBHOOK_EVENTS
+                .iter()
+                .filter(|kind| named.0.iter().any(|e| e.as_str() == **kind))
+                .map(|kind| kind.to_string())
+                .collect(),
+        )
     }
 }
 
@@ -169,6 +204,7 @@ pub async fn set(call: &Call<'_>, input: WebhookInput) -> Result<WebhookView, Ap
                 w.secret
             },
             enabled: input.enabled.unwrap_or(w.enabled),
+            events: input.events().unwrap_or(w.events),
             created_at: w.created_at,
             updated_at: now,
         },
@@ -176,6 +212,7 @@ pub async fn set(call: &Call<'_>, input: WebhookInput) -> Result<WebhookView, Ap
             url: url.ok_or(error::WEBHOOK_URL_REQUIRED)?,
             secret: webhook::new_secret(),
             enabled: input.enabled.unwrap_or(true),
+            events: input.events().unwrap_or_else(default_events),
             created_at: now.clone(),
             updated_at: now,
         },
@@ -215,16 +252,6 @@ pub async fn announce(ctx: &Context, filed: &[(String, Row)]) {
 }
 
 async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError> {
-    let owner = owner_of_scope(scope);
-    let Some(hook) = registration(ctx, &owner).await?.filter(|w| w.enabled) else {
-        return Ok(());
-    };
-    let now = ctx.clock.now();
-    let event_sk = format!(
-        "{:013}{}",
-        now.timestamp_millis().max(0),
-        hex::encode(rand::random::<[u8; 8]>())
-    );
     let body = serde_json::json!({
         "type": "inbound.received",
         "id": row.id,
@@ -236,17 +263,64 @@ async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError>
         "timestamp": row.ingested_at,
         "mailbox": row.mailbox,
     });
+    emit(
+        ctx,
+        &owner_of_scope(scope),
+        "inbound.received",
+        &row.id,
+        &row.message_id,
+        body,
+    )
+    .await
+}
+
+/// Sends one event of `kind` to the owner's registration when it is enabled
+/// and asks for that kind; a failure is logged (what it announces is done).
+pub async fn publish(
+    ctx: &Context,
+    owner: &str,
+    kind: &'static str,
+    id: &str,
+    message_id: Option<&str>,
+    body: serde_json::Value,
+) {
+    if let Err(e) = emit(ctx, owner, kind, id, message_id.unwrap_or_default(), body).await {
+        tracing::error!(error = %e, kind, id, "webhook delivery failed");
+    }
+}
+
+/// Keeps the event for the log and replay, then delivers it.
+async fn emit(
+    ctx: &Context,
+    owner: &str,
+    kind: &str,
+    id: &str,
+    message_id: &str,
+    body: serde_json::Value,
+) -> Result<(), ApiError> {
+    let Some(hook) = registration(ctx, owner)
+        .await?
+        .filter(|w| w.enabled && w.events.iter().any(|e| e == kind))
+    else {
+        return Ok(());
+    };
+    let now = ctx.clock.now();
+    let event_sk = format!(
+        "{:013}{}",
+        now.timestamp_millis().max(0),
+        hex::encode(rand::random::<[u8; 8]>())
+    );
     let event = Event {
         event_id: format!("evt_{event_sk}"),
-        id: row.id.clone(),
-        message_id: row.message_id.clone(),
+        id: id.to_string(),
+        message_id: message_id.to_string(),
         body: body.to_string(),
         created_at: iso(now),
     };
-    let mut stored = item(&keys::webhook_event(&owner, &event_sk), &event);
+    let mut stored = item(&keys::webhook_event(owner, &event_sk), &event);
     stored.insert(TTL.into(), expiry(ctx).into());
     ctx.store.put(stored, None).await?;
-    deliver(ctx, &owner, &hook, &event, false).await?;
+    deliver(ctx, owner, &hook, &event, false).await?;
     Ok(())
 }
 

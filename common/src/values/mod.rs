@@ -220,6 +220,25 @@ text_value!(
     |t| token(t, 100)
 );
 
+/// The webhook event types, as a registration names them.
+pub const WEBHOOK_EVENTS: [&str; 6] = [
+    "inbound.received",
+    "outbound.delivered",
+    "outbound.deferred",
+    "outbound.bounced",
+    "outbound.complained",
+    "suppression.added",
+];
+
+text_value!(
+    /// One webhook event type.
+    WebhookEvent,
+    "A webhook event type.",
+    r"inbound\.received|outbound\.(?:delivered|deferred|bounced|complained)|suppression\.added".to_string(),
+    Some(32),
+    |t| WEBHOOK_EVENTS.contains(&t).then(|| t.to_string())
+);
+
 text_value!(
     /// A Message-ID to look a stored message up by, as received mail writes
     /// them: `<...>` with any printable characters inside (the brackets may
@@ -723,6 +742,14 @@ mod tests {
         agree::<RowId>(&["m1", "A_b-9", "", "a b", "é", &"a".repeat(128), &"a".repeat(129)]);
         agree::<ThreadId>(&[&"ab".repeat(32), &"AB".repeat(32), &"a".repeat(63), "zz"]);
         agree::<Cursor>(&["0000000001abc-x_", "", "a/b", &"a".repeat(100), &"a".repeat(101)]);
+        agree::<WebhookEvent>(&[
+            "inbound.received",
+            "outbound.bounced",
+            "suppression.added",
+            "outbound.sent",
+            "inbound.receivedx",
+            "",
+        ]);
         agree::<StoredMessageId>(&["<a@b>", "a@b", "<<a@b>>", "<>", "<a b@c>", "<a<b@c>", "<é@x>"]);
         agree::<MailboxAddress>(&[
             "me@example.com",

@@ -3,6 +3,7 @@
 
 mod architecture;
 mod cloud_backends;
+mod dsn;
 mod lambda_client_ip;
 mod store_conformance;
 mod store_dynamodb;

@@ -1,0 +1,175 @@
+//! A send's last steps, the same for every path that sends: the suppression
+//! check, the credit, the delivery record, then one SMTP transaction per
+//! recipient, each with its own return path, so a bounce names its
+//! recipient. Simulator recipients never leave: their story is told here,
+//! through the same status code.
+
+use crate::context::Context;
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::mail::Outgoing;
+use crate::service::payer::{self, Payer};
+use crate::service::sent::{SentMessage, Status};
+use crate::service::suppressions;
+use crate::store::{Cond, Write, item};
+
+use super::{Event, Reply, apply, first_item, return_path, simulator};
+
+/// What is about to go out.
+pub struct Outbound<'a> {
+    /// Whose outbox and suppression list it counts in ([`crate::service::sent::owner_of`]).
+    pub owner: String,
+    pub message_id: &'a str,
+    pub from: &'a str,
+    pub subject: &'a str,
+    pub recipients: &'a [String],
+    /// The signed message.
+    pub raw: &'a [u8],
+    /// `api` or `smtp`.
+    pub source: &'static str,
+}
+
+/// What went out: the delivery's id and the payer's balance after it.
+#[derive(Debug)]
+pub struct Dispatched {
+    pub delivery: String,
+    pub credits_remaining: Option<i64>,
+}
+
+/// Checks, charges, records and sends. Nothing is spent when a recipient is
+/// suppressed; a credit is not refunded when the relay refuses (spec 8).
+/// The answer is an error only when no recipient was accepted.
+pub async fn dispatch(ctx: &Context, payer: &Payer, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
+    suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
+    let real: Vec<usize> = (0..out.recipients.len())
+        .filter(|&n| simulator::scenario(ctx, &out.recipients[n]).is_none())
+        .collect();
+    let transport = match real.is_empty() {
+        true => None,
+        false => Some(ctx.customer_mail.as_ref().ok_or(error::NO_OUTBOUND_HOST)?),
+    };
+    // Mail that never leaves the service costs nothing.
+    let credits_remaining = match real.is_empty() {
+        true => None,
+        false => payer::charge(ctx, payer).await?,
+    };
+    let sent = record(ctx, out).await?;
+    let mut accepted = out.recipients.len() - real.len();
+    for &n in &real {
+        let copy = Outgoing {
+            envelope_from: return_path::for_recipient(ctx, &sent.id, n),
+            recipients: vec![out.recipients[n].clone()],
+            raw: out.raw.to_vec(),
+        };
+        let refused = match transport {
+            Some(transport) => transport.send(&copy).await.err(),
+            None => None,
+        };
+        match refused {
+            None => accepted += 1,
+            Some(e) => {
+                tracing::warn!(error = %e, delivery = %sent.id, recipient = n, "the relay refused a recipient");
+                let event = Event {
+                    id: format!("relay-{n}"),
+                    status: Status::Failed,
+                    reply: Some(relay_reply(&e.0)),
+                    at: crate::clock::iso(ctx.clock.now()),
+                    attempt: true,
+                    evidence: None,
+                };
+                apply(ctx, &sent.id, n, &event).await?;
+            }
+        }
+    }
+    for n in (0..out.recipients.len()).filter(|n| !real.contains(n)) {
+        simulator::play(ctx, &sent, n).await?;
+    }
+    if accepted == 0 {
+        return Err(error::SEND_FAILED.caused_by("the relay refused every recipient"));
+    }
+    Ok(Dispatched {
+        delivery: sent.id,
+        credits_remaining,
+    })
+}
+
+/// The delivery, its recipients at `sent`, its outbox row and its
+/// Message-ID, written together before anything goes out, so a report that
+/// comes back at once finds them.
+async fn record(ctx: &Context, out: &Outbound<'_>) -> Result<SentMessage, ApiError> {
+    let now = ctx.clock.now();
+    let at = crate::clock::iso(now);
+    let sent = SentMessage {
+        id: return_path::new_delivery_id(),
+        owner: out.owner.clone(),
+        message_id: out.message_id.to_string(),
+        from: out.from.to_string(),
+        subject: out.subject.to_string(),
+        to: out.recipients.to_vec(),
+        created_at: at.clone(),
+        source: out.source.to_string(),
+    };
+    let fresh = |item| Write::Put {
+        item,
+        cond: Some(Cond::NotExists),
+    };
+    let listed = crate::store::Key::new(
+        keys::outbox(&sent.owner),
+        format!("{:013}-{}", now.timestamp_millis().max(0), sent.id),
+    );
+    let mut writes = vec![
+        fresh(item(&keys::delivery_message(&sent.id), &sent)),
+        fresh(item(&listed, &sent)),
+        // A Message-ID sent again (a resubmission) points at its newest send.
+        Write::Put {
+            item: item(
+                &keys::outbox_message_id(&sent.owner, &sent.message_id),
+                &serde_json::json!({ "delivery": sent.id }),
+            ),
+            cond: None,
+        },
+    ];
+    for (n, address) in sent.to.iter().enumerate() {
+        writes.push(fresh(first_item(&sent.id, n, address, &at)));
+    }
+    ctx.store.transact(writes).await?;
+    Ok(sent)
+}
+
+/// The relay's refusal as a reply: lettre's error text holds the SMTP code
+/// and the server's words (`permanent error (550): 5.1.1 ...`).
+fn relay_reply(error: &str) -> Reply {
+    let code = error
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|w| w.len() == 3 && matches!(w.as_bytes()[0], b'4' | b'5'))
+        .and_then(|w| w.parse().ok());
+    let enhanced = error
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_ascii_digit() && c != '.'))
+        .find(|w| {
+            let parts: Vec<&str> = w.split('.').collect();
+            parts.len() == 3 && matches!(parts[0], "2" | "4" | "5") && parts.iter().all(|p| !p.is_empty())
+        })
+        .map(str::to_string);
+    Reply {
+        smtp_code: code,
+        enhanced_status: enhanced,
+        text: Some(error.chars().take(1000).collect()),
+        remote_host: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relay_reply;
+
+    #[test]
+    fn a_relay_refusal_reads_as_a_reply() {
+        let reply = relay_reply("permanent error (550): 5.1.1 <x@example.com>: Recipient address rejected");
+        assert_eq!(reply.smtp_code, Some(550));
+        assert_eq!(reply.enhanced_status.as_deref(), Some("5.1.1"));
+        assert!(reply.permanent());
+        let reply = relay_reply("connection refused");
+        assert_eq!((reply.smtp_code, reply.enhanced_status), (None, None));
+    }
+}
