@@ -208,7 +208,6 @@ catalogue! {
     // ---------------------------------------------------------------- delivery
     /// `{}`: each address with why and since when.
     RECIPIENT_SUPPRESSED = 400 "Not sent: {}. Nothing was sent and no credit spent. Remove an address with DELETE /suppressions?address=<address> (MCP remove_suppression) once it can receive mail again." code "recipient_suppressed";
-    SUPPRESSION_ADDRESS_REQUIRED = 400 "address is required";
     SUPPRESSION_ADDRESS_INVALID = 400 "address must be an email address";
     SUPPRESSION_REASON_INVALID = 400 "reason must be text of at most 200 characters";
     SUPPRESSION_NOT_FOUND = 404 "That address is not on the suppression list";

@@ -90,7 +90,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             // A signed-in person without a ready account.
             _ => Some((403, SETUP)),
         },
-        ("POST", "/sendMail") | (_, "/inbox" | "/attachment") => match class {
+        ("POST", "/sendMail") | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => match class {
             AgentBearer | AgentHeader | Standard | Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),
             _ => Some((401, INVALID_KEY)),
@@ -113,7 +113,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             Identity | Operator => Some((401, MCP_AGENT_KEY_ONLY)),
             _ => Some((401, INVALID_KEY)),
         },
-        (_, "/mtaMailboxExport" | "/mtaSubmission") => match class {
+        (_, "/mtaMailboxExport" | "/mtaSubmission" | "/mtaDeliveryEvents") => match class {
             Sync => None,
             _ => Some((403, SYNC_ONLY)),
         },

@@ -311,8 +311,8 @@ const HTTP_CASES: &[Case] = &[
             );
             assert_eq!(
                 export["postfix"]["virtualMailboxDomains"],
-                format!("{SERVICE_DOMAIN} OK\n"),
-                "{body}"
+                format!("bounce.{SERVICE_DOMAIN} OK\n{SERVICE_DOMAIN} OK\n"),
+                "the bounce domain and the service domain: {body}"
             );
             assert_eq!(export["postfix"]["virtualAliasMaps"], "", "{body}");
             assert_eq!(

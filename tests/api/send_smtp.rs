@@ -78,10 +78,23 @@ async fn a_customer_send_arrives_over_starttls_and_auth_signed_with_the_domains_
     assert_eq!(res.body["attachmentCount"], 2);
     assert_eq!(res.body["creditsRemaining"], 99);
 
-    let got = sink.wait_for(2).await;
-    let m = &got[1];
-    assert_eq!(m.mail_from, "ann@ann.example");
-    assert_eq!(m.rcpt_tos, ["bob@partner.example", "carol@partner.example"]);
+    // One transaction per recipient, each with its own signed return path.
+    let got = sink.wait_for(3).await;
+    let copies = &got[1..];
+    let mut rcpts: Vec<&str> = copies.iter().map(|c| c.rcpt_tos[0].as_str()).collect();
+    rcpts.sort();
+    assert_eq!(rcpts, ["bob@partner.example", "carol@partner.example"]);
+    for c in copies {
+        assert_eq!(c.rcpt_tos.len(), 1);
+        assert!(
+            c.mail_from.starts_with("b-") && c.mail_from.ends_with("@bounce.svc.test"),
+            "{}",
+            c.mail_from
+        );
+    }
+    assert_ne!(copies[0].mail_from, copies[1].mail_from);
+    assert_eq!(copies[0].raw, copies[1].raw, "the same signed bytes");
+    let m = &copies[0];
     assert_eq!(m.auth_user.as_deref(), Some(sink.user.as_str()), "submitted with AUTH");
     assert!(m.tls, "after STARTTLS");
 
@@ -144,7 +157,11 @@ async fn the_agent_key_sends_as_noreply_signed_with_the_service_domain() {
         .await;
     assert_eq!(res.status, 200, "{}", res.body);
     let got = sink.wait_for(1).await;
-    assert_eq!(got[0].mail_from, "noreply@svc.test");
+    assert!(
+        got[0].mail_from.ends_with("@bounce.svc.test"),
+        "the return path: {}",
+        got[0].mail_from
+    );
     assert!(dkim_verify(&got[0].raw, app.dns.addr));
 }
 

@@ -994,7 +994,7 @@ pub static DELIVERY: Section = Section {
             description: "{address, reason?}: lists the address (reason manual, your note kept); {ok, suppression, \
                           added}. Already listed: the first entry, added false.",
             errors: &[
-                SUPPRESSION_ADDRESS_REQUIRED,
+                ADDRESS_REQUIRED,
                 SUPPRESSION_ADDRESS_INVALID,
                 SUPPRESSION_REASON_INVALID,
             ],
@@ -1012,7 +1012,7 @@ pub static DELIVERY: Section = Section {
             summary: "Let mail go to a suppressed address again",
             description: "address in the query or the body: {ok, removed}. 404 when it is not listed.",
             errors: &[
-                SUPPRESSION_ADDRESS_REQUIRED,
+                ADDRESS_REQUIRED,
                 SUPPRESSION_ADDRESS_INVALID,
                 SUPPRESSION_NOT_FOUND,
             ],

@@ -273,7 +273,7 @@ pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<SuppressionList, 
 
 crate::input! {
     pub struct AddInput {
-        pub address: EmailAddress = (error::SUPPRESSION_ADDRESS_REQUIRED, error::SUPPRESSION_ADDRESS_INVALID),
+        pub address: EmailAddress = (error::ADDRESS_REQUIRED, error::SUPPRESSION_ADDRESS_INVALID),
         /// A note for yourself, at most 200 characters.
         pub reason: Option<Line<200>> = error::SUPPRESSION_REASON_INVALID,
     }
@@ -322,7 +322,7 @@ pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<Suppression
 
 crate::input! {
     pub struct RemoveQuery {
-        pub address: EmailAddress = (error::SUPPRESSION_ADDRESS_REQUIRED, error::SUPPRESSION_ADDRESS_INVALID),
+        pub address: EmailAddress = (error::ADDRESS_REQUIRED, error::SUPPRESSION_ADDRESS_INVALID),
     }
 }
 

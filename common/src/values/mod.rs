@@ -234,7 +234,7 @@ text_value!(
     /// One webhook event type.
     WebhookEvent,
     "A webhook event type.",
-    r"inbound\.received|outbound\.(?:delivered|deferred|bounced|complained)|suppression\.added".to_string(),
+    r"(?:inbound\.received|outbound\.(?:delivered|deferred|bounced|complained)|suppression\.added)".to_string(),
     Some(32),
     |t| WEBHOOK_EVENTS.contains(&t).then(|| t.to_string())
 );

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    common::http::serve_lambda(|ctx| common::http::router(ctx, &[&common::api::SEND])).await
+    common::http::serve_lambda(|ctx| common::http::router(ctx, &[&common::api::SEND, &common::api::DELIVERY])).await
 }
