@@ -74,13 +74,7 @@ impl Context {
         } else {
             None
         };
-        let secrets: Arc<dyn Secrets> = match config.secrets {
-            SecretsKind::Dir => Arc::new(DirSecrets::new(config.data_dir.join("secrets"))),
-            SecretsKind::Aws => Arc::new(crate::secrets::aws::SecretsManagerSecrets::new(
-                aws_sdk_secretsmanager::Client::new(aws.as_ref().expect("aws config")),
-                &config.secret_prefix,
-            )),
-        };
+        let secrets = secrets(&config, aws.as_ref());
         // Lambda: the clients are built first so that their connections are
         // opened (TLS included) while the secrets are read, in one request.
         let dynamo = (config.store == StoreKind::Dynamodb)
@@ -106,64 +100,18 @@ impl Context {
             (None, Some(pair)) => pair,
             (None, None) => {
                 let key = new_agent_key.as_deref().expect("a new key when none is stored");
-                let pair = (hasher.key_digest(key), keys::last4(key));
-                secrets.put(AGENT_KEY_DIGEST, &format!("{}:{}", pair.0, pair.1)).await?;
-                pair
+                store_agent_key_digest(&hasher, secrets.as_ref(), key).await?
             }
         };
-
-        // Identity tokens: in production the JWKS is fetched when the first
-        // token arrives (no network call at cold start), then cached.
-        let identity = match &config.jwks_url {
-            Some(url) => IdentityVerifier::remote(url, &config.token_issuer, &config.token_audience),
-            None => {
-                let signer = LocalSigner::load_or_create(secrets.as_ref()).await?;
-                IdentityVerifier::with_jwks(signer.jwks(), &config.token_issuer, &config.token_audience)
-            }
-        };
-
-        let store: Arc<dyn Store> = match config.store {
-            StoreKind::Embedded => {
-                std::fs::create_dir_all(&config.data_dir)?;
-                let file = config.data_dir.join("store.redb");
-                Arc::new(match mode {
-                    // A locked or broken file stops the local server at start.
-                    Mode::Local => EmbeddedStore::open(&file)?,
-                    Mode::Lambda => EmbeddedStore::open_at_first_use(&file),
-                })
-            }
-            StoreKind::Dynamodb => {
-                let store = crate::store::dynamo::DynamoStore::new(dynamo.expect("dynamodb client"), &config.table);
-                if mode == Mode::Local {
-                    Box::pin(store.ensure_table()).await?;
-                }
-                Arc::new(store)
-            }
-        };
+        let identity = identity(&config, secrets.as_ref()).await?;
+        let store = Box::pin(open_store(&config, mode, dynamo)).await?;
         let (metered, store_meter) = crate::store::metered::Metered::new(store);
         let store: Arc<dyn Store> = Arc::new(metered);
         let blobs: Arc<dyn BlobStore> = match &config.bucket {
             Some(bucket) => Arc::new(crate::blob::s3::S3BlobStore::new(s3.expect("s3 client"), bucket)),
             None => Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
         };
-        let customer_mail: Option<Arc<dyn Transport>> = match (&config.smtp_url, mode) {
-            (Some(url), _) => Some(Arc::new(crate::mail::smtp::SmtpTransport::from_url_with_ca(
-                url,
-                config.smtp_ca_file.as_deref(),
-            )?)),
-            (None, Mode::Local) if config.spool => Some(Arc::new(SpoolTransport::new(config.data_dir.join("outbox")))),
-            (None, _) => None,
-        };
-        let system_mail = match config.system_mail {
-            SystemMailKind::Transport => customer_mail.clone(),
-            SystemMailKind::Outbox => {
-                Some(Arc::new(SpoolTransport::new(config.data_dir.join("outbox"))) as Arc<dyn Transport>)
-            }
-            SystemMailKind::Ses => Some(Arc::new(crate::mail::ses::SesTransport::new(aws_sdk_sesv2::Client::new(
-                aws.as_ref().expect("aws config"),
-            ))) as Arc<dyn Transport>),
-        };
-
+        let (customer_mail, system_mail) = transports(&config, mode, aws.as_ref())?;
         let dns = Dns::new(config.dns_server.as_deref())?;
         let context = Arc::new(Context {
             config,
@@ -187,6 +135,95 @@ impl Context {
     }
 }
 
+/// Where the secrets are: the data directory, or Secrets Manager.
+fn secrets(config: &Config, aws: Option<&aws_config::SdkConfig>) -> Arc<dyn Secrets> {
+    match config.secrets {
+        SecretsKind::Dir => Arc::new(DirSecrets::new(config.data_dir.join("secrets"))),
+        SecretsKind::Aws => Arc::new(crate::secrets::aws::SecretsManagerSecrets::new(
+            aws_sdk_secretsmanager::Client::new(aws.expect("aws config")),
+            &config.secret_prefix,
+        )),
+    }
+}
+
+/// A key made on this start: its digest and last four kept in the data
+/// directory (the key itself is shown once, never stored).
+async fn store_agent_key_digest(
+    hasher: &KeyHasher,
+    secrets: &dyn Secrets,
+    key: &str,
+) -> anyhow::Result<(String, String)> {
+    let pair = (hasher.key_digest(key), keys::last4(key));
+    secrets.put(AGENT_KEY_DIGEST, &format!("{}:{}", pair.0, pair.1)).await?;
+    Ok(pair)
+}
+
+/// Identity tokens: in production the JWKS is fetched when the first token
+/// arrives (no network call at cold start), then cached; locally the signing
+/// key in the data directory signs and verifies them.
+async fn identity(config: &Config, secrets: &dyn Secrets) -> anyhow::Result<IdentityVerifier> {
+    Ok(match &config.jwks_url {
+        Some(url) => IdentityVerifier::remote(url, &config.token_issuer, &config.token_audience),
+        None => {
+            let signer = LocalSigner::load_or_create(secrets).await?;
+            IdentityVerifier::with_jwks(signer.jwks(), &config.token_issuer, &config.token_audience)
+        }
+    })
+}
+
+/// The store the configuration names: the embedded file (opened at the first
+/// request in Lambda, since opening writes), or DynamoDB (its table created
+/// locally when missing).
+async fn open_store(
+    config: &Config,
+    mode: Mode,
+    dynamo: Option<aws_sdk_dynamodb::Client>,
+) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(match config.store {
+        StoreKind::Embedded => {
+            std::fs::create_dir_all(&config.data_dir)?;
+            let file = config.data_dir.join("store.redb");
+            Arc::new(match mode {
+                // A locked or broken file stops the local server at start.
+                Mode::Local => EmbeddedStore::open(&file)?,
+                Mode::Lambda => EmbeddedStore::open_at_first_use(&file),
+            })
+        }
+        StoreKind::Dynamodb => {
+            let store = crate::store::dynamo::DynamoStore::new(dynamo.expect("dynamodb client"), &config.table);
+            if mode == Mode::Local {
+                Box::pin(store.ensure_table()).await?;
+            }
+            Arc::new(store)
+        }
+    })
+}
+
+type Transports = (Option<Arc<dyn Transport>>, Option<Arc<dyn Transport>>);
+
+/// The customer mail transport (SMTP, a local spool, or none) and the one the
+/// service's own mail takes.
+fn transports(config: &Config, mode: Mode, aws: Option<&aws_config::SdkConfig>) -> anyhow::Result<Transports> {
+    let customer_mail: Option<Arc<dyn Transport>> = match (&config.smtp_url, mode) {
+        (Some(url), _) => Some(Arc::new(crate::mail::smtp::SmtpTransport::from_url_with_ca(
+            url,
+            config.smtp_ca_file.as_deref(),
+        )?)),
+        (None, Mode::Local) if config.spool => Some(Arc::new(SpoolTransport::new(config.data_dir.join("outbox")))),
+        (None, _) => None,
+    };
+    let system_mail = match config.system_mail {
+        SystemMailKind::Transport => customer_mail.clone(),
+        SystemMailKind::Outbox => {
+            Some(Arc::new(SpoolTransport::new(config.data_dir.join("outbox"))) as Arc<dyn Transport>)
+        }
+        SystemMailKind::Ses => Some(Arc::new(crate::mail::ses::SesTransport::new(aws_sdk_sesv2::Client::new(
+            aws.expect("aws config"),
+        ))) as Arc<dyn Transport>),
+    };
+    Ok((customer_mail, system_mail))
+}
+
 /// The secrets a context needs, read at once.
 struct Loaded {
     hmac_secret: String,
@@ -204,65 +241,69 @@ struct Loaded {
 /// required. Local: read from the data directory, created when missing.
 async fn load_secrets(secrets: &dyn Secrets, config: &Config, mode: Mode) -> anyhow::Result<Loaded> {
     match mode {
-        Mode::Lambda => {
-            let mut names = vec![HMAC_SECRET];
-            if config.agent_key.is_none() {
-                names.push(AGENT_KEY);
-            }
-            if config.sync_token.is_none() {
-                names.push(SYNC_TOKEN);
-            }
-            let values = secrets.get_many(&names).await?;
-            let mut found = std::collections::HashMap::new();
-            for (name, value) in names.iter().zip(values) {
-                found.insert(*name, value.ok_or_else(|| anyhow::anyhow!("secret {name} is missing"))?);
-            }
-            // A configured key is taken as it is; the stored one is the random
-            // part CloudFormation generated, composed into `svc_` + random.
-            let agent_key = match &config.agent_key {
-                Some(key) => key.clone(),
-                None => keys::agent_key_from_secret(&found.remove(AGENT_KEY).expect("read")),
-            };
-            Ok(Loaded {
-                hmac_secret: found.remove(HMAC_SECRET).expect("read"),
-                agent_key: Some(agent_key),
-                agent_key_pair: None,
-                sync_token: match &config.sync_token {
-                    Some(token) => token.clone(),
-                    None => found.remove(SYNC_TOKEN).expect("read"),
-                },
-                new_agent_key: None,
-            })
-        }
-        Mode::Local => {
-            let hmac_secret = crate::secrets::get_or_create(secrets, HMAC_SECRET, keys::new_secret).await?;
-            let mut new_agent_key = None;
-            let (agent_key, agent_key_pair) = match &config.agent_key {
-                Some(key) => (Some(key.clone()), None),
-                None => match secrets.get(AGENT_KEY_DIGEST).await? {
-                    Some(stored) => {
-                        let (digest, last4) = stored.split_once(':').unwrap_or((&stored, ""));
-                        (None, Some((digest.to_string(), last4.to_string())))
-                    }
-                    None => {
-                        new_agent_key = Some(keys::new_key());
-                        (None, None)
-                    }
-                },
-            };
-            let sync_token = match &config.sync_token {
-                Some(token) => token.clone(),
-                None => crate::secrets::get_or_create(secrets, SYNC_TOKEN, keys::new_secret).await?,
-            };
-            Ok(Loaded {
-                hmac_secret,
-                agent_key,
-                agent_key_pair,
-                sync_token,
-                new_agent_key,
-            })
-        }
+        Mode::Lambda => lambda_secrets(secrets, config).await,
+        Mode::Local => local_secrets(secrets, config).await,
     }
+}
+
+async fn lambda_secrets(secrets: &dyn Secrets, config: &Config) -> anyhow::Result<Loaded> {
+    let mut names = vec![HMAC_SECRET];
+    if config.agent_key.is_none() {
+        names.push(AGENT_KEY);
+    }
+    if config.sync_token.is_none() {
+        names.push(SYNC_TOKEN);
+    }
+    let values = secrets.get_many(&names).await?;
+    let mut found = std::collections::HashMap::new();
+    for (name, value) in names.iter().zip(values) {
+        found.insert(*name, value.ok_or_else(|| anyhow::anyhow!("secret {name} is missing"))?);
+    }
+    // A configured key is taken as it is; the stored one is the random part
+    // CloudFormation generated, composed into `svc_` + random.
+    let agent_key = match &config.agent_key {
+        Some(key) => key.clone(),
+        None => keys::agent_key_from_secret(&found.remove(AGENT_KEY).expect("read")),
+    };
+    Ok(Loaded {
+        hmac_secret: found.remove(HMAC_SECRET).expect("read"),
+        agent_key: Some(agent_key),
+        agent_key_pair: None,
+        sync_token: match &config.sync_token {
+            Some(token) => token.clone(),
+            None => found.remove(SYNC_TOKEN).expect("read"),
+        },
+        new_agent_key: None,
+    })
+}
+
+async fn local_secrets(secrets: &dyn Secrets, config: &Config) -> anyhow::Result<Loaded> {
+    let hmac_secret = crate::secrets::get_or_create(secrets, HMAC_SECRET, keys::new_secret).await?;
+    let mut new_agent_key = None;
+    let (agent_key, agent_key_pair) = match &config.agent_key {
+        Some(key) => (Some(key.clone()), None),
+        None => match secrets.get(AGENT_KEY_DIGEST).await? {
+            Some(stored) => {
+                let (digest, last4) = stored.split_once(':').unwrap_or((&stored, ""));
+                (None, Some((digest.to_string(), last4.to_string())))
+            }
+            None => {
+                new_agent_key = Some(keys::new_key());
+                (None, None)
+            }
+        },
+    };
+    let sync_token = match &config.sync_token {
+        Some(token) => token.clone(),
+        None => crate::secrets::get_or_create(secrets, SYNC_TOKEN, keys::new_secret).await?,
+    };
+    Ok(Loaded {
+        hmac_secret,
+        agent_key,
+        agent_key_pair,
+        sync_token,
+        new_agent_key,
+    })
 }
 
 /// Opens the DynamoDB and S3 connections (DNS, TCP, TLS) during a Lambda

@@ -101,17 +101,31 @@ fn build() -> Value {
     let mut outputs = settings(Contract::Serialize, false);
     outputs.definitions_path = "/components/schemas".into();
     let mut outputs = outputs.into_generator();
+    let paths = paths(&mut inputs, &mut outputs);
+    let mut schemas = outputs.take_definitions(true);
+    schemas.extend(inputs.take_definitions(true));
+    shared_schemas(&mut schemas);
+    wrap(paths, schemas)
+}
 
+/// Each catalogued REST route's operations by path and verb, and `/mcp`; the
+/// schemas they name are collected in the two generators.
+fn paths(inputs: &mut SchemaGenerator, outputs: &mut SchemaGenerator) -> BTreeMap<&'static str, Map<String, Value>> {
     let mut paths: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
     for section in CATALOGUE {
         for op in section.operations {
             let Some(rest) = &op.rest else { continue };
             let method = rest.method.as_str().to_ascii_lowercase();
-            let described = operation(section.family, op, rest, &mut inputs, &mut outputs);
+            let described = operation(section.family, op, rest, inputs, outputs);
             paths.entry(rest.path).or_default().insert(method, described);
         }
     }
     paths.entry("/mcp").or_default().extend(mcp_path());
+    paths
+}
+
+/// The schemas no type describes: a JSON-RPC message and the error body.
+fn shared_schemas(schemas: &mut Map<String, Value>) {
     let json_rpc_message = json!({
         "type": "object",
         "required": ["jsonrpc", "method"],
@@ -122,9 +136,6 @@ fn build() -> Value {
             "params": { "type": ["object", "array", "null"] },
         },
     });
-
-    let mut schemas = outputs.take_definitions(true);
-    schemas.extend(inputs.take_definitions(true));
     schemas.insert("JsonRpcMessage".into(), json_rpc_message);
     schemas.insert(
         "ErrorBody".into(),
@@ -140,7 +151,10 @@ fn build() -> Value {
             },
         }),
     );
+}
 
+/// The document around its paths and schemas.
+fn wrap(paths: BTreeMap<&str, Map<String, Value>>, schemas: Map<String, Value>) -> Value {
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -341,9 +355,44 @@ fn error_response(description: &str) -> Value {
 
 /// `/mcp` is not a catalogued route: describe its two verbs by hand.
 fn mcp_path() -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("get".into(), describe_mcp());
+    out.insert("post".into(), call_mcp());
+    out
+}
+
+fn describe_mcp() -> Value {
     let tools: Vec<&str> = api::operations()
         .filter_map(|op| op.tool.as_ref().map(|t| t.name))
         .collect();
+    json!({
+        "operationId": "describeMcp",
+        "summary": "What the MCP endpoint offers",
+        "tags": ["mcp"],
+        "security": [],
+        "responses": {
+            "200": {
+                "description": "The endpoint's name, version, transport and tool names.",
+                "content": { "application/json": { "schema": {
+                    "type": "object",
+                    "required": ["ok", "name", "version", "transport", "protocolVersion", "tools", "auth"],
+                    "properties": {
+                        "ok": { "const": true },
+                        "name": { "type": "string" },
+                        "version": { "const": api::VERSION },
+                        "transport": { "const": "json-rpc-2.0" },
+                        "protocolVersion": { "const": api::MCP_PROTOCOL_VERSION },
+                        "tools": { "type": "array", "items": { "enum": tools } },
+                        "auth": { "type": "string" },
+                    },
+                } } },
+            },
+            "default": error_response("405 `Method not allowed` when only an event stream is accepted."),
+        },
+    })
+}
+
+fn call_mcp() -> Value {
     // A batch's elements are judged one by one: an invalid one gets its own
     // -32600 answer in the 200 array (JSON-RPC 2.0), so the array is any.
     let rpc = json!({
@@ -352,79 +401,47 @@ fn mcp_path() -> Map<String, Value> {
             { "type": "array", "minItems": 1, "maxItems": crate::api::MCP_MAX_BATCH },
         ],
     });
-    let mut out = Map::new();
-    out.insert(
-        "get".into(),
-        json!({
-            "operationId": "describeMcp",
-            "summary": "What the MCP endpoint offers",
-            "tags": ["mcp"],
-            "security": [],
-            "responses": {
-                "200": {
-                    "description": "The endpoint's name, version, transport and tool names.",
-                    "content": { "application/json": { "schema": {
-                        "type": "object",
-                        "required": ["ok", "name", "version", "transport", "protocolVersion", "tools", "auth"],
-                        "properties": {
-                            "ok": { "const": true },
-                            "name": { "type": "string" },
-                            "version": { "const": api::VERSION },
-                            "transport": { "const": "json-rpc-2.0" },
-                            "protocolVersion": { "const": api::MCP_PROTOCOL_VERSION },
-                            "tools": { "type": "array", "items": { "enum": tools } },
-                            "auth": { "type": "string" },
-                        },
-                    } } },
-                },
-                "default": error_response("405 `Method not allowed` when only an event stream is accepted."),
+    let rpc_error = json!({
+        "type": "object",
+        "required": ["jsonrpc", "id", "error"],
+        "properties": {
+            "jsonrpc": { "const": "2.0" },
+            "id": {},
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": { "code": { "type": "integer" }, "message": { "type": "string" } },
             },
-        }),
-    );
-    out.insert(
-        "post".into(),
-        json!({
-            "operationId": "callMcp",
-            "summary": "MCP over stateless JSON-RPC 2.0",
-            "description": "One JSON-RPC 2.0 message, or an array as a batch: initialize, ping, tools/list, \
-                            tools/call; notifications get 204. Tool failures with status 404, 429 and 503 are \
-                            results with isError; other failures are JSON-RPC error -32000 with data.status.",
-            "tags": ["mcp"],
-            // initialize, ping, tools/list and the onboarding tools need no key.
-            "security": [{ "bearer": [] }, { "apiKey": [] }, {}],
-            "requestBody": { "required": true, "content": { "application/json": { "schema": rpc } } },
-            "responses": {
-                "200": {
-                    "description": "The JSON-RPC answer (an array for a batch).",
-                    "content": { "application/json": { "schema": {} } },
-                },
-                "204": { "description": "Only notifications were sent." },
-                "400": {
-                    "description": "Not JSON (-32700), not a JSON-RPC request (-32600), or an empty batch.",
-                    "content": { "application/json": { "schema": {
-                        "type": "object",
-                        "required": ["jsonrpc", "id", "error"],
-                        "properties": {
-                            "jsonrpc": { "const": "2.0" },
-                            "id": {},
-                            "error": {
-                                "type": "object",
-                                "required": ["code", "message"],
-                                "properties": { "code": { "type": "integer" }, "message": { "type": "string" } },
-                            },
-                        },
-                    } } },
-                },
-                "401": error_response(&format!(
-                    "`{}`; `{}`; `{}`; `{}`",
-                    error::MISSING_CREDENTIAL.sentence,
-                    error::INVALID_KEY.sentence,
-                    error::INVALID_TOKEN.sentence,
-                    error::MCP_AGENT_KEY_ONLY.sentence
-                )),
-                "default": error_response("413 `Request body too large`, or another error."),
+        },
+    });
+    json!({
+        "operationId": "callMcp",
+        "summary": "MCP over stateless JSON-RPC 2.0",
+        "description": "One JSON-RPC 2.0 message, or an array as a batch: initialize, ping, tools/list, \
+                        tools/call; notifications get 204. Tool failures with status 404, 429 and 503 are \
+                        results with isError; other failures are JSON-RPC error -32000 with data.status.",
+        "tags": ["mcp"],
+        // initialize, ping, tools/list and the onboarding tools need no key.
+        "security": [{ "bearer": [] }, { "apiKey": [] }, {}],
+        "requestBody": { "required": true, "content": { "application/json": { "schema": rpc } } },
+        "responses": {
+            "200": {
+                "description": "The JSON-RPC answer (an array for a batch).",
+                "content": { "application/json": { "schema": {} } },
             },
-        }),
-    );
-    out
+            "204": { "description": "Only notifications were sent." },
+            "400": {
+                "description": "Not JSON (-32700), not a JSON-RPC request (-32600), or an empty batch.",
+                "content": { "application/json": { "schema": rpc_error } },
+            },
+            "401": error_response(&format!(
+                "`{}`; `{}`; `{}`; `{}`",
+                error::MISSING_CREDENTIAL.sentence,
+                error::INVALID_KEY.sentence,
+                error::INVALID_TOKEN.sentence,
+                error::MCP_AGENT_KEY_ONLY.sentence
+            )),
+            "default": error_response("413 `Request body too large`, or another error."),
+        },
+    })
 }

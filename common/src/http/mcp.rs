@@ -76,28 +76,9 @@ fn tools() -> impl Iterator<Item = (&'static Operation, &'static api::Tool)> {
 /// before any tool runs and spends nothing.
 async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    if !origin_allowed(&parts.headers, &ctx.config.mcp_allowed_origins) {
-        discard(body).await;
-        return ApiError::from(error::MCP_ORIGIN).into_response();
-    }
-    // A credential that is presented must be valid; none at all is checked
-    // against what the body asks for (see `admit`).
-    let auth = match Presented::from_headers(&parts.headers) {
-        Presented::None => Authenticated {
-            caller: Caller::Public,
-            via: Via::None,
-        },
-        presented => match super::preamble::authenticate(&ctx, &presented).await {
-            Ok(auth) => auth,
-            Err(e) => {
-                discard(body).await;
-                return e.into_response();
-            }
-        },
-    };
-    let bytes = match read_body(body, MAX_BODY).await {
-        Ok(bytes) => bytes,
-        Err(e) => return e.into_response(),
+    let (auth, bytes) = match receive(&ctx, &parts.headers, body).await {
+        Ok(received) => received,
+        Err(refused) => return refused,
     };
     // A body that is not JSON-RPC at all is refused with 400, the JSON-RPC
     // error in its body (as the streamable HTTP transport asks).
@@ -109,6 +90,44 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
     }
     let ip = client_ip(&parts);
     let call = Call::new(&ctx, &auth.caller, auth.via, &ip);
+    respond(&call, &auth, message).await
+}
+
+/// The origin rule, then the credential, then the body under its limit; a
+/// refusal drains what is left of the body and is the response.
+async fn receive(
+    ctx: &AppState,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Result<(Authenticated, Vec<u8>), Response> {
+    if !origin_allowed(headers, &ctx.config.mcp_allowed_origins) {
+        discard(body).await;
+        return Err(ApiError::from(error::MCP_ORIGIN).into_response());
+    }
+    // A credential that is presented must be valid; none at all is checked
+    // against what the body asks for (see `admit`).
+    let auth = match Presented::from_headers(headers) {
+        Presented::None => Authenticated {
+            caller: Caller::Public,
+            via: Via::None,
+        },
+        presented => match super::preamble::authenticate(ctx, &presented).await {
+            Ok(auth) => auth,
+            Err(e) => {
+                discard(body).await;
+                return Err(e.into_response());
+            }
+        },
+    };
+    match read_body(body, MAX_BODY).await {
+        Ok(bytes) => Ok((auth, bytes)),
+        Err(e) => Err(e.into_response()),
+    }
+}
+
+/// Answers one message or a batch: 204 when only notifications came, 400 for
+/// an empty or oversized batch or a lone invalid request.
+async fn respond(call: &Call<'_>, auth: &Authenticated, message: Value) -> Response {
     let answer = match message {
         Value::Array(batch) if batch.is_empty() => {
             return refuse(failure(
@@ -129,11 +148,11 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
         Value::Array(batch) => {
             let mut answers = Vec::new();
             for message in batch {
-                answers.extend(answer(&call, &auth, message).await);
+                answers.extend(answer(call, auth, message).await);
             }
             (!answers.is_empty()).then_some(Value::Array(answers))
         }
-        message => match answer(&call, &auth, message).await {
+        message => match answer(call, auth, message).await {
             Some(one) if one.pointer("/error/code") == Some(&json!(code::INVALID_REQUEST)) => return refuse(one),
             one => one,
         },

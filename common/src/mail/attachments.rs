@@ -194,6 +194,8 @@ fn parse(value: &Value) -> Result<Vec<Attachment>, ApiError> {
     Ok(out)
 }
 
+/// Attachment `n` (from 1) of a send: its fields read, its content decoded,
+/// and its type agreed by its bytes, its name and its declared type.
 fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
     let obj = entry.as_object().ok_or_else(|| error::ATTACHMENT_NOT_OBJECT.with(n))?;
     let filename = match obj.get("filename") {
@@ -213,7 +215,19 @@ fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
         Some(Value::String(s)) if !s.is_empty() => s.as_str(),
         _ => return Err(error::ATTACHMENT_CONTENT_MISSING.with(n)),
     };
-    // A data URL carries its own type and must say base64.
+    let (url_type, bytes) = decode(n, raw)?;
+    let kind = kind_of(n, &filename, declared_type.or(url_type), &bytes)?;
+    Ok(Attachment {
+        filename,
+        content_type: kind.mime().to_string(),
+        bytes,
+    })
+}
+
+/// The bytes of `contentBase64` (base64, or a data URL, which carries its own
+/// type and must say base64), at most `MAX_EACH`, never empty; and the data
+/// URL's type.
+fn decode(n: usize, raw: &str) -> Result<(Option<String>, Vec<u8>), ApiError> {
     let (url_type, data) = match raw.strip_prefix("data:") {
         Some(rest) => {
             let (meta, data) = rest
@@ -241,8 +255,13 @@ fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
     if bytes.is_empty() {
         return Err(error::ATTACHMENT_EMPTY.with(n));
     }
+    Ok((url_type, bytes))
+}
 
-    let sniffed = Kind::sniff(&bytes).ok_or_else(|| error::ATTACHMENT_KIND_NOT_ALLOWED.with(n))?;
+/// The kind the bytes are, which the name's extension and the declared type
+/// (when given) must be allowed and agree with; the declared one wins.
+fn kind_of(n: usize, filename: &str, declared_type: Option<String>, bytes: &[u8]) -> Result<Kind, ApiError> {
+    let sniffed = Kind::sniff(bytes).ok_or_else(|| error::ATTACHMENT_KIND_NOT_ALLOWED.with(n))?;
     let extension = filename.rsplit_once('.').map(|(_, ext)| ext);
     let by_name = match extension {
         Some(ext) => Some(
@@ -251,7 +270,7 @@ fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
         ),
         None => None,
     };
-    let by_type = match declared_type.or(url_type) {
+    let by_type = match declared_type {
         Some(t) => Some(Kind::from_mime(&t).ok_or_else(|| error::ATTACHMENT_TYPE_NOT_ALLOWED.with_each(&[&n, &t]))?),
         None => None,
     };
@@ -260,12 +279,7 @@ fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
             return Err(error::ATTACHMENT_CONTENT_MISMATCH.with(n));
         }
     }
-    let kind = by_type.or(by_name).unwrap_or(sniffed);
-    Ok(Attachment {
-        filename,
-        content_type: kind.mime().to_string(),
-        bytes,
-    })
+    Ok(by_type.or(by_name).unwrap_or(sniffed))
 }
 
 #[cfg(test)]

@@ -48,59 +48,63 @@ fn collect(message: &Message<'_>, raw: &[u8], max: usize, out: &mut Vec<Attachme
                 .unwrap_or_else(|| format!("{default}-{}", out.len() + 1))
         };
         match &part.body {
-            PartType::Message(_) => {
-                // The forwarded message as sent. When its own boundaries are
-                // broken, mail-parser's part runs on past the enclosing
-                // multipart's next boundary: it ends there, and what follows
-                // is read as that multipart's further parts.
-                let boundary = enclosing_boundary(message, id);
-                let (own, rest) = match boundary.as_deref().and_then(|b| split_at_boundary(body, b)) {
-                    Some((own, rest)) => (own, Some(rest)),
-                    None => (body, None),
-                };
-                out.push(Attachment {
-                    filename: name("forwarded-message"),
-                    content_type: "message/rfc822".into(),
-                    bytes: own.to_vec(),
-                });
-                if let (Some(boundary), Some(rest)) = (boundary, rest) {
-                    let mut tail =
-                        format!("Content-Type: multipart/mixed; boundary=\"{boundary}\"\r\n\r\n--{boundary}\r\n")
-                            .into_bytes();
-                    tail.extend_from_slice(rest);
-                    if let Some(more) = MessageParser::default().parse(&tail) {
-                        collect(&more, &tail, max, out);
-                    }
-                }
-            }
+            PartType::Message(_) => forwarded(message, id, body, name("forwarded-message"), max, out),
             _ if is_uuencoded(part) => out.push(Attachment {
                 filename: name("attachment"),
                 content_type: essence,
                 bytes: uudecode(body),
             }),
-            PartType::Text(_) | PartType::Html(_) => {
-                let content_type = match part.content_type().and_then(|ct| ct.attribute("charset")) {
-                    Some(charset)
-                        if charset
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
-                    {
-                        format!("{essence}; charset={}", charset.to_ascii_lowercase())
-                    }
-                    _ => essence,
-                };
-                out.push(Attachment {
-                    filename: name("attachment"),
-                    content_type,
-                    bytes: transfer_decoded(part, body),
-                });
-            }
+            PartType::Text(_) | PartType::Html(_) => out.push(Attachment {
+                filename: name("attachment"),
+                content_type: with_charset(part, essence),
+                bytes: transfer_decoded(part, body),
+            }),
             _ => out.push(Attachment {
                 filename: name("attachment"),
                 content_type: essence,
                 bytes: part.contents().to_vec(),
             }),
         }
+    }
+}
+
+/// A forwarded message (part `id`, `body` its bytes), kept as sent. When its
+/// own boundaries are broken, mail-parser's part runs on past the enclosing
+/// multipart's next boundary: it ends there, and what follows is read as that
+/// multipart's further parts.
+fn forwarded(message: &Message<'_>, id: u32, body: &[u8], filename: String, max: usize, out: &mut Vec<Attachment>) {
+    let boundary = enclosing_boundary(message, id);
+    let (own, rest) = match boundary.as_deref().and_then(|b| split_at_boundary(body, b)) {
+        Some((own, rest)) => (own, Some(rest)),
+        None => (body, None),
+    };
+    out.push(Attachment {
+        filename,
+        content_type: "message/rfc822".into(),
+        bytes: own.to_vec(),
+    });
+    if let (Some(boundary), Some(rest)) = (boundary, rest) {
+        let mut tail =
+            format!("Content-Type: multipart/mixed; boundary=\"{boundary}\"\r\n\r\n--{boundary}\r\n").into_bytes();
+        tail.extend_from_slice(rest);
+        if let Some(more) = MessageParser::default().parse(&tail) {
+            collect(&more, &tail, max, out);
+        }
+    }
+}
+
+/// A text file's type with its charset, when that is a plain token, since
+/// its bytes are served as sent.
+fn with_charset(part: &MessagePart<'_>, essence: String) -> String {
+    match part.content_type().and_then(|ct| ct.attribute("charset")) {
+        Some(charset)
+            if charset
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
+        {
+            format!("{essence}; charset={}", charset.to_ascii_lowercase())
+        }
+        _ => essence,
     }
 }
 

@@ -213,18 +213,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
             seq,
             &now,
         );
-        let free = Cond::Or(vec![Cond::NotExists, Cond::eq("status", MailboxStatus::Removed)]);
-        let mut writes = vec![
-            Write::Put {
-                item: item(&keys::mailbox(&domain.name, local), &mailbox),
-                cond: Some(free),
-            },
-            Write::Update {
-                key: keys::domain(&domain.uid, &domain.name),
-                update: Update::new().add("activeMailboxes", 1),
-                cond: Some(Cond::eq("status", DomainStatus::Verified)),
-            },
-        ];
+        let mut writes = add_writes(&mailbox, &domain, local);
         writes.extend(routing_guards(routing, &domain.name, input.forward_to()));
         match ctx.store.transact(writes).await {
             Ok(()) => {
@@ -233,22 +222,45 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
                     mailbox: view(&mailbox),
                 });
             }
-            Err(StoreError::ConditionFailed) => {
-                if get(ctx, &domain.name, local).await?.is_some_and(|m| m.is_active()) {
-                    return Err(error::MAILBOX_EXISTS.into());
-                }
-                if !domains::get(ctx, &domain.uid, &domain.name)
-                    .await?
-                    .is_some_and(|d| d.status == DomainStatus::Verified)
-                {
-                    return Err(error::DOMAIN_NOT_VERIFIED.into());
-                }
-                // Forwarding changed meanwhile: validate again against what is there now.
-            }
+            // Forwarding changed meanwhile, unless this says otherwise:
+            // validate again against what is there now.
+            Err(StoreError::ConditionFailed) => why_not_added(ctx, &domain, local).await?,
             Err(e) => return Err(e.into()),
         }
     }
     Err(error::FORWARDING_BUSY.into())
+}
+
+/// The mailbox, where no active one is, and its domain's count, while the
+/// domain is verified.
+fn add_writes(mailbox: &Mailbox, domain: &domains::Domain, local: &str) -> Vec<Write> {
+    let free = Cond::Or(vec![Cond::NotExists, Cond::eq("status", MailboxStatus::Removed)]);
+    vec![
+        Write::Put {
+            item: item(&keys::mailbox(&domain.name, local), mailbox),
+            cond: Some(free),
+        },
+        Write::Update {
+            key: keys::domain(&domain.uid, &domain.name),
+            update: Update::new().add("activeMailboxes", 1),
+            cond: Some(Cond::eq("status", DomainStatus::Verified)),
+        },
+    ]
+}
+
+/// Why an add's transaction failed, when it is not a forwarding change: the
+/// mailbox exists, or the domain is no longer verified.
+async fn why_not_added(ctx: &Context, domain: &domains::Domain, local: &str) -> Result<(), ApiError> {
+    if get(ctx, &domain.name, local).await?.is_some_and(|m| m.is_active()) {
+        return Err(error::MAILBOX_EXISTS.into());
+    }
+    if !domains::get(ctx, &domain.uid, &domain.name)
+        .await?
+        .is_some_and(|d| d.status == DomainStatus::Verified)
+    {
+        return Err(error::DOMAIN_NOT_VERIFIED.into());
+    }
+    Ok(())
 }
 
 /// A caller's active mailbox, or 404 (also for another account's).

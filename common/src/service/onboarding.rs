@@ -127,24 +127,15 @@ pub struct RequestAccessOutput {
 pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Result<RequestAccessOutput, ApiError> {
     let (ctx, ip) = (call.ctx, call.ip);
     let now = ctx.clock.now();
-    ratelimit::hit(
-        ctx.store.as_ref(),
-        &format!("requestAccess:ip:{}", ratelimit::client(ip)),
-        REQUEST_PER_IP,
-        now.timestamp(),
-    )
-    .await?;
-    ratelimit::hit(
-        ctx.store.as_ref(),
-        &request_email_bucket(&input.contact_email),
-        REQUEST_PER_EMAIL,
-        now.timestamp(),
-    )
-    .await?;
+    let (ip_bucket, email_bucket) = (
+        format!("requestAccess:ip:{}", ratelimit::client(ip)),
+        request_email_bucket(&input.contact_email),
+    );
+    ratelimit::hit(ctx.store.as_ref(), &ip_bucket, REQUEST_PER_IP, now.timestamp()).await?;
+    ratelimit::hit(ctx.store.as_ref(), &email_bucket, REQUEST_PER_EMAIL, now.timestamp()).await?;
 
     let id = format!("ar_{}", hex::encode(rand::random::<[u8; 12]>()));
     let code = format!("{:08}", rand::random_range(0..100_000_000u32));
-    let expires_at = now.timestamp() + CODE_TTL_SECS;
     let req = AccessRequest {
         code_digest: code_digest(ctx, &id, &code),
         id,
@@ -153,38 +144,16 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
         agent_name: input.agent_name.into_string(),
         intended_use: input.intended_use.into_string(),
         attempts: 0,
-        expires_at,
+        expires_at: now.timestamp() + CODE_TTL_SECS,
         status: RequestStatus::CodeSent,
         created_at: iso(now),
         uid: None,
     };
-    let mut row = item(&keys::request(&req.id), &req);
-    row.insert(TTL.into(), json!(expires_at + KEEP_FINISHED_SECS));
-    let mut writes = vec![Write::Put {
-        item: row,
-        cond: Some(Cond::NotExists),
-    }];
-    for key in index_keys(&req) {
-        writes.push(Write::Put {
-            item: item(&key, &json!({ "id": req.id, "ttl": expires_at + KEEP_FINISHED_SECS })),
-            cond: None,
-        });
-    }
-    ctx.store.transact(writes).await?;
-
+    store_request(ctx, &req).await?;
     if let Err(e) = send_code(ctx, &req.email, &code).await {
         tracing::error!(error = %e, request_id = %req.id, "access code email failed");
         // The request is useless without its code: take it back.
-        let mut undo = vec![Write::Delete {
-            key: keys::request(&req.id),
-            cond: None,
-        }];
-        undo.extend(
-            index_keys(&req)
-                .into_iter()
-                .map(|key| Write::Delete { key, cond: None }),
-        );
-        ctx.store.transact(undo).await?;
+        withdraw_request(ctx, &req).await?;
         return Err(error::CODE_NOT_SENT.into());
     }
     Ok(RequestAccessOutput {
@@ -193,6 +162,34 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
         expires_in: CODE_TTL_SECS,
         message: messages::CODE_SENT.as_str(),
     })
+}
+
+/// The request and its index items, kept a while after the code expires.
+async fn store_request(ctx: &Context, req: &AccessRequest) -> Result<(), ApiError> {
+    let ttl = req.expires_at + KEEP_FINISHED_SECS;
+    let mut row = item(&keys::request(&req.id), req);
+    row.insert(TTL.into(), json!(ttl));
+    let mut writes = vec![Write::Put {
+        item: row,
+        cond: Some(Cond::NotExists),
+    }];
+    for key in index_keys(req) {
+        writes.push(Write::Put {
+            item: item(&key, &json!({ "id": req.id, "ttl": ttl })),
+            cond: None,
+        });
+    }
+    Ok(ctx.store.transact(writes).await?)
+}
+
+/// Deletes a request and its index items.
+async fn withdraw_request(ctx: &Context, req: &AccessRequest) -> Result<(), ApiError> {
+    let mut undo = vec![Write::Delete {
+        key: keys::request(&req.id),
+        cond: None,
+    }];
+    undo.extend(index_keys(req).into_iter().map(|key| Write::Delete { key, cond: None }));
+    Ok(ctx.store.transact(undo).await?)
 }
 
 async fn send_code(ctx: &Context, to: &str, code: &str) -> anyhow::Result<()> {
@@ -332,56 +329,12 @@ fn close_request(req: &AccessRequest, status: RequestStatus, uid: &str, now: &st
 }
 
 async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> {
-    let now = iso(ctx.clock.now());
-    let existing = accounts::by_email(ctx, &req.email).await?;
-    let (status, api_key, uid, writes) = match existing {
-        None => {
-            let allowlisted = allowlist::contains(ctx, crate::values::email_domain(&req.email)).await?;
-            let status = if allowlisted {
-                AccountStatus::Ready
-            } else {
-                AccountStatus::SettingUp
-            };
-            let account = Account {
-                uid: accounts::new_uid(),
-                email: req.email.clone(),
-                status,
-                created_at: now.clone(),
-                key_digest: None,
-                key_id: None,
-                key_last4: None,
-            };
-            let mut writes = Vec::new();
-            let (api_key, account) = if allowlisted {
-                let (key, account, key_writes) = accounts::issue_key_writes(&ctx.hasher, &account, &now, true);
-                writes.extend(key_writes);
-                (Some(key), account)
-            } else {
-                (None, account)
-            };
-            writes.extend(accounts::create_writes(&account));
-            writes.push(credits::create_write(&credits::account_bucket(&account.uid)));
-            writes.push(close_request(req, request_status(status), &account.uid, &now));
-            (status, api_key, account.uid, writes)
-        }
-        Some(account) => match account.status {
-            AccountStatus::Ready => {
-                let (key, _, mut writes) = accounts::issue_key_writes(&ctx.hasher, &account, &now, false);
-                writes.push(close_request(req, RequestStatus::Ready, &account.uid, &now));
-                (AccountStatus::Ready, Some(key), account.uid, writes)
-            }
-            other => {
-                let writes = vec![
-                    Write::Check {
-                        key: keys::account(&account.uid),
-                        cond: Cond::eq("status", other),
-                    },
-                    close_request(req, request_status(other), &account.uid, &now),
-                ];
-                (other, None, account.uid, writes)
-            }
-        },
-    };
+    let Outcome {
+        status,
+        api_key,
+        uid,
+        writes,
+    } = outcome(ctx, req).await?;
     match ctx.store.transact(writes).await {
         Ok(()) => {}
         Err(StoreError::ConditionFailed) => return Ok(Finish::Retry),
@@ -406,6 +359,87 @@ async fn finish(ctx: &Context, req: &AccessRequest) -> Result<Finish, ApiError> 
         _ => neutral(req, "unavailable", messages::REQUEST_UNAVAILABLE.as_str()),
     };
     Ok(Finish::Done(out))
+}
+
+/// What a verified request comes to, and the writes that make it so in one
+/// transaction (the request closed with them).
+struct Outcome {
+    status: AccountStatus,
+    /// A key issued now, shown once.
+    api_key: Option<String>,
+    uid: String,
+    writes: Vec<Write>,
+}
+
+async fn outcome(ctx: &Context, req: &AccessRequest) -> Result<Outcome, ApiError> {
+    let now = iso(ctx.clock.now());
+    let Some(account) = accounts::by_email(ctx, &req.email).await? else {
+        return new_account(ctx, req, now).await;
+    };
+    Ok(match account.status {
+        AccountStatus::Ready => {
+            let (key, _, mut writes) = accounts::issue_key_writes(&ctx.hasher, &account, &now, false);
+            writes.push(close_request(req, RequestStatus::Ready, &account.uid, &now));
+            Outcome {
+                status: AccountStatus::Ready,
+                api_key: Some(key),
+                uid: account.uid,
+                writes,
+            }
+        }
+        other => {
+            let writes = vec![
+                Write::Check {
+                    key: keys::account(&account.uid),
+                    cond: Cond::eq("status", other),
+                },
+                close_request(req, request_status(other), &account.uid, &now),
+            ];
+            Outcome {
+                status: other,
+                api_key: None,
+                uid: account.uid,
+                writes,
+            }
+        }
+    })
+}
+
+/// A first request from this address: a new account, ready with a key when
+/// its domain is on the allowlist, else setting up.
+async fn new_account(ctx: &Context, req: &AccessRequest, now: String) -> Result<Outcome, ApiError> {
+    let allowlisted = allowlist::contains(ctx, crate::values::email_domain(&req.email)).await?;
+    let status = if allowlisted {
+        AccountStatus::Ready
+    } else {
+        AccountStatus::SettingUp
+    };
+    let account = Account {
+        uid: accounts::new_uid(),
+        email: req.email.clone(),
+        status,
+        created_at: now.clone(),
+        key_digest: None,
+        key_id: None,
+        key_last4: None,
+    };
+    let mut writes = Vec::new();
+    let (api_key, account) = if allowlisted {
+        let (key, account, key_writes) = accounts::issue_key_writes(&ctx.hasher, &account, &now, true);
+        writes.extend(key_writes);
+        (Some(key), account)
+    } else {
+        (None, account)
+    };
+    writes.extend(accounts::create_writes(&account));
+    writes.push(credits::create_write(&credits::account_bucket(&account.uid)));
+    writes.push(close_request(req, request_status(status), &account.uid, &now));
+    Ok(Outcome {
+        status,
+        api_key,
+        uid: account.uid,
+        writes,
+    })
 }
 
 fn neutral(req: &AccessRequest, status: &'static str, message: &'static str) -> VerifyOutput {

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::Call;
 use super::domains::{self, DomainStatus};
 use crate::clock::iso;
+use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::store::{Cond, StoreError, Update, Write};
@@ -71,21 +72,7 @@ pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Resu
     if name == ctx.config.service_domain.to_string() {
         return Err(error::SYSTEM_DOMAIN.into());
     }
-    let by_email = match &input.owner_email {
-        Some(email) => Some(
-            super::accounts::by_email(ctx, email)
-                .await?
-                .map(|a| a.uid)
-                .ok_or(error::NOT_FOUND)?,
-        ),
-        None => None,
-    };
-    let uid = match (input.uid.map(Uid::into_string), by_email) {
-        (Some(uid), Some(found)) if uid != found => return Err(error::REMOVE_OWNER_MISMATCH.into()),
-        (Some(uid), _) => uid,
-        (None, Some(found)) => found,
-        (None, None) => return Err(error::REMOVE_OWNER_REQUIRED.into()),
-    };
+    let uid = owner_uid(ctx, input.uid, input.owner_email.as_ref()).await?;
     let owner_missing = super::accounts::get(ctx, &uid).await?.is_none();
     let domain = domains::get(ctx, &uid, &name).await?.ok_or(error::NOT_FOUND)?;
     let mailboxes = super::mailboxes::of_domain_all(ctx, &name).await?;
@@ -96,60 +83,9 @@ pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Resu
     if live_before > 0 && input.confirm.as_deref().map(str::to_ascii_lowercase) != Some(name.clone()) {
         return Err(error::CONFIRM_REQUIRED.with(&name));
     }
-    let now = iso(ctx.clock.now());
-    let mut writes = vec![
-        Write::Update {
-            key: keys::domain(&uid, &name),
-            update: Update::new()
-                .set("status", DomainStatus::Removed)
-                .set("removedAt", now.clone()),
-            cond: Some(Cond::And(vec![Cond::Exists, Cond::ne("status", DomainStatus::Removed)])),
-        },
-        Write::Delete {
-            key: keys::registered(&name),
-            cond: None,
-        },
-    ];
-    if let Some(slot) = ctx.store.get(&keys::domain_slot(&uid)).await?
-        && slot.get("name").and_then(|v| v.as_str()) == Some(name.as_str())
-    {
-        writes.push(Write::Delete {
-            key: keys::domain_slot(&uid),
-            cond: Some(Cond::eq("name", name.clone())),
-        });
-    }
-    match ctx.store.transact(writes).await {
-        Ok(()) => {}
-        Err(StoreError::ConditionFailed) => return Err(error::NOT_FOUND.into()),
-        Err(e) => return Err(e.into()),
-    }
-    // From here no mailbox can be added (addMailbox requires the domain to be
-    // verified in its own transaction): what is listed now is everything.
-    let mailboxes = super::mailboxes::of_domain_all(ctx, &name).await?;
-    let mut removed = 0;
-    for mailbox in mailboxes.iter().filter(|m| m.is_active()) {
-        super::mailboxes::mark_removed(ctx, mailbox).await?;
-        removed += 1;
-    }
-    let addresses: Vec<String> = mailboxes.iter().map(|m| m.address.clone()).collect();
-    super::mail_store::purge(ctx, &keys::inbox_account_scope(&uid), &addresses).await?;
-    ctx.store
-        .update(
-            &keys::domain(&uid, &name),
-            Update::new().set("activeMailboxes", 0),
-            None,
-        )
-        .await?;
-    // The claim goes only while it still names this account.
-    let released = match ctx
-        .store
-        .delete(&keys::claim(&name), Some(Cond::eq("uid", uid.clone())))
-        .await
-    {
-        Ok(_) => true,
-        Err(StoreError::ConditionFailed) => false,
-        Err(e) => return Err(e.into()),
-    };
+    mark_removed(ctx, &uid, &name).await?;
+    let removed = remove_mailboxes(ctx, &uid, &name).await?;
+    let released = release_claim(ctx, &uid, &name).await?;
     let _ = ctx.secrets.delete(&domain.dkim_secret).await;
     let details = json!({ "uid": uid, "domain": name, "mailboxes": removed, "ownerMissing": owner_missing, "claimReleased": released });
     super::audit::record(ctx, "domain.remove", &actor, details).await?;
@@ -164,4 +100,84 @@ pub async fn operator_remove_domain(call: &Call<'_>, input: RemoveInput) -> Resu
         owner_missing,
         maildir: "leave",
     })
+}
+
+/// The owning account, by uid or by its owner's email; both must agree.
+async fn owner_uid(ctx: &Context, uid: Option<Uid>, owner_email: Option<&EmailAddress>) -> Result<String, ApiError> {
+    let by_email = match owner_email {
+        Some(email) => Some(
+            super::accounts::by_email(ctx, email)
+                .await?
+                .map(|a| a.uid)
+                .ok_or(error::NOT_FOUND)?,
+        ),
+        None => None,
+    };
+    match (uid.map(Uid::into_string), by_email) {
+        (Some(uid), Some(found)) if uid != found => Err(error::REMOVE_OWNER_MISMATCH.into()),
+        (Some(uid), _) => Ok(uid),
+        (None, Some(found)) => Ok(found),
+        (None, None) => Err(error::REMOVE_OWNER_REQUIRED.into()),
+    }
+}
+
+/// Marks the domain removed, takes it out of the export's registry and frees
+/// the account's one-domain slot, in one transaction; 404 when it is gone.
+async fn mark_removed(ctx: &Context, uid: &str, name: &str) -> Result<(), ApiError> {
+    let now = iso(ctx.clock.now());
+    let mut writes = vec![
+        Write::Update {
+            key: keys::domain(uid, name),
+            update: Update::new()
+                .set("status", DomainStatus::Removed)
+                .set("removedAt", now.clone()),
+            cond: Some(Cond::And(vec![Cond::Exists, Cond::ne("status", DomainStatus::Removed)])),
+        },
+        Write::Delete {
+            key: keys::registered(name),
+            cond: None,
+        },
+    ];
+    if let Some(slot) = ctx.store.get(&keys::domain_slot(uid)).await?
+        && slot.get("name").and_then(|v| v.as_str()) == Some(name)
+    {
+        writes.push(Write::Delete {
+            key: keys::domain_slot(uid),
+            cond: Some(Cond::eq("name", name.to_string())),
+        });
+    }
+    match ctx.store.transact(writes).await {
+        Ok(()) => Ok(()),
+        Err(StoreError::ConditionFailed) => Err(error::NOT_FOUND.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Marks every active mailbox of the removed domain removed and deletes the
+/// stored mail of all of them; how many were active.
+async fn remove_mailboxes(ctx: &Context, uid: &str, name: &str) -> Result<usize, ApiError> {
+    // No mailbox can be added now (addMailbox requires the domain to be
+    // verified in its own transaction): what is listed now is everything.
+    let mailboxes = super::mailboxes::of_domain_all(ctx, name).await?;
+    let mut removed = 0;
+    for mailbox in mailboxes.iter().filter(|m| m.is_active()) {
+        super::mailboxes::mark_removed(ctx, mailbox).await?;
+        removed += 1;
+    }
+    let addresses: Vec<String> = mailboxes.iter().map(|m| m.address.clone()).collect();
+    super::mail_store::purge(ctx, &keys::inbox_account_scope(uid), &addresses).await?;
+    ctx.store
+        .update(&keys::domain(uid, name), Update::new().set("activeMailboxes", 0), None)
+        .await?;
+    Ok(removed)
+}
+
+/// Deletes the claim on the name while it still names this account; whether
+/// it did.
+async fn release_claim(ctx: &Context, uid: &str, name: &str) -> Result<bool, ApiError> {
+    match ctx.store.delete(&keys::claim(name), Some(Cond::eq("uid", uid))).await {
+        Ok(_) => Ok(true),
+        Err(StoreError::ConditionFailed) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -472,25 +472,7 @@ impl Store for DynamoStore {
             return Ok(Page::default());
         }
         let mut expr = Expr::default();
-        let mut key_condition = format!(
-            "{} = {}",
-            expr.name(PK),
-            expr.value(AttributeValue::S(query.pk.clone()))
-        );
-        match &query.range {
-            SortRange::All => {}
-            SortRange::Prefix(prefix) => {
-                let sk = expr.name(SK);
-                let prefix = expr.value(AttributeValue::S(prefix.clone()));
-                key_condition += &format!(" AND begins_with({sk}, {prefix})");
-            }
-            SortRange::Between(from, to) => {
-                let sk = expr.name(SK);
-                let from = expr.value(AttributeValue::S(from.clone()));
-                let to = expr.value(AttributeValue::S(to.clone()));
-                key_condition += &format!(" AND {sk} BETWEEN {from} AND {to}");
-            }
-        }
+        let key_condition = key_condition(query, &mut expr);
         let (names, values) = expr.into_maps();
         let start = query.after.as_ref().map(|sk| key_attrs(&Key::new(&query.pk, sk)));
         let out = retrying(|| async {
@@ -551,6 +533,30 @@ impl Store for DynamoStore {
         .await?;
         Ok(())
     }
+}
+
+/// A query's key condition: its partition, and the range of sort keys.
+fn key_condition(query: &Query, expr: &mut Expr) -> String {
+    let mut condition = format!(
+        "{} = {}",
+        expr.name(PK),
+        expr.value(AttributeValue::S(query.pk.clone()))
+    );
+    match &query.range {
+        SortRange::All => {}
+        SortRange::Prefix(prefix) => {
+            let sk = expr.name(SK);
+            let prefix = expr.value(AttributeValue::S(prefix.clone()));
+            condition += &format!(" AND begins_with({sk}, {prefix})");
+        }
+        SortRange::Between(from, to) => {
+            let sk = expr.name(SK);
+            let from = expr.value(AttributeValue::S(from.clone()));
+            let to = expr.value(AttributeValue::S(to.clone()));
+            condition += &format!(" AND {sk} BETWEEN {from} AND {to}");
+        }
+    }
+    condition
 }
 
 impl DynamoStore {

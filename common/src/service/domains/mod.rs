@@ -18,7 +18,7 @@ mod service_domain;
 
 pub(crate) use check::mx_names_mail_host;
 pub use instructions::{DnsRecord, DomainView, Instructions, instructions, view};
-pub use record::{Checks, Domain, DomainStatus, claimant, dkim_secret_name, get, of_account, owned};
+pub use record::{Checks, Domain, DomainStatus, claimant, dkim_secret_name, get, new_dkim_key, of_account, owned};
 pub use routes::{
     AddDomainInput, AddDomainOutput, DnsInstructionsOutput, DomainIdInput, DomainState, UNVERIFIED_CLAIM_DAYS,
     VerifyDomainOutput, add_domain, dns_instructions, verify_domain,

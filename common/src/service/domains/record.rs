@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::accounts::Account;
+use crate::service::dkim;
 use crate::store::{Query, StoreExt, StoreResult, record};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -69,10 +70,40 @@ impl Domain {
     pub fn routed(&self) -> bool {
         self.status == DomainStatus::Verified || (self.verified_at.is_some() && self.routing_dropped_at.is_none())
     }
+
+    /// A domain just added with its new DKIM key, its DNS not checked yet.
+    pub fn added(name: &str, uid: &str, dkim_public: String, dkim_secret: String, now: String) -> Domain {
+        Domain {
+            name: name.to_string(),
+            uid: uid.to_string(),
+            status: DomainStatus::Failed,
+            failure_reason: Some("DNS not checked yet".into()),
+            checks: None,
+            dkim_public,
+            dkim_secret,
+            active_mailboxes: 0,
+            created_at: now,
+            checked_at: None,
+            verified_at: None,
+            protected: false,
+            mx_checked_at: None,
+            mx_missing_since: None,
+            routing_dropped_at: None,
+        }
+    }
 }
 
 pub fn dkim_secret_name(name: &str) -> String {
     format!("dkim-{name}-{:08x}", rand::random::<u32>())
+}
+
+/// A new DKIM key for a domain, its private half stored as a new secret:
+/// (the public key in base64, the secret's name).
+pub async fn new_dkim_key(ctx: &Context, name: &str) -> anyhow::Result<(String, String)> {
+    let key = dkim::generate()?;
+    let secret_name = dkim_secret_name(name);
+    ctx.secrets.put(&secret_name, &key.private_pem).await?;
+    Ok((key.public_b64, secret_name))
 }
 
 /// The account that holds a hostname, if any.

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::check::check_and_store;
 use super::service_domain::refuse_product_domain;
 use super::{
-    Checks, Domain, DomainStatus, DomainView, Instructions, claimant, dkim_secret_name, get, instructions, owned, view,
+    Checks, Domain, DomainStatus, DomainView, Instructions, claimant, get, instructions, new_dkim_key, owned, view,
 };
 use crate::clock::iso;
 use crate::context::Context;
@@ -18,7 +18,6 @@ use crate::keys;
 use crate::messages;
 use crate::service::Call;
 use crate::service::accounts::Account;
-use crate::service::dkim;
 use crate::store::{Cond, StoreError, Update, Write, item};
 use crate::values::DomainName;
 
@@ -56,48 +55,15 @@ pub async fn add_domain(call: &Call<'_>, input: AddDomainInput) -> Result<AddDom
     if let Some(existing) = existing_add(ctx, &account, &name).await? {
         return Ok(existing);
     }
-    let key = dkim::generate().map_err(ApiError::internal)?;
-    let secret_name = dkim_secret_name(&name);
-    ctx.secrets
-        .put(&secret_name, &key.private_pem)
-        .await
-        .map_err(ApiError::internal)?;
-    let now = iso(ctx.clock.now());
-    let domain = Domain {
-        name: name.clone(),
-        uid: account.uid.clone(),
-        status: DomainStatus::Failed,
-        failure_reason: Some("DNS not checked yet".into()),
-        checks: None,
-        dkim_public: key.public_b64,
-        dkim_secret: secret_name.clone(),
-        active_mailboxes: 0,
-        created_at: now,
-        checked_at: None,
-        verified_at: None,
-        protected: false,
-        mx_checked_at: None,
-        mx_missing_since: None,
-        routing_dropped_at: None,
-    };
-    let writes = vec![
-        Write::Put {
-            item: item(&keys::domain_slot(&account.uid), &json!({ "name": name })),
-            cond: Some(Cond::NotExists),
-        },
-        Write::Put {
-            item: item(&keys::claim(&name), &json!({ "uid": account.uid })),
-            cond: Some(Cond::NotExists),
-        },
-        Write::Put {
-            item: item(&keys::domain(&account.uid, &name), &domain),
-            cond: None,
-        },
-        Write::Put {
-            item: item(&keys::registered(&name), &json!({ "uid": account.uid })),
-            cond: None,
-        },
-    ];
+    let (dkim_public, secret_name) = new_dkim_key(ctx, &name).await.map_err(ApiError::internal)?;
+    let domain = Domain::added(
+        &name,
+        &account.uid,
+        dkim_public,
+        secret_name.clone(),
+        iso(ctx.clock.now()),
+    );
+    let writes = add_writes(&domain);
     match ctx.store.transact(writes).await {
         Ok(()) => {}
         Err(StoreError::ConditionFailed) => {
@@ -117,6 +83,30 @@ pub async fn add_domain(call: &Call<'_>, input: AddDomainInput) -> Result<AddDom
         verified: checked.status == DomainStatus::Verified,
         domain: view(ctx, &checked),
     })
+}
+
+/// The account's one-domain slot and the claim on the name, both new, with
+/// the domain and its entry in the registry the export walks.
+fn add_writes(domain: &Domain) -> Vec<Write> {
+    let (uid, name) = (&domain.uid, &domain.name);
+    vec![
+        Write::Put {
+            item: item(&keys::domain_slot(uid), &json!({ "name": name })),
+            cond: Some(Cond::NotExists),
+        },
+        Write::Put {
+            item: item(&keys::claim(name), &json!({ "uid": uid })),
+            cond: Some(Cond::NotExists),
+        },
+        Write::Put {
+            item: item(&keys::domain(uid, name), domain),
+            cond: None,
+        },
+        Write::Put {
+            item: item(&keys::registered(name), &json!({ "uid": uid })),
+            cond: None,
+        },
+    ]
 }
 
 /// What an add answers when the account or the name is already taken: 200

@@ -3,13 +3,12 @@
 
 use serde_json::json;
 
-use super::{Domain, DomainStatus, dkim_secret_name};
+use super::{Domain, DomainStatus, new_dkim_key};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::accounts::OPS_UID;
-use crate::service::dkim;
 use crate::store::{Cond, StoreError, Write, item};
 
 /// The service domain and its subdomains are not customers' to add.
@@ -26,26 +25,14 @@ pub(super) fn refuse_product_domain(ctx: &Context, name: &str) -> Result<(), Api
 pub async fn ensure_service_domain(ctx: &Context) -> anyhow::Result<()> {
     let name = ctx.config.service_domain.as_str();
     if ctx.store.get(&keys::domain(OPS_UID, name)).await?.is_none() {
-        let key = dkim::generate()?;
-        let secret_name = dkim_secret_name(name);
-        ctx.secrets.put(&secret_name, &key.private_pem).await?;
+        let (dkim_public, secret_name) = new_dkim_key(ctx, name).await?;
         let now = iso(ctx.clock.now());
         let domain = Domain {
-            name: name.to_string(),
-            uid: OPS_UID.into(),
             status: DomainStatus::Verified,
             failure_reason: None,
-            checks: None,
-            dkim_public: key.public_b64,
-            dkim_secret: secret_name,
-            active_mailboxes: 0,
-            created_at: now.clone(),
-            checked_at: None,
-            verified_at: Some(now),
+            verified_at: Some(now.clone()),
             protected: true,
-            mx_checked_at: None,
-            mx_missing_since: None,
-            routing_dropped_at: None,
+            ..Domain::added(name, OPS_UID, dkim_public, secret_name, now)
         };
         let writes = vec![
             Write::Put {

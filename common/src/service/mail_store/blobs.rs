@@ -1,7 +1,7 @@
 //! A message's body: the preview and the head kept on the row, the blobs
 //! beside it under `mail/<mailbox>/`, and the body read back whole.
 
-use super::{PREVIEW_CHARS, Row};
+use super::{AttachmentInfo, NewMessage, PREVIEW_CHARS, Row, TEXT_ON_ROW};
 use crate::context::Context;
 use crate::error::ApiError;
 
@@ -25,8 +25,71 @@ pub fn blob_prefix(address: &str) -> String {
     format!("mail/{address}/")
 }
 
-pub(super) fn blob_err(e: crate::blob::BlobError) -> ApiError {
+fn blob_err(e: crate::blob::BlobError) -> ApiError {
     ApiError::internal(e.to_string())
+}
+
+/// What [`put_blobs`] stored beside the row.
+pub(super) struct StoredBody {
+    pub attachments: Vec<AttachmentInfo>,
+    /// The text was longer than the row keeps: it is the blob `body.txt`.
+    pub text_in_blob: bool,
+}
+
+/// Stores a message's attachments (`att-<index>`), its text when the row
+/// cannot hold it all (`body.txt`) and its HTML (`body.html`) under `prefix`.
+pub(super) async fn put_blobs(
+    ctx: &Context,
+    m: &NewMessage<'_>,
+    id: &str,
+    prefix: &str,
+) -> Result<StoredBody, ApiError> {
+    let mut attachments = Vec::new();
+    for (index, (filename, content_type, bytes)) in m.attachments.iter().enumerate() {
+        let key = format!("{prefix}/att-{index}");
+        ctx.blobs
+            .put(&key, bytes.to_vec(), content_type)
+            .await
+            .map_err(blob_err)?;
+        attachments.push(AttachmentInfo {
+            index,
+            filename: filename.to_string(),
+            content_type: content_type.to_string(),
+            size: bytes.len(),
+            download_path: download_path(m, id, index),
+        });
+    }
+    let text_in_blob = m.text.len() > TEXT_ON_ROW;
+    if text_in_blob {
+        let key = format!("{prefix}/body.txt");
+        ctx.blobs
+            .put(&key, m.text.as_bytes().to_vec(), "text/plain; charset=utf-8")
+            .await
+            .map_err(blob_err)?;
+    }
+    if let Some(html) = m.html {
+        let key = format!("{prefix}/body.html");
+        ctx.blobs
+            .put(&key, html.as_bytes().to_vec(), "text/html; charset=utf-8")
+            .await
+            .map_err(blob_err)?;
+    }
+    Ok(StoredBody {
+        attachments,
+        text_in_blob,
+    })
+}
+
+/// Where GET /attachment serves an attachment of the row `id`.
+fn download_path(m: &NewMessage<'_>, id: &str, index: usize) -> String {
+    let mut path = format!("/attachment?id={id}&index={index}");
+    if m.direction == super::Direction::Outbound {
+        path.push_str("&box=outbound");
+    }
+    if let Some(address) = m.scope.strip_prefix("mailbox:") {
+        path.push_str(&format!("&mailbox={address}"));
+    }
+    path
 }
 
 /// The body of a row: the text (whole) and the HTML when it had some.
@@ -53,7 +116,6 @@ pub async fn body(ctx: &Context, row: &Row) -> Result<(String, Option<String>), 
 
 #[cfg(test)]
 mod tests {
-    use super::super::TEXT_ON_ROW;
     use super::*;
 
     #[test]

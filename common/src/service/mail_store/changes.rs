@@ -26,34 +26,7 @@ pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool
         let Some(summary) = thread(ctx, scope, &thread_id).await? else {
             return Err(error::NOT_FOUND.into());
         };
-        let delta = if unread { 1 } else { -1 } * chunk.len() as i64;
-        let mut writes = Vec::new();
-        for row in &chunk {
-            for (i, key) in row.copies(scope).into_iter().enumerate() {
-                // The main row carries the condition; its copies follow it.
-                let cond = if i == 0 {
-                    Cond::eq("unread", !unread)
-                } else {
-                    Cond::Exists
-                };
-                writes.push(Write::Update {
-                    key,
-                    update: Update::new().set("unread", unread),
-                    cond: Some(cond),
-                });
-            }
-        }
-        let counts = Update::new().add("unreadCount", delta).add("version", 1);
-        writes.push(Write::Update {
-            key: keys::thread_summary(scope, &thread_id),
-            update: counts.clone(),
-            cond: Some(Cond::Exists),
-        });
-        writes.push(Write::Update {
-            key: summary.list_copy(scope),
-            update: counts,
-            cond: Some(Cond::Exists),
-        });
+        let writes = unread_writes(scope, &chunk, &summary, unread);
         match ctx.store.transact(writes).await {
             Ok(()) => done.extend(chunk.into_iter().map(|r| Row { unread, ..r })),
             Err(StoreError::ConditionFailed) => {
@@ -76,6 +49,41 @@ pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool
         }
     }
     Ok(done)
+}
+
+/// Each row's copies flagged, conditioned on the main row's old flag, and the
+/// summary's count moved by as many, on the summary and its list copy (the
+/// chunk is of one thread).
+fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool) -> Vec<Write> {
+    let delta = if unread { 1 } else { -1 } * chunk.len() as i64;
+    let mut writes = Vec::new();
+    for row in chunk {
+        for (i, key) in row.copies(scope).into_iter().enumerate() {
+            // The main row carries the condition; its copies follow it.
+            let cond = if i == 0 {
+                Cond::eq("unread", !unread)
+            } else {
+                Cond::Exists
+            };
+            writes.push(Write::Update {
+                key,
+                update: Update::new().set("unread", unread),
+                cond: Some(cond),
+            });
+        }
+    }
+    let counts = Update::new().add("unreadCount", delta).add("version", 1);
+    writes.push(Write::Update {
+        key: keys::thread_summary(scope, &chunk[0].thread_id),
+        update: counts.clone(),
+        cond: Some(Cond::Exists),
+    });
+    writes.push(Write::Update {
+        key: summary.list_copy(scope),
+        update: counts,
+        cond: Some(Cond::Exists),
+    });
+    writes
 }
 
 /// The rows of a thread a folder move loads: the newest 100 of each direction.

@@ -3,10 +3,10 @@
 
 use sha2::{Digest, Sha256};
 
-use super::blobs::{blob_err, head};
+use super::blobs::{StoredBody, head, put_blobs};
 use super::{
-    AttachmentInfo, Direction, Folder, MAX_PARTICIPANTS, MAX_TO, RETRIES, Row, TEXT_ON_ROW, Thread, backoff,
-    blob_prefix, new_id, preview, root_of, thread_id,
+    Direction, Folder, MAX_PARTICIPANTS, MAX_TO, RETRIES, Row, TEXT_ON_ROW, Thread, backoff, blob_prefix, new_id,
+    preview, root_of, thread_id,
 };
 use crate::clock::iso;
 use crate::context::Context;
@@ -109,72 +109,41 @@ pub async fn file(ctx: &Context, m: &NewMessage<'_>) -> Result<Option<Row>, ApiE
     if m.only_on_existing_thread && existing.is_none() {
         return Ok(None);
     }
-    let now = ctx.clock.now();
-    let ms = now.timestamp_millis();
+    let ms = ctx.clock.now().timestamp_millis();
     let id = new_id(ms, m.direction);
+    let prefix = blobs_of(m);
+    let body = put_blobs(ctx, m, &id, &prefix).await?;
+    let row = new_row(ctx, m, thread_id, id, prefix, body, conflict);
+    index(ctx, m, row, existing, ms).await
+}
+
+/// Where a message's blobs go: under its mailbox's `mail/<mailbox>/`, 32 hex
+/// characters of its direction, Message-ID and digest, so a retry writes the
+/// same keys and two different messages under one Message-ID never share.
+fn blobs_of(m: &NewMessage<'_>) -> String {
     let dir = if m.direction == Direction::Outbound {
         "out"
     } else {
         "in"
     };
-    // Two different messages under one Message-ID never share blobs.
     let digest = m.digest.unwrap_or_default();
     let key = hex::encode(Sha256::digest(format!("{dir}\n{}\n{digest}", m.message_id)));
-    let prefix = format!("{}{}", blob_prefix(m.mailbox), &key[..32]);
-    store_and_index(ctx, m, &thread_id, existing, &id, &prefix, ms, conflict).await
+    format!("{}{}", blob_prefix(m.mailbox), &key[..32])
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn store_and_index(
+/// The row a message is filed as, its blobs already stored.
+fn new_row(
     ctx: &Context,
     m: &NewMessage<'_>,
-    thread_id: &str,
-    mut existing: Option<Thread>,
-    id: &str,
-    prefix: &str,
-    ms: i64,
+    thread_id: String,
+    id: String,
+    blob_prefix: String,
+    body: StoredBody,
     conflict: bool,
-) -> Result<Option<Row>, ApiError> {
+) -> Row {
     let outbound = m.direction == Direction::Outbound;
-    let mut attachments = Vec::new();
-    for (index, (filename, content_type, bytes)) in m.attachments.iter().enumerate() {
-        let key = format!("{prefix}/att-{index}");
-        ctx.blobs
-            .put(&key, bytes.to_vec(), content_type)
-            .await
-            .map_err(blob_err)?;
-        let mut path = format!("/attachment?id={id}&index={index}");
-        if outbound {
-            path.push_str("&box=outbound");
-        }
-        if let Some(address) = m.scope.strip_prefix("mailbox:") {
-            path.push_str(&format!("&mailbox={address}"));
-        }
-        attachments.push(AttachmentInfo {
-            index,
-            filename: filename.to_string(),
-            content_type: content_type.to_string(),
-            size: bytes.len(),
-            download_path: path,
-        });
-    }
-    let text_in_blob = m.text.len() > TEXT_ON_ROW;
-    if text_in_blob {
-        let key = format!("{prefix}/body.txt");
-        ctx.blobs
-            .put(&key, m.text.as_bytes().to_vec(), "text/plain; charset=utf-8")
-            .await
-            .map_err(blob_err)?;
-    }
-    if let Some(html) = m.html {
-        let key = format!("{prefix}/body.html");
-        ctx.blobs
-            .put(&key, html.as_bytes().to_vec(), "text/html; charset=utf-8")
-            .await
-            .map_err(blob_err)?;
-    }
-    let mut row = Row {
-        id: id.to_string(),
+    Row {
+        id,
         message_id: m.message_id.to_string(),
         mailbox: m.mailbox.to_string(),
         direction: m.direction,
@@ -187,15 +156,27 @@ async fn store_and_index(
         unread: !outbound,
         folder: (!outbound).then_some(Folder::Inbox),
         source: m.source.to_string(),
-        thread_id: thread_id.to_string(),
-        attachments,
-        blob_prefix: prefix.to_string(),
+        thread_id,
+        attachments: body.attachments,
+        blob_prefix,
         text: head(m.text, TEXT_ON_ROW).to_string(),
-        text_in_blob,
+        text_in_blob: body.text_in_blob,
         has_html: m.html.is_some(),
         digest: m.digest.unwrap_or_default().to_string(),
         message_id_conflict: conflict,
-    };
+    }
+}
+
+/// Writes the row's copies and its thread's summary in one transaction,
+/// against the summary as last read: a lost race reads it again, and a race
+/// on the Message-ID finds a duplicate (`Ok(None)`) or files it beside.
+async fn index(
+    ctx: &Context,
+    m: &NewMessage<'_>,
+    mut row: Row,
+    mut existing: Option<Thread>,
+    ms: i64,
+) -> Result<Option<Row>, ApiError> {
     for _ in 0..RETRIES {
         let writes = filing_writes(m.scope, &row, existing.as_ref(), ms);
         match ctx.store.transact(writes).await {
@@ -214,7 +195,7 @@ async fn store_and_index(
                 // The thread changed meanwhile: file against its new summary.
                 existing = ctx
                     .store
-                    .read::<Thread>(&keys::thread_summary(m.scope, thread_id))
+                    .read::<Thread>(&keys::thread_summary(m.scope, &row.thread_id))
                     .await?;
                 backoff().await;
             }
@@ -236,6 +217,28 @@ fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> 
             cond: Some(Cond::NotExists),
         })
         .collect();
+    let thread = summary_with(row, existing, ms);
+    let summary = keys::thread_summary(scope, &row.thread_id);
+    writes.push(Write::Put {
+        item: thread.stored_item(&summary),
+        cond: Some(match existing {
+            Some(t) => Cond::eq("version", t.version),
+            None => Cond::NotExists,
+        }),
+    });
+    let list = thread.list_copy(scope);
+    if let Some(old) = existing.map(|t| t.list_copy(scope)).filter(|old| *old != list) {
+        writes.push(Write::Delete { key: old, cond: None });
+    }
+    writes.push(Write::Put {
+        item: thread.stored_item(&list),
+        cond: None,
+    });
+    writes
+}
+
+/// The thread's summary with the row filed on it (a new thread's first).
+fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
     let mut participants = existing.map(|t| t.participants.clone()).unwrap_or_default();
     for who in std::iter::once(&row.from).chain(row.to.iter()) {
         if participants.len() < MAX_PARTICIPANTS && !who.is_empty() && !participants.contains(who) {
@@ -243,7 +246,7 @@ fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> 
         }
     }
     let (inbound, outbound) = if row.outbound() { (0, 1) } else { (1, 0) };
-    let thread = match existing {
+    match existing {
         Some(t) => Thread {
             participants,
             last_activity: row.ingested_at.clone(),
@@ -271,22 +274,5 @@ fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> 
             version: 1,
             last_ms: ms,
         },
-    };
-    let summary = keys::thread_summary(scope, &row.thread_id);
-    writes.push(Write::Put {
-        item: thread.stored_item(&summary),
-        cond: Some(match existing {
-            Some(t) => Cond::eq("version", t.version),
-            None => Cond::NotExists,
-        }),
-    });
-    let list = thread.list_copy(scope);
-    if let Some(old) = existing.map(|t| t.list_copy(scope)).filter(|old| *old != list) {
-        writes.push(Write::Delete { key: old, cond: None });
     }
-    writes.push(Write::Put {
-        item: thread.stored_item(&list),
-        cond: None,
-    });
-    writes
 }
