@@ -1011,11 +1011,7 @@ pub static DELIVERY: Section = Section {
             access: Mail,
             summary: "Let mail go to a suppressed address again",
             description: "address in the query or the body: {ok, removed}. 404 when it is not listed.",
-            errors: &[
-                ADDRESS_REQUIRED,
-                SUPPRESSION_ADDRESS_INVALID,
-                SUPPRESSION_NOT_FOUND,
-            ],
+            errors: &[ADDRESS_REQUIRED, SUPPRESSION_ADDRESS_INVALID, SUPPRESSION_NOT_FOUND],
             io: io!(suppressions::remove, suppressions::RemoveQuery, suppressions::Removed),
         },
         // The mail host's side: what its delivery log says.
