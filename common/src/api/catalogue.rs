@@ -876,6 +876,7 @@ pub static WEBHOOKS: Section = Section {
                 WEBHOOK_URL_REQUIRED,
                 ENABLED_TYPE,
                 ROTATE_SECRET_TYPE,
+                WEBHOOK_EVENTS_INVALID,
             ],
             io: io!(webhooks::set, webhooks::WebhookInput, webhooks::WebhookView),
         },
