@@ -5,7 +5,7 @@
 //! outbound webhook events to a real HTTPS receiver.
 
 use crate::support::webhooks::Receiver;
-use crate::support::{Auth, Backend, SYNC_TOKEN, TestApp};
+use crate::support::{Auth, Backend, Response, SYNC_TOKEN, TestApp};
 use common::service::delivery::return_path;
 use common::service::poller;
 use common::store::StoreExt;
@@ -290,14 +290,18 @@ async fn an_auto_reply_reaches_the_senders_inbox_and_is_no_bounce(app: TestApp) 
     assert_eq!(listed["suppressions"], json!([]), "an auto-reply suppresses nothing");
 }
 
+/// The mail host's report of its delivery log, as mta-sync sends it.
+async fn post_events(app: &TestApp, events: Value) -> Response {
+    app.post(
+        "/mtaDeliveryEvents",
+        Auth::Bearer(SYNC_TOKEN),
+        json!({ "events": events }),
+    )
+    .await
+}
+
 async fn report_events(app: &TestApp, events: Value) -> Value {
-    let res = app
-        .post(
-            "/mtaDeliveryEvents",
-            Auth::Bearer(SYNC_TOKEN),
-            json!({ "events": events }),
-        )
-        .await;
+    let res = post_events(app, events).await;
     assert_eq!(res.status, 200, "{}", res.body);
     res.body
 }
@@ -531,13 +535,7 @@ async fn bad_input_gets_a_precise_400(app: TestApp) {
         json!([{"id": "x", "returnPath": "a@b.c", "status": "delivered", "at": "yesterday"}]),
         Value::Array(vec![event.clone(); 101]),
     ] {
-        let res = app
-            .post(
-                "/mtaDeliveryEvents",
-                Auth::Bearer(SYNC_TOKEN),
-                json!({ "events": events }),
-            )
-            .await;
+        let res = post_events(&app, events.clone()).await;
         assert_eq!(res.status, 400, "{events}: {}", res.body);
         assert!(
             res.error()
