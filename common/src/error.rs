@@ -55,6 +55,16 @@ catalogue! {
     OPERATOR_ONLY = 403 "This action is limited to operator accounts.";
     ACCOUNT_KEY_ONLY = 403 "This action is limited to the account key, or this key can only read its own account.";
     SYNC_ONLY = 403 "This route is limited to the mail server's sync token.";
+    /// A scoped key past its `expiresAt`.
+    KEY_EXPIRED = 401 "This API key has expired; ask the account owner for a new one";
+    KEY_LACKS_READ = 403 "This API key lacks the read permission (inbox, attachments, outbox, threads)" code "permission_missing";
+    KEY_LACKS_SEND = 403 "This API key lacks the send permission" code "permission_missing";
+    KEY_LACKS_DRAFT = 403 "This API key lacks the draft permission" code "permission_missing";
+    KEY_LACKS_MANAGE = 403 "This API key lacks the manage permission (domains, mailboxes, lists, webhooks)" code "permission_missing";
+    /// The mailbox is named in `addresses`.
+    KEY_MAILBOX_OUT_OF_SCOPE = 403 "This API key may not use this mailbox (see addresses)" code "mailbox_out_of_scope";
+    /// Keys, holds and the audit log are the owner's.
+    OWNER_ONLY = 403 "This action needs the account key or an operator account, not a scoped key";
 
     // ------------------------------------------------------------------- HTTP and bodies
     NOT_FOUND = 404 "Message not found";
@@ -213,6 +223,25 @@ catalogue! {
     SUPPRESSION_NOT_FOUND = 404 "That address is not on the suppression list";
     DELIVERY_EVENTS_INVALID = 400 "events must be an array of 1 to 100 delivery events, each with id, returnPath, status (delivered, deferred or bounced) and at";
     WEBHOOK_EVENTS_INVALID = 400 "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added";
+
+    // ---------------------------------------------------------------------- scoped keys
+    KEY_NAME_REQUIRED = 400 "name is required: a label for the key (at most 64 characters)";
+    KEY_NAME_INVALID = 400 "name must be one line of at most 64 characters";
+    KEY_PERMISSIONS_INVALID = 400 "permissions must be a non-empty list of read, send, draft and manage";
+    KEY_MAILBOXES_INVALID = 400 "mailboxes must be a list of at most 20 mailbox addresses";
+    /// The addresses that are not the account's mailboxes are in `addresses`.
+    KEY_MAILBOX_UNKNOWN = 400 "Every mailbox a key is scoped to must be a mailbox of this account (see addresses)";
+    KEY_CAP_INVALID = 400 "dailySendCap must be an integer from 1 to 50 (the account's own daily limit)";
+    KEY_EXPIRY_INVALID = 400 "expiresAt must be an RFC 3339 time in the future, at most a year ahead";
+    KEY_APPROVAL_INVALID = 400 "approval must be none, first_contact or always";
+    KEY_ID_INVALID = 400 "id must be a key id (key_ and 12 hex digits)";
+    KEY_NOT_FOUND = 404 "Key not found";
+    KEY_TOO_MANY = 409 "An account holds at most 20 scoped keys; revoke one first";
+    KEY_DAILY_CAP = 429 "This API key's daily send cap is reached; it resets at 00:00 UTC";
+
+    // ------------------------------------------------------------------------ audit log
+    AUDIT_ACTOR_INVALID = 400 "actor must be a key id (key_...) or an email address";
+    AUDIT_OPERATION_INVALID = 400 "operation must be an operationId of the API (such as sendMail)";
 
     // ------------------------------------------------------------- SMTP submission
     SUBMISSION_FIELDS = 400 "login, sender, recipients and raw are required";

@@ -26,6 +26,14 @@ pub fn api_key(digest: &str) -> Key {
     Key::new(format!("KEY#{digest}"), "K")
 }
 
+/// `ACCT#<uid>/APIKEY#<keyId>`: a scoped key as GET /keys lists it (its
+/// digest, so DELETE /keys can remove the `KEY#` item too).
+pub fn scoped_key(uid: &str, key_id: &str) -> Key {
+    Key::new(account_partition(uid), format!("{SCOPED_KEY_PREFIX}{key_id}"))
+}
+
+pub const SCOPED_KEY_PREFIX: &str = "APIKEY#";
+
 // ---------------------------------------------------------- access requests
 
 /// `REQ#<id>/R`: an access request.
@@ -125,6 +133,16 @@ pub fn idempotency(bucket: &str, key_digest: &str) -> Key {
 }
 
 // ------------------------------------------------------------------- audit
+
+/// `AUDIT#<owner>`: an account's audit log, `<ms>-<hex>` per change.
+pub fn audit_log(owner: &str) -> String {
+    format!("AUDIT#{owner}")
+}
+
+/// `AUDIT#<owner>/<ms>-<hex>`: one change in an account's audit log.
+pub fn audit_change(owner: &str, sk: &str) -> Key {
+    Key::new(audit_log(owner), sk)
+}
 
 /// `AUDIT#<UTC day>/<at>#<random>`: one operator action.
 pub fn audit(day: &str, at: &str) -> Key {

@@ -190,7 +190,7 @@ fn wrap(paths: BTreeMap<&str, Map<String, Value>>, schemas: Map<String, Value>) 
 /// Every problem a REST route may answer with, as its document lists them:
 /// its access rule's refusals, a body's, and the operation's own.
 pub fn problems(op: &Operation, rest: &api::Rest) -> Vec<Problem> {
-    let mut problems: Vec<Problem> = op.access.refusals().to_vec();
+    let mut problems: Vec<Problem> = op.refusals();
     if rest.source != Source::Query {
         problems.extend([error::INVALID_JSON, error::NOT_AN_OBJECT, error::BODY_TOO_LARGE]);
     }

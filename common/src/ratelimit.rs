@@ -106,6 +106,16 @@ pub async fn hit_all(store: &dyn Store, windows: &[(&str, Limit)], now: i64) -> 
     }
 }
 
+/// Whether the window `now` falls in has reached its limit.
+pub async fn full(store: &dyn Store, bucket: &str, limit: Limit, now: i64) -> Result<bool, StoreError> {
+    let (key, _) = window(bucket, limit, now);
+    let used = store
+        .get(&key)
+        .await?
+        .and_then(|i| i.get("count").and_then(Value::as_i64));
+    Ok(used.is_some_and(|c| c >= limit.max))
+}
+
 /// Forgets every window of a bucket (an operator clearing a counter).
 pub async fn clear(store: &dyn Store, bucket: &str) -> Result<(), StoreError> {
     let page = store.query(&Query::partition(partition(bucket)).limit(1000)).await?;

@@ -14,6 +14,8 @@ enum Class {
     AgentBearer,
     AgentHeader,
     Standard,
+    /// A scoped key with only the read permission.
+    ScopedRead,
     Identity,
     Operator,
     Sync,
@@ -27,6 +29,7 @@ const CLASSES: &[Class] = &[
     Class::AgentBearer,
     Class::AgentHeader,
     Class::Standard,
+    Class::ScopedRead,
     Class::Identity,
     Class::Operator,
     Class::Sync,
@@ -42,6 +45,21 @@ const FIREBASE: &str = "Firebase sign-in required";
 const SETUP: &str = "Account setup is not complete yet";
 const MCP_AGENT_KEY_ONLY: &str = "MCP requires agent API key (Bearer svc_...)";
 const SYNC_ONLY: &str = "This route is limited to the mail server's sync token.";
+const OWNER_ONLY: &str = "This action needs the account key or an operator account, not a scoped key";
+const LACKS_SEND: &str = "This API key lacks the send permission";
+const LACKS_MANAGE: &str = "This API key lacks the manage permission (domains, mailboxes, lists, webhooks)";
+
+/// What a scoped key with only `read` gets on a route its access rule
+/// admits standard keys to: the routes that change something need another
+/// permission.
+fn scoped_read(method: &str, path: &str) -> Option<(u16, &'static str)> {
+    match (method, path) {
+        ("POST", "/sendMail") => Some((403, LACKS_SEND)),
+        ("GET", "/getDnsInstructions" | "/listDomains" | "/suppressions") => None,
+        (_, "/getAccountStatus" | "/credits" | "/inbox" | "/attachment" | "/outbox" | "/mcp") => None,
+        _ => Some((403, LACKS_MANAGE)),
+    }
+}
 
 /// What the spec says a class gets on a route: `None` means admitted (the
 /// route runs), otherwise the status and error string.
@@ -58,6 +76,18 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
         _ => {}
     }
     use Class::*;
+    if class == ScopedRead && !matches!(path, "/keys" | "/audit") && expected(method, path, Standard).is_none() {
+        return scoped_read(method, path);
+    }
+    if matches!(path, "/keys" | "/audit") {
+        return match class {
+            Standard | Operator => None,
+            Sync => Some((401, INVALID_KEY)),
+            _ => Some((403, OWNER_ONLY)),
+        };
+    }
+    // Routes that admit no standard key refuse a scoped one the same way.
+    let class = if class == ScopedRead { Standard } else { class };
     match (method, path) {
         ("POST", "/getAccountStatus") => match class {
             Standard => None,
@@ -125,7 +155,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
     }
 }
 
-async fn credential(app: &TestApp, class: Class, standard: &str) -> Option<(bool, String)> {
+async fn credential(app: &TestApp, class: Class, standard: &str, scoped: &str) -> Option<(bool, String)> {
     // (as X-Api-Key?, value)
     Some(match class {
         Class::Nothing => return None,
@@ -135,6 +165,7 @@ async fn credential(app: &TestApp, class: Class, standard: &str) -> Option<(bool
         Class::AgentBearer => (false, app.agent_key.clone()),
         Class::AgentHeader => (true, app.agent_key.clone()),
         Class::Standard => (false, standard.to_string()),
+        Class::ScopedRead => (false, scoped.to_string()),
         Class::Identity => (false, app.token("someone@people.test").await),
         Class::Operator => (false, app.operator_token().await),
         Class::Sync => (false, support::SYNC_TOKEN.to_string()),
@@ -145,6 +176,15 @@ async fn credential(app: &TestApp, class: Class, standard: &str) -> Option<(bool
 async fn every_route_admits_and_refuses_each_credential_class_as_the_spec_says() {
     let app = TestApp::spawn(support::Backend::Embedded).await.unwrap();
     let standard = app.onboard(&format!("matrix@{ALLOWED_DOMAIN}")).await;
+    let scoped = app
+        .post(
+            "/keys",
+            Auth::Bearer(&standard),
+            json!({"name": "reader", "permissions": ["read"]}),
+        )
+        .await;
+    assert_eq!(scoped.status, 200, "{}", scoped.body);
+    let scoped = scoped.body["apiKey"].as_str().unwrap().to_string();
     let mut checked = 0;
     let routes = routes();
     for route in &routes {
@@ -152,7 +192,7 @@ async fn every_route_admits_and_refuses_each_credential_class_as_the_spec_says()
             for &class in CLASSES {
                 let path = format!("{prefix}{}", route.path);
                 let mut req = app.client.request(route.method.clone(), format!("{}{path}", app.base));
-                if let Some((header, value)) = credential(&app, class, &standard).await {
+                if let Some((header, value)) = credential(&app, class, &standard, &scoped).await {
                     req = if header {
                         req.header("X-Api-Key", value)
                     } else {

@@ -454,7 +454,7 @@ async fn a_forged_or_unreadable_report_changes_nothing(app: TestApp) {
 
 async fn account_uid(app: &TestApp, key: &str) -> String {
     let digest = app.ctx.hasher.key_digest(key);
-    common::auth::keys::owner(app.ctx.store.as_ref(), &digest)
+    common::auth::keys::owner(app.ctx.store.as_ref(), &digest, app.ctx.clock.now())
         .await
         .unwrap()
         .expect("a standard key has an owner")

@@ -12,6 +12,7 @@ mod dns_server;
 mod domains;
 mod drafts;
 mod errors_seen;
+mod guardrails;
 mod hardening;
 mod inbox;
 mod lambda_functions;

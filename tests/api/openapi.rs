@@ -26,7 +26,7 @@ async fn the_document_describes_every_route_of_the_catalogue() {
         assert_eq!(described["operationId"], op.id, "{} {}", rest.method, rest.path);
         assert!(described["responses"]["200"].is_object());
         // Every sentence the operation can answer with is in the document.
-        for problem in op.errors.iter().chain(op.access.refusals()) {
+        for problem in op.errors.iter().chain(&op.refusals()) {
             let status = problem.status.to_string();
             let description = described["responses"][&status]["description"]
                 .as_str()

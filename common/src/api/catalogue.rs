@@ -4,10 +4,11 @@
 
 use super::{Family::*, Hints, Operation, Section, Tool, delete, get, io, post, post_large, post_text, tool};
 use crate::auth::Access::*;
+use crate::auth::Permission;
 use crate::error::*;
 use crate::service::{
-    account, admin, credits, delivery, domains, drafts, inbox, mailboxes, mta_export, onboarding, outbox, removal,
-    send, submission, suppressions, webhooks,
+    account, admin, api_keys, audit, credits, delivery, domains, drafts, inbox, mailboxes, mta_export, onboarding,
+    outbox, removal, send, submission, suppressions, webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;
@@ -35,6 +36,7 @@ const MAILBOX_ERRORS: &[crate::error::Problem] = &[
     MAILBOX_EXISTS,
     PROTECTED_MODE,
     FORWARDING_BUSY,
+    KEY_MAILBOX_OUT_OF_SCOPE,
 ];
 
 /// Every section, in the order of `tools/list` and the API description.
@@ -49,6 +51,7 @@ pub static CATALOGUE: &[&Section] = &[
     &DRAFTS,
     &WEBHOOKS,
     &DELIVERY,
+    &GUARDRAILS,
 ];
 
 pub static ONBOARDING: Section = Section {
@@ -59,6 +62,7 @@ pub static ONBOARDING: Section = Section {
             rest: post("/requestAccess"),
             tool: tool("request_access", Hints::CREATE.open_world()),
             access: Public,
+            permission: None,
             summary: "Ask for an account: an 8-digit code is emailed",
             description: "Step 1 of onboarding, no key needed. Emails an 8-digit code to contactEmail (valid 24 hours) \
                           and returns the requestId to verify it with. The answer never says whether an account \
@@ -83,6 +87,7 @@ pub static ONBOARDING: Section = Section {
             rest: post("/verifyAccessRequest"),
             tool: tool("verify_access_request", Hints::CREATE),
             access: Public,
+            permission: None,
             summary: "Verify the emailed code and receive the API key once",
             description: "Step 2 of onboarding, no key needed. With the requestId and the emailed code: status ready \
                           returns apiKey exactly once (store it; send it as Authorization: Bearer svc_...); \
@@ -110,6 +115,7 @@ pub static ONBOARDING: Section = Section {
             rest: post("/getRequestStatus"),
             tool: tool("get_request_status", Hints::READ),
             access: Public,
+            permission: None,
             summary: "Poll an access request's status",
             description: "No key needed. With requestId and email: pending, setting_up, ready or unavailable. Any \
                           mismatch reads as pending without requestId. Poll about every 20 minutes; limited to 10 \
@@ -126,6 +132,7 @@ pub static ONBOARDING: Section = Section {
             rest: post("/getAccountStatus"),
             tool: tool("get_account_status", Hints::READ),
             access: AccountKey,
+            permission: Some(Permission::Read),
             summary: "What the account has and what to do next",
             description: "For a standard key: the account's status, its domain with each DNS check, its mailboxes, \
                           whether it can send, and if not, the next step to take.",
@@ -147,6 +154,7 @@ pub static ADMIN: Section = Section {
             rest: post("/admin/requestDecision"),
             tool: None,
             access: Operator,
+            permission: None,
             summary: "Approve or deny a verified access request's account",
             description: "Operators only. approve makes the account ready; deny makes it unavailable and revokes \
                           its key.",
@@ -164,6 +172,7 @@ pub static ADMIN: Section = Section {
             rest: get("/admin/domainAllowlist"),
             tool: tool("list_domain_allowlist", Hints::READ),
             access: Operator,
+            permission: None,
             summary: "List the allowlisted domains",
             description: "Operators only. New accounts whose email is on one of these domains are ready at once.",
             errors: &[],
@@ -174,6 +183,7 @@ pub static ADMIN: Section = Section {
             rest: post("/admin/domainAllowlist"),
             tool: tool("add_domain_allowlist", Hints::SET),
             access: Operator,
+            permission: None,
             summary: "Allowlist a domain",
             description: "Operators only. New accounts with an email on this exact domain (not its subdomains) are \
                           ready at once. Adding it again changes nothing (added false).",
@@ -185,6 +195,7 @@ pub static ADMIN: Section = Section {
             rest: delete("/admin/domainAllowlist"),
             tool: tool("remove_domain_allowlist", Hints::DESTROY),
             access: Operator,
+            permission: None,
             summary: "Remove a domain from the allowlist",
             description: "Operators only. `domain` in the body or the query. Accounts already created are unchanged.",
             errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
@@ -195,6 +206,7 @@ pub static ADMIN: Section = Section {
             rest: get("/admin/domainAllowlist/check"),
             tool: tool("check_domain_allowlist", Hints::READ),
             access: Operator,
+            permission: None,
             summary: "Whether a domain is allowlisted",
             description: "Operators only. Whether new accounts with an email on this domain are ready at once.",
             errors: &[ALLOWLIST_DOMAIN_REQUIRED, DOMAIN_INVALID],
@@ -205,6 +217,7 @@ pub static ADMIN: Section = Section {
             rest: post("/admin/requestDelete"),
             tool: tool("operator_delete_request", Hints::DESTROY),
             access: Operator,
+            permission: None,
             summary: "Delete access requests by id",
             description: "Operators only. Deletes exactly the named access requests (`id` and/or `ids`, at most 200), \
                           with no duplicate search; the account and its key stay. One audit row per id; clears the \
@@ -217,6 +230,7 @@ pub static ADMIN: Section = Section {
             rest: get("/admin/requestDuplicates"),
             tool: None,
             access: Operator,
+            permission: None,
             summary: "Preview access requests sharing an email or a domain",
             description: "Operators only. Query `email` and/or `domain`; newest first.",
             errors: &[DUPLICATES_FILTER_REQUIRED, EMAIL_INVALID, DOMAIN_INVALID],
@@ -237,6 +251,7 @@ pub static CREDITS: Section = Section {
             rest: get("/credits"),
             tool: None,
             access: CreditsRead,
+            permission: Some(Permission::Read),
             summary: "Read the credit balance and the sending switches",
             description: "The caller's credit balance (a standard key reads its own account's; the agent key and \
                           signed-in people read the agent key's), the agent key's state, and whether sending is on. \
@@ -249,6 +264,7 @@ pub static CREDITS: Section = Section {
             rest: post("/credits"),
             tool: None,
             access: CreditsControl,
+            permission: None,
             summary: "Freeze or unfreeze the agent key, or pause all sending",
             description: "The agent key may set `disabled` and `frozenUntil`; an operator may also set \
                           `sendingEnabled`. Takes effect on the next send. Free.",
@@ -265,6 +281,7 @@ pub static CREDITS: Section = Section {
             rest: None,
             tool: tool("get_credits", Hints::READ),
             access: CreditsRead,
+            permission: Some(Permission::Read),
             summary: "Read how many credits are left",
             description: "Credits left on the caller's balance: one is spent per send_mail. Free.",
             errors: &[],
@@ -281,6 +298,7 @@ pub static DOMAINS: Section = Section {
             rest: post("/addDomain"),
             tool: tool("add_domain", Hints::SET.open_world()),
             access: Customer,
+            permission: Some(Permission::Manage),
             summary: "Add the account's domain and get its DNS records",
             description: "Step 3 of onboarding (standard key or signed-in person, setup complete). Adds the \
                           account's one domain with a new DKIM key, checks its DNS at once, and returns the MX, \
@@ -302,6 +320,7 @@ pub static DOMAINS: Section = Section {
             rest: get("/getDnsInstructions"),
             tool: tool("get_dns_instructions", Hints::READ),
             access: Customer,
+            permission: Some(Permission::Read),
             summary: "The DNS records to publish for the account's domain",
             description: "The MX, SPF, DKIM and optional DMARC records for domainId, with the domain's status.",
             errors: &[DOMAIN_ID_REQUIRED, DOMAIN_INVALID, SETUP_INCOMPLETE, NOT_FOUND],
@@ -316,6 +335,7 @@ pub static DOMAINS: Section = Section {
             rest: post("/verifyDomain"),
             tool: tool("verify_domain", Hints::SET.open_world()),
             access: Customer,
+            permission: Some(Permission::Manage),
             summary: "Check the domain's DNS records again",
             description: "Step 4 of onboarding, after publishing the records: verified when MX, SPF and DKIM all \
                           match; otherwise failureReason says which record missed. transient true means a lookup \
@@ -332,6 +352,7 @@ pub static DOMAINS: Section = Section {
             rest: get("/listDomains"),
             tool: tool("list_domains", Hints::READ),
             access: Customer,
+            permission: Some(Permission::Read),
             summary: "The account's domains, each with its mailboxes",
             description: "Each domain with its status and records, and its mailboxes with mode, forwardTo, \
                           delivery plan and mtaApplied (true once live on the mail server). Operators may pass uid \
@@ -344,6 +365,7 @@ pub static DOMAINS: Section = Section {
             rest: post("/operatorRemoveDomain"),
             tool: tool("operator_remove_domain", Hints::DESTROY),
             access: Operator,
+            permission: None,
             summary: "Remove a customer's domain and delete its stored mail",
             description: "Operators only. uid or ownerEmail, domainId, and confirm (the domain name, required when \
                           the domain has mailboxes). Marks the domain and its mailboxes removed, permanently deletes \
@@ -378,6 +400,7 @@ pub static MAILBOXES: Section = Section {
             rest: post("/addMailbox"),
             tool: tool("add_mailbox", Hints::CREATE),
             access: Customer,
+            permission: Some(Permission::Manage),
             summary: "Create a mailbox on the verified domain",
             description: "Step 5 of onboarding. mode hosted (stored; IMAP), forward (relay only; forwardTo required) \
                           or both; at most 5 forwardTo targets, no loops, no self-forward. Live on the mail server \
@@ -395,6 +418,7 @@ pub static MAILBOXES: Section = Section {
             rest: post("/setMailboxMode"),
             tool: tool("set_mailbox_mode", Hints::SET),
             access: Customer,
+            permission: Some(Permission::Manage),
             summary: "Change a mailbox's mode and forwarding",
             description: "Same rules as add_mailbox. Stored mail is kept; forward removes the IMAP/SMTP login and \
                           hosted or both restores it.",
@@ -410,6 +434,7 @@ pub static MAILBOXES: Section = Section {
             rest: post("/deleteMailbox"),
             tool: tool("delete_mailbox", Hints::DESTROY),
             access: Customer,
+            permission: Some(Permission::Manage),
             summary: "Delete a mailbox",
             description: "address, or domain and localPart. Routing drops at the next sync; stored mail is kept \
                           (maildir leave). Refused for a protected address and for the last active mailbox of a \
@@ -422,6 +447,7 @@ pub static MAILBOXES: Section = Section {
                 NOT_FOUND,
                 PROTECTED_DELETE,
                 LAST_MAILBOX,
+                KEY_MAILBOX_OUT_OF_SCOPE,
             ],
             io: io!(
                 mailboxes::delete_mailbox,
@@ -434,6 +460,7 @@ pub static MAILBOXES: Section = Section {
             rest: post("/issueMailboxCredential"),
             tool: tool("issue_mailbox_credential", Hints::DESTROY.not_idempotent()),
             access: Customer,
+            permission: Some(Permission::Manage),
             summary: "Issue or reset a mailbox's IMAP/SMTP app password",
             description: "Returns the password once (only its SHA512-CRYPT hash is kept) with the IMAP and SMTP \
                           settings; a new call replaces the old password. Refused for forward-only mailboxes.",
@@ -443,6 +470,7 @@ pub static MAILBOXES: Section = Section {
                 SETUP_INCOMPLETE,
                 NOT_FOUND,
                 FORWARD_ONLY_NO_LOGIN,
+                KEY_MAILBOX_OUT_OF_SCOPE,
             ],
             io: io!(
                 mailboxes::issue_credential,
@@ -456,6 +484,7 @@ pub static MAILBOXES: Section = Section {
             rest: get("/mtaMailboxExport"),
             tool: None,
             access: Sync,
+            permission: None,
             summary: "The newest mailbox export for the mail host",
             description: "The mail host's sync token only. Postfix maps, Dovecot passwd-file lines and each mailbox's \
                           delivery plan, under a version. 404 before the first export.",
@@ -467,6 +496,7 @@ pub static MAILBOXES: Section = Section {
             rest: post("/mtaMailboxExport"),
             tool: None,
             access: Sync,
+            permission: None,
             summary: "Acknowledge the export version the mail host applied",
             description: "The mail host's sync token only. Marks the mailbox changes that version carried as live \
                           (mtaApplied). 404 for an unknown or forgotten version.",
@@ -491,6 +521,7 @@ pub static SEND: Section = Section {
                 hints: Hints::CREATE.open_world(),
             }),
             access: Mail,
+            permission: Some(Permission::Send),
             summary: "Send a plain-text email",
             description: "to (at most 5), subject, text (at most 100KB); from must be a hosted mailbox on your \
                           verified domain (optional with exactly one; the agent key sends as noreply@ the service \
@@ -544,6 +575,8 @@ pub static SEND: Section = Section {
                 IDEMPOTENCY_KEY_REUSED,
                 IDEMPOTENCY_IN_PROGRESS,
                 RECIPIENT_SUPPRESSED,
+                KEY_MAILBOX_OUT_OF_SCOPE,
+                KEY_DAILY_CAP,
             ],
             io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
         },
@@ -558,6 +591,7 @@ pub static SEND: Section = Section {
             }),
             tool: None,
             access: Sync,
+            permission: None,
             summary: "Send a message a mailbox submitted over SMTP",
             description: "The mail host's sync token only: its milter hands over each message a mailbox's app password \
                           submits (login, envelope sender, recipients, the raw message in base64). It is checked and \
@@ -597,6 +631,7 @@ pub static INBOX: Section = Section {
             rest: get("/inbox"),
             tool: None,
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "Read received mail: the list, one message, threads, a thread, search, or wait for mail",
             description: "By precedence (spec 4.2): id or messageId (id wins) reads {ok, message} with its text (and \
                           html) and marks it read; thread=<64 hex> gives {ok, thread, messages} oldest first and marks \
@@ -630,6 +665,7 @@ pub static INBOX: Section = Section {
             rest: None,
             tool: tool("list_inbox", Hints::READ),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "List received mail, newest first",
             description: "{ok, messages, unreadInPage, nextCursor?}: summary rows without bodies, newest first, limit 1 \
                           to 50 (default 25), optionally one folder (inbox, archive, trash). A standard key reads all \
@@ -648,6 +684,7 @@ pub static INBOX: Section = Section {
             rest: None,
             tool: tool("get_message", Hints::SET),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "Read one received message and mark it read",
             description: "The message by id or messageId with its summary fields, text, and html when it had HTML; \
                           marks it read. Text and html are cut at maxChars (default 20000) and `truncated` says so. \
@@ -668,6 +705,7 @@ pub static INBOX: Section = Section {
             rest: None,
             tool: tool("list_threads", Hints::READ),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "List conversation threads of a folder, newest activity first",
             description: "{ok, threads, nextCursor?}: each thread's id, subject, participants, lastActivity, \
                           messageCount and unreadCount; folder inbox (default), archive or trash. Same as GET \
@@ -685,6 +723,7 @@ pub static INBOX: Section = Section {
             rest: None,
             tool: tool("get_thread", Hints::SET),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "Read a thread's messages, oldest first, and mark them read",
             description: "{ok, thread, messages, nextCursor?}: the thread's summary and its messages (both \
                           directions) oldest first, 100 per page; its inbound rows are marked read. Same as GET \
@@ -702,6 +741,7 @@ pub static INBOX: Section = Section {
             rest: None,
             tool: tool("search_inbox", Hints::READ),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "Search received and sent mail",
             description: "{ok, messages, unreadInPage}: rows whose subject, sender or body contains q (2 to 200 \
                           characters, case-insensitive) among the newest 200 inbound and 200 outbound rows, newest \
@@ -719,6 +759,7 @@ pub static INBOX: Section = Section {
             rest: None,
             tool: tool("wait_for_message", Hints::SET),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "Wait for a message and get the verification code or link in it",
             description: "Waits up to `wait` seconds (1 to 25, default 25) for an unread message (or, with `after`, \
                           one newer than that message id) whose sender and subject contain `from` and `subject`. \
@@ -740,6 +781,7 @@ pub static INBOX: Section = Section {
             rest: post("/inbox"),
             tool: tool("mark_read", Hints::SET),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "Mark mail read or unread, or move a thread to a folder",
             description: "One target: id (wins), messageId, or thread (64 hex). unread true or false sets the flag on \
                           that inbound row, or on every inbound row of the thread (outbound rows stay read); folder \
@@ -764,6 +806,7 @@ pub static INBOX: Section = Section {
             rest: get("/attachment"),
             tool: None,
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "Download a stored message's attachment",
             description: "The stored bytes of attachment index (0 to 19: a received message keeps up to 20 files; a \
                           send carries up to 3) of message id (or messageId), as sent, with its stored Content-Type \
@@ -794,6 +837,7 @@ pub static DRAFTS: Section = Section {
             rest: get("/drafts"),
             tool: tool("list_drafts", Hints::READ),
             access: Drafting,
+            permission: Some(Permission::Draft),
             summary: "Read one draft, or the newest 25",
             description: "With id: {ok, draft}; without: {ok, drafts}, the caller's newest 25. A signed-in operator's \
                           own drafts only; another user's draft is 404. No credits.",
@@ -805,6 +849,7 @@ pub static DRAFTS: Section = Section {
             rest: post_text("/drafts"),
             tool: tool("save_draft", Hints::SET.not_idempotent()),
             access: Drafting,
+            permission: Some(Permission::Draft),
             summary: "Create a draft, or replace the content of one",
             description: "to (at most 5 addresses), subject (one line, at most 998 characters), text (at most 100KB), \
                           inReplyTo, references (at most 100): at least one of to, subject, text or inReplyTo. Without \
@@ -835,6 +880,7 @@ pub static DRAFTS: Section = Section {
             rest: delete("/drafts"),
             tool: tool("delete_draft", Hints::DESTROY),
             access: Drafting,
+            permission: Some(Permission::Draft),
             summary: "Delete a draft",
             description: "Deletes the caller's draft id: {ok, id}. 404 when it is not theirs or is gone.",
             errors: &[ID_REQUIRED, INBOX_ID_INVALID, NOT_FOUND],
@@ -851,6 +897,7 @@ pub static WEBHOOKS: Section = Section {
             rest: get("/webhooks"),
             tool: tool("get_webhook", Hints::READ),
             access: WebhookKey,
+            permission: Some(Permission::Manage),
             summary: "The key's webhook registration",
             description: "{ok, webhook: {url, secret, enabled, createdAt, updatedAt}} or {ok, webhook: null}. The agent \
                           key has one registration (for the service-domain mailboxes), each standard key its \
@@ -863,6 +910,7 @@ pub static WEBHOOKS: Section = Section {
             rest: post("/webhooks"),
             tool: tool("set_webhook", Hints::SET.open_world()),
             access: WebhookKey,
+            permission: Some(Permission::Manage),
             summary: "Register or change the key's webhook",
             description: "url (https, a public host: private, loopback, link-local, CGNAT, multicast, documentation \
                           and metadata addresses are refused, by literal and by name), enabled (false keeps it and \
@@ -885,6 +933,7 @@ pub static WEBHOOKS: Section = Section {
             rest: delete("/webhooks"),
             tool: tool("delete_webhook", Hints::DESTROY),
             access: WebhookKey,
+            permission: Some(Permission::Manage),
             summary: "Remove the key's webhook",
             description: "{ok: true, webhook: null}. No credit.",
             errors: &[],
@@ -895,6 +944,7 @@ pub static WEBHOOKS: Section = Section {
             rest: get("/webhooks/deliveries"),
             tool: tool("list_webhook_deliveries", Hints::READ),
             access: WebhookKey,
+            permission: Some(Permission::Manage),
             summary: "The webhook delivery log, newest first",
             description: "{ok, deliveries, nextCursor?}: every attempt of the last 7 days (eventId, the message's id \
                           and messageId, attempt, replay, at, url, status or error, latencyMs); limit 1 to 50 \
@@ -907,6 +957,7 @@ pub static WEBHOOKS: Section = Section {
             rest: post("/webhooks/replay"),
             tool: tool("replay_webhook", Hints::SET.open_world().not_idempotent()),
             access: WebhookKey,
+            permission: Some(Permission::Manage),
             summary: "Send logged events again",
             description: "eventId, or from and to (ISO 8601, at most 24 hours apart, at most 50 events): each event \
                           is sent again with its own id and a fresh signature, to the registration as it is now \
@@ -926,6 +977,7 @@ pub static DELIVERY: Section = Section {
             rest: get("/outbox"),
             tool: None,
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "Sent mail and what happened to it, per recipient",
             description: "Newest first: {ok, messages, nextCursor?}, each sent message with its recipients and their \
                           status: sent (the relay accepted it), delivered, deferred, bounced, complained or failed \
@@ -948,6 +1000,7 @@ pub static DELIVERY: Section = Section {
             rest: None,
             tool: tool("list_outbox", Hints::READ),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "List sent mail with each recipient's delivery status, newest first",
             description: "{ok, messages, nextCursor?}: as GET /outbox. Each recipient's status is sent, delivered, \
                           deferred, bounced, complained or failed, with the last remote reply. Test outcomes without \
@@ -961,6 +1014,7 @@ pub static DELIVERY: Section = Section {
             rest: None,
             tool: tool("get_delivery_status", Hints::READ),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "What happened to one sent message, per recipient",
             description: "{ok, message}: the sent message with this Message-ID (as send_mail answered) and each \
                           recipient's status, last remote reply, attempts and changes. 404 for mail this key did not \
@@ -973,6 +1027,7 @@ pub static DELIVERY: Section = Section {
             rest: get("/suppressions"),
             tool: tool("list_suppressions", Hints::READ),
             access: Mail,
+            permission: Some(Permission::Read),
             summary: "The recipients your mail no longer goes to",
             description: "Newest first: {ok, suppressions, nextCursor?}, each with address, reason (hard_bounce, \
                           soft_bounces, complaint, manual), the remote reply and the Message-ID that caused it, and \
@@ -991,6 +1046,7 @@ pub static DELIVERY: Section = Section {
             rest: post("/suppressions"),
             tool: tool("add_suppression", Hints::SET),
             access: Mail,
+            permission: Some(Permission::Manage),
             summary: "Stop mail to an address",
             description: "{address, reason?}: lists the address (reason manual, your note kept); {ok, suppression, \
                           added}. Already listed: the first entry, added false.",
@@ -1010,6 +1066,7 @@ pub static DELIVERY: Section = Section {
             rest: delete("/suppressions"),
             tool: tool("remove_suppression", Hints::DESTROY),
             access: Mail,
+            permission: Some(Permission::Manage),
             summary: "Let mail go to a suppressed address again",
             description: "address in the query or the body: {ok, removed}. 404 when it is not listed.",
             errors: &[ADDRESS_REQUIRED, SUPPRESSION_ADDRESS_INVALID, SUPPRESSION_NOT_FOUND],
@@ -1021,6 +1078,7 @@ pub static DELIVERY: Section = Section {
             rest: post("/mtaDeliveryEvents"),
             tool: None,
             access: Sync,
+            permission: None,
             summary: "The mail host's delivery log: delivered, deferred, bounced",
             description: "The mail host's sync token only: `mailhost mta-sync` reports each Postfix log line about \
                           our mail ({events: [{id, returnPath, recipient, status, at, smtpCode, enhancedStatus, \
@@ -1032,6 +1090,88 @@ pub static DELIVERY: Section = Section {
                 delivery::mta_events::EventsInput,
                 delivery::mta_events::EventsApplied
             ),
+        },
+    ],
+};
+
+/// What lets an owner hand an agent a key safely: scoped keys and the audit
+/// log (served by the onboarding function, beside the account's status).
+pub static GUARDRAILS: Section = Section {
+    family: Onboarding,
+    operations: &[
+        Operation {
+            id: "createKey",
+            rest: post("/keys"),
+            tool: tool("create_key", Hints::CREATE),
+            access: Owner,
+            permission: None,
+            summary: "Mint a scoped key for an agent: some permissions, some mailboxes, its own limits",
+            description: "The account key or an operator only; a scoped key cannot mint keys. {name, permissions: \
+                          subset of [read, send, draft, manage], mailboxes?: [addresses of this account] (default \
+                          all), dailySendCap?: 1 to 50, expiresAt?: RFC 3339 (within a year), approval?: none | \
+                          first_contact | always}. Returns {ok, key, apiKey}: apiKey is shown this once. read covers \
+                          the inbox, attachments, threads and the outbox; send covers sendMail; draft drafts; manage \
+                          domains, mailboxes, suppressions and webhooks. At most 20 keys per account.",
+            errors: &[
+                KEY_NAME_REQUIRED,
+                KEY_NAME_INVALID,
+                KEY_PERMISSIONS_INVALID,
+                KEY_MAILBOXES_INVALID,
+                KEY_MAILBOX_UNKNOWN,
+                KEY_CAP_INVALID,
+                KEY_EXPIRY_INVALID,
+                KEY_APPROVAL_INVALID,
+                KEY_TOO_MANY,
+                SETUP_INCOMPLETE,
+            ],
+            io: io!(api_keys::create, api_keys::CreateKeyInput, api_keys::CreatedKey),
+        },
+        Operation {
+            id: "listKeys",
+            rest: get("/keys"),
+            tool: tool("list_keys", Hints::READ),
+            access: Owner,
+            permission: None,
+            summary: "The account's scoped keys, never the keys themselves",
+            description: "{ok, keys}: newest first, each {id, name, last4, scope {mailboxes?, permissions, \
+                          dailySendCap?, expiresAt?, approval}, createdAt, lastUsedAt?}. The account key or an \
+                          operator only.",
+            errors: &[SETUP_INCOMPLETE],
+            io: io!(api_keys::list, NoInput, api_keys::KeyList),
+        },
+        Operation {
+            id: "revokeKey",
+            rest: delete("/keys"),
+            tool: tool("revoke_key", Hints::DESTROY),
+            access: Owner,
+            permission: None,
+            summary: "Revoke a scoped key at once",
+            description: "id (key_ and 12 hex digits, from GET /keys). The key's next request is 401. {ok, revoked}. \
+                          The account key or an operator only.",
+            errors: &[ID_REQUIRED, KEY_ID_INVALID, KEY_NOT_FOUND, SETUP_INCOMPLETE],
+            io: io!(api_keys::revoke, api_keys::RevokeKeyInput, api_keys::RevokedKey),
+        },
+        Operation {
+            id: "getAudit",
+            rest: get("/audit"),
+            tool: tool("list_audit", Hints::READ),
+            access: Owner,
+            permission: None,
+            summary: "Who changed what: the account's audit log, newest first",
+            description: "Every change made through the API or MCP (keys, domains, mailboxes, credentials, \
+                          suppressions, webhooks, switches, sends), refused ones included: {ok, changes, \
+                          nextCursor?}, each {at, actor {kind, keyId?, name?, email?}, operation, target, status, \
+                          error?, via, requestId, ip}. Filters: actor (a key id or an email), operation (an \
+                          operationId); limit 1 to 100 (default 25), cursor. Kept 90 days; never holds a secret. \
+                          The account key or an operator only.",
+            errors: &[
+                INBOX_LIMIT_INVALID,
+                INBOX_CURSOR_INVALID,
+                AUDIT_ACTOR_INVALID,
+                AUDIT_OPERATION_INVALID,
+                SETUP_INCOMPLETE,
+            ],
+            io: io!(audit::list, audit::AuditQuery, audit::AuditPage),
         },
     ],
 };

@@ -18,7 +18,7 @@ use schemars::{Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::auth::Access;
+use crate::auth::{Access, Permission};
 use crate::error::{ApiError, Problem};
 use crate::service::Call;
 use crate::validate::Fields;
@@ -266,6 +266,9 @@ pub struct Operation {
     pub rest: Option<Rest>,
     pub tool: Option<Tool>,
     pub access: Access,
+    /// What a scoped key needs to call it (none: the access rule admits no
+    /// scoped key, or every caller it admits may).
+    pub permission: Option<Permission>,
     /// One line; the MCP tool's title and the OpenAPI summary.
     pub summary: &'static str,
     /// What an agent needs to act on it: the MCP description and OpenAPI's.
@@ -329,10 +332,45 @@ impl Operation {
     /// share. A customer route's account must have its setup complete before
     /// its input is even read (403 before 400, as the route matrix says).
     pub async fn execute(&self, call: &Call<'_>, fields: Result<Fields, ApiError>) -> Result<Output, ApiError> {
+        if !self.audited() {
+            return self.run(call, fields).await;
+        }
+        let target = crate::service::audit::target_of(fields.as_ref().ok());
+        let outcome = self.run(call, fields).await;
+        crate::service::audit::note(call, self.id, target, outcome.as_ref().map(|_| ())).await;
+        outcome
+    }
+
+    async fn run(&self, call: &Call<'_>, fields: Result<Fields, ApiError>) -> Result<Output, ApiError> {
+        if let Some(permission) = self.permission {
+            call.caller.permits(permission)?;
+        }
         if self.access == Access::Customer {
             call.account().await?;
         }
         (self.io.run)(call, fields).await
+    }
+
+    /// Whether a call goes in the audit log: a change (not a read, not a
+    /// draft, not the inbox's read flags and folders) by a caller the log can
+    /// name (not a public or mail-host route).
+    pub fn audited(&self) -> bool {
+        let changes = match (&self.tool, &self.rest) {
+            (Some(tool), _) => !tool.hints.read_only,
+            (None, Some(rest)) => rest.method != Method::GET,
+            (None, None) => false,
+        };
+        changes
+            && !matches!(self.access, Access::Public | Access::Sync)
+            && !matches!(self.permission, Some(Permission::Read | Permission::Draft))
+    }
+
+    /// Who it refuses, and why: its access rule's refusals, and a scoped
+    /// key's without the permission it needs.
+    pub fn refusals(&self) -> Vec<Problem> {
+        let mut refusals = self.access.refusals().to_vec();
+        refusals.extend(self.permission.map(Permission::missing));
+        refusals
     }
 
     pub fn by_tool(name: &str) -> Option<&'static Operation> {

@@ -10,7 +10,8 @@ use subtle::ConstantTimeEq;
 pub const KEY_PREFIX: &str = "svc_";
 
 /// What the store keeps for a standard key, under its digest: the account it
-/// opens. Written by the account service, read at every request.
+/// opens and, for a scoped key, its name and limits. Written by the account
+/// and key services, read at every request.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyRecord {
@@ -18,22 +19,76 @@ pub struct KeyRecord {
     pub key_id: String,
     pub last4: String,
     pub created_at: String,
+    /// A scoped key's name; the account key has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A scoped key's limits; the account key has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<super::Scope>,
+    /// When a scoped key last authenticated (to the minute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<String>,
 }
 
-/// The standard key whose digest this is, if one is on file.
+/// How stale a scoped key's `lastUsedAt` may get before a request writes it
+/// again: one write a minute per busy key, not one per request.
+const LAST_USED_EVERY_SECS: i64 = 60;
+
+/// The standard key whose digest this is, if one is on file. A scoped key's
+/// use is noted (at most once a minute) for GET /keys.
 pub async fn owner(
     store: &dyn crate::store::Store,
     digest: &str,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> crate::store::StoreResult<Option<super::StandardKey>> {
     let Some(found) = store.get(&crate::keys::api_key(digest)).await? else {
         return Ok(None);
     };
     let key: KeyRecord = crate::store::record(found)?;
+    if key.scope.is_some() {
+        let stale = key.last_used_at.as_deref().is_none_or(|at| {
+            chrono::DateTime::parse_from_rfc3339(at)
+                .is_ok_and(|at| (now - at.to_utc()).num_seconds() >= LAST_USED_EVERY_SECS)
+        });
+        if stale {
+            touch(store, digest, &key, &crate::clock::iso(now)).await?;
+        }
+    }
     Ok(Some(super::StandardKey {
         uid: key.uid,
         key_id: key.key_id,
         last4: key.last4,
+        name: key.name,
+        scope: key.scope,
     }))
+}
+
+/// Notes a scoped key's use on its record and its listing row. Both only if
+/// they still exist: a key revoked meanwhile stays gone.
+async fn touch(
+    store: &dyn crate::store::Store,
+    digest: &str,
+    key: &KeyRecord,
+    now: &str,
+) -> crate::store::StoreResult<()> {
+    use crate::store::{Cond, StoreError, Update, Write};
+    let update = || Update::new().set("lastUsedAt", now);
+    let writes = vec![
+        Write::Update {
+            key: crate::keys::api_key(digest),
+            update: update(),
+            cond: Some(Cond::Exists),
+        },
+        Write::Update {
+            key: crate::keys::scoped_key(&key.uid, &key.key_id),
+            update: update(),
+            cond: Some(Cond::Exists),
+        },
+    ];
+    match store.transact(writes).await {
+        Ok(()) | Err(StoreError::ConditionFailed) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 #[derive(Clone)]
@@ -74,6 +129,11 @@ impl KeyHasher {
 /// Compares two digests in constant time.
 pub fn same_digest(a: &str, b: &str) -> bool {
     a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+/// An API key's id, shown and used to revoke it: `key_` and 12 hex digits.
+pub fn new_key_id() -> String {
+    format!("key_{}", hex::encode(rand::random::<[u8; 6]>()))
 }
 
 pub fn new_key() -> String {

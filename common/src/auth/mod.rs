@@ -4,11 +4,13 @@
 pub mod identity;
 pub mod keys;
 pub mod policy;
+pub mod scope;
 
 use axum::http::HeaderMap;
 
 pub use identity::IdentityUser;
 pub use policy::Access;
+pub use scope::{Approval, Permission, Scope};
 
 /// What the request presented, before anything is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,12 +55,15 @@ pub enum Via {
     Bearer,
 }
 
-/// A standard customer key, resolved to its account.
+/// A standard customer key, resolved to its account: the account key, or a
+/// scoped key the owner minted (POST /keys).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StandardKey {
     pub uid: String,
     pub key_id: String,
     pub last4: String,
+    pub name: Option<String>,
+    pub scope: Option<Scope>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +78,35 @@ pub enum Caller {
 impl Caller {
     pub fn is_operator(&self) -> bool {
         matches!(self, Caller::Identity(user) if user.operator)
+    }
+
+    /// A scoped key's limits; every other caller has none.
+    pub fn scope(&self) -> Option<&Scope> {
+        match self {
+            Caller::Standard(key) => key.scope.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Refuses a scoped key without the permission an operation needs.
+    pub fn permits(&self, permission: Permission) -> Result<(), crate::error::ApiError> {
+        self.scope().map_or(Ok(()), |scope| scope.permits(permission))
+    }
+
+    /// Whether the caller may see or use this mailbox (only a scoped key
+    /// is narrowed to some of its account's mailboxes).
+    pub fn covers(&self, mailbox: &str) -> bool {
+        self.scope().is_none_or(|scope| scope.covers(mailbox))
+    }
+
+    /// Refuses a scoped key the mailbox it names but may not use.
+    pub fn may_use(&self, mailbox: &str) -> Result<(), crate::error::ApiError> {
+        if self.covers(mailbox) {
+            return Ok(());
+        }
+        let mut refused: crate::error::ApiError = crate::error::KEY_MAILBOX_OUT_OF_SCOPE.into();
+        refused.addresses = Some(vec![mailbox.to_ascii_lowercase()]);
+        Err(refused)
     }
 }
 

@@ -4,8 +4,8 @@
 
 use super::{Authenticated, Caller, Via};
 use crate::error::{
-    ACCOUNT_KEY_ONLY, ApiError, CONTROL_REFUSED, DRAFTS_SIGNED_IN, FIREBASE_REQUIRED, INVALID_KEY, MCP_AGENT_KEY_ONLY,
-    OPERATOR_MAILBOX, OPERATOR_ONLY, Problem, SYNC_ONLY, WEBHOOKS_AGENT_KEY,
+    ACCOUNT_KEY_ONLY, ApiError, CONTROL_REFUSED, DRAFTS_SIGNED_IN, FIREBASE_REQUIRED, INVALID_KEY, KEY_EXPIRED,
+    MCP_AGENT_KEY_ONLY, OPERATOR_MAILBOX, OPERATOR_ONLY, OWNER_ONLY, Problem, SYNC_ONLY, WEBHOOKS_AGENT_KEY,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +14,9 @@ pub enum Access {
     Public,
     /// A standard customer key reading its own account.
     AccountKey,
+    /// The account's own key (not a scoped key), or an operator identity
+    /// token acting for the operators' account: keys, holds, the audit log.
+    Owner,
     /// The agent key, a standard key (its own balance), or any identity token.
     CreditsRead,
     /// The agent key, or an operator identity token.
@@ -45,22 +48,66 @@ impl Access {
         use crate::error::{INVALID_TOKEN, MISSING_CREDENTIAL};
         match self {
             Access::Public => &[],
-            Access::AccountKey => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, ACCOUNT_KEY_ONLY],
-            Access::CreditsRead => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN],
-            Access::CreditsControl => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, CONTROL_REFUSED],
-            Access::Operator => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, OPERATOR_ONLY],
-            Access::Customer => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, FIREBASE_REQUIRED],
-            Access::Mail => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, OPERATOR_MAILBOX],
+            Access::AccountKey => &[
+                MISSING_CREDENTIAL,
+                INVALID_KEY,
+                KEY_EXPIRED,
+                INVALID_TOKEN,
+                ACCOUNT_KEY_ONLY,
+            ],
+            Access::Owner => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN, OWNER_ONLY],
+            Access::CreditsRead => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN],
+            Access::CreditsControl => &[
+                MISSING_CREDENTIAL,
+                INVALID_KEY,
+                KEY_EXPIRED,
+                INVALID_TOKEN,
+                CONTROL_REFUSED,
+            ],
+            Access::Operator => &[
+                MISSING_CREDENTIAL,
+                INVALID_KEY,
+                KEY_EXPIRED,
+                INVALID_TOKEN,
+                OPERATOR_ONLY,
+            ],
+            Access::Customer => &[
+                MISSING_CREDENTIAL,
+                INVALID_KEY,
+                KEY_EXPIRED,
+                INVALID_TOKEN,
+                FIREBASE_REQUIRED,
+            ],
+            Access::Mail => &[
+                MISSING_CREDENTIAL,
+                INVALID_KEY,
+                KEY_EXPIRED,
+                INVALID_TOKEN,
+                OPERATOR_MAILBOX,
+            ],
             Access::Drafting => &[
                 MISSING_CREDENTIAL,
                 INVALID_KEY,
+                KEY_EXPIRED,
                 INVALID_TOKEN,
                 DRAFTS_SIGNED_IN,
                 OPERATOR_MAILBOX,
             ],
-            Access::WebhookKey => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, WEBHOOKS_AGENT_KEY],
-            Access::Sync => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, SYNC_ONLY],
-            Access::Mcp => &[MISSING_CREDENTIAL, INVALID_KEY, INVALID_TOKEN, MCP_AGENT_KEY_ONLY],
+            Access::WebhookKey => &[
+                MISSING_CREDENTIAL,
+                INVALID_KEY,
+                KEY_EXPIRED,
+                INVALID_TOKEN,
+                WEBHOOKS_AGENT_KEY,
+            ],
+            Access::Sync => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN, SYNC_ONLY],
+            Access::Mcp => &[
+                MISSING_CREDENTIAL,
+                INVALID_KEY,
+                KEY_EXPIRED,
+                INVALID_TOKEN,
+                MCP_AGENT_KEY_ONLY,
+            ],
         }
     }
 
@@ -68,7 +115,10 @@ impl Access {
     /// as a class of its own (the customer and operator routes): on `/mcp`
     /// only such tools take one.
     pub fn takes_identity_token(self) -> bool {
-        matches!(self, Access::Customer | Access::Operator | Access::Drafting)
+        matches!(
+            self,
+            Access::Customer | Access::Operator | Access::Drafting | Access::Owner
+        )
     }
 
     /// Admits or refuses an authenticated caller. Missing and invalid
@@ -83,6 +133,12 @@ impl Access {
                 Standard(_) => Ok(()),
                 Sync => refuse(INVALID_KEY),
                 _ => refuse(ACCOUNT_KEY_ONLY),
+            },
+            Access::Owner => match caller {
+                Standard(key) if key.scope.is_none() => Ok(()),
+                Identity(user) if user.operator => Ok(()),
+                Sync => refuse(INVALID_KEY),
+                _ => refuse(OWNER_ONLY),
             },
             Access::CreditsRead => match caller {
                 Agent | Standard(_) | Identity(_) => Ok(()),

@@ -31,6 +31,18 @@ pub fn client_ip(parts: &Parts) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// API Gateway's id of this request, or a new one for a request that did
+/// not come through it: what the audit log and a support question quote.
+pub fn request_id(parts: &Parts) -> String {
+    use lambda_http::request::RequestContext;
+    let from_gateway = match parts.extensions.get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(c)) => c.request_id.clone(),
+        Some(RequestContext::ApiGatewayV1(c)) => c.request_id.clone(),
+        _ => None,
+    };
+    from_gateway.unwrap_or_else(|| format!("req_{}", hex::encode(rand::random::<[u8; 8]>())))
+}
+
 /// Reads and drops a body the answer does not need (a refused caller's), so
 /// a client still writing it reads the answer instead of a reset connection.
 pub async fn discard(body: Body) {

@@ -13,7 +13,7 @@ use schemars::generate::Contract;
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use super::extract::{client_ip, discard, read_body};
+use super::extract::{client_ip, discard, read_body, request_id};
 use crate::api::{self, Operation};
 use crate::auth::{Access, Authenticated, Caller, Presented, Via};
 use crate::error::{self, ApiError};
@@ -89,7 +89,9 @@ async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
         return e.into_response();
     }
     let ip = client_ip(&parts);
-    let call = Call::new(&ctx, &auth.caller, auth.via, &ip);
+    let mut call = Call::new(&ctx, &auth.caller, auth.via, &ip);
+    call.request_id = request_id(&parts);
+    call.surface = "mcp";
     respond(&call, &auth, message).await
 }
 

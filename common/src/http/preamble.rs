@@ -48,7 +48,16 @@ async fn resolve_key(ctx: &Context, key: &str) -> Result<Caller, ApiError> {
     if !key.starts_with(keys::KEY_PREFIX) {
         return Err(error::INVALID_KEY.into());
     }
-    match keys::owner(&*ctx.store, &digest).await? {
+    let now = ctx.clock.now();
+    match keys::owner(&*ctx.store, &digest, now).await? {
+        Some(standard)
+            if standard
+                .scope
+                .as_ref()
+                .is_some_and(|s| s.expired(&crate::clock::iso(now))) =>
+        {
+            Err(error::KEY_EXPIRED.into())
+        }
         Some(standard) => Ok(Caller::Standard(standard)),
         None => Err(error::INVALID_KEY.into()),
     }

@@ -5,7 +5,7 @@ use axum::extract::{Query, Request};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::extract::{client_ip, discard, read_body};
+use super::extract::{client_ip, discard, read_body, request_id};
 use crate::api::{Download, Operation, Output, Rest, Source};
 use crate::auth::Presented;
 use crate::service::Call;
@@ -53,6 +53,7 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
     });
     let ip = client_ip(&parts);
     let mut call = Call::new(&ctx, &auth.caller, auth.via, &ip);
+    call.request_id = request_id(&parts);
     // HEAD answers as GET would, and changes nothing.
     call.peek = parts.method == axum::http::Method::HEAD;
     match op.execute(&call, fields).await {

@@ -91,7 +91,7 @@ pub fn issue_key_writes(
 ) -> (String, Account, Vec<Write>) {
     let key = secret_keys::new_key();
     let digest = hasher.key_digest(&key);
-    let key_id = format!("key_{}", hex::encode(rand::random::<[u8; 6]>()));
+    let key_id = secret_keys::new_key_id();
     let last4 = secret_keys::last4(&key);
     let mut updated = account.clone();
     updated.key_digest = Some(digest.clone());
@@ -102,6 +102,9 @@ pub fn issue_key_writes(
         key_id: key_id.clone(),
         last4: last4.clone(),
         created_at: now.into(),
+        name: None,
+        scope: None,
+        last_used_at: None,
     };
     let mut writes = vec![Write::Put {
         item: item(&keys::api_key(&digest), &owner),

@@ -196,6 +196,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
         return Err(error::HOSTED_ONLY.with(&domain.name));
     }
     let address = format!("{local}@{}", domain.name);
+    call.caller.may_use(&address)?;
     if domain.status != DomainStatus::Verified {
         return Err(error::DOMAIN_NOT_VERIFIED.into());
     }
@@ -263,18 +264,22 @@ async fn why_not_added(ctx: &Context, domain: &domains::Domain, local: &str) -> 
     Ok(())
 }
 
-/// A caller's active mailbox, or 404 (also for another account's).
+/// A caller's active mailbox, or 404 (also for another account's); 403 for
+/// a scoped key's mailbox outside its scope.
 async fn owned_mailbox(
-    ctx: &Context,
+    call: &Call<'_>,
     account: &Account,
-    operator: bool,
     domain: Option<&DomainName>,
     local: Option<&str>,
 ) -> Result<Mailbox, ApiError> {
-    let domain = managed_domain(ctx, account, operator, domain).await?;
+    let ctx = call.ctx;
+    let domain = managed_domain(ctx, account, call.is_operator(), domain).await?;
     let local = local.ok_or(error::LOCAL_PART_REQUIRED)?;
     match get(ctx, &domain.name, local).await? {
-        Some(m) if m.is_active() && m.uid == domain.uid => Ok(m),
+        Some(m) if m.is_active() && m.uid == domain.uid => {
+            call.caller.may_use(&m.address)?;
+            Ok(m)
+        }
         _ => Err(error::NOT_FOUND.into()),
     }
 }
@@ -284,14 +289,7 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
     let ctx = call.ctx;
     let account = call.account().await?;
     let mode = input.mode.ok_or(error::MODE_INVALID)?;
-    let mailbox = owned_mailbox(
-        ctx,
-        &account,
-        call.is_operator(),
-        input.domain_id.as_ref(),
-        input.local_part.as_deref(),
-    )
-    .await?;
+    let mailbox = owned_mailbox(call, &account, input.domain_id.as_ref(), input.local_part.as_deref()).await?;
     if mailbox.protected && mode != Mode::Hosted {
         return Err(error::PROTECTED_MODE.into());
     }
@@ -405,7 +403,7 @@ pub async fn delete_mailbox(call: &Call<'_>, input: DeleteTarget) -> Result<Dele
     let ctx = call.ctx;
     let account = call.account().await?;
     let (domain_name, local) = input.named()?;
-    let mailbox = owned_mailbox(ctx, &account, call.is_operator(), Some(&domain_name), Some(&local)).await?;
+    let mailbox = owned_mailbox(call, &account, Some(&domain_name), Some(&local)).await?;
     if mailbox.protected {
         return Err(error::PROTECTED_DELETE.into());
     }
@@ -502,14 +500,7 @@ pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result
     let ctx = call.ctx;
     let account = call.account().await?;
     let address = &input.address;
-    let mailbox = owned_mailbox(
-        ctx,
-        &account,
-        call.is_operator(),
-        Some(address.domain()),
-        Some(address.local()),
-    )
-    .await?;
+    let mailbox = owned_mailbox(call, &account, Some(address.domain()), Some(address.local())).await?;
     if !mailbox.mode.stores() {
         return Err(error::FORWARD_ONLY_NO_LOGIN.into());
     }

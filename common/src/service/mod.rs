@@ -6,6 +6,7 @@ pub mod account;
 pub mod accounts;
 pub mod admin;
 pub mod allowlist;
+pub mod api_keys;
 pub mod audit;
 pub mod bootstrap;
 pub mod credits;
@@ -70,6 +71,10 @@ pub struct Call<'a> {
     pub peek: bool,
     /// The acting account, read once per call.
     account: tokio::sync::OnceCell<accounts::Account>,
+    /// API Gateway's request id, or one made for a local request.
+    pub request_id: String,
+    /// Which transport carried the call: `rest` or `mcp`.
+    pub surface: &'static str,
 }
 
 impl<'a> Call<'a> {
@@ -81,7 +86,14 @@ impl<'a> Call<'a> {
             ip,
             peek: false,
             account: tokio::sync::OnceCell::new(),
+            request_id: String::new(),
+            surface: "rest",
         }
+    }
+
+    /// The acting account's uid, when this call has read it.
+    pub fn acting_uid(&self) -> Option<String> {
+        self.account.get().map(|a| a.uid.clone())
     }
 
     /// The operator making the call (the access rule already required one).

@@ -142,7 +142,10 @@ async fn one(call: &Call<'_>, message_id: &str) -> Result<OutboxMessage, ApiErro
         .and_then(|p| p.get("delivery"))
         .and_then(|d| d.as_str())
         .ok_or(error::NOT_FOUND)?;
-    let (sent, recipients) = delivery::read(call.ctx, delivery).await?.ok_or(error::NOT_FOUND)?;
+    let (sent, recipients) = delivery::read(call.ctx, delivery)
+        .await?
+        .filter(|(sent, _)| call.caller.covers(&sent.from))
+        .ok_or(error::NOT_FOUND)?;
     Ok(OutboxMessage::of(sent, recipients))
 }
 
@@ -153,8 +156,13 @@ async fn page(
 ) -> Result<(Vec<OutboxMessage>, Option<String>), ApiError> {
     let owner = owner_of_caller(call.caller);
     let limit = limit.map_or(25, Bounded::get) as usize;
-    let (sent, next_cursor) =
-        super::mail_store::page::<SentMessage>(call.ctx, keys::outbox(&owner), true, cursor.as_deref(), limit).await?;
+    let keep = super::mail_store::covered(call.caller, "from");
+    let (items, next_cursor) =
+        super::mail_store::page_raw_where(call.ctx, keys::outbox(&owner), true, cursor.as_deref(), limit, keep).await?;
+    let sent = items
+        .iter()
+        .map(|i| i.record())
+        .collect::<Result<Vec<SentMessage>, _>>()?;
     let recipients = delivery::recipients_of(call.ctx, &sent).await?;
     let messages = sent
         .into_iter()

@@ -49,10 +49,29 @@ impl Payer {
     }
 }
 
+/// A scoped key's own daily send cap, counted beside its account's windows.
+pub struct KeyCap {
+    pub key_id: String,
+    pub per_day: i64,
+}
+
+impl KeyCap {
+    pub fn of(caller: &Caller) -> Option<KeyCap> {
+        match caller {
+            Caller::Standard(key) => key.scope.as_ref()?.daily_send_cap.map(|per_day| KeyCap {
+                key_id: key.key_id.clone(),
+                per_day,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// The checks before a send's input is even read, in the spec's order: the
-/// global kill switch, the agent key's freeze (its sends only), both rate
-/// windows. Nothing here spends a credit.
-pub async fn gate(ctx: &Context, payer: &Payer) -> Result<(), ApiError> {
+/// global kill switch, the agent key's freeze (its sends only), the rate
+/// windows (and a scoped key's own cap, in the same transaction). Nothing
+/// here spends a credit.
+pub async fn gate(ctx: &Context, payer: &Payer, cap: Option<KeyCap>) -> Result<(), ApiError> {
     // The sending switch and (for the agent key) its own, in one request.
     let mut switches = vec![keys::sending_switch()];
     if matches!(payer, Payer::Agent) {
@@ -68,7 +87,7 @@ pub async fn gate(ctx: &Context, payer: &Payer) -> Result<(), ApiError> {
     {
         return Err(error::AGENT_KEY_DISABLED.into());
     }
-    rate_limit(ctx, &payer.rate_bucket()).await
+    rate_limit(ctx, &payer.rate_bucket(), cap).await
 }
 
 /// Takes the payer's credit (none for a person): the remaining balance.
@@ -89,13 +108,30 @@ const SEND_DAY: Limit = Limit {
     period_secs: DAY,
 };
 
-/// Counts one send in both windows, or neither.
-async fn rate_limit(ctx: &Context, bucket: &str) -> Result<(), ApiError> {
+/// Counts one send in every window (the account's two, a scoped key's
+/// day), or in none. A full key window is named as such.
+async fn rate_limit(ctx: &Context, bucket: &str, cap: Option<KeyCap>) -> Result<(), ApiError> {
     let (minute, day) = (format!("send:{bucket}:{MINUTE}"), format!("send:{bucket}:{DAY}"));
-    ratelimit::hit_all(
-        ctx.store.as_ref(),
-        &[(&minute, SEND_MINUTE), (&day, SEND_DAY)],
-        ctx.clock.epoch(),
-    )
-    .await
+    let mut windows = vec![(minute.as_str(), SEND_MINUTE), (day.as_str(), SEND_DAY)];
+    let key_window = cap.as_ref().map(|cap| {
+        let limit = Limit {
+            max: cap.per_day,
+            period_secs: DAY,
+        };
+        (format!("send:key:{}:{DAY}", cap.key_id), limit)
+    });
+    if let Some((bucket, limit)) = &key_window {
+        windows.push((bucket.as_str(), *limit));
+    }
+    let now = ctx.clock.epoch();
+    match ratelimit::hit_all(ctx.store.as_ref(), &windows, now).await {
+        Err(refused) if refused.status == 429 => match &key_window {
+            Some((bucket, limit)) if ratelimit::full(ctx.store.as_ref(), bucket, *limit, now).await? => Err(ApiError {
+                retry_after: refused.retry_after,
+                ..error::KEY_DAILY_CAP.into()
+            }),
+            _ => Err(refused),
+        },
+        other => other,
+    }
 }

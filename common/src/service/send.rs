@@ -116,12 +116,23 @@ async fn sender(
                 return Err(error::NO_HOSTED_MAILBOX.into());
             }
             match requested {
-                Some(from) => Ok(sendable
-                    .into_iter()
-                    .find(|(address, _)| address == from)
-                    .ok_or(error::FROM_NOT_ALLOWED)?),
-                None if sendable.len() == 1 => Ok(sendable.remove(0)),
-                None => Err(error::CHOOSE_FROM.into()),
+                Some(from) => {
+                    let found = sendable
+                        .into_iter()
+                        .find(|(address, _)| address == from)
+                        .ok_or(error::FROM_NOT_ALLOWED)?;
+                    caller.may_use(from)?;
+                    Ok(found)
+                }
+                // A scoped key chooses among its own mailboxes.
+                None => {
+                    sendable.retain(|(address, _)| caller.covers(address));
+                    match sendable.len() {
+                        0 => Err(error::NO_HOSTED_MAILBOX.into()),
+                        1 => Ok(sendable.remove(0)),
+                        _ => Err(error::CHOOSE_FROM.into()),
+                    }
+                }
             }
         }
     }
@@ -262,7 +273,7 @@ impl Idempotency {
 async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
     let payer = Payer::of(caller);
-    payer::gate(ctx, &payer).await?;
+    payer::gate(ctx, &payer, payer::KeyCap::of(caller)).await?;
 
     let input = input.parse()?;
     let (from, domain) = sender(ctx, caller, input.from.as_deref()).await?;

@@ -127,7 +127,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     };
     let login = EmailAddress::pick(fields, "login", LOGIN)?;
     let (mailbox, domain, payer) = sending_mailbox(ctx, &login).await?;
-    payer::gate(ctx, &payer).await?;
+    payer::gate(ctx, &payer, None).await?;
 
     let input = input.parse()?;
     if !input.sender.unwrap_or_default().eq_ignore_ascii_case(&mailbox.address) {

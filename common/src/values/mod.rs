@@ -560,6 +560,34 @@ impl std::ops::Deref for IdempotencyKey {
     }
 }
 
+/// A key id: `key_` and 12 lower-case hex digits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyId(String);
+
+impl KeyId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Value for KeyId {
+    fn parse(raw: &str) -> Option<KeyId> {
+        let raw = raw.trim();
+        let hex = raw.strip_prefix("key_")?;
+        (hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+            .then(|| KeyId(raw.to_string()))
+    }
+}
+
+impl JsonSchema for KeyId {
+    fn schema_name() -> Cow<'static, str> {
+        "KeyId".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "pattern": "^\\s*key_[0-9a-f]{12}\\s*$" })
+    }
+}
+
 /// A word a field takes as its only value (`view=threads`,
 /// `disposition=inline`).
 macro_rules! word {

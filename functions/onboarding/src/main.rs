@@ -2,5 +2,6 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    common::http::serve_lambda(|ctx| common::http::router(ctx, &[&common::api::ONBOARDING])).await
+    common::http::serve_lambda(|ctx| common::http::router(ctx, &[&common::api::ONBOARDING, &common::api::GUARDRAILS]))
+        .await
 }

@@ -52,7 +52,9 @@ pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Downl
         (None, Some(mid)) => mail_store::by_message_id(call.ctx, &scope, &mid, Some(direction)).await?,
         (None, None) => None,
     };
-    let row = row.filter(|r| r.direction == direction).ok_or(error::NOT_FOUND)?;
+    let row = row
+        .filter(|r| r.direction == direction && call.caller.covers(&r.mailbox))
+        .ok_or(error::NOT_FOUND)?;
     let index = input.index.get() as usize;
     let meta = row
         .attachments

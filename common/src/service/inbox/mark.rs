@@ -51,7 +51,7 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiEr
     let target = target(input.id, input.message_id, input.thread).ok_or(error::INBOX_TARGET_REQUIRED)?;
     let (thread_id, row) = match &target {
         Target::Thread(t) => {
-            mail_store::thread(ctx, &scope, t).await?.ok_or(error::NOT_FOUND)?;
+            find_thread(call, &scope, t).await?;
             (t.clone(), None)
         }
         _ => {

@@ -90,7 +90,23 @@ async fn find(call: &Call<'_>, scope: &str, target: &Target) -> Result<Row, ApiE
         Target::MessageId(mid) => mail_store::by_message_id(call.ctx, scope, mid, None).await?,
         Target::Thread(_) => None,
     };
-    row.ok_or(error::NOT_FOUND.into())
+    row.filter(|r| call.caller.covers(&r.mailbox))
+        .ok_or(error::NOT_FOUND.into())
+}
+
+/// A thread's summary; 404 when it is not there or, for a scoped key, in a
+/// mailbox outside its scope (as another account's is).
+async fn find_thread(call: &Call<'_>, scope: &str, thread: &str) -> Result<Thread, ApiError> {
+    mail_store::thread(call.ctx, scope, thread)
+        .await?
+        .filter(|t| call.caller.covers(&t.mailbox))
+        .ok_or(error::NOT_FOUND.into())
+}
+
+/// Whether a stored row or thread summary is in a mailbox the caller may
+/// read (a scoped key may be narrowed to some).
+fn visible<'c>(call: &'c Call<'_>) -> impl Fn(&crate::store::RawItem) -> bool + 'c {
+    mail_store::covered(call.caller, "mailbox")
 }
 
 #[derive(Debug, Clone)]

@@ -92,7 +92,8 @@ async fn flat_page(
         Some(f) => keys::folder_partition(scope, f.as_str()),
         None => keys::mail_partition(scope, false),
     };
-    let (items, next_cursor) = mail_store::page_raw(call.ctx, pk.clone(), true, cursor, limit).await?;
+    let (items, next_cursor) =
+        mail_store::page_raw_where(call.ctx, pk.clone(), true, cursor, limit, visible(call)).await?;
     let (messages, unread_in_page) = call.ctx.summaries.page(&pk, items, encode_stored)?;
     Ok(InboxList {
         ok: true,
@@ -119,7 +120,8 @@ async fn threads_page(
     limit: usize,
 ) -> Result<ThreadList, ApiError> {
     let pk = keys::threads_partition(scope, folder.as_str());
-    let (threads, next_cursor) = mail_store::page::<Thread>(call.ctx, pk, true, cursor, limit).await?;
+    let (items, next_cursor) = mail_store::page_raw_where(call.ctx, pk, true, cursor, limit, visible(call)).await?;
+    let threads = items.iter().map(|i| i.record()).collect::<Result<Vec<Thread>, _>>()?;
     Ok(ThreadList {
         ok: true,
         threads,
@@ -133,10 +135,10 @@ async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<
     let ctx = call.ctx;
     let pk = keys::thread_partition(scope, thread);
     let (summary, page) = tokio::join!(
-        mail_store::thread(ctx, scope, thread),
+        find_thread(call, scope, thread),
         mail_store::page::<Row>(ctx, pk.clone(), false, cursor, THREAD_PAGE)
     );
-    let mut summary = summary?.ok_or(error::NOT_FOUND)?;
+    let mut summary = summary?;
     let (rows, next_cursor) = page?;
     let unread_here = rows.iter().filter(|r| r.unread).count() as i64;
     if call.peek {
@@ -188,7 +190,7 @@ async fn search_scope(
     let mut hits: Vec<Row> = inbound?
         .into_iter()
         .chain(outbound?)
-        .filter(|r| folder.is_none_or(|f| r.folder() == f) && r.matches(&needle))
+        .filter(|r| folder.is_none_or(|f| r.folder() == f) && call.caller.covers(&r.mailbox) && r.matches(&needle))
         .collect();
     hits.sort_by(|a, b| b.id.cmp(&a.id));
     hits.truncate(limit);

@@ -53,7 +53,10 @@ async fn watch(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) 
             }
             None => mail_store::page::<Row>(call.ctx, keys::mail_partition(scope, false), true, None, 50).await?,
         };
-        let mut hits: Vec<Row> = rows.into_iter().filter(|r| filter.admits(r)).collect();
+        let mut hits: Vec<Row> = rows
+            .into_iter()
+            .filter(|r| filter.admits(r) && call.caller.covers(&r.mailbox))
+            .collect();
         if !hits.is_empty() {
             hits.sort_by(|a, b| b.id.cmp(&a.id));
             return Ok(hits);

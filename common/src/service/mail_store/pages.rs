@@ -72,6 +72,35 @@ pub async fn page_raw(
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<(Vec<RawItem>, Option<String>), ApiError> {
+    page_raw_where(ctx, pk, newest_first, cursor, limit, |_| true).await
+}
+
+/// Keeps the stored items whose `field` (a mailbox address) the caller
+/// covers: everything, but for a scoped key narrowed to some mailboxes
+/// (only then is an item's text read here).
+pub fn covered<'c>(caller: &'c crate::auth::Caller, field: &'static str) -> impl Fn(&RawItem) -> bool + 'c {
+    move |item| {
+        caller.scope().is_none()
+            || serde_json::from_slice::<serde_json::Value>(&item.json)
+                .ok()
+                .and_then(|v| v.get(field)?.as_str().map(|m| caller.covers(m)))
+                .unwrap_or(false)
+    }
+}
+
+/// The most items one filtered page reads: a page whose items are mostly
+/// left out comes back short, with a cursor to go on from.
+pub const FILTER_SCAN: usize = 1000;
+
+/// [`page_raw`] of the items `keep` keeps (a scoped key's mailboxes).
+pub async fn page_raw_where(
+    ctx: &Context,
+    pk: String,
+    newest_first: bool,
+    cursor: Option<&str>,
+    limit: usize,
+    keep: impl Fn(&RawItem) -> bool,
+) -> Result<(Vec<RawItem>, Option<String>), ApiError> {
     // Message ids and list keys start with a digit; `#` (a thread summary)
     // sorts before them and `~` after.
     let (low, high) = match (cursor, newest_first) {
@@ -84,17 +113,34 @@ pub async fn page_raw(
         query = query.backward();
     }
     let mut items = Vec::new();
+    let mut scanned = 0;
+    let mut last_scanned = None;
     loop {
         let page = ctx.store.query_raw(&query).await?;
-        items.extend(page.items.into_iter().filter(|i| Some(i.sk.as_str()) != cursor));
+        for item in page.items.into_iter().filter(|i| Some(i.sk.as_str()) != cursor) {
+            scanned += 1;
+            last_scanned = Some(item.sk.clone());
+            if keep(&item) {
+                items.push(item);
+            }
+            if items.len() > limit || scanned >= FILTER_SCAN {
+                break;
+            }
+        }
         match page.next {
-            Some(next) if items.len() <= limit => query = query.after(Some(next)),
+            Some(next) if items.len() <= limit && scanned < FILTER_SCAN => query = query.after(Some(next)),
             _ => break,
         }
     }
     let more = items.len() > limit;
     items.truncate(limit);
-    let next = if more { items.last().map(|i| i.sk.clone()) } else { None };
+    let next = if more {
+        items.last().map(|i| i.sk.clone())
+    } else if scanned >= FILTER_SCAN {
+        last_scanned
+    } else {
+        None
+    };
     Ok((items, next))
 }
 

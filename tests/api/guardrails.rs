@@ -1,0 +1,455 @@
+//! Guardrails for agents (issue 23): scoped keys (permissions, mailboxes,
+//! their own daily cap and expiry, revocation), and the audit log that
+//! names who did each change. On both stores, over REST and MCP.
+
+use crate::support::{Auth, TestApp};
+use common::service::poller;
+use serde_json::{Value, json};
+
+on_both_backends!(
+    a_read_only_key_cannot_send_over_rest_or_mcp,
+    a_key_scoped_to_one_mailbox_sees_only_that_mailbox,
+    a_revoked_or_expired_key_is_refused_at_once,
+    a_keys_daily_cap_is_its_own_and_atomic,
+    only_the_owner_mints_keys_and_at_most_twenty,
+    bad_key_input_gets_a_precise_400_and_mints_nothing,
+    the_audit_log_names_each_change_and_its_actor,
+);
+
+const LACKS_SEND: &str = "This API key lacks the send permission";
+
+/// An account with a verified domain `acme.example` and two hosted
+/// mailboxes, `agent@` and `boss@`: its account key.
+async fn owner(app: &TestApp) -> String {
+    let key = app.sender("owner@acme.example", "acme.example", "agent").await;
+    let boss = app.add_mailbox(&key, "acme.example", "boss", "hosted", json!([])).await;
+    assert_eq!(boss.status, 200, "{}", boss.body);
+    key
+}
+
+async fn mint(app: &TestApp, owner: &str, body: Value) -> (String, Value) {
+    let res = app.post("/keys", Auth::Bearer(owner), body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let key = res.body["apiKey"].as_str().unwrap().to_string();
+    assert!(key.starts_with("svc_"));
+    (key, res.body["key"].clone())
+}
+
+async fn tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> crate::support::Response {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+    app.post("/mcp", Auth::Bearer(key), body).await
+}
+
+/// An inbound message to `to`, filed by the poller.
+async fn deliver(app: &TestApp, to: &str, subject: &str) {
+    let raw = format!(
+        "Delivered-To: {to}\r\nFrom: pal@partner.example\r\nTo: {to}\r\nSubject: {subject}\r\nMessage-ID: <{subject}@partner.example>\r\n\r\nHello {to}\r\n"
+    );
+    common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
+        .await
+        .unwrap();
+    assert_eq!(poller::run_once(&app.ctx).await.unwrap().filed, 1);
+}
+
+fn credits(res: &crate::support::Response) -> i64 {
+    res.body["credits"]["remaining"].as_i64().unwrap()
+}
+
+async fn a_read_only_key_cannot_send_over_rest_or_mcp(app: TestApp) {
+    let owner = owner(&app).await;
+    let (reader, _) = mint(&app, &owner, json!({"name": "reader", "permissions": ["read"]})).await;
+    let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
+    let mail = json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Hi", "text": "Hi"});
+
+    let res = app.send_mail(Auth::Bearer(&reader), mail.clone()).await;
+    assert_eq!((res.status, res.error()), (403, LACKS_SEND), "{}", res.body);
+    assert_eq!(res.body["code"], "permission_missing");
+
+    let res = tool(&app, &reader, "send_mail", mail.clone()).await;
+    assert_eq!(res.body["error"]["code"], -32000, "{}", res.body);
+    assert_eq!(res.body["error"]["data"]["status"], 403);
+    assert_eq!(res.body["error"]["data"]["error"], LACKS_SEND);
+
+    // It reads: its account's status and credits, the inbox.
+    assert_eq!(app.get("/inbox", Auth::Bearer(&reader)).await.status, 200);
+    assert_eq!(
+        credits(&app.get("/credits", Auth::Bearer(&reader)).await),
+        before,
+        "nothing spent"
+    );
+    // A key with send does send.
+    let (sender, _) = mint(&app, &owner, json!({"name": "sender", "permissions": ["send"]})).await;
+    let res = app.send_mail(Auth::Bearer(&sender), mail).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let res = app.get("/inbox", Auth::Bearer(&sender)).await;
+    assert_eq!(
+        res.error(),
+        "This API key lacks the read permission (inbox, attachments, outbox, threads)"
+    );
+}
+
+async fn a_key_scoped_to_one_mailbox_sees_only_that_mailbox(app: TestApp) {
+    let owner = owner(&app).await;
+    deliver(&app, "agent@acme.example", "for-agent").await;
+    deliver(&app, "boss@acme.example", "for-boss").await;
+    let (agent, view) = mint(
+        &app,
+        &owner,
+        json!({"name": "support agent", "permissions": ["read", "send"], "mailboxes": ["Agent@acme.example"]}),
+    )
+    .await;
+    assert_eq!(view["scope"]["mailboxes"], json!(["agent@acme.example"]));
+    assert_eq!(view["scope"]["permissions"], json!(["read", "send"]));
+
+    // The owner sees both; the agent only its own, in every list.
+    let all = app.get("/inbox", Auth::Bearer(&owner)).await;
+    assert_eq!(all.body["messages"].as_array().unwrap().len(), 2);
+    let mine = app.get("/inbox", Auth::Bearer(&agent)).await;
+    let subjects: Vec<&str> = mine.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, ["for-agent"], "{}", mine.body);
+    let threads = app.get("/inbox?view=threads", Auth::Bearer(&agent)).await;
+    assert_eq!(threads.body["threads"].as_array().unwrap().len(), 1, "{}", threads.body);
+    let found = app.get("/inbox?q=for-", Auth::Bearer(&agent)).await;
+    assert_eq!(found.body["messages"].as_array().unwrap().len(), 1, "{}", found.body);
+
+    // The boss's message by id or Message-ID, or its thread: 404, as another account's.
+    let boss_row = all.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["subject"] == "for-boss")
+        .unwrap()
+        .clone();
+    let id = boss_row["id"].as_str().unwrap();
+    let res = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&agent)).await;
+    assert_eq!((res.status, res.error()), (404, "Message not found"));
+    let res = app
+        .get("/inbox?messageId=%3Cfor-boss@partner.example%3E", Auth::Bearer(&agent))
+        .await;
+    assert_eq!(res.status, 404, "{}", res.body);
+    let thread = boss_row["threadId"].as_str().unwrap();
+    let res = app.get(&format!("/inbox?thread={thread}"), Auth::Bearer(&agent)).await;
+    assert_eq!(res.status, 404, "{}", res.body);
+    let res = app
+        .post("/inbox", Auth::Bearer(&agent), json!({"id": id, "unread": false}))
+        .await;
+    assert_eq!(res.status, 404, "{}", res.body);
+    let res = tool(&app, &agent, "get_message", json!({"id": id})).await;
+    assert_eq!(res.body["result"]["isError"], true, "{}", res.body);
+    assert_eq!(res.body["result"]["structuredContent"]["status"], 404);
+    // The boss's message is still unread: the refused reads marked nothing.
+    let boss_now = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&owner)).await;
+    assert_eq!(boss_now.status, 200);
+
+    // It sends only as its own mailbox: named or chosen for it.
+    let mail = |from: Option<&str>| {
+        let mut m = json!({"to": "pal@partner.example", "subject": "Hi", "text": "Hi"});
+        if let Some(from) = from {
+            m["from"] = json!(from);
+        }
+        m
+    };
+    let res = app
+        .send_mail(Auth::Bearer(&agent), mail(Some("boss@acme.example")))
+        .await;
+    assert_eq!(
+        (res.status, res.error()),
+        (403, "This API key may not use this mailbox (see addresses)")
+    );
+    assert_eq!(res.body["addresses"], json!(["boss@acme.example"]));
+    let res = app.send_mail(Auth::Bearer(&agent), mail(None)).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["from"], "agent@acme.example");
+    // The owner, with two mailboxes, must choose.
+    let res = app.send_mail(Auth::Bearer(&owner), mail(None)).await;
+    assert_eq!(res.status, 400, "{}", res.body);
+
+    // Its outbox holds only its own mailbox's sends.
+    app.send_mail(Auth::Bearer(&owner), mail(Some("boss@acme.example")))
+        .await;
+    let outbox = app.get("/outbox", Auth::Bearer(&agent)).await;
+    let froms: Vec<&str> = outbox.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["from"].as_str().unwrap())
+        .collect();
+    assert_eq!(froms, ["agent@acme.example"], "{}", outbox.body);
+
+    // A scope naming a mailbox the account does not have mints nothing.
+    let res = app
+        .post(
+            "/keys",
+            Auth::Bearer(&owner),
+            json!({"name": "x", "permissions": ["read"], "mailboxes": ["ghost@acme.example"]}),
+        )
+        .await;
+    assert_eq!(res.status, 400, "{}", res.body);
+    assert_eq!(res.body["addresses"], json!(["ghost@acme.example"]));
+}
+
+async fn a_revoked_or_expired_key_is_refused_at_once(app: TestApp) {
+    let owner = owner(&app).await;
+    let (key, view) = mint(&app, &owner, json!({"name": "temp", "permissions": ["read"]})).await;
+    assert_eq!(app.get("/credits", Auth::Bearer(&key)).await.status, 200);
+    let listed = app.get("/keys", Auth::Bearer(&owner)).await;
+    let shown = &listed.body["keys"][0];
+    assert_eq!(shown["id"], view["id"]);
+    assert!(shown["lastUsedAt"].is_string(), "its use is noted: {shown}");
+    assert!(!listed.body.to_string().contains(&key), "the key is never shown again");
+
+    let id = view["id"].as_str().unwrap();
+    // Twenty concurrent revokes: one wins, the rest find nothing.
+    let path = format!("/keys?id={id}");
+    let revokes = (0..20).map(|_| app.delete(&path, Auth::Bearer(&owner), json!({})));
+    let statuses: Vec<u16> = futures::future::join_all(revokes)
+        .await
+        .into_iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 404), "{statuses:?}");
+    let res = app.get("/credits", Auth::Bearer(&key)).await;
+    assert_eq!((res.status, res.error()), (401, "Invalid API key"));
+    assert_eq!(app.get("/keys", Auth::Bearer(&owner)).await.body["keys"], json!([]));
+
+    // An expiring key works until its time, then is 401 with its own sentence.
+    let at = common::clock::iso_epoch(app.ctx.clock.epoch() + 3600);
+    let (short, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "short", "permissions": ["read"], "expiresAt": at}),
+    )
+    .await;
+    assert_eq!(app.get("/credits", Auth::Bearer(&short)).await.status, 200);
+    app.ctx.clock.advance(3601);
+    let res = app.get("/credits", Auth::Bearer(&short)).await;
+    assert_eq!(
+        (res.status, res.error()),
+        (401, "This API key has expired; ask the account owner for a new one")
+    );
+}
+
+async fn a_keys_daily_cap_is_its_own_and_atomic(app: TestApp) {
+    let owner = owner(&app).await;
+    let (capped, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "capped", "permissions": ["send"], "dailySendCap": 2, "mailboxes": ["agent@acme.example"]}),
+    )
+    .await;
+    let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
+    let mail = json!({"to": "pal@partner.example", "subject": "Hi", "text": "Hi"});
+    let sends = (0..5).map(|_| app.send_mail(Auth::Bearer(&capped), mail.clone()));
+    let answers = futures::future::join_all(sends).await;
+    let sent = answers.iter().filter(|r| r.status == 200).count();
+    assert_eq!(sent, 2, "{:?}", answers.iter().map(|r| &r.body).collect::<Vec<_>>());
+    for refused in answers.iter().filter(|r| r.status != 200) {
+        assert_eq!(
+            (refused.status, refused.error()),
+            (429, "This API key's daily send cap is reached; it resets at 00:00 UTC")
+        );
+        assert!(refused.body["retryAfter"].as_u64().unwrap() > 0);
+    }
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 2);
+    // The account key is not held by its key's cap.
+    let res = app
+        .send_mail(
+            Auth::Bearer(&owner),
+            json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Hi", "text": "Hi"}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+}
+
+async fn only_the_owner_mints_keys_and_at_most_twenty(app: TestApp) {
+    let owner = owner(&app).await;
+    let (manager, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "manager", "permissions": ["manage", "read"]}),
+    )
+    .await;
+    let owner_only = "This action needs the account key or an operator account, not a scoped key";
+    let res = app
+        .post(
+            "/keys",
+            Auth::Bearer(&manager),
+            json!({"name": "x", "permissions": ["send"]}),
+        )
+        .await;
+    assert_eq!((res.status, res.error()), (403, owner_only));
+    let res = app.get("/audit", Auth::Bearer(&manager)).await;
+    assert_eq!((res.status, res.error()), (403, owner_only));
+    let res = tool(
+        &app,
+        &manager,
+        "create_key",
+        json!({"name": "x", "permissions": ["send"]}),
+    )
+    .await;
+    assert_eq!(res.body["error"]["data"]["status"], 403, "{}", res.body);
+
+    // 25 concurrent mints with one already held: exactly 19 more succeed.
+    let mints = (0..25).map(|i| {
+        app.post(
+            "/keys",
+            Auth::Bearer(&owner),
+            json!({"name": format!("k{i}"), "permissions": ["read"]}),
+        )
+    });
+    let answers = futures::future::join_all(mints).await;
+    assert_eq!(answers.iter().filter(|r| r.status == 200).count(), 19);
+    for refused in answers.iter().filter(|r| r.status != 200) {
+        assert_eq!(
+            (refused.status, refused.error()),
+            (409, "An account holds at most 20 scoped keys; revoke one first")
+        );
+    }
+    let listed = app.get("/keys", Auth::Bearer(&owner)).await;
+    assert_eq!(listed.body["keys"].as_array().unwrap().len(), 20);
+}
+
+async fn bad_key_input_gets_a_precise_400_and_mints_nothing(app: TestApp) {
+    let owner = owner(&app).await;
+    let past = common::clock::iso_epoch(app.ctx.clock.epoch() - 3600);
+    let cases = [
+        (json!({"permissions": ["read"]}), "name is required"),
+        (
+            json!({"name": "x\ny", "permissions": ["read"]}),
+            "name must be one line",
+        ),
+        (json!({"name": "x"}), "permissions must be a non-empty list"),
+        (
+            json!({"name": "x", "permissions": []}),
+            "permissions must be a non-empty list",
+        ),
+        (
+            json!({"name": "x", "permissions": ["root"]}),
+            "permissions must be a non-empty list",
+        ),
+        (
+            json!({"name": "x", "permissions": "read"}),
+            "permissions must be a non-empty list",
+        ),
+        (
+            json!({"name": "x", "permissions": ["read"], "mailboxes": "a@acme.example"}),
+            "mailboxes must be",
+        ),
+        (
+            json!({"name": "x", "permissions": ["read"], "mailboxes": []}),
+            "mailboxes must be",
+        ),
+        (
+            json!({"name": "x", "permissions": ["read"], "dailySendCap": 51}),
+            "dailySendCap must be",
+        ),
+        (
+            json!({"name": "x", "permissions": ["read"], "dailySendCap": "2"}),
+            "dailySendCap must be",
+        ),
+        (
+            json!({"name": "x", "permissions": ["read"], "expiresAt": past}),
+            "expiresAt must be",
+        ),
+        (
+            json!({"name": "x", "permissions": ["read"], "expiresAt": "soon"}),
+            "expiresAt must be",
+        ),
+        (
+            json!({"name": "x", "permissions": ["read"], "approval": "maybe"}),
+            "approval must be",
+        ),
+    ];
+    for (body, error) in cases {
+        let res = app.post("/keys", Auth::Bearer(&owner), body.clone()).await;
+        assert_eq!(res.status, 400, "{body}: {}", res.body);
+        assert!(res.error().starts_with(error), "{body}: {}", res.error());
+    }
+    for bad in ["", "key_12", "key_ABCDEFABCDEF", "nope"] {
+        let res = app
+            .delete(&format!("/keys?id={bad}"), Auth::Bearer(&owner), json!({}))
+            .await;
+        assert_eq!(res.status, 400, "{bad}: {}", res.body);
+    }
+    let res = app
+        .delete("/keys?id=key_000000000000", Auth::Bearer(&owner), json!({}))
+        .await;
+    assert_eq!((res.status, res.error()), (404, "Key not found"));
+    assert_eq!(app.get("/keys", Auth::Bearer(&owner)).await.body["keys"], json!([]));
+}
+
+async fn the_audit_log_names_each_change_and_its_actor(app: TestApp) {
+    let owner = owner(&app).await;
+    let (reader, view) = mint(&app, &owner, json!({"name": "reader", "permissions": ["read"]})).await;
+    let reader_id = view["id"].as_str().unwrap().to_string();
+    // A refused send (403), a read (not logged), a mailbox change by the owner.
+    let mail = json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Hi", "text": "Hi"});
+    app.send_mail(Auth::Bearer(&reader), mail.clone()).await;
+    app.get("/inbox", Auth::Bearer(&reader)).await;
+    let res = app.send_mail(Auth::Bearer(&owner), mail).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    tool(&app, &owner, "revoke_key", json!({"id": reader_id})).await;
+
+    let log = app.get("/audit", Auth::Bearer(&owner)).await;
+    assert_eq!(log.status, 200, "{}", log.body);
+    let changes = log.body["changes"].as_array().unwrap();
+    let ops: Vec<&str> = changes.iter().map(|c| c["operation"].as_str().unwrap()).collect();
+    assert_eq!(
+        ops[..4],
+        ["revokeKey", "sendMail", "sendMail", "createKey"],
+        "newest first, reads left out: {}",
+        log.body
+    );
+    let (revoke, owner_send, refused, create) = (&changes[0], &changes[1], &changes[2], &changes[3]);
+    assert_eq!(revoke["via"], "mcp");
+    assert_eq!(revoke["actor"]["kind"], "account_key");
+    assert_eq!(revoke["target"]["id"], reader_id.as_str());
+    assert_eq!(owner_send["status"], 200);
+    assert_eq!(owner_send["target"]["to"], "pal@partner.example");
+    assert!(owner_send["target"].get("text").is_none(), "no body text in the log");
+    assert_eq!(refused["status"], 403);
+    assert_eq!(refused["error"], LACKS_SEND);
+    assert_eq!(refused["actor"]["kind"], "scoped_key");
+    assert_eq!(refused["actor"]["keyId"], reader_id.as_str());
+    assert_eq!(refused["actor"]["name"], "reader");
+    assert!(refused["requestId"].as_str().unwrap().starts_with("req_"));
+    assert!(!refused["ip"].as_str().unwrap().is_empty());
+    assert_eq!(create["status"], 200);
+    assert!(!log.body.to_string().contains("svc_"), "no key in the log");
+
+    // Filters: by actor and by operation.
+    let by_reader = app
+        .get(&format!("/audit?actor={reader_id}"), Auth::Bearer(&owner))
+        .await;
+    assert_eq!(
+        by_reader.body["changes"].as_array().unwrap().len(),
+        1,
+        "{}",
+        by_reader.body
+    );
+    let sends = app.get("/audit?operation=sendMail&limit=1", Auth::Bearer(&owner)).await;
+    assert_eq!(sends.body["changes"].as_array().unwrap().len(), 1);
+    let cursor = sends.body["nextCursor"].as_str().unwrap();
+    let next = app
+        .get(
+            &format!("/audit?operation=sendMail&cursor={cursor}"),
+            Auth::Bearer(&owner),
+        )
+        .await;
+    assert_eq!(next.body["changes"][0]["status"], 403, "{}", next.body);
+    let res = app.get("/audit?actor=nobody", Auth::Bearer(&owner)).await;
+    assert_eq!(res.status, 400);
+    // The MCP tool lists the same log.
+    let res = tool(&app, &owner, "list_audit", json!({"limit": 2})).await;
+    assert_eq!(
+        res.body["result"]["structuredContent"]["changes"][0]["operation"],
+        "revokeKey"
+    );
+}
