@@ -47,7 +47,7 @@ async fn outbox_message(app: &TestApp, key: &str, message_id: &str) -> Value {
     res.body["message"].clone()
 }
 
-fn urlencode(s: &str) -> String {
+pub(crate) fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => (b as char).to_string(),
