@@ -235,10 +235,19 @@ async fn mailhost_deliver_drops_mail_that_the_running_server_lists_within_second
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(
-        std::fs::read_dir(data_dir.join("blobs/inbound/done")).unwrap().count() == 1,
-        "moved to done"
-    );
+    // The poller lists a message as soon as it is filed, and moves the file
+    // to done/ just after: wait for the move rather than race it.
+    let count = |sub: &str| std::fs::read_dir(data_dir.join(sub)).map_or(0, |d| d.count());
+    let listed_at = std::time::Instant::now();
+    while (count("blobs/inbound/done"), count("blobs/inbound/pending")) != (1, 0) {
+        assert!(
+            listed_at.elapsed() < Duration::from_secs(5),
+            "not moved to done: done {}, pending {}",
+            count("blobs/inbound/done"),
+            count("blobs/inbound/pending")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     drop(server);
     std::fs::remove_dir_all(&data_dir).ok();
 }

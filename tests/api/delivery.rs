@@ -19,6 +19,7 @@ on_both_backends!(
     a_forged_or_unreadable_report_changes_nothing,
     bad_input_gets_a_precise_400,
     the_mcp_tools_answer_what_rest_answers,
+    a_sent_row_in_the_inbox_shows_its_delivery,
 );
 
 const SIM: &str = "simulator.svc.test";
@@ -47,7 +48,7 @@ async fn outbox_message(app: &TestApp, key: &str, message_id: &str) -> Value {
     res.body["message"].clone()
 }
 
-fn urlencode(s: &str) -> String {
+pub(crate) fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => (b as char).to_string(),
@@ -288,6 +289,44 @@ async fn an_auto_reply_reaches_the_senders_inbox_and_is_no_bounce(app: TestApp) 
     assert_eq!(statuses(&message)[0].1, "delivered");
     let listed = app.get("/suppressions", Auth::Bearer(&key)).await.body;
     assert_eq!(listed["suppressions"], json!([]), "an auto-reply suppresses nothing");
+}
+
+/// A reply filed on its thread carries its delivery (overall, then each
+/// recipient) wherever the inbox shows it: the thread, a read, a search.
+async fn a_sent_row_in_the_inbox_shows_its_delivery(app: TestApp) {
+    let key = app.sender("ann@ann.example", "ann.example", "me").await;
+    send(&app, &key, json!(format!("autoreply+t2@{SIM}"))).await;
+    poller::run_once(&app.ctx).await.unwrap();
+    let inbox = app.get("/inbox", Auth::Bearer(&key)).await.body;
+    let received = inbox["messages"][0].clone();
+    assert!(received.get("delivery").is_none(), "received mail has none: {received}");
+    let (bounced, delivered) = (format!("bounced+r@{SIM}"), format!("delivered+r@{SIM}"));
+    let reply = app
+        .send_mail(
+            Auth::Bearer(&key),
+            json!({"to": [bounced, delivered], "subject": "Re: out", "text": "Thanks for the note", "inReplyTo": received["messageId"]}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let expected = json!({"status": "bounced", "recipients": [
+        {"address": bounced, "status": "bounced"},
+        {"address": delivered, "status": "delivered"},
+    ]});
+    let thread = reply.body["threadId"].as_str().expect("filed on the thread");
+    let view = app
+        .get(&format!("/inbox?thread={thread}"), Auth::Bearer(&key))
+        .await
+        .body;
+    let rows = view["messages"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{view}");
+    assert!(rows[0].get("delivery").is_none(), "{view}");
+    assert_eq!(rows[1]["box"], "outbound");
+    assert_eq!(rows[1]["delivery"], expected, "{view}");
+    let id = rows[1]["id"].as_str().unwrap();
+    let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&key)).await.body;
+    assert_eq!(read["message"]["delivery"], expected, "{read}");
+    let found = app.get("/inbox?q=thanks%20for", Auth::Bearer(&key)).await.body;
+    assert_eq!(found["messages"][0]["delivery"], expected, "{found}");
 }
 
 /// The mail host's report of its delivery log, as mta-sync sends it.

@@ -1357,3 +1357,54 @@ fn deleted_mail_does_not_live_on_as_old_versions() {
     assert!(rule.contains("NoncurrentVersionExpiration:"), "{rule}");
     assert!(rule.contains("ExpiredObjectDeleteMarker: true"), "{rule}");
 }
+
+/// docs/decisions.md, "Delivery status and suppression": in AWS customer mail
+/// leaves through the mail host over SMTP (`MAILHOST_SMTP_URL`), never
+/// through SES, so no SES event destination is needed for delivery status.
+/// SES sends only the access codes, from noreply@<ServiceDomain>: every SES
+/// grant is held to that sender, and the send function has none.
+#[test]
+fn customer_mail_never_leaves_through_ses() {
+    let text = fs::read_to_string(workspace().join("template.yaml")).expect("template.yaml");
+    let doc = outline(&text);
+    assert_eq!(
+        value(
+            &doc,
+            &["Globals", "Function", "Environment", "Variables", "MAILHOST_SMTP_URL"]
+        ),
+        Some("!Ref SmtpUrl"),
+        "customer mail goes out over SMTP"
+    );
+    // Every statement (a node with an Action) that grants an ses: action.
+    fn ses_grants<'a>(node: &'a Node, found: &mut Vec<&'a Node>) {
+        let grants_ses = child(node, "Action").is_some_and(|action| {
+            action.value.starts_with("ses:") || action.children.iter().any(|a| a.key.starts_with("- ses:"))
+        });
+        if grants_ses {
+            found.push(node);
+        }
+        for c in &node.children {
+            ses_grants(c, found);
+        }
+    }
+    let resources = child(&doc, "Resources").expect("Resources");
+    let mut granted = 0;
+    for resource in &resources.children {
+        let mut found = Vec::new();
+        ses_grants(resource, &mut found);
+        let binary = value(resource, &["Metadata", "BuildProperties", "Binary"]);
+        if binary == Some("send") {
+            assert!(found.is_empty(), "the send function may not use SES");
+        }
+        for statement in found {
+            granted += 1;
+            assert_eq!(
+                value(statement, &["Condition", "StringEquals", "ses:FromAddress"]),
+                Some("!Sub noreply@${ServiceDomain}"),
+                "{}: an SES grant not held to the access codes' sender",
+                resource.key
+            );
+        }
+    }
+    assert!(granted > 0, "the access codes still go through SES");
+}

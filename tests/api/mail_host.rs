@@ -25,9 +25,9 @@ use serde_json::{Value, json};
 
 const RELAY_USER: &str = "relay";
 
-struct MailHost {
-    dir: PathBuf,
-    smtp_port: u16,
+pub(crate) struct MailHost {
+    pub(crate) dir: PathBuf,
+    pub(crate) smtp_port: u16,
     imap_port: u16,
 }
 
@@ -47,7 +47,7 @@ impl MailHost {
         out
     }
 
-    fn sync(&self) {
+    pub(crate) fn sync(&self) {
         Self::script(&["sync", self.dir.to_str().unwrap()]);
     }
 }
@@ -175,17 +175,17 @@ fn make_certificate(dir: &Path) {
 /// A service with a verified domain `tom.example` (hosted `me`, forward `fwd`
 /// and both `both`, and an app password for `me`), and a mail host on
 /// loopback in front of it, synced; mail for `elsewhere.test` goes to `sink`.
-struct Rig {
-    app: TestApp,
-    host: MailHost,
+pub(crate) struct Rig {
+    pub(crate) app: TestApp,
+    pub(crate) host: MailHost,
     sink: SmtpSink,
-    key: String,
+    pub(crate) key: String,
     password: String,
     submission_port: u16,
     relay_password: String,
 }
 
-async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send + 'static) -> Option<Rig> {
+pub(crate) async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send + 'static) -> Option<Rig> {
     for program in [
         "postfix", "dovecot", "doveadm", "postsrsd", "openssl", "python3", "runuser", "setsid",
     ] {
@@ -254,12 +254,24 @@ async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send + 'static) 
 impl Rig {
     /// Writes the newest export and starts the mail host, which applies it.
     async fn start(&self) {
+        self.start_with(&[]).await;
+    }
+
+    /// [`Rig::start`] with more of `scripts/mail-host start`'s options.
+    pub(crate) async fn start_with(&self, more: &[&str]) {
         mta_export::run_once(&self.app.ctx).await.unwrap();
-        MailHost::script(&[
+        let (url, smtp_port, submission_port, imap_port, route) = (
+            format!("{}/api", self.app.base),
+            self.host.smtp_port.to_string(),
+            self.submission_port.to_string(),
+            self.host.imap_port.to_string(),
+            format!("elsewhere.test=127.0.0.1:{}", self.sink.port),
+        );
+        let mut args = vec![
             "start",
             self.host.dir.to_str().unwrap(),
             "--url",
-            &format!("{}/api", self.app.base),
+            &url,
             "--sync-token",
             SYNC_TOKEN,
             "--mailhost",
@@ -267,18 +279,20 @@ impl Rig {
             "--data-dir",
             self.app.data_dir.to_str().unwrap(),
             "--smtp-port",
-            &self.host.smtp_port.to_string(),
+            &smtp_port,
             "--submission-port",
-            &self.submission_port.to_string(),
+            &submission_port,
             "--imap-port",
-            &self.host.imap_port.to_string(),
+            &imap_port,
             "--relay-user",
             RELAY_USER,
             "--relay-password",
             &self.relay_password,
             "--route",
-            &format!("elsewhere.test=127.0.0.1:{}", self.sink.port),
-        ]);
+            &route,
+        ];
+        args.extend_from_slice(more);
+        MailHost::script(&args);
         let domains = self.app.get("/listDomains", Auth::Bearer(&self.key)).await.body;
         let mailboxes = domains["domains"][0]["mailboxes"].as_array().unwrap();
         assert!(mailboxes.iter().all(|m| m["mtaApplied"] == true), "{domains}");
@@ -507,7 +521,7 @@ async fn mail_flows_through_postfix_and_dovecot_to_the_inbox_imap_and_the_webhoo
 }
 
 /// Sends `raw` over plain SMTP to port 25 with this envelope.
-async fn smtp_raw(port: u16, from: &str, to: &[String], raw: &[u8]) -> Result<(), String> {
+pub(crate) async fn smtp_raw(port: u16, from: &str, to: &[String], raw: &[u8]) -> Result<(), String> {
     let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
         .port(port)
         .build();

@@ -17,6 +17,7 @@ mod hardening;
 mod inbox;
 mod lambda_functions;
 mod mail_host;
+mod mail_host_delivery;
 mod mailboxes;
 mod mcp;
 mod mta_sync;

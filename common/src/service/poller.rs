@@ -183,6 +183,7 @@ pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> New
         references: &message.references,
         text: &message.text,
         html: message.html.as_deref(),
+        delivery: None,
         attachments: message
             .attachments
             .iter()

@@ -298,11 +298,12 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         raw: &outgoing.raw,
         source: "api",
     };
-    let remaining = dispatch(ctx, &payer, &outbound).await?.credits_remaining;
+    let dispatched = dispatch(ctx, &payer, &outbound).await?;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.
     let in_reply_to: Vec<String> = input.in_reply_to.iter().map(|m| m.to_string()).collect();
     let sent = Sent {
+        delivery: &dispatched.delivery,
         from: &from,
         message_id: &message_id,
         to: &input.to.0,
@@ -325,12 +326,14 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         thread_id,
         attachment_count: input.attachments().len(),
         attachments_stored: stored,
-        credits_remaining: remaining,
+        credits_remaining: dispatched.credits_remaining,
     })
 }
 
 /// What went out, as a thread files it.
 pub(crate) struct Sent<'a> {
+    /// Its delivery id: the filed row shows its recipients' status.
+    pub delivery: &'a str,
     pub from: &'a str,
     pub message_id: &'a str,
     pub to: &'a [String],
@@ -384,6 +387,7 @@ pub(crate) async fn file_on_thread(
         source: "send",
         only_on_existing_thread: true,
         digest: None,
+        delivery: Some(sent.delivery),
     };
     match mail_store::file(ctx, &new).await {
         Ok(Some(row)) => (Some(row.thread_id), row.attachments.len()),

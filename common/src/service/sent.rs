@@ -115,6 +115,49 @@ pub struct Recipient {
     pub evidence: Vec<String>,
 }
 
+/// A sent row's delivery in the inbox's lists and reads: the overall status
+/// and each recipient's, without replies or history (GET /outbox has those).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DeliveryBrief {
+    /// The one that needs attention first: complained, bounced, failed,
+    /// deferred, sent, then delivered (every recipient delivered).
+    pub status: Status,
+    pub recipients: Vec<RecipientBrief>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecipientBrief {
+    pub address: String,
+    pub status: Status,
+}
+
+impl DeliveryBrief {
+    pub fn of(recipients: &[Recipient]) -> DeliveryBrief {
+        const ATTENTION: [Status; 6] = [
+            Status::Complained,
+            Status::Bounced,
+            Status::Failed,
+            Status::Deferred,
+            Status::Sent,
+            Status::Delivered,
+        ];
+        let status = ATTENTION
+            .into_iter()
+            .find(|s| recipients.iter().any(|r| r.status == *s))
+            .unwrap_or(Status::Sent);
+        DeliveryBrief {
+            status,
+            recipients: recipients
+                .iter()
+                .map(|r| RecipientBrief {
+                    address: r.address.clone(),
+                    status: r.status,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// What was sent, as the outbox lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

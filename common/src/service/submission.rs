@@ -162,7 +162,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         raw: &signed,
         source: "smtp",
     };
-    let credits_remaining = dispatch(ctx, &payer, &outbound).await?.credits_remaining;
+    let dispatched = dispatch(ctx, &payer, &outbound).await?;
 
     let ids = |value| -> Vec<String> {
         inbound::message_ids(value)
@@ -188,6 +188,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         })
         .collect::<Vec<_>>();
     let sent = Sent {
+        delivery: &dispatched.delivery,
         from: &mailbox.address,
         message_id: &message_id,
         to: &input.recipients.0,
@@ -205,7 +206,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     Ok(SubmissionOutput {
         ok: true,
         message_id,
-        credits_remaining,
+        credits_remaining: dispatched.credits_remaining,
     })
 }
 

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
-use crate::service::sent::{Change, Recipient, Reply, SentMessage, Status};
+use crate::service::sent::{Change, DeliveryBrief, Recipient, Reply, SentMessage, Status};
 use crate::service::{suppressions, webhooks};
 use crate::store::{Cond, StoreError, StoreExt, item};
 
@@ -157,6 +157,30 @@ pub async fn read(ctx: &Context, delivery: &str) -> Result<Option<(SentMessage, 
     };
     let recipients = recipients_of(ctx, std::slice::from_ref(&sent)).await?.remove(0);
     Ok(Some((sent, recipients)))
+}
+
+/// Each delivery's brief (overall and per-recipient status), by id; `None`
+/// for an id with no record. Two batch reads, whatever the count.
+pub async fn briefs(ctx: &Context, ids: &[&str]) -> Result<Vec<Option<DeliveryBrief>>, ApiError> {
+    let keys: Vec<_> = ids.iter().map(|id| keys::delivery_message(id)).collect();
+    let mut found = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(100) {
+        found.extend(ctx.store.get_many(chunk).await?);
+    }
+    let sent = found
+        .into_iter()
+        .map(|item| item.map(crate::store::record::<SentMessage>).transpose())
+        .collect::<Result<Vec<_>, _>>()?;
+    let present: Vec<SentMessage> = sent.iter().flatten().cloned().collect();
+    let mut recipients = recipients_of(ctx, &present).await?.into_iter();
+    Ok(sent
+        .iter()
+        .map(|s| {
+            s.as_ref()
+                .and_then(|_| recipients.next())
+                .map(|r| DeliveryBrief::of(&r))
+        })
+        .collect())
 }
 
 /// The recipients of each sent message, in order, read in as few requests

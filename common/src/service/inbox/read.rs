@@ -144,7 +144,7 @@ async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<
     if call.peek {
         return Ok(ThreadView {
             ok: true,
-            messages: rows.iter().map(Summary::from).collect(),
+            messages: summaries(ctx, &rows).await?,
             thread: summary,
             next_cursor,
         });
@@ -168,7 +168,7 @@ async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<
     Ok(ThreadView {
         ok: true,
         thread: summary,
-        messages: rows.iter().map(Summary::from).collect(),
+        messages: summaries(ctx, &rows).await?,
         next_cursor,
     })
 }
@@ -194,7 +194,7 @@ async fn search_scope(
         .collect();
     hits.sort_by(|a, b| b.id.cmp(&a.id));
     hits.truncate(limit);
-    InboxList::of(&hits, None)
+    InboxList::of_summaries(&summaries(call.ctx, &hits).await?, None)
 }
 
 /// A message with its body, marked read; the text cut at `max_chars` when
@@ -225,7 +225,7 @@ pub(super) async fn read_message(
     Ok(MessageRead {
         ok: true,
         message: MessageView {
-            summary: Summary::from(&row),
+            summary: summaries(call.ctx, std::slice::from_ref(&row)).await?.remove(0),
             text,
             html,
         },
@@ -383,6 +383,7 @@ mod tests {
             has_html: true,
             digest: "00ff".into(),
             message_id_conflict: conflict,
+            delivery: None,
         }
     }
 

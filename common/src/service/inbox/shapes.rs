@@ -34,6 +34,31 @@ pub struct Summary {
     /// otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub message_id_conflict: bool,
+    /// A sent row's delivery: the overall status (the one that needs
+    /// attention first) and each recipient's, as GET /outbox has them; omitted
+    /// on received mail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<crate::service::sent::DeliveryBrief>,
+}
+
+/// Each row's summary, with its delivery status when it is a send (two
+/// batch reads for the page, none when it holds no send).
+pub(super) async fn summaries(ctx: &crate::context::Context, rows: &[Row]) -> Result<Vec<Summary>, ApiError> {
+    let mut out: Vec<Summary> = rows.iter().map(Summary::from).collect();
+    let sends: Vec<(usize, &str)> = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.delivery.as_deref().map(|d| (i, d)))
+        .collect();
+    if sends.is_empty() {
+        return Ok(out);
+    }
+    let ids: Vec<&str> = sends.iter().map(|(_, d)| *d).collect();
+    let briefs = crate::service::delivery::briefs(ctx, &ids).await?;
+    for ((i, _), brief) in sends.into_iter().zip(briefs) {
+        out[i].delivery = brief;
+    }
+    Ok(out)
 }
 
 impl From<&Row> for Summary {
@@ -55,6 +80,7 @@ impl From<&Row> for Summary {
             thread_id: r.thread_id.clone(),
             attachments: r.attachments.clone(),
             message_id_conflict: r.message_id_conflict,
+            delivery: None,
         }
     }
 }
@@ -118,14 +144,19 @@ pub struct InboxList {
 
 impl InboxList {
     pub(super) fn of(rows: &[Row], next_cursor: Option<String>) -> Result<InboxList, ApiError> {
-        let messages = rows
+        let summaries: Vec<Summary> = rows.iter().map(Summary::from).collect();
+        Self::of_summaries(&summaries, next_cursor)
+    }
+
+    pub(super) fn of_summaries(summaries: &[Summary], next_cursor: Option<String>) -> Result<InboxList, ApiError> {
+        let messages = summaries
             .iter()
-            .map(|row| serde_json::value::to_raw_value(&Summary::from(row)).map_err(ApiError::internal))
+            .map(|summary| serde_json::value::to_raw_value(summary).map_err(ApiError::internal))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(InboxList {
             ok: true,
             messages,
-            unread_in_page: rows.iter().filter(|row| row.unread).count(),
+            unread_in_page: summaries.iter().filter(|s| s.unread).count(),
             next_cursor,
         })
     }

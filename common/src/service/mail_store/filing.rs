@@ -36,6 +36,8 @@ pub struct NewMessage<'a> {
     /// The SHA-256 (hex) of a received message's bytes; none for a send,
     /// whose Message-ID is new.
     pub digest: Option<&'a str>,
+    /// A send's delivery id, kept on its row.
+    pub delivery: Option<&'a str>,
 }
 
 /// What filing finds already there for a message's Message-ID.
@@ -164,6 +166,7 @@ fn new_row(
         has_html: m.html.is_some(),
         digest: m.digest.unwrap_or_default().to_string(),
         message_id_conflict: conflict,
+        delivery: m.delivery.map(str::to_string),
     }
 }
 

@@ -105,6 +105,9 @@ pub struct Row {
     /// kept too, and marked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub message_id_conflict: bool,
+    /// A sent row's delivery id (`DLV#<id>`): its recipients' status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<String>,
 }
 
 impl Row {
