@@ -239,6 +239,21 @@ catalogue! {
     KEY_TOO_MANY = 409 "An account holds at most 20 scoped keys; revoke one first";
     KEY_DAILY_CAP = 429 "This API key's daily send cap is reached; it resets at 00:00 UTC";
 
+    // ------------------------------------------------------------- holds and schedules
+    HOLD_ID_REQUIRED = 400 "holdId is required";
+    HOLD_ID_INVALID = 400 "holdId must be a hold id (snd_ and 16 hex digits)";
+    HOLD_CODE_INVALID = 400 "code must be the 8-digit approval code from the email";
+    HOLD_NOT_FOUND = 404 "Hold not found";
+    /// Without a credential, only the emailed code decides.
+    HOLD_CODE_REQUIRED = 401 "code is required: the approval code emailed to the account's owner, or call with the account key";
+    HOLD_CODE_WRONG = 401 "That approval code is not valid for this hold";
+    HOLD_CODE_LOCKED = 403 "Too many wrong codes: approve or deny this hold with the account key";
+    HOLD_DECIDED = 409 "This send was already decided or has gone out";
+    HOLD_EXPIRED = 410 "This hold expired unanswered after 24 hours; nothing was sent";
+    SEND_AT_INVALID = 400 "sendAt must be an RFC 3339 time in the future, at most 30 days ahead";
+    UNDO_SECONDS_INVALID = 400 "undoSeconds must be an integer from 0 to 600";
+    WAITING_SEND_NOT_FOUND = 404 "No scheduled or held send has that Message-ID";
+
     // ------------------------------------------------------------------------ audit log
     AUDIT_ACTOR_INVALID = 400 "actor must be a key id (key_...) or an email address";
     AUDIT_OPERATION_INVALID = 400 "operation must be an operationId of the API (such as sendMail)";

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::service::{mta_export, poller, recheck};
+use crate::service::{mta_export, pending, poller, recheck};
 
 /// How often a job runs: an EventBridge `rate(...)` in AWS, in whole minutes
 /// (EventBridge's smallest rate).
@@ -77,8 +77,22 @@ pub const MTA_EXPORT: Job = Job {
     bootstraps: true,
 };
 
+/// The scheduled sends that are due (`sendAt`, `undoSeconds`, a hold
+/// approved before its time), each sent once. A send is due to the minute
+/// in AWS; locally each `--poll-interval`.
+pub const SCHEDULED_SENDS: Job = Job {
+    name: "scheduled-sends",
+    schedule: Schedule::every_minutes(1),
+    run: run_scheduled_sends,
+    bootstraps: false,
+};
+
 /// Every scheduled job, in the order the local server runs them.
-pub const JOBS: &[Job] = &[POLLER, MTA_EXPORT];
+pub const JOBS: &[Job] = &[POLLER, MTA_EXPORT, SCHEDULED_SENDS];
+
+fn run_scheduled_sends(ctx: &Context) -> BoxFuture<'_, Result<Value, ApiError>> {
+    Box::pin(pending::run_due(ctx))
+}
 
 fn run_poller(ctx: &Context) -> BoxFuture<'_, Result<Value, ApiError>> {
     Box::pin(async move {

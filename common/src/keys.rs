@@ -134,6 +134,29 @@ pub fn idempotency(bucket: &str, key_digest: &str) -> Key {
 
 // ------------------------------------------------------------------- audit
 
+/// `PEND#<id>/P`: a send waiting for approval or its time.
+pub fn pending(id: &str) -> Key {
+    Key::new(format!("PEND#{id}"), "P")
+}
+
+/// `PENDMID#<owner>/<Message-ID>` {id}: a waiting send by its Message-ID.
+pub fn pending_message_id(owner: &str, message_id: &str) -> Key {
+    Key::new(format!("PENDMID#{owner}"), message_id)
+}
+
+/// `HOLDS#<uid>`: an account's holds, `<ms>-<id>` each.
+pub fn holds(uid: &str) -> String {
+    format!("HOLDS#{uid}")
+}
+
+/// `DUE/<dueAt>#<id>`: the scheduled sends, in the order they are due.
+pub const DUE: &str = "DUE";
+
+/// `CONTACT#<owner>/<address>`: someone the sender has mailed.
+pub fn contact(owner: &str, address: &str) -> Key {
+    Key::new(format!("CONTACT#{owner}"), address.to_ascii_lowercase())
+}
+
 /// `AUDIT#<owner>`: an account's audit log, `<ms>-<hex>` per change.
 pub fn audit_log(owner: &str) -> String {
     format!("AUDIT#{owner}")

@@ -54,7 +54,7 @@ const LACKS_MANAGE: &str = "This API key lacks the manage permission (domains, m
 /// permission.
 fn scoped_read(method: &str, path: &str) -> Option<(u16, &'static str)> {
     match (method, path) {
-        ("POST", "/sendMail") => Some((403, LACKS_SEND)),
+        ("POST", "/sendMail" | "/outbox/cancel") => Some((403, LACKS_SEND)),
         ("GET", "/getDnsInstructions" | "/listDomains" | "/suppressions") => None,
         (_, "/getAccountStatus" | "/credits" | "/inbox" | "/attachment" | "/outbox" | "/mcp") => None,
         _ => Some((403, LACKS_MANAGE)),
@@ -69,6 +69,10 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
     if public {
         return None;
     }
+    // A hold is decided by its owner, or by anyone holding the emailed code.
+    if matches!(path, "/holds/approve" | "/holds/deny") && class == Class::Nothing {
+        return None;
+    }
     match class {
         Class::Nothing => return Some((401, MISSING)),
         Class::BadKeyHeader | Class::BadKeyBearer => return Some((401, INVALID_KEY)),
@@ -76,10 +80,11 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
         _ => {}
     }
     use Class::*;
-    if class == ScopedRead && !matches!(path, "/keys" | "/audit") && expected(method, path, Standard).is_none() {
+    let owners = ["/keys", "/audit", "/holds", "/holds/approve", "/holds/deny"];
+    if class == ScopedRead && !owners.contains(&path) && expected(method, path, Standard).is_none() {
         return scoped_read(method, path);
     }
-    if matches!(path, "/keys" | "/audit") {
+    if matches!(path, "/keys" | "/audit" | "/holds" | "/holds/approve" | "/holds/deny") {
         return match class {
             Standard | Operator => None,
             Sync => Some((401, INVALID_KEY)),
@@ -120,11 +125,13 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             // A signed-in person without a ready account.
             _ => Some((403, SETUP)),
         },
-        ("POST", "/sendMail") | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => match class {
-            AgentBearer | AgentHeader | Standard | Operator => None,
-            Identity => Some((403, "This mailbox requires an operator account")),
-            _ => Some((401, INVALID_KEY)),
-        },
+        ("POST", "/sendMail" | "/outbox/cancel") | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => {
+            match class {
+                AgentBearer | AgentHeader | Standard | Operator => None,
+                Identity => Some((403, "This mailbox requires an operator account")),
+                _ => Some((401, INVALID_KEY)),
+            }
+        }
         (_, "/drafts") => match class {
             Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),

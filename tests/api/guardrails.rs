@@ -14,6 +14,8 @@ on_both_backends!(
     only_the_owner_mints_keys_and_at_most_twenty,
     bad_key_input_gets_a_precise_400_and_mints_nothing,
     the_audit_log_names_each_change_and_its_actor,
+    a_first_contact_send_is_held_until_the_owner_decides,
+    a_scheduled_send_goes_out_once_and_undo_returns_the_credit,
 );
 
 const LACKS_SEND: &str = "This API key lacks the send permission";
@@ -452,4 +454,225 @@ async fn the_audit_log_names_each_change_and_its_actor(app: TestApp) {
         res.body["result"]["structuredContent"]["changes"][0]["operation"],
         "revokeKey"
     );
+}
+
+/// The approval code in the newest approval mail to `owner`.
+fn approval_code(app: &TestApp, owner: &str) -> String {
+    let mail = app.outbox_for(owner).pop().expect("an approval mail");
+    let line = mail
+        .lines()
+        .find(|l| l.starts_with("Approval code: "))
+        .expect("the code line");
+    line.trim_start_matches("Approval code: ").trim().to_string()
+}
+
+async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
+    let owner = owner(&app).await;
+    let mail = |to: &str| json!({"to": to, "subject": format!("For {to}"), "text": "Shall we meet?"});
+    // The owner has mailed known@ before; the agent's key asks about anyone else.
+    let res = app
+        .send_mail(
+            Auth::Bearer(&owner),
+            json!({"from": "agent@acme.example", "to": "known@partner.example", "subject": "Hi", "text": "Hi"}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let (agent, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "outreach", "permissions": ["send", "read"], "approval": "first_contact",
+               "mailboxes": ["agent@acme.example"]}),
+    )
+    .await;
+    let res = app.send_mail(Auth::Bearer(&agent), mail("known@partner.example")).await;
+    assert_eq!(res.status, 200, "a known contact goes at once: {}", res.body);
+    // Someone who wrote in is known too.
+    deliver(&app, "boss@acme.example", "hello").await;
+    let res = app.send_mail(Auth::Bearer(&agent), mail("pal@partner.example")).await;
+    assert_eq!(res.status, 200, "a sender heard from goes at once: {}", res.body);
+    app.ctx.clock.advance(61);
+    let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
+
+    // A stranger: held, nothing sent or spent, the owner mailed a code.
+    let held = app.send_mail(Auth::Bearer(&agent), mail("new@partner.example")).await;
+    assert_eq!(held.status, 202, "{}", held.body);
+    assert_eq!(held.body["status"], "held");
+    let hold = held.body["holdId"].as_str().unwrap().to_string();
+    assert!(app.outbox_for("new@partner.example").is_empty());
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before);
+    let request = app.outbox_for("owner@acme.example").pop().expect("the approval mail");
+    assert!(request.contains("outreach") && request.contains("new@partner.example"));
+    assert!(request.contains("Shall we meet?"), "the body is shown to the owner");
+    let code = approval_code(&app, "owner@acme.example");
+
+    // The agent cannot approve its own send: not with its key, not by guessing.
+    let res = app
+        .post("/holds/approve", Auth::Bearer(&agent), json!({"holdId": hold}))
+        .await;
+    assert_eq!(res.status, 403, "{}", res.body);
+    let wrong = if code == "00000000" { "11111111" } else { "00000000" };
+    let res = app
+        .post("/holds/approve", Auth::None, json!({"holdId": hold, "code": wrong}))
+        .await;
+    assert_eq!(
+        (res.status, res.error()),
+        (401, "That approval code is not valid for this hold")
+    );
+    let res = app.post("/holds/approve", Auth::None, json!({"holdId": hold})).await;
+    assert_eq!(res.status, 401, "{}", res.body);
+
+    // The emailed code approves it: sent once, charged once.
+    let res = app
+        .post("/holds/approve", Auth::None, json!({"holdId": hold, "code": code}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["hold"]["status"], "sent");
+    assert_eq!(app.outbox_for("new@partner.example").len(), 1);
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
+    let res = app
+        .post("/holds/approve", Auth::None, json!({"holdId": hold, "code": code}))
+        .await;
+    assert_eq!(
+        (res.status, res.error()),
+        (409, "This send was already decided or has gone out")
+    );
+
+    // Twenty approvals at once by the owner's key: one sends.
+    let again = app.send_mail(Auth::Bearer(&agent), mail("other@partner.example")).await;
+    assert_eq!(again.status, 202, "{}", again.body);
+    let hold = again.body["holdId"].as_str().unwrap().to_string();
+    let approvals = (0..20).map(|_| app.post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold})));
+    let answers = futures::future::join_all(approvals).await;
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 409), "{statuses:?}");
+    assert_eq!(app.outbox_for("other@partner.example").len(), 1, "sent exactly once");
+
+    // Denied: never sent. Unanswered for a day: expired.
+    app.ctx.clock.advance(61);
+    let denied = app.send_mail(Auth::Bearer(&agent), mail("third@partner.example")).await;
+    let hold = denied.body["holdId"].as_str().unwrap().to_string();
+    let res = tool(&app, &owner, "deny_hold", json!({"holdId": hold})).await;
+    assert_eq!(
+        res.body["result"]["structuredContent"]["hold"]["status"], "denied",
+        "{}",
+        res.body
+    );
+    let res = app
+        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
+        .await;
+    assert_eq!(res.status, 409);
+    let lapsed = app
+        .send_mail(Auth::Bearer(&agent), mail("fourth@partner.example"))
+        .await;
+    let lapsed = lapsed.body["holdId"].as_str().unwrap().to_string();
+    app.ctx.clock.advance(24 * 3600 + 1);
+    let res = app
+        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": lapsed}))
+        .await;
+    assert_eq!(res.status, 410, "{}", res.body);
+    assert!(app.outbox_for("third@partner.example").is_empty());
+    assert!(app.outbox_for("fourth@partner.example").is_empty());
+
+    let listed = app.get("/holds", Auth::Bearer(&owner)).await;
+    let statuses: Vec<&str> = listed.body["holds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["expired", "denied", "sent", "sent"], "{}", listed.body);
+    // The audit log names who decided: the emailed code, then the owner.
+    let log = app.get("/audit?operation=approveHold", Auth::Bearer(&owner)).await;
+    let kinds: Vec<&str> = log.body["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["actor"]["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"emailed_code") && kinds.contains(&"account_key"),
+        "{kinds:?}"
+    );
+}
+
+async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp) {
+    use common::service::pending;
+    let owner = owner(&app).await;
+    let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
+    let mail = |to: &str, extra: Value| {
+        let mut m = json!({"from": "agent@acme.example", "to": to, "subject": "Later", "text": "Later"});
+        m.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        m
+    };
+    // Undo: cancelled inside its window, the credit comes back, nothing leaves.
+    let res = app
+        .send_mail(
+            Auth::Bearer(&owner),
+            mail("undo@partner.example", json!({"undoSeconds": 60})),
+        )
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    assert_eq!(res.body["status"], "scheduled");
+    assert_eq!(res.body["creditsRemaining"], before - 1);
+    let message_id = res.body["messageId"].as_str().unwrap().to_string();
+    let res = tool(&app, &owner, "cancel_send", json!({"messageId": message_id})).await;
+    let cancelled = &res.body["result"]["structuredContent"];
+    assert_eq!(cancelled["cancelled"]["status"], "cancelled", "{}", res.body);
+    assert_eq!(cancelled["creditsRemaining"], before);
+    let res = app
+        .post("/outbox/cancel", Auth::Bearer(&owner), json!({"messageId": message_id}))
+        .await;
+    assert_eq!(res.status, 409, "{}", res.body);
+    app.ctx.clock.advance(120);
+    pending::run_due(&app.ctx).await.unwrap();
+    assert!(app.outbox_for("undo@partner.example").is_empty());
+
+    // sendAt: nothing before its time; two runners at once send it once.
+    let at = common::clock::iso_epoch(app.ctx.clock.epoch() + 600);
+    let res = app
+        .send_mail(
+            Auth::Bearer(&owner),
+            mail("later@partner.example", json!({"sendAt": at})),
+        )
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    assert_eq!(res.body["sendAt"], at.as_str());
+    let message_id = res.body["messageId"].as_str().unwrap().to_string();
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap()["sent"], 0);
+    assert!(app.outbox_for("later@partner.example").is_empty());
+    app.ctx.clock.advance(601);
+    let (a, b) = tokio::join!(pending::run_due(&app.ctx), pending::run_due(&app.ctx));
+    let sent = a.unwrap()["sent"].as_i64().unwrap() + b.unwrap()["sent"].as_i64().unwrap();
+    assert_eq!(sent, 1);
+    assert_eq!(app.outbox_for("later@partner.example").len(), 1, "sent exactly once");
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap()["sent"], 0);
+    let path = format!("/outbox?messageId={}", crate::delivery::urlencode(&message_id));
+    assert_eq!(
+        app.get(&path, Auth::Bearer(&owner)).await.status,
+        200,
+        "in the outbox once sent"
+    );
+    let res = app
+        .post("/outbox/cancel", Auth::Bearer(&owner), json!({"messageId": message_id}))
+        .await;
+    assert_eq!(res.status, 409, "it has left: {}", res.body);
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
+
+    // Bad times change nothing.
+    let past = common::clock::iso_epoch(app.ctx.clock.epoch() - 60);
+    let far = common::clock::iso_epoch(app.ctx.clock.epoch() + 31 * 86_400);
+    for extra in [
+        json!({"sendAt": past}),
+        json!({"sendAt": far}),
+        json!({"sendAt": "tomorrow"}),
+        json!({"undoSeconds": 601}),
+        json!({"undoSeconds": -1}),
+    ] {
+        let res = app
+            .send_mail(Auth::Bearer(&owner), mail("x@partner.example", extra.clone()))
+            .await;
+        assert_eq!(res.status, 400, "{extra}: {}", res.body);
+    }
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
 }

@@ -8,7 +8,7 @@ use crate::auth::Permission;
 use crate::error::*;
 use crate::service::{
     account, admin, api_keys, audit, credits, delivery, domains, drafts, inbox, mailboxes, mta_export, onboarding,
-    outbox, removal, send, submission, suppressions, webhooks,
+    outbox, pending, removal, send, submission, suppressions, webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;
@@ -528,7 +528,11 @@ pub static SEND: Section = Section {
                           domain). inReplyTo/references thread it onto a stored conversation. Costs 1 credit for \
                           keys; 5 per minute and 50 per UTC day. Attachments are REST only. With an \
                           idempotencyKey (REST: the Idempotency-Key header) a retry within 24 hours returns the \
-                          first answer without sending or charging again.",
+                          first answer without sending or charging again. sendAt (up to 30 days ahead) and \
+                          undoSeconds (0 to 600) answer 202 {status: scheduled, sendAt}: the credit is taken now \
+                          and POST /outbox/cancel gives it back until it leaves. A scoped key whose approval rule \
+                          holds the send answers 202 {status: held, holdId}: the owner is mailed a code, and the \
+                          mail goes out (and is charged) only when they approve it.",
             errors: &[
                 SUBJECT_TYPE,
                 TEXT_TYPE,
@@ -577,8 +581,10 @@ pub static SEND: Section = Section {
                 RECIPIENT_SUPPRESSED,
                 KEY_MAILBOX_OUT_OF_SCOPE,
                 KEY_DAILY_CAP,
+                SEND_AT_INVALID,
+                UNDO_SECONDS_INVALID,
             ],
-            io: io!(send::send_mail, Later<send::SendInput>, send::SendOutput),
+            io: io!(accepted send::send_mail, Later<send::SendInput>, send::SendOutput),
         },
         // The mail host's side: a mailbox's SMTP submission, handed over by its milter.
         Operation {
@@ -1090,6 +1096,83 @@ pub static DELIVERY: Section = Section {
                 delivery::mta_events::EventsInput,
                 delivery::mta_events::EventsApplied
             ),
+        },
+        Operation {
+            id: "listHolds",
+            rest: get("/holds"),
+            tool: tool("list_holds", Hints::READ),
+            access: Owner,
+            permission: None,
+            summary: "Sends held for the owner's approval, newest first",
+            description: "{ok, holds}: the last 100, each {id, kind, status (waiting, sending, sent, denied, \
+                          expired, failed), messageId, from, to, subject, preview, requestedBy, createdAt, \
+                          expiresAt, dueAt?, delivery?}. The account key or an operator only.",
+            errors: &[SETUP_INCOMPLETE],
+            io: io!(pending::list_holds, NoInput, pending::HoldList),
+        },
+        Operation {
+            id: "approveHold",
+            rest: post("/holds/approve"),
+            tool: tool("approve_hold", Hints::SET.open_world()),
+            access: OwnerOrCode,
+            permission: None,
+            summary: "Approve a held send: it goes out once",
+            description: "{holdId, code?}. With the account key (or an operator token) no code is needed; with \
+                          no credential, the 8-digit code emailed to the account's owner decides (5 wrong codes \
+                          lock it). The mail goes out now, or at its sendAt, exactly once however many approvals \
+                          arrive; the credit is taken then. Holds lapse after 24 hours.",
+            errors: &[
+                HOLD_ID_REQUIRED,
+                HOLD_ID_INVALID,
+                HOLD_CODE_INVALID,
+                HOLD_CODE_REQUIRED,
+                HOLD_CODE_WRONG,
+                HOLD_CODE_LOCKED,
+                HOLD_NOT_FOUND,
+                HOLD_DECIDED,
+                HOLD_EXPIRED,
+                SETUP_INCOMPLETE,
+                INSUFFICIENT_CREDITS,
+                RECIPIENT_SUPPRESSED,
+                SEND_FAILED,
+                NO_OUTBOUND_HOST,
+            ],
+            io: io!(pending::approve, pending::Decision, pending::HoldView),
+        },
+        Operation {
+            id: "denyHold",
+            rest: post("/holds/deny"),
+            tool: tool("deny_hold", Hints::SET),
+            access: OwnerOrCode,
+            permission: None,
+            summary: "Deny a held send: it never goes out",
+            description: "{holdId, code?}, decided as approveHold is. Nothing is sent or charged.",
+            errors: &[
+                HOLD_ID_REQUIRED,
+                HOLD_ID_INVALID,
+                HOLD_CODE_INVALID,
+                HOLD_CODE_REQUIRED,
+                HOLD_CODE_WRONG,
+                HOLD_CODE_LOCKED,
+                HOLD_NOT_FOUND,
+                HOLD_DECIDED,
+                HOLD_EXPIRED,
+                SETUP_INCOMPLETE,
+            ],
+            io: io!(pending::deny, pending::Decision, pending::HoldView),
+        },
+        Operation {
+            id: "cancelSend",
+            rest: post("/outbox/cancel"),
+            tool: tool("cancel_send", Hints::SET),
+            access: Mail,
+            permission: Some(Permission::Send),
+            summary: "Cancel a scheduled or held send before it leaves",
+            description: "{messageId}: the send sendMail accepted with 202. Until it goes out it is cancelled and \
+                          a scheduled send's credit comes back: {ok, cancelled, creditsRemaining?}. Once it left: \
+                          409.",
+            errors: &[INBOX_MESSAGE_ID_INVALID, WAITING_SEND_NOT_FOUND, HOLD_DECIDED],
+            io: io!(pending::cancel, pending::CancelInput, pending::Cancelled),
         },
     ],
 };

@@ -230,6 +230,9 @@ pub enum Output {
     /// Encoded once, by the service's output type: REST writes the text as
     /// it is, MCP embeds it.
     Json(Box<RawValue>),
+    /// JSON for a request accepted to finish later (HTTP 202): a send that
+    /// waits for approval or its time.
+    Accepted(Box<RawValue>),
     Bytes(Download),
 }
 
@@ -290,6 +293,29 @@ macro_rules! io {
                 let input = <$input as $crate::validate::Input>::from_request(fields)?;
                 let output: $output = $service(call, input).await?;
                 $crate::api::encode(&output)
+            })
+        }
+        $crate::api::Io {
+            input_schema: |g| g.subschema_for::<$input>(),
+            output_schema: |g| g.subschema_for::<$output>(),
+            run,
+            binary: false,
+        }
+    }};
+    // A service whose output may say it was only accepted (202): its
+    // output type has an `accepted(&self) -> bool`.
+    (accepted $service:path, $input:ty, $output:ty) => {{
+        fn run<'a>(
+            call: &'a $crate::service::Call<'a>,
+            fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
+        ) -> $crate::api::Reply<'a> {
+            Box::pin(async move {
+                let input = <$input as $crate::validate::Input>::from_request(fields)?;
+                let output: $output = $service(call, input).await?;
+                match (output.accepted(), $crate::api::encode(&output)?) {
+                    (true, $crate::api::Output::Json(text)) => Ok($crate::api::Output::Accepted(text)),
+                    (_, encoded) => Ok(encoded),
+                }
             })
         }
         $crate::api::Io {

@@ -14,6 +14,9 @@ pub enum Access {
     Public,
     /// A standard customer key reading its own account.
     AccountKey,
+    /// The owner as [`Access::Owner`], or no credential at all: the operation
+    /// then needs a code the owner was mailed (a hold's approval).
+    OwnerOrCode,
     /// The account's own key (not a scoped key), or an operator identity
     /// token acting for the operators' account: keys, holds, the audit log.
     Owner,
@@ -56,6 +59,7 @@ impl Access {
                 ACCOUNT_KEY_ONLY,
             ],
             Access::Owner => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN, OWNER_ONLY],
+            Access::OwnerOrCode => &[INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN, OWNER_ONLY],
             Access::CreditsRead => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN],
             Access::CreditsControl => &[
                 MISSING_CREDENTIAL,
@@ -117,7 +121,7 @@ impl Access {
     pub fn takes_identity_token(self) -> bool {
         matches!(
             self,
-            Access::Customer | Access::Operator | Access::Drafting | Access::Owner
+            Access::Customer | Access::Operator | Access::Drafting | Access::Owner | Access::OwnerOrCode
         )
     }
 
@@ -129,12 +133,13 @@ impl Access {
         let refuse = |p: Problem| Err(ApiError::from(p));
         match self {
             Access::Public => Ok(()),
+            Access::OwnerOrCode if *caller == Public => Ok(()),
             Access::AccountKey => match caller {
                 Standard(_) => Ok(()),
                 Sync => refuse(INVALID_KEY),
                 _ => refuse(ACCOUNT_KEY_ONLY),
             },
-            Access::Owner => match caller {
+            Access::Owner | Access::OwnerOrCode => match caller {
                 Standard(key) if key.scope.is_none() => Ok(()),
                 Identity(user) if user.operator => Ok(()),
                 Sync => refuse(INVALID_KEY),

@@ -58,6 +58,7 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
     call.peek = parts.method == axum::http::Method::HEAD;
     match op.execute(&call, fields).await {
         Ok(Output::Json(output)) => json(output),
+        Ok(Output::Accepted(output)) => (axum::http::StatusCode::ACCEPTED, json(output)).into_response(),
         Ok(Output::Bytes(file)) => download(file),
         Err(e) => e.into_response(),
     }

@@ -52,7 +52,8 @@ const TARGET_CHARS: usize = 200;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Actor {
-    /// account_key, scoped_key, agent_key, operator or person.
+    /// account_key, scoped_key, agent_key, operator, person, emailed_code
+    /// or mail_host.
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_id: Option<String>,
@@ -87,7 +88,10 @@ impl Actor {
                 email: Some(user.email.clone()),
                 ..actor(if user.operator { "operator" } else { "person" })
             },
-            Caller::Public | Caller::Sync => actor("service"),
+            // Only a hold's decision is made without a credential: by the
+            // code mailed to the owner.
+            Caller::Public => actor("emailed_code"),
+            Caller::Sync => actor("mail_host"),
         }
     }
 

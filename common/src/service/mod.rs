@@ -23,6 +23,7 @@ pub mod mta_export;
 pub mod onboarding;
 pub mod outbox;
 pub mod payer;
+pub mod pending;
 pub mod poller;
 pub mod recheck;
 pub mod removal;
@@ -89,6 +90,12 @@ impl<'a> Call<'a> {
             request_id: String::new(),
             surface: "rest",
         }
+    }
+
+    /// Acts for an account the call proved a claim on without a key (a
+    /// hold's emailed code): its audit rows go in that account's log.
+    pub fn act_for(&self, account: accounts::Account) {
+        let _ = self.account.set(account);
     }
 
     /// The acting account's uid, when this call has read it.

@@ -10,7 +10,10 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::ratelimit::{self, DAY, Limit, MINUTE};
 
-/// Whose switches, rate windows and balance a send counts against.
+/// Whose switches, rate windows and balance a send counts against (kept
+/// with a waiting send, which is charged later or refunded).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "uid")]
 pub enum Payer {
     /// The shared agent key (and the service-domain mailboxes' passwords):
     /// its freeze applies and its balance pays.
@@ -41,7 +44,7 @@ impl Payer {
         }
     }
 
-    fn credit_bucket(&self) -> Option<String> {
+    pub fn credit_bucket(&self) -> Option<String> {
         match self {
             Payer::Person(_) => None,
             _ => Some(self.rate_bucket()),
@@ -97,6 +100,15 @@ pub async fn charge(ctx: &Context, payer: &Payer) -> Result<Option<i64>, ApiErro
         Some(bucket) => Ok(Some(credits::spend(ctx, &bucket).await?)),
         None => Ok(None),
     }
+}
+
+/// Gives a credit back: a scheduled send cancelled or refused when due.
+pub async fn refund(ctx: &Context, payer: &Payer) -> Result<(), ApiError> {
+    if let Some(bucket) = payer.credit_bucket() {
+        let update = crate::store::Update::new().add("remaining", 1);
+        ctx.store.update(&keys::credits(&bucket), update, None).await?;
+    }
+    Ok(())
 }
 
 const SEND_MINUTE: Limit = Limit {

@@ -158,7 +158,12 @@ async fn file_for(
         }
         let scope = mailbox.reading_scope(&ctx.config.service_domain);
         match mail_store::file(ctx, &as_new(message, &scope, &mailbox.address)).await? {
-            Some(row) => new.push((scope, row)),
+            Some(row) => {
+                // Someone who wrote here is no first contact to write back to.
+                let owner = super::sent::owner_of(&mailbox.uid);
+                super::pending::heard_from(ctx, &owner, &message.from).await?;
+                new.push((scope, row))
+            }
             None => duplicates += 1,
         }
     }

@@ -16,7 +16,7 @@ use super::delivery::dispatch::{Outbound, dispatch};
 use super::domains::{self, DomainStatus};
 use super::mail_store::{self, Direction, NewMessage};
 use super::payer::{self, Payer};
-use super::{Call, dkim, mailboxes, sent};
+use super::{Call, dkim, mailboxes, pending, sent};
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
@@ -25,8 +25,8 @@ use crate::keys;
 use crate::mail::attachments::{Attachment, Attachments};
 use crate::mail::message::{self, Draft, Signer};
 use crate::validate::{Fields, Later, Slot};
-use crate::values::RestOnly;
 use crate::values::{Body, EmailAddress, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
+use crate::values::{Bounded, IsoTime, RestOnly};
 
 pub use crate::values::{MAX_RECIPIENTS, MAX_REFERENCES, MAX_TEXT_BYTES, message_id};
 
@@ -64,10 +64,30 @@ crate::input! {
         /// answer without sending or charging again (REST: the Idempotency-Key
         /// header).
         pub idempotency_key: Option<IdempotencyKey> = error::IDEMPOTENCY_KEY_INVALID,
+        /// Send later: an RFC 3339 time up to 30 days ahead (202, status scheduled).
+        pub send_at: Option<IsoTime> = error::SEND_AT_INVALID,
+        /// Hold the send this many seconds (0 to 600) so POST /outbox/cancel
+        /// can still stop it (202, status scheduled).
+        pub undo_seconds: Option<Bounded<0, 600>> = error::UNDO_SECONDS_INVALID,
     }
 }
 
 impl SendInput {
+    /// When a send asked to wait goes out: at `sendAt` (or now), plus its
+    /// undo window.
+    fn due_at(&self, now: chrono::DateTime<chrono::Utc>) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
+        let undo = self.undo_seconds.map_or(0, Bounded::get);
+        let at = match self.send_at {
+            Some(IsoTime(at)) if at <= now || at > now + chrono::Duration::days(pending::MAX_SCHEDULE_DAYS) => {
+                return Err(error::SEND_AT_INVALID.into());
+            }
+            Some(IsoTime(at)) => at,
+            None if undo > 0 => now,
+            None => return Ok(None),
+        };
+        Ok(Some(at + chrono::Duration::seconds(undo)))
+    }
+
     fn references(&self) -> &[String] {
         self.references.as_ref().map_or(&[], |r| &r.0)
     }
@@ -160,6 +180,16 @@ pub(crate) async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Ar
 #[serde(rename_all = "camelCase")]
 pub struct SendOutput {
     pub ok: bool,
+    /// held (waiting for the owner's approval, 202) or scheduled (waiting for
+    /// sendAt or its undo window, 202); absent when the mail went out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<pending::Kind>,
+    /// A held send's id, for POST /holds/approve and /holds/deny.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold_id: Option<String>,
+    /// When a scheduled send goes out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_at: Option<String>,
     pub message_id: String,
     /// The address the mail was sent from.
     pub from: String,
@@ -172,6 +202,13 @@ pub struct SendOutput {
     /// Agent and standard keys only; people signed in are not charged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credits_remaining: Option<i64>,
+}
+
+impl SendOutput {
+    /// Accepted to wait (HTTP 202), not sent.
+    pub fn accepted(&self) -> bool {
+        self.status.is_some()
+    }
 }
 
 /// Sends one plain-text message, in the spec's order of checks. The input is
@@ -298,7 +335,24 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         raw: &outgoing.raw,
         source: "api",
     };
-    let dispatched = dispatch(ctx, &payer, &outbound).await?;
+    let due_at = input.due_at(ctx.clock.now())?;
+    if let Some(wait) = pending::wait_for(call, &outbound.owner, &input.to.0, due_at).await? {
+        let kind = wait.kind;
+        let accepted = pending::accept(call, wait, payer, &outbound, &input.text.0).await?;
+        return Ok(SendOutput {
+            ok: true,
+            status: Some(kind),
+            hold_id: (kind == pending::Kind::Held).then(|| accepted.id.clone()),
+            send_at: accepted.due_at,
+            message_id,
+            from,
+            thread_id: None,
+            attachment_count: input.attachments().len(),
+            attachments_stored: 0,
+            credits_remaining: accepted.credits_remaining,
+        });
+    }
+    let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.
     let in_reply_to: Vec<String> = input.in_reply_to.iter().map(|m| m.to_string()).collect();
@@ -321,6 +375,9 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
     let (thread_id, stored) = file_on_thread(ctx, &scope, &mailbox, &sent).await;
     Ok(SendOutput {
         ok: true,
+        status: None,
+        hold_id: None,
+        send_at: None,
         message_id,
         from,
         thread_id,

@@ -162,7 +162,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         raw: &signed,
         source: "smtp",
     };
-    let dispatched = dispatch(ctx, &payer, &outbound).await?;
+    let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
 
     let ids = |value| -> Vec<String> {
         inbound::message_ids(value)

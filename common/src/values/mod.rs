@@ -588,6 +588,60 @@ impl JsonSchema for KeyId {
     }
 }
 
+/// A waiting send's id: `snd_` and 16 lower-case hex digits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldId(String);
+
+impl HoldId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Value for HoldId {
+    fn parse(raw: &str) -> Option<HoldId> {
+        let raw = raw.trim();
+        let hex = raw.strip_prefix("snd_")?;
+        (hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+            .then(|| HoldId(raw.to_string()))
+    }
+}
+
+impl JsonSchema for HoldId {
+    fn schema_name() -> Cow<'static, str> {
+        "HoldId".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "pattern": "^\\s*snd_[0-9a-f]{16}\\s*$" })
+    }
+}
+
+/// An emailed approval code: 8 digits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalCode(String);
+
+impl ApprovalCode {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Value for ApprovalCode {
+    fn parse(raw: &str) -> Option<ApprovalCode> {
+        let raw = raw.trim();
+        (raw.len() == 8 && raw.bytes().all(|b| b.is_ascii_digit())).then(|| ApprovalCode(raw.to_string()))
+    }
+}
+
+impl JsonSchema for ApprovalCode {
+    fn schema_name() -> Cow<'static, str> {
+        "ApprovalCode".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "pattern": "^\\s*[0-9]{8}\\s*$" })
+    }
+}
+
 /// A word a field takes as its only value (`view=threads`,
 /// `disposition=inline`).
 macro_rules! word {

@@ -39,7 +39,8 @@ pub struct Dispatched {
 /// Checks, charges, records and sends. Nothing is spent when a recipient is
 /// suppressed; a credit is not refunded when the relay refuses (spec 8).
 /// The answer is an error only when no recipient was accepted.
-pub async fn dispatch(ctx: &Context, payer: &Payer, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
+/// `payer` is `None` for a send paid when it was accepted (scheduled).
+pub async fn dispatch(ctx: &Context, payer: Option<&Payer>, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
     suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
     let real: Vec<usize> = (0..out.recipients.len())
         .filter(|&n| simulator::scenario(ctx, &out.recipients[n]).is_none())
@@ -49,9 +50,9 @@ pub async fn dispatch(ctx: &Context, payer: &Payer, out: &Outbound<'_>) -> Resul
         false => Some(ctx.customer_mail.as_ref().ok_or(error::NO_OUTBOUND_HOST)?),
     };
     // Mail that never leaves the service costs nothing.
-    let credits_remaining = match real.is_empty() {
-        true => None,
-        false => payer::charge(ctx, payer).await?,
+    let credits_remaining = match (real.is_empty(), payer) {
+        (false, Some(payer)) => payer::charge(ctx, payer).await?,
+        _ => None,
     };
     let sent = record(ctx, out).await?;
     let mut accepted = out.recipients.len() - real.len();
@@ -132,6 +133,9 @@ async fn record(ctx: &Context, out: &Outbound<'_>) -> Result<SentMessage, ApiErr
     for (n, address) in sent.to.iter().enumerate() {
         writes.push(fresh(first_item(&sent.id, n, address, &at)));
     }
+    // The recipients become the sender's contacts (a first-contact hold
+    // asks about anyone else).
+    writes.extend(crate::service::pending::contact_writes(&sent.owner, &sent.to, &at));
     ctx.store.transact(writes).await?;
     Ok(sent)
 }

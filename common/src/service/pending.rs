@@ -1,0 +1,678 @@
+//! Sends that wait: for the owner's approval (held, a scoped key's
+//! `approval` rule) or for their time (scheduled: `sendAt`, `undoSeconds`).
+//! The message is checked, built and signed when the send is accepted (202);
+//! it goes out later through the same `dispatch` as any send, exactly once:
+//! whoever moves its status from `waiting` to `sending` with a conditional
+//! write sends it, and every other approver or runner finds it taken.
+//!
+//! Credits: a scheduled send is charged when accepted and refunded when
+//! cancelled or refused later; a held send is charged when approved.
+//!
+//! Items: `PEND#<id>/P` the send; `HOLDS#<uid>/<ms>-<id>` an account's holds
+//! (GET /holds); `DUE/<dueAt>#<id>` a scheduled send's place in the queue
+//! the runner reads; `PENDMID#<owner>/<messageId>` its Message-ID (cancel);
+//! `CONTACT#<owner>/<address>` everyone a sender has mailed. The message
+//! itself is the blob `pending/<id>.eml`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::Call;
+use super::audit::Actor;
+use super::delivery::dispatch::{Outbound, dispatch};
+use super::payer::Payer;
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::store::{Cond, Query, StoreError, StoreExt, TTL, Update, Write, item};
+
+/// How long a hold waits for its owner.
+pub const HOLD_HOURS: i64 = 24;
+/// Wrong codes one hold takes before it refuses every code.
+pub const HOLD_CODE_ATTEMPTS: i64 = 5;
+/// The furthest ahead a send may be scheduled.
+pub const MAX_SCHEDULE_DAYS: i64 = 30;
+/// How long a decided or sent record is kept.
+const KEPT_DAYS: i64 = 30;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Waits for the owner's approval.
+    Held,
+    /// Waits for its time.
+    Scheduled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingStatus {
+    Waiting,
+    /// Taken by an approver or the runner, going out now.
+    Sending,
+    Sent,
+    Cancelled,
+    Denied,
+    Expired,
+    /// Refused when it was due (a recipient suppressed since, the relay).
+    Failed,
+}
+
+impl From<PendingStatus> for serde_json::Value {
+    fn from(status: PendingStatus) -> serde_json::Value {
+        serde_json::to_value(status).expect("a status serializes")
+    }
+}
+
+/// A waiting send, as GET /holds shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Pending {
+    /// `snd_` and 16 hex digits: the holdId.
+    pub id: String,
+    pub kind: Kind,
+    pub status: PendingStatus,
+    pub message_id: String,
+    pub from: String,
+    pub to: Vec<String>,
+    pub subject: String,
+    /// The text's first 200 characters.
+    pub preview: String,
+    /// The key or person who asked for it.
+    pub requested_by: Actor,
+    pub created_at: String,
+    /// When it goes out (scheduled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<String>,
+    /// When a hold lapses unanswered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// The delivery once it went out (GET /outbox shows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<String>,
+    /// Why it did not go out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    #[schemars(skip)]
+    pub uid: String,
+    #[serde(default)]
+    #[schemars(skip)]
+    pub owner: String,
+    #[schemars(skip)]
+    pub payer: Payer,
+    /// Charged when accepted (scheduled), so a refusal refunds it.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub charged: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub code_digest: Option<String>,
+    #[serde(default)]
+    #[schemars(skip)]
+    pub attempts: i64,
+    #[serde(default)]
+    #[schemars(skip)]
+    pub list_key: String,
+}
+
+/// What a send asks to wait for.
+pub struct Wait {
+    pub kind: Kind,
+    pub due_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Whether the caller's send must wait, and for what: a hold when the
+/// scoped key's approval rule says so (always; first_contact and a
+/// recipient this sender never mailed), else its time when it has one.
+pub async fn wait_for(
+    call: &Call<'_>,
+    owner: &str,
+    recipients: &[String],
+    due_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<Option<Wait>, ApiError> {
+    use crate::auth::Approval;
+    let held = match call.caller.scope().map(|s| s.approval) {
+        Some(Approval::Always) => true,
+        Some(Approval::FirstContact) => !all_known(call.ctx, owner, recipients).await?,
+        _ => false,
+    };
+    Ok(match (held, due_at) {
+        (true, due_at) => Some(Wait {
+            kind: Kind::Held,
+            due_at,
+        }),
+        (false, Some(at)) => Some(Wait {
+            kind: Kind::Scheduled,
+            due_at: Some(at),
+        }),
+        (false, None) => None,
+    })
+}
+
+/// Whether the sender has mailed every recipient before.
+async fn all_known(ctx: &Context, owner: &str, recipients: &[String]) -> Result<bool, ApiError> {
+    let keys: Vec<_> = recipients.iter().map(|r| keys::contact(owner, r)).collect();
+    Ok(ctx.store.get_many(&keys).await?.iter().all(Option::is_some))
+}
+
+/// The writes that remember a send's recipients as contacts of its sender.
+pub fn contact_writes(owner: &str, recipients: &[String], at: &str) -> Vec<Write> {
+    recipients
+        .iter()
+        .map(|r| Write::Put {
+            item: item(&keys::contact(owner, r), &json!({ "address": r, "at": at })),
+            cond: None,
+        })
+        .collect()
+}
+
+/// Remembers the sender of received mail as a contact of the mailbox's owner.
+pub async fn heard_from(ctx: &Context, owner: &str, address: &str) -> Result<(), ApiError> {
+    let Some(address) = crate::values::email(address) else {
+        return Ok(());
+    };
+    let at = iso(ctx.clock.now());
+    let row = item(
+        &keys::contact(owner, &address),
+        &json!({ "address": address, "at": at }),
+    );
+    Ok(ctx.store.put(row, None).await?)
+}
+
+/// A send accepted to wait: what sendMail answers with 202.
+pub struct Accepted {
+    pub id: String,
+    pub due_at: Option<String>,
+    pub credits_remaining: Option<i64>,
+}
+
+/// Keeps the signed message and its record, charges a scheduled send, and
+/// mails a hold's approval request to the account's contact email.
+pub async fn accept(
+    call: &Call<'_>,
+    wait: Wait,
+    payer: Payer,
+    out: &Outbound<'_>,
+    text: &str,
+) -> Result<Accepted, ApiError> {
+    let ctx = call.ctx;
+    super::suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
+    let account = call.account().await.ok();
+    let now = ctx.clock.now();
+    let id = format!("snd_{}", hex::encode(rand::random::<[u8; 8]>()));
+    let code = (wait.kind == Kind::Held).then(|| format!("{:08}", rand::random_range(0..100_000_000u32)));
+    let mut pending = Pending {
+        id: id.clone(),
+        kind: wait.kind,
+        status: PendingStatus::Waiting,
+        message_id: out.message_id.into(),
+        from: out.from.into(),
+        to: out.recipients.to_vec(),
+        subject: out.subject.into(),
+        preview: text.chars().take(200).collect(),
+        requested_by: Actor::of(call.caller),
+        created_at: iso(now),
+        due_at: wait.due_at.map(iso),
+        expires_at: (wait.kind == Kind::Held).then(|| iso(now + chrono::Duration::hours(HOLD_HOURS))),
+        delivery: None,
+        error: None,
+        uid: account
+            .as_ref()
+            .map_or(crate::values::OPS_UID.into(), |a| a.uid.clone()),
+        owner: out.owner.clone(),
+        payer,
+        charged: false,
+        code_digest: code.as_ref().map(|c| ctx.hasher.digest("hold", c)),
+        attempts: 0,
+        list_key: format!("{:013}-{id}", now.timestamp_millis()),
+    };
+    ctx.blobs
+        .put(&blob(&id), out.raw.to_vec(), "message/rfc822")
+        .await
+        .map_err(ApiError::internal)?;
+    let credits_remaining = match wait.kind {
+        Kind::Scheduled => {
+            pending.charged = true;
+            super::payer::charge(ctx, &pending.payer).await?
+        }
+        Kind::Held => None,
+    };
+    if let Err(e) = ctx.store.transact(accept_writes(&pending, now.timestamp())).await {
+        if pending.charged {
+            refund(ctx, &pending).await;
+        }
+        return Err(e.into());
+    }
+    if let (Some(code), Some(account)) = (&code, &account)
+        && let Err(e) = mail_approval(ctx, &account.email, &pending, code, text).await
+    {
+        tracing::error!(error = %e, hold = %id, "the approval request was not mailed");
+    }
+    Ok(Accepted {
+        id,
+        due_at: pending.due_at,
+        credits_remaining,
+    })
+}
+
+fn accept_writes(p: &Pending, now: i64) -> Vec<Write> {
+    let ttl = now + KEPT_DAYS * 86_400 + MAX_SCHEDULE_DAYS * 86_400;
+    let mut record = item(&keys::pending(&p.id), p);
+    record.insert(TTL.into(), json!(ttl));
+    let mut writes = vec![
+        Write::Put {
+            item: record,
+            cond: Some(Cond::NotExists),
+        },
+        Write::Put {
+            item: item(
+                &keys::pending_message_id(&p.owner, &p.message_id),
+                &json!({ "id": p.id, TTL: ttl }),
+            ),
+            cond: None,
+        },
+    ];
+    match p.kind {
+        Kind::Held => writes.push(Write::Put {
+            item: item(
+                &crate::store::Key::new(keys::holds(&p.uid), &p.list_key),
+                &json!({ "id": p.id, TTL: ttl }),
+            ),
+            cond: None,
+        }),
+        Kind::Scheduled => writes.push(due_write(p)),
+    }
+    writes
+}
+
+/// The send's place in the runner's queue.
+fn due_write(p: &Pending) -> Write {
+    Write::Put {
+        item: item(&due_key(p), &json!({ "id": p.id })),
+        cond: None,
+    }
+}
+
+fn due_key(p: &Pending) -> crate::store::Key {
+    crate::store::Key::new(
+        keys::DUE,
+        format!("{}#{}", p.due_at.as_deref().unwrap_or_default(), p.id),
+    )
+}
+
+fn blob(id: &str) -> String {
+    format!("pending/{id}.eml")
+}
+
+/// The approval request: what, to whom, by which key, the text, the code.
+async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: &str, text: &str) -> anyhow::Result<()> {
+    let transport = ctx
+        .customer_mail
+        .as_ref()
+        .or(ctx.system_mail.as_ref())
+        .ok_or_else(|| anyhow::anyhow!("no mail transport"))?;
+    let from = format!("noreply@{}", ctx.config.service_domain);
+    let by = match (&p.requested_by.name, &p.requested_by.key_id) {
+        (Some(name), Some(id)) => format!("the key \"{name}\" ({id})"),
+        (None, Some(id)) => format!("the key {id}"),
+        _ => p.requested_by.email.clone().unwrap_or_else(|| "a caller".into()),
+    };
+    let body = format!(
+        "{by} asked to send this mail. It waits for your approval until {expires}.\r\n\r\n\
+         Sender: {from_addr}\r\nRecipients: {to_list}\r\nSubject: {subject}\r\n\r\n{text}\r\n\r\n\
+         ----\r\nHold: {id}\r\nApproval code: {code}\r\n\r\n\
+         Approve: POST /api/holds/approve {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
+         Deny:    POST /api/holds/deny {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
+         (on the service's API, {docs}), or with your account key and no code.\r\n\r\n\
+         The agent never sees this code: only you can approve.\r\n",
+        expires = p.expires_at.as_deref().unwrap_or_default(),
+        from_addr = p.from,
+        to_list = p.to.join(", "),
+        subject = p.subject,
+        id = p.id,
+        docs = ctx.config.docs_url,
+    );
+    let mut message = crate::mail::plain_text(&from, to, &format!("Approve a send: {}", p.subject), &body)?;
+    message.envelope_from = from;
+    transport.send(&message).await?;
+    Ok(())
+}
+
+// ------------------------------------------------------------- going out
+
+/// Takes a waiting send (exactly one caller wins) and sends it.
+pub async fn release(ctx: &Context, id: &str) -> Result<Pending, ApiError> {
+    let taken = take(ctx, id).await?;
+    let raw = ctx
+        .blobs
+        .get(&blob(id))
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::internal("a waiting send's message is missing"))?;
+    let out = Outbound {
+        owner: taken.owner.clone(),
+        message_id: &taken.message_id,
+        from: &taken.from,
+        subject: &taken.subject,
+        recipients: &taken.to,
+        raw: &raw,
+        source: "api",
+    };
+    let payer = (!taken.charged).then_some(&taken.payer);
+    let sent = dispatch(ctx, payer, &out).await;
+    let (status, update) = match &sent {
+        Ok(d) => (PendingStatus::Sent, Update::new().set("delivery", d.delivery.clone())),
+        Err(e) => (PendingStatus::Failed, Update::new().set("error", e.error.to_string())),
+    };
+    if sent.is_err() && taken.charged {
+        refund(ctx, &taken).await;
+    }
+    ctx.store
+        .update(&keys::pending(id), update.set("status", status), None)
+        .await?;
+    let _ = ctx.blobs.delete(&blob(id)).await;
+    sent?;
+    Ok(ctx.store.read(&keys::pending(id)).await?.unwrap_or(taken))
+}
+
+/// Moves a send from waiting to sending: the one write that decides who
+/// sends it.
+async fn take(ctx: &Context, id: &str) -> Result<Pending, ApiError> {
+    let key = keys::pending(id);
+    let update = Update::new().set("status", PendingStatus::Sending);
+    match ctx
+        .store
+        .update(&key, update, Some(Cond::eq("status", PendingStatus::Waiting)))
+        .await
+    {
+        Ok(_) => ctx.store.read(&key).await?.ok_or(error::HOLD_NOT_FOUND.into()),
+        Err(StoreError::ConditionFailed) => Err(error::HOLD_DECIDED.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn refund(ctx: &Context, p: &Pending) {
+    if let Err(e) = super::payer::refund(ctx, &p.payer).await {
+        tracing::error!(error = %e, send = %p.id, "a credit was not refunded");
+    }
+}
+
+/// One run of the scheduled sends: every send due by now goes out, once.
+pub async fn run_due(ctx: &Context) -> Result<serde_json::Value, ApiError> {
+    let now = iso(ctx.clock.now());
+    let query = Query::partition(keys::DUE).between("0", format!("{now}~")).limit(100);
+    let due = ctx.store.query(&query).await?.items;
+    let (mut sent, mut failed, mut taken) = (0, 0, 0);
+    for entry in due {
+        let Some(id) = entry.get("id").and_then(|v| v.as_str()).map(String::from) else {
+            continue;
+        };
+        match release(ctx, &id).await {
+            Ok(_) => sent += 1,
+            Err(e) if e.is(error::HOLD_DECIDED) => taken += 1,
+            Err(e) => {
+                failed += 1;
+                tracing::warn!(error = %e.error, send = %id, "a scheduled send failed");
+            }
+        }
+        // Kept in the queue only while it still waits (a store error before
+        // it was taken): the next run tries again.
+        let still_waiting = ctx
+            .store
+            .read::<Pending>(&keys::pending(&id))
+            .await?
+            .is_some_and(|p| p.status == PendingStatus::Waiting);
+        if let (false, Some(key)) = (still_waiting, crate::store::key_of(&entry)) {
+            ctx.store.delete(&key, None).await?;
+        }
+    }
+    Ok(json!({ "sent": sent, "failed": failed, "alreadyTaken": taken }))
+}
+
+// ---------------------------------------------------------------- routes
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HoldList {
+    pub ok: bool,
+    /// Newest first, the last 100, decided ones included.
+    pub holds: Vec<Pending>,
+}
+
+/// GET /holds: the account's holds.
+pub async fn list_holds(call: &Call<'_>, _: crate::validate::NoInput) -> Result<HoldList, ApiError> {
+    let account = call.account().await?;
+    let query = Query::partition(keys::holds(&account.uid))
+        .between("0", "~")
+        .backward()
+        .limit(100);
+    let rows = call.ctx.store.query(&query).await?.items;
+    let ids: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.get("id").and_then(|v| v.as_str()))
+        .map(keys::pending)
+        .collect();
+    if ids.is_empty() {
+        return Ok(HoldList {
+            ok: true,
+            holds: Vec::new(),
+        });
+    }
+    let holds = call
+        .ctx
+        .store
+        .get_many(&ids)
+        .await?
+        .into_iter()
+        .flatten()
+        .map(crate::store::record)
+        .collect::<Result<_, _>>()?;
+    Ok(HoldList { ok: true, holds })
+}
+
+crate::input! {
+    /// POST /holds/approve and /holds/deny.
+    pub struct Decision {
+        /// The holdId sendMail answered with (and the approval email names).
+        pub hold_id: crate::values::HoldId = (error::HOLD_ID_REQUIRED, error::HOLD_ID_INVALID),
+        /// The emailed approval code: needed when no credential is sent.
+        pub code: Option<crate::values::ApprovalCode> = error::HOLD_CODE_INVALID,
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HoldView {
+    pub ok: bool,
+    pub hold: Pending,
+}
+
+/// Approves a hold: it goes out now (or at its sendAt), exactly once however
+/// many approvals arrive together.
+pub async fn approve(call: &Call<'_>, input: Decision) -> Result<HoldView, ApiError> {
+    let ctx = call.ctx;
+    let hold = decidable(call, &input).await?;
+    let due = hold
+        .due_at
+        .as_deref()
+        .is_some_and(|at| at > iso(ctx.clock.now()).as_str());
+    let hold = if due {
+        reschedule(ctx, hold).await?
+    } else {
+        release(ctx, &hold.id).await?
+    };
+    Ok(HoldView { ok: true, hold })
+}
+
+/// A hold approved before its sendAt waits on as a scheduled send, charged now.
+async fn reschedule(ctx: &Context, hold: Pending) -> Result<Pending, ApiError> {
+    let credit = super::payer::charge(ctx, &hold.payer).await?;
+    let scheduled = Pending {
+        kind: Kind::Scheduled,
+        charged: credit.is_some(),
+        ..hold
+    };
+    let writes = vec![
+        Write::Update {
+            key: keys::pending(&scheduled.id),
+            update: Update::new()
+                .set("kind", serde_json::to_value(Kind::Scheduled).unwrap_or_default())
+                .set("charged", scheduled.charged),
+            cond: Some(Cond::And(vec![
+                Cond::eq("status", PendingStatus::Waiting),
+                Cond::eq("kind", serde_json::to_value(Kind::Held).unwrap_or_default()),
+            ])),
+        },
+        due_write(&scheduled),
+    ];
+    match ctx.store.transact(writes).await {
+        Ok(()) => Ok(scheduled),
+        Err(StoreError::ConditionFailed) => {
+            refund(ctx, &scheduled).await;
+            Err(error::HOLD_DECIDED.into())
+        }
+        Err(e) => {
+            refund(ctx, &scheduled).await;
+            Err(e.into())
+        }
+    }
+}
+
+/// Denies a hold: it never goes out.
+pub async fn deny(call: &Call<'_>, input: Decision) -> Result<HoldView, ApiError> {
+    let ctx = call.ctx;
+    let hold = decidable(call, &input).await?;
+    let hold = settle(ctx, &hold, PendingStatus::Denied).await?;
+    let _ = ctx.blobs.delete(&blob(&hold.id)).await;
+    Ok(HoldView { ok: true, hold })
+}
+
+/// Moves a waiting send to a final status, if it is still waiting.
+async fn settle(ctx: &Context, p: &Pending, status: PendingStatus) -> Result<Pending, ApiError> {
+    let update = Update::new().set("status", status);
+    match ctx
+        .store
+        .update(
+            &keys::pending(&p.id),
+            update,
+            Some(Cond::eq("status", PendingStatus::Waiting)),
+        )
+        .await
+    {
+        Ok(_) => Ok(Pending { status, ..p.clone() }),
+        Err(StoreError::ConditionFailed) => Err(error::HOLD_DECIDED.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A waiting hold the caller may decide: the owner's (by its account key or
+/// an operator), or anyone's who holds the emailed code. Five wrong codes
+/// lock the code out; a lapsed hold is expired here.
+async fn decidable(call: &Call<'_>, input: &Decision) -> Result<Pending, ApiError> {
+    let ctx = call.ctx;
+    let key = keys::pending(input.hold_id.as_str());
+    let hold: Pending = ctx.store.read(&key).await?.ok_or(error::HOLD_NOT_FOUND)?;
+    let by_code = matches!(call.caller, crate::auth::Caller::Public);
+    if by_code {
+        let code = input.code.as_ref().ok_or(error::HOLD_CODE_REQUIRED)?;
+        let counted = ctx
+            .store
+            .update(
+                &key,
+                Update::new().add("attempts", 1),
+                Some(Cond::Lt("attempts".into(), HOLD_CODE_ATTEMPTS)),
+            )
+            .await;
+        match counted {
+            Ok(_) => {}
+            Err(StoreError::ConditionFailed) => return Err(error::HOLD_CODE_LOCKED.into()),
+            Err(e) => return Err(e.into()),
+        }
+        let given = ctx.hasher.digest("hold", code.as_str());
+        let right = hold
+            .code_digest
+            .as_deref()
+            .is_some_and(|d| crate::auth::keys::same_digest(d, &given));
+        if !right {
+            return Err(error::HOLD_CODE_WRONG.into());
+        }
+        if let Some(account) = super::accounts::get(ctx, &hold.uid).await? {
+            call.act_for(account);
+        }
+    } else if call.account().await?.uid != hold.uid {
+        return Err(error::HOLD_NOT_FOUND.into());
+    }
+    if hold.kind != Kind::Held || hold.status != PendingStatus::Waiting {
+        return Err(error::HOLD_DECIDED.into());
+    }
+    if hold
+        .expires_at
+        .as_deref()
+        .is_some_and(|at| at <= iso(ctx.clock.now()).as_str())
+    {
+        settle(ctx, &hold, PendingStatus::Expired).await?;
+        return Err(error::HOLD_EXPIRED.into());
+    }
+    Ok(hold)
+}
+
+crate::input! {
+    /// POST /outbox/cancel.
+    pub struct CancelInput {
+        /// The Message-ID sendMail answered with.
+        pub message_id: crate::values::StoredMessageId =
+            (error::INBOX_MESSAGE_ID_INVALID, error::INBOX_MESSAGE_ID_INVALID),
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Cancelled {
+    pub ok: bool,
+    pub cancelled: Pending,
+    /// The balance after the credit came back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credits_remaining: Option<i64>,
+}
+
+/// Cancels a scheduled or held send until it leaves; a scheduled send's
+/// credit comes back.
+pub async fn cancel(call: &Call<'_>, input: CancelInput) -> Result<Cancelled, ApiError> {
+    let ctx = call.ctx;
+    let owner = super::sent::owner_of_caller(call.caller);
+    let pointer: Option<serde_json::Value> = ctx
+        .store
+        .read(&keys::pending_message_id(&owner, &input.message_id))
+        .await?;
+    let id = pointer
+        .as_ref()
+        .and_then(|p| p.get("id"))
+        .and_then(|v| v.as_str())
+        .ok_or(error::WAITING_SEND_NOT_FOUND)?;
+    let p = ctx
+        .store
+        .read::<Pending>(&keys::pending(id))
+        .await?
+        .filter(|p| call.caller.covers(&p.from))
+        .ok_or(error::WAITING_SEND_NOT_FOUND)?;
+    let cancelled = settle(ctx, &p, PendingStatus::Cancelled).await?;
+    if p.kind == Kind::Scheduled {
+        ctx.store.delete(&due_key(&p), None).await?;
+    }
+    let _ = ctx.blobs.delete(&blob(&p.id)).await;
+    if p.charged {
+        refund(ctx, &p).await;
+    }
+    let credits_remaining = match (p.charged, p.payer.credit_bucket()) {
+        (true, Some(bucket)) => Some(super::credits::remaining(ctx, bucket.as_str()).await?),
+        _ => None,
+    };
+    Ok(Cancelled {
+        ok: true,
+        cancelled,
+        credits_remaining,
+    })
+}
