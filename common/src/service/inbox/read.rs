@@ -16,8 +16,9 @@ crate::input! {
         pub id: Option<RowId> = error::INBOX_ID_INVALID,
         /// Reads the message with this Message-ID (id wins).
         pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
-        /// `threads` lists conversation threads.
-        pub view: Option<Threads> = error::INBOX_VIEW_INVALID,
+        /// `threads` lists conversation threads; `quarantine` the received
+        /// mail kept out of the inbox (spoofed), newest first.
+        pub view: Option<View> = error::INBOX_VIEW_INVALID,
         /// A thread's messages, oldest first; marks its inbound rows read.
         pub thread: Option<ThreadId> = error::INBOX_THREAD_INVALID,
         /// Search subject, sender and body of the newest 200 inbound and 200
@@ -61,6 +62,11 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
             search_scope(call, &scope, &text, q.folder, limit).await?,
         ));
     }
+    if q.view == Some(View::Quarantine) {
+        return Ok(InboxOutput::List(
+            quarantine_page(call, &scope, q.cursor.as_deref(), limit).await?,
+        ));
+    }
     if q.view.is_some() {
         let folder = q.folder.unwrap_or(Folder::Inbox);
         return Ok(InboxOutput::Threads(
@@ -101,6 +107,18 @@ async fn flat_page(
         unread_in_page,
         next_cursor,
     })
+}
+
+/// A page of the quarantine, newest first. Reading it marks nothing (its
+/// rows are never unread).
+async fn quarantine_page(
+    call: &Call<'_>,
+    scope: &str,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<InboxList, ApiError> {
+    let (rows, next_cursor) = mail_store::quarantined(call.ctx, scope, cursor, limit).await?;
+    InboxList::of(&rows, next_cursor)
 }
 
 /// A stored row's summary and unread flag, from its text: the values are
@@ -225,7 +243,11 @@ pub(super) async fn read_message(
     Ok(MessageRead {
         ok: true,
         message: MessageView {
-            summary: summaries(call.ctx, std::slice::from_ref(&row)).await?.remove(0),
+            // A read of one message carries every check.
+            summary: Summary {
+                authentication: row.authentication.clone(),
+                ..summaries(call.ctx, std::slice::from_ref(&row)).await?.remove(0)
+            },
             text,
             html,
         },
@@ -257,12 +279,18 @@ crate::input! {
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
         /// The nextCursor of the previous page.
         pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        /// `quarantine`: the received mail kept out of the inbox (spoofed),
+        /// newest first, instead of the inbox. (`threads` is list_threads.)
+        pub view: Option<QuarantineView> = error::INBOX_VIEW_INVALID,
     }
 }
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    if input.view.is_some() {
+        return quarantine_page(call, &scope, input.cursor.as_deref(), limit).await;
+    }
     flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await
 }
 
@@ -384,6 +412,45 @@ mod tests {
             digest: "00ff".into(),
             message_id_conflict: conflict,
             delivery: None,
+            authentication: None,
+            quarantine: None,
+            ttl: None,
+        }
+    }
+
+    /// A row with every check, kept out of the inbox.
+    fn judged() -> Row {
+        use crate::mail::authenticate::*;
+        Row {
+            authentication: Some(Authentication {
+                summary: Summary::Fail,
+                spoofed: true,
+                spf: Some(SpfCheck {
+                    result: Verdict::Fail,
+                    domain: "example.org".into(),
+                    client_ip: Some("192.0.2.9".into()),
+                    helo: Some("mx \"x\"".into()),
+                }),
+                dkim: Some(vec![DkimCheck {
+                    result: Verdict::Fail,
+                    domain: "example.org".into(),
+                    selector: "s1".into(),
+                }]),
+                dmarc: Some(DmarcCheck {
+                    result: Verdict::Fail,
+                    domain: "example.org".into(),
+                    policy: Some(DmarcPolicy::Reject),
+                    spf_aligned: false,
+                    dkim_aligned: false,
+                }),
+                arc: None,
+            }),
+            quarantine: Some(mail_store::Quarantined {
+                reason: mail_store::Quarantine::Spoofed,
+                at: "2026-11-23T10:00:00Z".into(),
+            }),
+            ttl: Some(1_800_000_000),
+            ..row(None, None, vec![], false)
         }
     }
 
@@ -406,6 +473,7 @@ mod tests {
                 vec![attachment],
                 false,
             ),
+            judged(),
         ];
         for r in rows {
             let item = store::item(&Key::new("MAIL#S#in", &r.id), &r);
@@ -418,10 +486,11 @@ mod tests {
             );
             let text = from_text.get();
             assert!(!text.contains("body") && !text.contains("blobPrefix") && !text.contains("\"pk\""));
-            assert!(!text.contains("digest"));
-            // Same fields in the same order: without attachments (whose
-            // stored keys are sorted) the two encodings are the same bytes.
-            if r.attachments.is_empty() {
+            assert!(!text.contains("digest") && !text.contains("ttl") && !text.contains("dmarc"));
+            // Same fields in the same order: without attachments or a
+            // quarantine (whose stored keys are sorted) the two encodings are
+            // the same bytes.
+            if r.attachments.is_empty() && r.quarantine.is_none() {
                 assert_eq!(text, from_row);
             }
         }
