@@ -637,8 +637,13 @@ pub static INBOX: Section = Section {
                           html) and marks it read; thread=<64 hex> gives {ok, thread, messages} oldest first and marks \
                           its inbound rows read; q= (2 to 200 characters) searches subject, sender and body of the \
                           newest 200 inbound and 200 outbound rows without marking them; view=threads lists {ok, \
-                          threads} newest activity first (folder, default inbox); otherwise the flat list {ok, \
-                          messages, unreadInPage} newest first (folder narrows it; every folder by default). limit 1 \
+                          threads} newest activity first (folder, default inbox); view=quarantine lists the received \
+                          mail kept out of the inbox (spoofed: its From domain's DMARC policy is quarantine or reject \
+                          and it fails it), newest first, kept 30 days and still read by id or messageId; otherwise \
+                          the flat list {ok, messages, unreadInPage} newest first (folder narrows it; every folder by \
+                          default). Received mail carries `authentication`, the SPF, DKIM, DMARC and ARC verdicts \
+                          this service computed when it filed it (never a header the message came with): {summary, \
+                          spoofed} on list rows, every check on a read of one message. limit 1 \
                           to 50 (default 25); nextCursor/cursor page on. wait=<1-25> answers as soon as an unread \
                           message (or one after the message id `after`) matching from/subject is stored, or with an \
                           empty list at the deadline. A standard key reads its account's mail; the agent key and \
@@ -670,12 +675,15 @@ pub static INBOX: Section = Section {
             description: "{ok, messages, unreadInPage, nextCursor?}: summary rows without bodies, newest first, limit 1 \
                           to 50 (default 25), optionally one folder (inbox, archive, trash). A standard key reads all \
                           its account's hosted mailboxes; the agent key reads a service-domain mailbox (mailbox, \
-                          default inbox@ the service domain). Read one with get_message. No credits, no rate limit.",
+                          default inbox@ the service domain). Each row's authentication {summary: pass, fail or \
+                          none; spoofed} is this service's verdict on the sender; spoofed mail is not listed here \
+                          but with view=quarantine. Read one with get_message. No credits, no rate limit.",
             errors: &[
                 INBOX_LIMIT_INVALID,
                 INBOX_MAILBOX_INVALID,
                 INBOX_FOLDER_INVALID,
                 INBOX_CURSOR_INVALID,
+                INBOX_VIEW_INVALID,
             ],
             io: io!(inbox::list, inbox::ListQuery, inbox::InboxList),
         },

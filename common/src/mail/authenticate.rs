@@ -340,9 +340,13 @@ fn spf_verdict(r: SpfResult) -> Verdict {
     }
 }
 
+/// mail-auth calls a body hash that does not match `neutral`; RFC 6376
+/// (6.1.3: "body hash did not verify" is PERMFAIL) and RFC 8601 call a
+/// signature that does not verify `fail`, and so do we.
 fn dkim_verdict(r: &DkimResult) -> Verdict {
     match r {
         DkimResult::Pass => Verdict::Pass,
+        DkimResult::Neutral(mail_auth::Error::Dkim(mail_auth::dkim::DkimError::FailedBodyHashMatch)) => Verdict::Fail,
         DkimResult::Neutral(_) => Verdict::Neutral,
         DkimResult::Fail(_) => Verdict::Fail,
         DkimResult::PermError(_) => Verdict::Permerror,
