@@ -546,19 +546,22 @@ async fn spoofed_mail_is_never_announced_and_the_event_carries_the_verdicts(back
     app.dns.set_txt("_dmarc.bank.example", &["v=DMARC1; p=reject"]);
     app.dns.set_txt("bank.example", &["v=spf1 ip4:192.0.2.0/24 -all"]);
     let letter = |id: &str| {
-        format!(
-            "From: ceo@bank.example\r\nTo: me@tom.example\r\nSubject: Wire\r\nMessage-ID: {id}\r\n\r\nWire it.\r\n"
-        )
-        .into_bytes()
+        format!("From: ceo@bank.example\r\nTo: me@tom.example\r\nSubject: Wire\r\nMessage-ID: {id}\r\n\r\nWire it.\r\n")
+            .into_bytes()
     };
-    for (id, client) in [("<spoof@bank.example>", "203.0.113.5"), ("<real@bank.example>", "192.0.2.7")] {
+    for (id, client) in [
+        ("<spoof@bank.example>", "203.0.113.5"),
+        ("<real@bank.example>", "192.0.2.7"),
+    ] {
         let envelope = common::mail::inbound::Envelope {
             recipient: Some("me@tom.example".into()),
             sender: Some("ceo@bank.example".into()),
             client_address: Some(client.into()),
             helo: Some("mail.bank.example".into()),
         };
-        mailhost::deliver(&app.data_dir, envelope.prepend(&letter(id))).await.unwrap();
+        mailhost::deliver(&app.data_dir, envelope.prepend(&letter(id)))
+            .await
+            .unwrap();
         assert_eq!(poller::run_once(&app.ctx).await.unwrap().filed, 1);
     }
     let got = receiver.wait_for(1).await;

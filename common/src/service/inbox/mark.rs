@@ -95,5 +95,6 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiEr
         thread: summary?.ok_or(error::NOT_FOUND)?,
         messages: rows.iter().map(Summary::from).collect(),
         next_cursor,
+        envelope: None,
     })
 }

@@ -25,12 +25,14 @@ use crate::values::Bounded;
 use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, QuarantineView, RowId, StoredMessageId, ThreadId};
 
 mod attachment;
+mod boundary;
 mod mark;
 mod read;
 mod shapes;
 mod wait;
 
 pub use attachment::*;
+pub use boundary::{Boundary, Envelope, Provenance};
 pub use mark::*;
 pub use read::*;
 pub use shapes::*;

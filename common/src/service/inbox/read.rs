@@ -37,21 +37,25 @@ crate::input! {
         pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
         /// With wait: the subject contains this (case-insensitive).
         pub subject: Option<Needle> = error::INBOX_FILTER_INVALID,
+        /// For agents, with id, messageId or thread: wrap what the sender
+        /// wrote in a random per-response delimiter, provenance outside.
+        pub envelope: Option<bool> = error::INBOX_ENVELOPE_INVALID,
     }
 }
 
 pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiError> {
     let limit = q.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    let boundary = q.envelope.unwrap_or(false).then(Boundary::new);
     match target(q.id, q.message_id, q.thread) {
         Some(Target::Thread(thread)) => {
             let scope = scope(call, q.mailbox.as_deref())?;
             return Ok(InboxOutput::Thread(
-                read_thread(call, &scope, &thread, q.cursor.as_deref()).await?,
+                read_thread(call, &scope, &thread, q.cursor.as_deref(), boundary.as_ref()).await?,
             ));
         }
         Some(target) => {
             let scope = scope(call, q.mailbox.as_deref())?;
-            let read = read_message(call, &scope, &target, None).await?;
+            let read = read_message(call, &scope, &target, None, boundary.as_ref()).await?;
             return Ok(InboxOutput::Message(Box::new(read)));
         }
         None => {}
@@ -149,7 +153,34 @@ async fn threads_page(
 
 /// A thread's summary and a page of its messages, oldest first; every unread
 /// inbound row of the thread is marked read.
-async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<&str>) -> Result<ThreadView, ApiError> {
+async fn read_thread(
+    call: &Call<'_>,
+    scope: &str,
+    thread: &str,
+    cursor: Option<&str>,
+    boundary: Option<&Boundary>,
+) -> Result<ThreadView, ApiError> {
+    let view = read_thread_rows(call, scope, thread, cursor).await?;
+    Ok(match boundary {
+        None => view,
+        Some(b) => ThreadView {
+            thread: Thread {
+                subject: b.wrap(&view.thread.subject),
+                ..view.thread
+            },
+            messages: view.messages.into_iter().map(|s| b.summary(s)).collect(),
+            envelope: Some(b.describe(None)),
+            ..view
+        },
+    })
+}
+
+async fn read_thread_rows(
+    call: &Call<'_>,
+    scope: &str,
+    thread: &str,
+    cursor: Option<&str>,
+) -> Result<ThreadView, ApiError> {
     let ctx = call.ctx;
     let pk = keys::thread_partition(scope, thread);
     let (summary, page) = tokio::join!(
@@ -165,6 +196,7 @@ async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<
             messages: summaries(ctx, &rows).await?,
             thread: summary,
             next_cursor,
+            envelope: None,
         });
     }
     let rows = if summary.unread_count > unread_here {
@@ -188,6 +220,7 @@ async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<
         thread: summary,
         messages: summaries(ctx, &rows).await?,
         next_cursor,
+        envelope: None,
     })
 }
 
@@ -216,12 +249,14 @@ async fn search_scope(
 }
 
 /// A message with its body, marked read; the text cut at `max_chars` when
-/// given.
+/// given (before it is wrapped), and what the sender wrote wrapped when a
+/// boundary is given.
 pub(super) async fn read_message(
     call: &Call<'_>,
     scope: &str,
     target: &Target,
     max_chars: Option<usize>,
+    boundary: Option<&Boundary>,
 ) -> Result<MessageRead, ApiError> {
     let row = find(call, scope, target).await?;
     let row = if row.unread && !call.peek {
@@ -240,18 +275,27 @@ pub(super) async fn read_message(
         let cut_html = html.as_mut().is_some_and(|h| cut_chars(h, max));
         truncated = Some(cut_text || cut_html);
     }
+    let message = MessageView {
+        // A read of one message carries every check.
+        summary: Summary {
+            authentication: row.authentication.clone(),
+            ..summaries(call.ctx, std::slice::from_ref(&row)).await?.remove(0)
+        },
+        text,
+        html,
+    };
+    let (message, envelope) = match boundary {
+        None => (message, None),
+        Some(b) => {
+            let envelope = b.describe(Some(&message.summary));
+            (b.message(message), Some(envelope))
+        }
+    };
     Ok(MessageRead {
         ok: true,
-        message: MessageView {
-            // A read of one message carries every check.
-            summary: Summary {
-                authentication: row.authentication.clone(),
-                ..summaries(call.ctx, std::slice::from_ref(&row)).await?.remove(0)
-            },
-            text,
-            html,
-        },
+        message,
         truncated,
+        envelope,
     })
 }
 
@@ -326,7 +370,7 @@ pub async fn get_message(call: &Call<'_>, input: MessageTarget) -> Result<Messag
     let scope = scope(call, input.mailbox.as_deref())?;
     let target = target(input.id, input.message_id, None).ok_or(error::MESSAGE_TARGET_REQUIRED)?;
     let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
-    read_message(call, &scope, &target, Some(max)).await
+    read_message(call, &scope, &target, Some(max), Some(&Boundary::new())).await
 }
 
 crate::input! {
@@ -364,7 +408,14 @@ crate::input! {
 
 pub async fn get_thread(call: &Call<'_>, input: ThreadQuery) -> Result<ThreadView, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    read_thread(call, &scope, &input.thread, input.cursor.as_deref()).await
+    read_thread(
+        call,
+        &scope,
+        &input.thread,
+        input.cursor.as_deref(),
+        Some(&Boundary::new()),
+    )
+    .await
 }
 
 crate::input! {

@@ -205,6 +205,11 @@ pub struct MessageRead {
     /// Set by get_message: whether the text (and html) was cut at maxChars.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// get_message, and GET /inbox with envelope=true: the stranger-written
+    /// values are wrapped in this response's random delimiter (see notice),
+    /// the provenance kept outside.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 /// A folder's threads, newest activity first.
@@ -226,6 +231,11 @@ pub struct ThreadView {
     pub messages: Vec<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// get_thread, and GET /inbox?thread= with envelope=true: subjects,
+    /// previews and attachment names wrapped in this response's random
+    /// delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 /// GET /inbox answers with one of these, by the precedence of spec 4.2.
