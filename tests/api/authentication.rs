@@ -21,6 +21,7 @@ on_both_backends!(
     a_file_without_its_connection_is_judged_on_what_it_carries,
     a_lookup_that_fails_gives_temperror_and_the_message_is_filed,
     what_a_stranger_wrote_reaches_an_agent_inside_an_envelope_it_cannot_close,
+    real_signed_messages_of_public_suites_get_the_verdicts_their_suites_state,
 );
 
 const TO: &str = "me@tom.example";
@@ -391,4 +392,54 @@ async fn what_a_stranger_wrote_reaches_an_agent_inside_an_envelope_it_cannot_clo
         .get(&format!("/inbox?id={id}&envelope=yes"), Auth::Bearer(&key))
         .await;
     assert_eq!((res.status, res.error()), (400, "envelope must be true or false"));
+}
+
+/// tests/fixtures/dkim (ORIGIN.md there): each file its suite's DNS records
+/// (`name value` lines), a blank line, and the message; with what its suite
+/// expects of it: the DKIM result of the signature the suite checks (`last`:
+/// the last, `any`: one of them) and, for ARC, the chain's.
+const SUITE: &[(&str, &str, &str, Option<&str>)] = &[
+    ("mail-auth-dkim-001.txt", "last", "pass", None),
+    ("mail-auth-dkim-002.txt", "last", "pass", None),
+    ("mail-auth-dkim-003.txt", "last", "pass", None),
+    ("mail-auth-dkim-004.txt", "last", "pass", None),
+    // Passes at the suite's clock (1667843664); its x= (2022-11-08) has
+    // passed since, and mail-auth calls an expired signature neutral.
+    ("mail-auth-dkim-005.txt", "last", "neutral", None),
+    ("mail-auth-dkim-006.txt", "last", "pass", None),
+    ("mail-auth-arc-001.txt", "any", "pass", Some("pass")),
+    ("mail-auth-arc-002.txt", "any", "pass", Some("pass")),
+    ("go-msgauth-verify-rsa-simple.txt", "last", "pass", None),
+    ("go-msgauth-sign-rsa-simple.txt", "last", "pass", None),
+];
+
+async fn real_signed_messages_of_public_suites_get_the_verdicts_their_suites_state(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dkim");
+    for (file, which, dkim, arc) in SUITE {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let (records, message) = text.split_once("\n\n").unwrap();
+        let mut names: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+        for line in records.lines() {
+            let (name, value) = line.split_once(' ').unwrap();
+            names.entry(name).or_default().push(value);
+        }
+        for (name, values) in names {
+            app.dns.set_txt(name, &values);
+        }
+        let mut raw = format!("Delivered-To: {TO}\r\n").into_bytes();
+        raw.extend(message.replace('\n', "\r\n").into_bytes());
+        mailhost::deliver(&app.data_dir, raw).await.unwrap();
+        let outcome = poller::run_once(&app.ctx).await.unwrap();
+        assert_eq!(outcome.filed, 1, "{file}: {outcome:?}");
+        let newest = list(&app, &key, "?limit=1").await;
+        let auth = read(&app, &key, &format!("id={}", newest[0]["id"].as_str().unwrap())).await["authentication"].clone();
+        let results: Vec<&str> = auth["dkim"].as_array().unwrap().iter().map(|c| c["result"].as_str().unwrap()).collect();
+        let got = match *which {
+            "last" => results.last().copied(),
+            _ => results.iter().copied().find(|r| r == dkim),
+        };
+        assert_eq!(got, Some(*dkim), "{file}: {auth}");
+        assert_eq!(auth["arc"]["result"].as_str(), *arc, "{file}: {auth}");
+    }
 }
