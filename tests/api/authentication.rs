@@ -433,8 +433,14 @@ async fn real_signed_messages_of_public_suites_get_the_verdicts_their_suites_sta
         let outcome = poller::run_once(&app.ctx).await.unwrap();
         assert_eq!(outcome.filed, 1, "{file}: {outcome:?}");
         let newest = list(&app, &key, "?limit=1").await;
-        let auth = read(&app, &key, &format!("id={}", newest[0]["id"].as_str().unwrap())).await["authentication"].clone();
-        let results: Vec<&str> = auth["dkim"].as_array().unwrap().iter().map(|c| c["result"].as_str().unwrap()).collect();
+        let auth =
+            read(&app, &key, &format!("id={}", newest[0]["id"].as_str().unwrap())).await["authentication"].clone();
+        let results: Vec<&str> = auth["dkim"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["result"].as_str().unwrap())
+            .collect();
         let got = match *which {
             "last" => results.last().copied(),
             _ => results.iter().copied().find(|r| r == dkim),
