@@ -49,9 +49,9 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
     match target(q.id, q.message_id, q.thread) {
         Some(Target::Thread(thread)) => {
             let scope = scope(call, q.mailbox.as_deref())?;
-            return Ok(InboxOutput::Thread(
+            return Ok(InboxOutput::Thread(Box::new(
                 read_thread(call, &scope, &thread, q.cursor.as_deref(), boundary.as_ref()).await?,
-            ));
+            )));
         }
         Some(target) => {
             let scope = scope(call, q.mailbox.as_deref())?;

@@ -243,7 +243,7 @@ pub struct ThreadView {
 #[serde(untagged)]
 pub enum InboxOutput {
     Message(Box<MessageRead>),
-    Thread(ThreadView),
+    Thread(Box<ThreadView>),
     List(InboxList),
     Threads(ThreadList),
 }
