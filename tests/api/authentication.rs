@@ -225,6 +225,22 @@ async fn spoofed_mail_stays_out_of_the_inbox_yet_is_read_by_id_and_listed_apart(
         .await;
     assert_eq!((marked.status, marked.error()), (404, "Message not found"));
 
+    // A key narrowed to another mailbox sees none of it.
+    let added = app.add_mailbox(&key, "tom.example", "other", "hosted", json!([])).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let narrowed = app
+        .post(
+            "/keys",
+            Auth::Bearer(&key),
+            json!({"name": "other only", "permissions": ["read"], "mailboxes": ["other@tom.example"]}),
+        )
+        .await;
+    assert_eq!(narrowed.status, 200, "{}", narrowed.body);
+    let other = narrowed.body["apiKey"].as_str().unwrap();
+    assert!(list(&app, other, "?view=quarantine").await.is_empty());
+    let res = app.get(&format!("/inbox?id={id}"), Auth::Bearer(other)).await;
+    assert_eq!(res.status, 404);
+
     // The tools say the same.
     let listed = tool(&app, &key, "list_inbox", json!({})).await;
     assert_eq!(listed["messages"], json!([]));

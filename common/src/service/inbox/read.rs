@@ -121,7 +121,7 @@ async fn quarantine_page(
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<InboxList, ApiError> {
-    let (rows, next_cursor) = mail_store::quarantined(call.ctx, scope, cursor, limit).await?;
+    let (rows, next_cursor) = mail_store::quarantined(call.ctx, scope, cursor, limit, visible(call)).await?;
     InboxList::of(&rows, next_cursor)
 }
 

@@ -28,15 +28,18 @@ fn expired(row: &Row, now: i64) -> bool {
     row.ttl.is_some_and(|ttl| ttl <= now)
 }
 
-/// One page of a scope's quarantined rows, newest first, past the cursor;
-/// rows past their 30 days are left out.
+/// One page of a scope's quarantined rows that `keep` keeps (a scoped key's
+/// mailboxes), newest first, past the cursor; rows past their 30 days are
+/// left out.
 pub async fn quarantined(
     ctx: &Context,
     scope: &str,
     cursor: Option<&str>,
     limit: usize,
+    keep: impl Fn(&RawItem) -> bool,
 ) -> Result<(Vec<Row>, Option<String>), ApiError> {
-    let (rows, next) = page::<Row>(ctx, keys::quarantine_partition(scope), true, cursor, limit).await?;
+    let (items, next) = page_raw_where(ctx, keys::quarantine_partition(scope), true, cursor, limit, keep).await?;
+    let rows = items.iter().map(|i| i.record()).collect::<Result<Vec<Row>, _>>()?;
     let now = ctx.clock.now().timestamp();
     Ok((rows.into_iter().filter(|r| !expired(r, now)).collect(), next))
 }
