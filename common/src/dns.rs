@@ -1,7 +1,9 @@
 //! DNS lookups for domain checks (the MX, SPF, DKIM and DMARC records a
 //! customer publishes) and for webhook hosts (their A and AAAA records). Every lookup goes to the nameserver afresh (no cache), is
 //! bounded in time, and says apart "the records are not there" ([`Lookup::Missing`])
-//! from "the lookup did not finish" ([`Lookup::Transient`]).
+//! from "the lookup did not finish" ([`Lookup::Transient`]). Received mail's
+//! checks (`mail::authenticate`) use a second resolver on the same nameserver,
+//! [`Dns::authenticator`], whose answers are cached within their TTL.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -64,6 +66,9 @@ pub struct Dns {
     /// The configured nameserver; `None`: the system's resolv.conf.
     nameserver: Option<SocketAddr>,
     resolver: Arc<OnceLock<TokioResolver>>,
+    /// The received-mail checks' resolver (SPF, DKIM, DMARC, ARC): the same
+    /// nameserver, but answers kept within their TTL.
+    authenticator: Arc<OnceLock<mail_auth::MessageAuthenticator>>,
 }
 
 impl fmt::Debug for Dns {
@@ -82,6 +87,7 @@ impl Dns {
         Ok(Dns {
             nameserver: nameserver.map(parse_nameserver).transpose()?,
             resolver: Arc::default(),
+            authenticator: Arc::default(),
         })
     }
 
@@ -90,8 +96,20 @@ impl Dns {
             return Ok(resolver);
         }
         // Two first lookups at once may both build one; either is kept.
-        let built = build_resolver(self.nameserver)?;
+        let built = build_resolver(self.nameserver, options())?;
         Ok(self.resolver.get_or_init(|| built))
+    }
+
+    /// The resolver that checks received mail: the same nameserver, built at
+    /// its first use, with a cache that keeps each answer within its TTL (a
+    /// sender's SPF, DKIM and DMARC records are asked for message after
+    /// message), negative answers at most [`NEGATIVE_TTL_CAP`].
+    pub fn authenticator(&self) -> anyhow::Result<&mail_auth::MessageAuthenticator> {
+        if let Some(authenticator) = self.authenticator.get() {
+            return Ok(authenticator);
+        }
+        let built = mail_auth::MessageAuthenticator(build_resolver(self.nameserver, caching_options())?);
+        Ok(self.authenticator.get_or_init(|| built))
     }
 
     /// MX records as (preference, exchange), the exchange lowercased without its
@@ -144,7 +162,7 @@ impl Dns {
     }
 }
 
-fn build_resolver(nameserver: Option<SocketAddr>) -> anyhow::Result<TokioResolver> {
+fn build_resolver(nameserver: Option<SocketAddr>, opts: ResolverOpts) -> anyhow::Result<TokioResolver> {
     let servers = match nameserver {
         Some(addr) => {
             let mut udp = ConnectionConfig::udp();
@@ -165,7 +183,7 @@ fn build_resolver(nameserver: Option<SocketAddr>) -> anyhow::Result<TokioResolve
     };
     let config = ResolverConfig::from_parts(None, vec![], servers);
     TokioResolver::builder_with_config(config, TokioRuntimeProvider::default())
-        .with_options(options())
+        .with_options(opts)
         .build()
         .context("building the DNS resolver")
 }
@@ -182,6 +200,22 @@ fn options() -> ResolverOpts {
     opts.negative_min_ttl = Some(Duration::ZERO);
     opts.positive_max_ttl = Some(Duration::ZERO);
     opts.negative_max_ttl = Some(Duration::ZERO);
+    opts
+}
+
+/// The longest a "no such record" answer is kept by the mail checks' cache.
+pub const NEGATIVE_TTL_CAP: Duration = Duration::from_secs(300);
+
+/// The mail checks' options: bounded like the domain checks', with hickory's
+/// cache on (each answer kept for its own TTL).
+fn caching_options() -> ResolverOpts {
+    let mut opts = options();
+    let defaults = ResolverOpts::default();
+    opts.cache_size = 4096;
+    opts.positive_min_ttl = defaults.positive_min_ttl;
+    opts.positive_max_ttl = defaults.positive_max_ttl;
+    opts.negative_min_ttl = defaults.negative_min_ttl;
+    opts.negative_max_ttl = Some(NEGATIVE_TTL_CAP);
     opts
 }
 
@@ -314,6 +348,17 @@ mod tests {
         assert_eq!(o.negative_max_ttl, Some(Duration::ZERO));
         assert_eq!(o.ndots, 0);
         assert!(o.timeout * (o.attempts as u32 + 1) <= Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_mail_checks_cache_within_ttl_and_give_up_as_soon() {
+        let o = caching_options();
+        assert!(o.cache_size > 0);
+        assert_eq!(o.positive_max_ttl, ResolverOpts::default().positive_max_ttl);
+        assert_eq!(o.negative_max_ttl, Some(NEGATIVE_TTL_CAP));
+        assert_eq!((o.timeout, o.attempts, o.ndots), (TIMEOUT, RETRIES, 0));
+        let dns = Dns::new(Some("127.0.0.1:5353")).unwrap();
+        assert!(dns.authenticator().is_ok());
     }
 
     #[test]

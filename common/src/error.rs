@@ -273,7 +273,8 @@ catalogue! {
     ATTACHMENT_INDEX_INVALID = 400 "index is required and must be an integer from 0 to 19";
     INBOX_MESSAGE_ID_INVALID = 400 "messageId must be a Message-ID such as <id@example.com>";
     INBOX_THREAD_INVALID = 400 "thread must be 64 lowercase hex characters";
-    INBOX_VIEW_INVALID = 400 "view must be threads";
+    INBOX_VIEW_INVALID = 400 "view must be threads or quarantine";
+    INBOX_ENVELOPE_INVALID = 400 "envelope must be true or false";
     INBOX_QUERY_INVALID = 400 "q must be 2 to 200 characters";
     INBOX_FOLDER_INVALID = 400 "folder must be inbox, archive or trash";
     INBOX_CURSOR_INVALID = 400 "cursor and after must be a cursor or message id from this API";

@@ -215,6 +215,13 @@ pub fn threads_partition(scope: &str, folder: &str) -> String {
     format!("THREADS#{scope}#{folder}")
 }
 
+/// `QUAR#<scope>/<id>`: received rows kept out of the inbox (spoofed, and
+/// the sender lists' refusals), each whole, with a 30-day `ttl`; the
+/// quarantine view reads it newest first, and a read by id falls back to it.
+pub fn quarantine_partition(scope: &str) -> String {
+    format!("QUAR#{scope}")
+}
+
 /// `MSGID#<scope>/<Message-ID>\n<mailbox>\n<in|out>`: a copy of each row by
 /// its Message-ID; its conditional put makes filing idempotent per mailbox.
 pub fn message_ids_of(scope: &str) -> String {

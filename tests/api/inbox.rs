@@ -207,7 +207,7 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
             "messageId must be a Message-ID such as <id@example.com>",
         ),
         ("?thread=xyz", "thread must be 64 lowercase hex characters"),
-        ("?view=list", "view must be threads"),
+        ("?view=list", "view must be threads or quarantine"),
         ("?q=a", "q must be 2 to 200 characters"),
         ("?q=", "q must be 2 to 200 characters"),
         ("?folder=spam", "folder must be inbox, archive or trash"),
@@ -454,7 +454,19 @@ async fn the_tools_answer_what_the_routes_answer(app: TestApp) {
     assert_eq!(read["message"]["unread"], false);
     assert_eq!(read["truncated"], false, "{read}");
     read.as_object_mut().unwrap().remove("truncated");
-    assert_eq!(list(&app, &key, &format!("?id={id}")).await, read);
+    // The tool wraps what the sender wrote; GET /inbox does when asked, each
+    // response with its own delimiter.
+    let rest = list(&app, &key, &format!("?id={id}&envelope=true")).await;
+    let (ours, theirs) = (
+        read["envelope"]["delimiter"].as_str().unwrap(),
+        rest["envelope"]["delimiter"].as_str().unwrap(),
+    );
+    assert_ne!(ours, theirs, "random per response");
+    let read: Value = serde_json::from_str(&read.to_string().replace(ours, theirs)).unwrap();
+    assert_eq!(rest, read);
+    let plain = list(&app, &key, &format!("?id={id}")).await;
+    assert_eq!(plain["message"]["subject"], "The chart");
+    assert!(plain.get("envelope").is_none());
     let marked = tool(&app, &key, "mark_read", json!({"id": id, "unread": true})).await;
     assert_eq!(marked["messages"][0]["unread"], true);
     let again = app
@@ -979,7 +991,13 @@ async fn waiting_returns_on_arrival_or_at_the_deadline(app: TestApp) {
     // get_message cuts long text when asked.
     let cut = tool(&app, &key, "get_message", json!({"id": id, "maxChars": 100})).await;
     assert_eq!(cut["truncated"], true);
-    assert_eq!(cut["message"]["text"].as_str().unwrap().chars().count(), 100);
+    let delimiter = cut["envelope"]["delimiter"].as_str().unwrap();
+    let text = cut["message"]["text"].as_str().unwrap();
+    let inner = text
+        .strip_prefix(&format!("<{delimiter}>"))
+        .and_then(|t| t.strip_suffix(&format!("</{delimiter}>")))
+        .unwrap();
+    assert_eq!(inner.chars().count(), 100, "cut before it is wrapped");
 }
 
 /// The counts of `docs/data-model.md` ("Storage requests per route"), beyond

@@ -644,6 +644,13 @@ async fn each_copy_is_filed_for_its_envelope_recipient_alone() {
     assert_eq!(envelope.client_address.as_deref(), Some("127.0.0.1"));
     assert_eq!(envelope.sender.as_deref(), Some("ann@example.org"));
     assert!(envelope.helo.is_some(), "{envelope:?}");
+    // Through the real Postfix, the client's address and HELO reach the SPF
+    // check (issue 29).
+    let id = rows[0]["id"].as_str().unwrap();
+    let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(key)).await.body;
+    let spf = &read["message"]["authentication"]["spf"];
+    assert_eq!(spf["clientIp"], "127.0.0.1", "{read}");
+    assert!(spf["helo"].is_string(), "{read}");
 
     // One size limit: Postfix refuses past the service's own, at SMTP time.
     let limit = common::mail::inbound::MESSAGE_SIZE_LIMIT;

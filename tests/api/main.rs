@@ -5,6 +5,7 @@
 mod support;
 
 mod auth_matrix;
+mod authentication;
 mod binary;
 mod credits_admin;
 mod delivery;

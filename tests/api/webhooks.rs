@@ -39,6 +39,7 @@ on_both_stores!(
     registration_refuses_urls_that_reach_inside,
     the_agent_key_and_accounts_each_have_their_own,
     a_replay_answers_within_the_gateways_limit_however_slow_the_receiver,
+    spoofed_mail_is_never_announced_and_the_event_carries_the_verdicts,
 );
 
 async fn app_with_receiver_ca(backend: Backend, ca: &std::path::Path) -> Option<TestApp> {
@@ -528,4 +529,45 @@ async fn a_replay_answers_within_the_gateways_limit_however_slow_the_receiver(ba
         took < std::time::Duration::from_secs(25),
         "answered in {took:?}, past API Gateway's 29 s"
     );
+}
+
+/// Issue 29: mail whose From domain publishes p=reject and that comes from
+/// outside its SPF is kept out of the inbox and announced to no one; the next
+/// genuine message is, with the verdicts' summary.
+async fn spoofed_mail_is_never_announced_and_the_event_carries_the_verdicts(backend: Backend) {
+    let (port, dir) = Receiver::prepare();
+    let Some(app) = app_with_receiver_ca(backend, &Receiver::ca_file(&dir)).await else {
+        return;
+    };
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let registered = register(&app, &key, &format!("https://localhost:{port}/hook")).await;
+    let secret = registered["webhook"]["secret"].as_str().unwrap().to_string();
+    let receiver = receiver!(port, dir, &secret, "200");
+    app.dns.set_txt("_dmarc.bank.example", &["v=DMARC1; p=reject"]);
+    app.dns.set_txt("bank.example", &["v=spf1 ip4:192.0.2.0/24 -all"]);
+    let letter = |id: &str| {
+        format!("From: ceo@bank.example\r\nTo: me@tom.example\r\nSubject: Wire\r\nMessage-ID: {id}\r\n\r\nWire it.\r\n")
+            .into_bytes()
+    };
+    for (id, client) in [
+        ("<spoof@bank.example>", "203.0.113.5"),
+        ("<real@bank.example>", "192.0.2.7"),
+    ] {
+        let envelope = common::mail::inbound::Envelope {
+            recipient: Some("me@tom.example".into()),
+            sender: Some("ceo@bank.example".into()),
+            client_address: Some(client.into()),
+            helo: Some("mail.bank.example".into()),
+        };
+        mailhost::deliver(&app.data_dir, envelope.prepend(&letter(id)))
+            .await
+            .unwrap();
+        assert_eq!(poller::run_once(&app.ctx).await.unwrap().filed, 1);
+    }
+    let got = receiver.wait_for(1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(receiver.deliveries().len(), 1, "the spoofed one is never announced");
+    let body: Value = serde_json::from_str(got[0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["messageId"], "<real@bank.example>");
+    assert_eq!(body["authentication"], json!({"summary": "pass", "spoofed": false}));
 }

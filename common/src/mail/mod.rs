@@ -1,6 +1,7 @@
 //! Outbound mail: one `Transport` trait, with spool, SMTP and SES v2 backends.
 
 pub mod attachments;
+pub mod authenticate;
 pub mod codes;
 pub mod dsn;
 pub mod inbound;

@@ -10,10 +10,11 @@
 use crate::blob::BlobError;
 use crate::context::Context;
 use crate::error::ApiError;
+use crate::mail::authenticate::{self, Authentication};
 use crate::mail::inbound::{self, DONE, FAILED, Inbound, Limits, PENDING};
 
 use super::delivery::reports::{self, Consumed};
-use super::mail_store::{self, Direction, NewMessage, Row};
+use super::mail_store::{self, Direction, NewMessage, Quarantine, Row};
 use super::{mailboxes, webhooks};
 
 /// What one run did: copies filed, copies already there, files refused, and
@@ -58,7 +59,7 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(S
         Err(refused) => Err(refused.0),
         Ok(message) => match report_to(ctx, &message) {
             Some(return_path) => report(ctx, &message, &return_path, &raw).await?,
-            None => file(ctx, &message).await?,
+            None => file(ctx, &message, &raw).await?,
         },
     };
     match result {
@@ -109,7 +110,7 @@ async fn report(
     match reports::consume(ctx, return_path, body).await? {
         Consumed::Applied(_) => Ok(Ok((Vec::new(), 0))),
         Consumed::Refused(reason) => Ok(Err(reason)),
-        Consumed::AutoReply { deliver_to } => file_for(ctx, message, vec![deliver_to]).await,
+        Consumed::AutoReply { deliver_to } => file_for(ctx, message, raw, vec![deliver_to]).await,
     }
 }
 
@@ -118,7 +119,7 @@ async fn report(
 /// when nothing here receives it.
 type Filed = (Vec<(String, Row)>, usize);
 
-async fn file(ctx: &Context, message: &Inbound) -> Result<Result<Filed, String>, ApiError> {
+async fn file(ctx: &Context, message: &Inbound, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
     // The envelope's one recipient; only a bare message dropped by hand (no
     // envelope, no trace lines) is filed by its To and Cc.
     let candidates: Vec<String> = match &message.envelope {
@@ -128,15 +129,19 @@ async fn file(ctx: &Context, message: &Inbound) -> Result<Result<Filed, String>,
         },
         None => message.to.iter().chain(&message.cc).cloned().collect(),
     };
-    file_for(ctx, message, candidates).await
+    file_for(ctx, message, raw, candidates).await
 }
 
-/// Files one message for these addresses (those that are mailboxes here).
+/// Files one message for these addresses (those that are mailboxes here),
+/// with its verdicts (checked once, before its first copy is filed); spoofed
+/// mail is filed into the quarantine.
 async fn file_for(
     ctx: &Context,
     message: &Inbound,
+    raw: &[u8],
     candidates: Vec<String>,
 ) -> Result<Result<Filed, String>, ApiError> {
+    let mut auth: Option<Authentication> = None;
     let mut seen = std::collections::HashSet::new();
     let mut here = 0;
     let (mut new, mut duplicates) = (Vec::new(), 0);
@@ -157,11 +162,22 @@ async fn file_for(
             continue;
         }
         let scope = mailbox.reading_scope(&ctx.config.service_domain);
-        match mail_store::file(ctx, &as_new(message, &scope, &mailbox.address)).await? {
+        if auth.is_none() {
+            auth = Some(authentication(ctx, message, raw).await);
+        }
+        let filing = NewMessage {
+            authentication: auth.as_ref(),
+            quarantine: auth.as_ref().filter(|a| a.spoofed).map(|_| Quarantine::Spoofed),
+            ..as_new(message, &scope, &mailbox.address)
+        };
+        match mail_store::file(ctx, &filing).await? {
             Some(row) => {
-                // Someone who wrote here is no first contact to write back to.
-                let owner = super::sent::owner_of(&mailbox.uid);
-                super::pending::heard_from(ctx, &owner, &message.from).await?;
+                // Someone who wrote here (genuinely) is no first contact to
+                // write back to.
+                if filing.quarantine.is_none() {
+                    let owner = super::sent::owner_of(&mailbox.uid);
+                    super::pending::heard_from(ctx, &owner, &message.from).await?;
+                }
                 new.push((scope, row))
             }
             None => duplicates += 1,
@@ -173,7 +189,24 @@ async fn file_for(
     Ok(Ok((new, duplicates)))
 }
 
-/// What is filed of a parsed message in one mailbox.
+/// The verdicts on a received message: checked here, through the service's
+/// resolver, on the bytes after the mail host's envelope and trace lines.
+/// A resolver that cannot be built makes every check `temperror`.
+async fn authentication(ctx: &Context, message: &Inbound, raw: &[u8]) -> Authentication {
+    let envelope = message.envelope.as_ref();
+    let resolver = match ctx.dns.authenticator() {
+        Ok(resolver) => resolver,
+        Err(e) => {
+            tracing::warn!(error = %e, "no resolver for the received mail's checks");
+            return Authentication::unfinished(envelope);
+        }
+    };
+    let (_, body) = inbound::Envelope::split(raw);
+    authenticate::authenticate(resolver, body, envelope, &ctx.config.mail_host).await
+}
+
+/// What is filed of a parsed message in one mailbox (its verdicts and
+/// quarantine are the poller's to add).
 pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> NewMessage<'a> {
     NewMessage {
         scope,
@@ -197,5 +230,7 @@ pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> New
         source: "smtp",
         only_on_existing_thread: false,
         digest: Some(&message.digest),
+        authentication: None,
+        quarantine: None,
     }
 }

@@ -445,6 +445,8 @@ pub(crate) async fn file_on_thread(
         only_on_existing_thread: true,
         digest: None,
         delivery: Some(sent.delivery),
+        authentication: None,
+        quarantine: None,
     };
     match mail_store::file(ctx, &new).await {
         Ok(Some(row)) => (Some(row.thread_id), row.attachments.len()),

@@ -241,8 +241,9 @@ pub async fn remove(call: &Call<'_>, _: crate::validate::NoInput) -> Result<Webh
 /// Announces newly stored messages: one `inbound.received` event each to its
 /// owner's registration (none when absent or disabled), a few at a time.
 /// Failures are logged; filing already succeeded.
+/// Quarantined rows are never announced.
 pub async fn announce(ctx: &Context, filed: &[(String, Row)]) {
-    futures::stream::iter(filed)
+    futures::stream::iter(filed.iter().filter(|(_, row)| row.quarantine.is_none()))
         .for_each_concurrent(CONCURRENCY, |(scope, row)| async move {
             if let Err(e) = received(ctx, scope, row).await {
                 tracing::error!(error = %e, id = %row.id, "webhook delivery failed");
@@ -252,7 +253,7 @@ pub async fn announce(ctx: &Context, filed: &[(String, Row)]) {
 }
 
 async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError> {
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "type": "inbound.received",
         "id": row.id,
         "messageId": row.message_id,
@@ -263,6 +264,10 @@ async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError>
         "timestamp": row.ingested_at,
         "mailbox": row.mailbox,
     });
+    // The verdicts' summary and spoofed flag, as a list row shows them.
+    if let Some(auth) = &row.authentication {
+        body["authentication"] = serde_json::json!(auth.compact());
+    }
     emit(
         ctx,
         &owner_of_scope(scope),

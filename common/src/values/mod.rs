@@ -668,8 +668,8 @@ macro_rules! word {
 }
 
 word!(
-    /// `view=threads`: list conversation threads.
-    Threads = "threads"
+    /// `view=quarantine`: list the received mail kept out of the inbox.
+    QuarantineView = "quarantine"
 );
 word!(
     /// `disposition=inline`: show the file in the browser.

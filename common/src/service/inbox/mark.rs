@@ -56,6 +56,11 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiEr
         }
         _ => {
             let row = find(call, &scope, &target).await?;
+            // Quarantined mail has no thread or folder to change: POST /inbox
+            // acts on the inbox alone (docs/decisions.md).
+            if row.quarantine.is_some() {
+                return Err(error::NOT_FOUND.into());
+            }
             (row.thread_id.clone(), Some(row))
         }
     };
@@ -90,5 +95,6 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiEr
         thread: summary?.ok_or(error::NOT_FOUND)?,
         messages: rows.iter().map(Summary::from).collect(),
         next_cursor,
+        envelope: None,
     })
 }

@@ -22,15 +22,17 @@ use crate::keys;
 use crate::mail::codes;
 use crate::validate::{Fields, Origin};
 use crate::values::Bounded;
-use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, RowId, StoredMessageId, ThreadId, Threads};
+use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, QuarantineView, RowId, StoredMessageId, ThreadId};
 
 mod attachment;
+mod boundary;
 mod mark;
 mod read;
 mod shapes;
 mod wait;
 
 pub use attachment::*;
+pub use boundary::{Boundary, Envelope, Provenance};
 pub use mark::*;
 pub use read::*;
 pub use shapes::*;
@@ -60,6 +62,26 @@ pub type Limit = Bounded<1, MAX_LIMIT>;
 pub type WaitSeconds = Bounded<1, MAX_WAIT_SECONDS>;
 /// How much of a message's text and html an MCP read returns.
 pub type MaxChars = Bounded<100, 1_000_000>;
+
+/// `view=`: `threads` lists conversation threads; `quarantine` lists the
+/// received mail kept out of the inbox (spoofed, or refused by a sender
+/// list), newest first, for its 30 days.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum View {
+    Threads,
+    Quarantine,
+}
+
+impl crate::values::Value for View {
+    fn parse(text: &str) -> Option<View> {
+        match text {
+            "threads" => Some(View::Threads),
+            "quarantine" => Some(View::Quarantine),
+            _ => None,
+        }
+    }
+}
 
 // ---------------------------------------------------------------- scope
 

@@ -16,8 +16,9 @@ crate::input! {
         pub id: Option<RowId> = error::INBOX_ID_INVALID,
         /// Reads the message with this Message-ID (id wins).
         pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
-        /// `threads` lists conversation threads.
-        pub view: Option<Threads> = error::INBOX_VIEW_INVALID,
+        /// `threads` lists conversation threads; `quarantine` the received
+        /// mail kept out of the inbox (spoofed), newest first.
+        pub view: Option<View> = error::INBOX_VIEW_INVALID,
         /// A thread's messages, oldest first; marks its inbound rows read.
         pub thread: Option<ThreadId> = error::INBOX_THREAD_INVALID,
         /// Search subject, sender and body of the newest 200 inbound and 200
@@ -36,21 +37,25 @@ crate::input! {
         pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
         /// With wait: the subject contains this (case-insensitive).
         pub subject: Option<Needle> = error::INBOX_FILTER_INVALID,
+        /// For agents, with id, messageId or thread: wrap what the sender
+        /// wrote in a random per-response delimiter, provenance outside.
+        pub envelope: Option<bool> = error::INBOX_ENVELOPE_INVALID,
     }
 }
 
 pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiError> {
     let limit = q.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    let boundary = q.envelope.unwrap_or(false).then(Boundary::new);
     match target(q.id, q.message_id, q.thread) {
         Some(Target::Thread(thread)) => {
             let scope = scope(call, q.mailbox.as_deref())?;
-            return Ok(InboxOutput::Thread(
-                read_thread(call, &scope, &thread, q.cursor.as_deref()).await?,
-            ));
+            return Ok(InboxOutput::Thread(Box::new(
+                read_thread(call, &scope, &thread, q.cursor.as_deref(), boundary.as_ref()).await?,
+            )));
         }
         Some(target) => {
             let scope = scope(call, q.mailbox.as_deref())?;
-            let read = read_message(call, &scope, &target, None).await?;
+            let read = read_message(call, &scope, &target, None, boundary.as_ref()).await?;
             return Ok(InboxOutput::Message(Box::new(read)));
         }
         None => {}
@@ -59,6 +64,11 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
     if let Some(text) = q.q {
         return Ok(InboxOutput::List(
             search_scope(call, &scope, &text, q.folder, limit).await?,
+        ));
+    }
+    if q.view == Some(View::Quarantine) {
+        return Ok(InboxOutput::List(
+            quarantine_page(call, &scope, q.cursor.as_deref(), limit).await?,
         ));
     }
     if q.view.is_some() {
@@ -103,6 +113,18 @@ async fn flat_page(
     })
 }
 
+/// A page of the quarantine, newest first. Reading it marks nothing (its
+/// rows are never unread).
+async fn quarantine_page(
+    call: &Call<'_>,
+    scope: &str,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<InboxList, ApiError> {
+    let (rows, next_cursor) = mail_store::quarantined(call.ctx, scope, cursor, limit, visible(call)).await?;
+    InboxList::of(&rows, next_cursor)
+}
+
 /// A stored row's summary and unread flag, from its text: the values are
 /// copied as they are, not decoded (see [`StoredSummary`]).
 fn encode_stored(text: &[u8]) -> Result<(Box<RawValue>, bool), ApiError> {
@@ -131,7 +153,34 @@ async fn threads_page(
 
 /// A thread's summary and a page of its messages, oldest first; every unread
 /// inbound row of the thread is marked read.
-async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<&str>) -> Result<ThreadView, ApiError> {
+async fn read_thread(
+    call: &Call<'_>,
+    scope: &str,
+    thread: &str,
+    cursor: Option<&str>,
+    boundary: Option<&Boundary>,
+) -> Result<ThreadView, ApiError> {
+    let view = read_thread_rows(call, scope, thread, cursor).await?;
+    Ok(match boundary {
+        None => view,
+        Some(b) => ThreadView {
+            thread: Thread {
+                subject: b.wrap(&view.thread.subject),
+                ..view.thread
+            },
+            messages: view.messages.into_iter().map(|s| b.summary(s)).collect(),
+            envelope: Some(b.describe(None)),
+            ..view
+        },
+    })
+}
+
+async fn read_thread_rows(
+    call: &Call<'_>,
+    scope: &str,
+    thread: &str,
+    cursor: Option<&str>,
+) -> Result<ThreadView, ApiError> {
     let ctx = call.ctx;
     let pk = keys::thread_partition(scope, thread);
     let (summary, page) = tokio::join!(
@@ -147,6 +196,7 @@ async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<
             messages: summaries(ctx, &rows).await?,
             thread: summary,
             next_cursor,
+            envelope: None,
         });
     }
     let rows = if summary.unread_count > unread_here {
@@ -170,6 +220,7 @@ async fn read_thread(call: &Call<'_>, scope: &str, thread: &str, cursor: Option<
         thread: summary,
         messages: summaries(ctx, &rows).await?,
         next_cursor,
+        envelope: None,
     })
 }
 
@@ -198,12 +249,14 @@ async fn search_scope(
 }
 
 /// A message with its body, marked read; the text cut at `max_chars` when
-/// given.
+/// given (before it is wrapped), and what the sender wrote wrapped when a
+/// boundary is given.
 pub(super) async fn read_message(
     call: &Call<'_>,
     scope: &str,
     target: &Target,
     max_chars: Option<usize>,
+    boundary: Option<&Boundary>,
 ) -> Result<MessageRead, ApiError> {
     let row = find(call, scope, target).await?;
     let row = if row.unread && !call.peek {
@@ -222,14 +275,27 @@ pub(super) async fn read_message(
         let cut_html = html.as_mut().is_some_and(|h| cut_chars(h, max));
         truncated = Some(cut_text || cut_html);
     }
+    let message = MessageView {
+        // A read of one message carries every check.
+        summary: Summary {
+            authentication: row.authentication.clone(),
+            ..summaries(call.ctx, std::slice::from_ref(&row)).await?.remove(0)
+        },
+        text,
+        html,
+    };
+    let (message, envelope) = match boundary {
+        None => (message, None),
+        Some(b) => {
+            let envelope = b.describe(Some(&message.summary));
+            (b.message(message), Some(envelope))
+        }
+    };
     Ok(MessageRead {
         ok: true,
-        message: MessageView {
-            summary: summaries(call.ctx, std::slice::from_ref(&row)).await?.remove(0),
-            text,
-            html,
-        },
+        message,
         truncated,
+        envelope,
     })
 }
 
@@ -257,12 +323,18 @@ crate::input! {
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
         /// The nextCursor of the previous page.
         pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        /// `quarantine`: the received mail kept out of the inbox (spoofed),
+        /// newest first, instead of the inbox. (`threads` is list_threads.)
+        pub view: Option<QuarantineView> = error::INBOX_VIEW_INVALID,
     }
 }
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    if input.view.is_some() {
+        return quarantine_page(call, &scope, input.cursor.as_deref(), limit).await;
+    }
     flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await
 }
 
@@ -298,7 +370,7 @@ pub async fn get_message(call: &Call<'_>, input: MessageTarget) -> Result<Messag
     let scope = scope(call, input.mailbox.as_deref())?;
     let target = target(input.id, input.message_id, None).ok_or(error::MESSAGE_TARGET_REQUIRED)?;
     let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
-    read_message(call, &scope, &target, Some(max)).await
+    read_message(call, &scope, &target, Some(max), Some(&Boundary::new())).await
 }
 
 crate::input! {
@@ -336,7 +408,14 @@ crate::input! {
 
 pub async fn get_thread(call: &Call<'_>, input: ThreadQuery) -> Result<ThreadView, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    read_thread(call, &scope, &input.thread, input.cursor.as_deref()).await
+    read_thread(
+        call,
+        &scope,
+        &input.thread,
+        input.cursor.as_deref(),
+        Some(&Boundary::new()),
+    )
+    .await
 }
 
 crate::input! {
@@ -384,6 +463,45 @@ mod tests {
             digest: "00ff".into(),
             message_id_conflict: conflict,
             delivery: None,
+            authentication: None,
+            quarantine: None,
+            ttl: None,
+        }
+    }
+
+    /// A row with every check, kept out of the inbox.
+    fn judged() -> Row {
+        use crate::mail::authenticate::*;
+        Row {
+            authentication: Some(Authentication {
+                summary: Summary::Fail,
+                spoofed: true,
+                spf: Some(SpfCheck {
+                    result: Verdict::Fail,
+                    domain: "example.org".into(),
+                    client_ip: Some("192.0.2.9".into()),
+                    helo: Some("mx \"x\"".into()),
+                }),
+                dkim: Some(vec![DkimCheck {
+                    result: Verdict::Fail,
+                    domain: "example.org".into(),
+                    selector: "s1".into(),
+                }]),
+                dmarc: Some(DmarcCheck {
+                    result: Verdict::Fail,
+                    domain: "example.org".into(),
+                    policy: Some(DmarcPolicy::Reject),
+                    spf_aligned: false,
+                    dkim_aligned: false,
+                }),
+                arc: None,
+            }),
+            quarantine: Some(mail_store::Quarantined {
+                reason: mail_store::Quarantine::Spoofed,
+                at: "2026-11-23T10:00:00Z".into(),
+            }),
+            ttl: Some(1_800_000_000),
+            ..row(None, None, vec![], false)
         }
     }
 
@@ -406,6 +524,7 @@ mod tests {
                 vec![attachment],
                 false,
             ),
+            judged(),
         ];
         for r in rows {
             let item = store::item(&Key::new("MAIL#S#in", &r.id), &r);
@@ -418,10 +537,11 @@ mod tests {
             );
             let text = from_text.get();
             assert!(!text.contains("body") && !text.contains("blobPrefix") && !text.contains("\"pk\""));
-            assert!(!text.contains("digest"));
-            // Same fields in the same order: without attachments (whose
-            // stored keys are sorted) the two encodings are the same bytes.
-            if r.attachments.is_empty() {
+            assert!(!text.contains("digest") && !text.contains("ttl") && !text.contains("dmarc"));
+            // Same fields in the same order: without attachments or a
+            // quarantine (whose stored keys are sorted) the two encodings are
+            // the same bytes.
+            if r.attachments.is_empty() && r.quarantine.is_none() {
                 assert_eq!(text, from_row);
             }
         }

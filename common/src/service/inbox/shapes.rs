@@ -1,6 +1,8 @@
 //! What the inbox answers with: list rows, a read, threads.
 
 use super::*;
+use crate::mail::authenticate::{Authentication, Summary as AuthSummary};
+use crate::service::mail_store::Quarantined;
 
 // ------------------------------------------------------------------ shapes
 
@@ -34,6 +36,15 @@ pub struct Summary {
     /// otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub message_id_conflict: bool,
+    /// Received mail: the verdicts this service computed when it filed the
+    /// message (never a header the message came with). A list row carries
+    /// `summary` and `spoofed`; a read of one message carries every check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Authentication>,
+    /// Present on quarantined mail: why it is kept out of the inbox, and since
+    /// when (it is kept 30 days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<Quarantined>,
     /// A sent row's delivery: the overall status (the one that needs
     /// attention first) and each recipient's, as GET /outbox has them; omitted
     /// on received mail.
@@ -81,6 +92,8 @@ impl From<&Row> for Summary {
             attachments: r.attachments.clone(),
             message_id_conflict: r.message_id_conflict,
             delivery: None,
+            authentication: r.authentication.as_ref().map(Authentication::compact),
+            quarantine: r.quarantine.clone(),
         }
     }
 }
@@ -125,6 +138,18 @@ pub(super) struct StoredSummary<'a> {
     attachments: &'a RawValue,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     message_id_conflict: bool,
+    /// The stored verdicts, read for `summary` and `spoofed` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    authentication: Option<CompactAuthentication>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    quarantine: Option<&'a RawValue>,
+}
+
+/// [`Authentication::compact`] as a list page reads it from the stored row.
+#[derive(Serialize, Deserialize)]
+struct CompactAuthentication {
+    summary: AuthSummary,
+    spoofed: bool,
 }
 
 /// A page of rows, newest first.
@@ -180,6 +205,11 @@ pub struct MessageRead {
     /// Set by get_message: whether the text (and html) was cut at maxChars.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// get_message, and GET /inbox with envelope=true: the stranger-written
+    /// values are wrapped in this response's random delimiter (see notice),
+    /// the provenance kept outside.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 /// A folder's threads, newest activity first.
@@ -201,6 +231,11 @@ pub struct ThreadView {
     pub messages: Vec<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// get_thread, and GET /inbox?thread= with envelope=true: subjects,
+    /// previews and attachment names wrapped in this response's random
+    /// delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 /// GET /inbox answers with one of these, by the precedence of spec 4.2.
@@ -208,7 +243,7 @@ pub struct ThreadView {
 #[serde(untagged)]
 pub enum InboxOutput {
     Message(Box<MessageRead>),
-    Thread(ThreadView),
+    Thread(Box<ThreadView>),
     List(InboxList),
     Threads(ThreadList),
 }

@@ -98,6 +98,10 @@ pub struct WaitResult {
     /// http(s) links found, verification-looking ones first.
     pub links: Vec<String>,
     pub truncated: bool,
+    /// What the sender wrote is wrapped in this response's random delimiter
+    /// (see notice); codes and links are found in the unwrapped text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitResult, ApiError> {
@@ -115,6 +119,7 @@ pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitR
             codes: Vec::new(),
             links: Vec::new(),
             truncated: false,
+            envelope: None,
         });
     };
     // Codes and links come from the whole text, before any cut.
@@ -122,12 +127,13 @@ pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitR
     let found_codes = codes::codes(&newest.subject, &text);
     let found_links = codes::links(&text, html.as_deref());
     let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
-    let read = read_message(call, &scope, &Target::Id(newest.id), Some(max)).await?;
+    let read = read_message(call, &scope, &Target::Id(newest.id), Some(max), Some(&Boundary::new())).await?;
     Ok(WaitResult {
         ok: true,
         truncated: read.truncated.unwrap_or(false),
         message: Some(read.message),
         codes: found_codes,
         links: found_links,
+        envelope: read.envelope,
     })
 }

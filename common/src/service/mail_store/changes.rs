@@ -17,7 +17,8 @@ const FLIPS_PER_TRANSACTION: usize = 24;
 pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool) -> Result<Vec<Row>, ApiError> {
     let mut done = Vec::with_capacity(rows.len());
     let (mut todo, untouched): (Vec<Row>, Vec<Row>) =
-        rows.into_iter().partition(|r| !r.outbound() && r.unread != unread);
+        // A quarantined row is never unread: it counts nowhere.
+        rows.into_iter().partition(|r| !r.outbound() && r.quarantine.is_none() && r.unread != unread);
     done.extend(untouched);
     let mut attempts = 0;
     while !todo.is_empty() {

@@ -5,13 +5,14 @@ use sha2::{Digest, Sha256};
 
 use super::blobs::{StoredBody, head, put_blobs};
 use super::{
-    Direction, Folder, MAX_PARTICIPANTS, MAX_TO, RETRIES, Row, TEXT_ON_ROW, Thread, backoff, blob_prefix, new_id,
-    preview, root_of, thread_id,
+    Direction, Folder, MAX_PARTICIPANTS, MAX_TO, QUARANTINE_DAYS, Quarantine, Quarantined, RETRIES, Row, TEXT_ON_ROW,
+    Thread, backoff, blob_prefix, new_id, preview, root_of, thread_id,
 };
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
+use crate::mail::authenticate::Authentication;
 use crate::store::{Cond, Query, StoreError, StoreExt, Write, item, record};
 
 /// A message to file: what the poller parsed, or what a threaded send sent.
@@ -38,6 +39,10 @@ pub struct NewMessage<'a> {
     pub digest: Option<&'a str>,
     /// A send's delivery id, kept on its row.
     pub delivery: Option<&'a str>,
+    /// A received message's verdicts (none for a send).
+    pub authentication: Option<&'a Authentication>,
+    /// Keep it out of the inbox, for this reason (see [`Quarantine`]).
+    pub quarantine: Option<Quarantine>,
 }
 
 /// What filing finds already there for a message's Message-ID.
@@ -107,7 +112,14 @@ pub async fn file(ctx: &Context, m: &NewMessage<'_>) -> Result<Option<Row>, ApiE
         Held::Nothing => false,
         Held::Other => true,
     };
-    let (thread_id, existing) = thread_of(ctx, m).await?;
+    // A quarantined row joins no thread: its id is the one it would have.
+    let (thread_id, existing) = match m.quarantine {
+        Some(_) => (
+            thread_id(m.mailbox, root_of(m.message_id, m.in_reply_to, m.references)),
+            None,
+        ),
+        None => thread_of(ctx, m).await?,
+    };
     if m.only_on_existing_thread && existing.is_none() {
         return Ok(None);
     }
@@ -144,6 +156,9 @@ fn new_row(
     conflict: bool,
 ) -> Row {
     let outbound = m.direction == Direction::Outbound;
+    let now = ctx.clock.now();
+    let quarantine = m.quarantine.map(|reason| Quarantined { reason, at: iso(now) });
+    let kept = quarantine.is_some();
     Row {
         id,
         message_id: m.message_id.to_string(),
@@ -154,9 +169,10 @@ fn new_row(
         subject: m.subject.to_string(),
         preview: preview(m.text),
         date: m.date.clone(),
-        ingested_at: iso(ctx.clock.now()),
-        unread: !outbound,
-        folder: (!outbound).then_some(Folder::Inbox),
+        ingested_at: iso(now),
+        // A quarantined row counts in no unread count and sits in no folder.
+        unread: !outbound && !kept,
+        folder: (!outbound && !kept).then_some(Folder::Inbox),
         source: m.source.to_string(),
         thread_id,
         attachments: body.attachments,
@@ -167,6 +183,9 @@ fn new_row(
         digest: m.digest.unwrap_or_default().to_string(),
         message_id_conflict: conflict,
         delivery: m.delivery.map(str::to_string),
+        authentication: m.authentication.cloned(),
+        ttl: kept.then(|| now.timestamp() + QUARANTINE_DAYS * 86_400),
+        quarantine,
     }
 }
 
@@ -210,7 +229,8 @@ async fn index(
     ))
 }
 
-/// The row's copies and its thread's summary and list copy: at most 7 writes.
+/// The row's copies and its thread's summary and list copy: at most 7 writes
+/// (a quarantined row's two copies alone).
 fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> Vec<Write> {
     let mut writes: Vec<Write> = row
         .copies(scope)
@@ -220,6 +240,9 @@ fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> 
             cond: Some(Cond::NotExists),
         })
         .collect();
+    if row.quarantine.is_some() {
+        return writes;
+    }
     let thread = summary_with(row, existing, ms);
     let summary = keys::thread_summary(scope, &row.thread_id);
     writes.push(Write::Put {

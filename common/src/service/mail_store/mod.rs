@@ -8,6 +8,8 @@
 //! - `THREAD#S#<thread>`: the summary (`#`) and a copy of each row, oldest
 //!   first;
 //! - `THREADS#S#<folder>/<last ms>-<thread>`: a copy of each summary;
+//! - `QUAR#S/<id>`: each quarantined inbound row (30-day ttl), which no
+//!   other partition but `MSGID#` holds;
 //! - `MSGID#S/<Message-ID>\n<mailbox>\n<dir>`: a copy of each row by
 //!   Message-ID, whose conditional put makes filing idempotent.
 //!
@@ -35,9 +37,11 @@ pub use blobs::{blob_prefix, body, preview};
 pub use changes::{loaded_rows, move_thread, set_unread};
 pub use filing::{NewMessage, file};
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
-pub use pages::{FILTER_SCAN, by_id, by_message_id, covered, newest, page, page_raw, page_raw_where, thread};
+pub use pages::{
+    FILTER_SCAN, by_id, by_message_id, covered, newest, page, page_raw, page_raw_where, quarantined, thread,
+};
 pub use purge::purge;
-pub use shapes::{AttachmentInfo, Direction, Folder, Row, Thread};
+pub use shapes::{AttachmentInfo, Direction, Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
 
 /// The most of a body kept on the row (and searched); the whole body is then a
 /// blob. Keeps 200 rows of a search near DynamoDB's 1 MB page.

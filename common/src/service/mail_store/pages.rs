@@ -7,13 +7,41 @@ use crate::error::ApiError;
 use crate::keys;
 use crate::store::{Key, Query, RawItem, StoreExt, record};
 
-/// A row by id, from its direction's partition.
+/// A row by id, from its direction's partition, else (an inbound id) from
+/// the quarantine while it is kept.
 pub async fn by_id(ctx: &Context, scope: &str, id: &str) -> Result<Option<Row>, ApiError> {
     let outbound = direction_of(id) == Direction::Outbound;
-    Ok(ctx
+    let row: Option<Row> = ctx
         .store
         .read(&Key::new(keys::mail_partition(scope, outbound), id))
-        .await?)
+        .await?;
+    if row.is_some() || outbound {
+        return Ok(row);
+    }
+    let kept: Option<Row> = ctx.store.read(&Key::new(keys::quarantine_partition(scope), id)).await?;
+    let now = ctx.clock.now().timestamp();
+    Ok(kept.filter(|r| !expired(r, now)))
+}
+
+/// A quarantined row past its 30 days (the store may not have dropped it yet).
+fn expired(row: &Row, now: i64) -> bool {
+    row.ttl.is_some_and(|ttl| ttl <= now)
+}
+
+/// One page of a scope's quarantined rows that `keep` keeps (a scoped key's
+/// mailboxes), newest first, past the cursor; rows past their 30 days are
+/// left out.
+pub async fn quarantined(
+    ctx: &Context,
+    scope: &str,
+    cursor: Option<&str>,
+    limit: usize,
+    keep: impl Fn(&RawItem) -> bool,
+) -> Result<(Vec<Row>, Option<String>), ApiError> {
+    let (items, next) = page_raw_where(ctx, keys::quarantine_partition(scope), true, cursor, limit, keep).await?;
+    let rows = items.iter().map(|i| i.record()).collect::<Result<Vec<Row>, _>>()?;
+    let now = ctx.clock.now().timestamp();
+    Ok((rows.into_iter().filter(|r| !expired(r, now)).collect(), next))
 }
 
 /// A row by Message-ID, of one direction, or the inbound copy before the
@@ -35,6 +63,8 @@ pub async fn by_message_id(
         .into_iter()
         .map(record)
         .collect::<Result<_, _>>()?;
+    let now = ctx.clock.now().timestamp();
+    let rows: Vec<Row> = rows.into_iter().filter(|r| !expired(r, now)).collect();
     let want = direction.unwrap_or(Direction::Inbound);
     let preferred = rows.iter().position(|r| r.direction == want);
     Ok(match (preferred, direction) {

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::keys;
+use crate::mail::authenticate::Authentication;
 use crate::store::{Key, item};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -53,6 +54,35 @@ impl crate::values::Value for Direction {
             _ => None,
         }
     }
+}
+
+/// Why a received message is kept out of the inbox. Such a row is filed
+/// apart (`QUAR#<scope>`): not in the inbox list, the folders, the threads or
+/// any unread count, announced by no webhook, kept [`QUARANTINE_DAYS`] days,
+/// listed by `view=quarantine`, and still read by id or Message-ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Quarantine {
+    /// The From domain's DMARC policy is quarantine or reject and the
+    /// message fails it.
+    Spoofed,
+    /// The sender is on the mailbox's block list.
+    BlockedSender,
+    /// The mailbox takes mail only from its allow list, which does not name
+    /// the sender.
+    SenderNotAllowed,
+}
+
+/// How long a quarantined row is kept.
+pub const QUARANTINE_DAYS: i64 = 30;
+
+/// A quarantined row's reason and when it was filed so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Quarantined {
+    pub reason: Quarantine,
+    /// RFC 3339; the row is gone 30 days later.
+    pub at: String,
 }
 
 /// Attachment metadata on a row; the bytes are the blob `<blobPrefix>/att-<index>`.
@@ -108,6 +138,16 @@ pub struct Row {
     /// A sent row's delivery id (`DLV#<id>`): its recipients' status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<String>,
+    /// The verdicts computed when it was received (none on a send, nor on
+    /// mail filed before they were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Authentication>,
+    /// Set when the row is kept out of the inbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<Quarantined>,
+    /// Epoch seconds after which the store may drop it (quarantined rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<i64>,
 }
 
 impl Row {
@@ -119,13 +159,17 @@ impl Row {
         self.folder.unwrap_or(Folder::Inbox)
     }
 
-    /// Every key holding a copy of this row.
+    /// Every key holding a copy of this row: a quarantined row is kept by id
+    /// and by Message-ID alone (no list, folder or thread holds it).
     pub(super) fn copies(&self, scope: &str) -> Vec<Key> {
         let by_message_id = if self.message_id_conflict {
             keys::conflicting_message_id(scope, &self.message_id, &self.mailbox, &self.digest)
         } else {
             keys::message_id(scope, &self.message_id, &self.mailbox, self.outbound())
         };
+        if self.quarantine.is_some() {
+            return vec![Key::new(keys::quarantine_partition(scope), &self.id), by_message_id];
+        }
         let mut keys = vec![
             Key::new(keys::mail_partition(scope, self.outbound()), &self.id),
             by_message_id,

@@ -1,0 +1,454 @@
+//! Can this mail be trusted: SPF, DKIM, DMARC and ARC verdicts on a received
+//! message, computed here with `mail-auth` (Stalwart's DKIM, SPF, DMARC and
+//! ARC over hickory) through the service's own resolver, never read from the
+//! message: an `Authentication-Results` header that came with it is a
+//! stranger's claim and is ignored.
+//!
+//! SPF needs the connection: the client address and HELO the mail host saw,
+//! from the envelope it prepends. A file with no connection information gets
+//! SPF `none` and is judged on what it carries (DKIM, and DMARC through DKIM
+//! alignment). A lookup that does not finish is `temperror`; nothing here ever
+//! refuses a message.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use mail_auth::dmarc::Policy;
+use mail_auth::dmarc::verify::DmarcParameters;
+use mail_auth::spf::verify::SpfParameters;
+use mail_auth::{AuthenticatedMessage, DkimResult, DmarcResult, MessageAuthenticator, SpfOutput, SpfResult};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::inbound::Envelope;
+
+/// The longest all checks of one message may take together; past it, every
+/// check still open is `temperror` and the message is filed.
+pub const CEILING: Duration = Duration::from_secs(20);
+
+/// One check's result (RFC 8601's words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Softfail,
+    Neutral,
+    None,
+    Temperror,
+    Permerror,
+}
+
+/// What the checks say together: `pass` when DMARC passes; `fail` when DMARC
+/// fails, or when the From domain publishes no DMARC policy and SPF fails or
+/// every DKIM signature fails; `none` otherwise (nothing to judge, or a
+/// lookup that did not finish).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Summary {
+    Pass,
+    Fail,
+    None,
+}
+
+/// SPF of the envelope sender (or of the HELO name when the sender is empty).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpfCheck {
+    pub result: Verdict,
+    /// The domain whose SPF record was checked.
+    pub domain: String,
+    /// The connecting client's address, as the mail host saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ip: Option<String>,
+    /// The name the client gave in HELO/EHLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helo: Option<String>,
+}
+
+/// One DKIM signature's check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DkimCheck {
+    pub result: Verdict,
+    /// The signing domain (d=); empty for a signature that does not parse.
+    pub domain: String,
+    /// The selector (s=).
+    pub selector: String,
+}
+
+/// A DMARC policy (p=, or sp= for a subdomain), as applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DmarcPolicy {
+    None,
+    Quarantine,
+    Reject,
+}
+
+/// DMARC of the From domain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DmarcCheck {
+    pub result: Verdict,
+    /// The From header's domain.
+    pub domain: String,
+    /// The policy the domain publishes; absent when it publishes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<DmarcPolicy>,
+    /// An SPF pass whose domain aligns with the From domain.
+    pub spf_aligned: bool,
+    /// A DKIM pass whose signing domain aligns with the From domain.
+    pub dkim_aligned: bool,
+}
+
+/// The ARC chain's check, when the message carries one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArcCheck {
+    pub result: Verdict,
+    /// Sets in the chain (i= 1 to n).
+    pub sets: usize,
+    /// The sealing domain of the last set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealer: Option<String>,
+}
+
+/// The verdicts on one received message, computed by this service when it
+/// filed the message. List rows and webhooks carry `summary` and `spoofed`
+/// only; a read of one message carries every check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Authentication {
+    /// pass, fail or none.
+    pub summary: Summary,
+    /// The From domain's DMARC policy is quarantine or reject and the message
+    /// fails it: whoever sent it is not who the From header names.
+    pub spoofed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spf: Option<SpfCheck>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dkim: Option<Vec<DkimCheck>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dmarc: Option<DmarcCheck>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arc: Option<ArcCheck>,
+}
+
+impl Authentication {
+    /// `summary` and `spoofed` alone, as list rows and webhooks show it.
+    pub fn compact(&self) -> Authentication {
+        Authentication {
+            summary: self.summary,
+            spoofed: self.spoofed,
+            spf: None,
+            dkim: None,
+            dmarc: None,
+            arc: None,
+        }
+    }
+
+    /// Every check `temperror`: what a message gets whose checks did not
+    /// finish within [`CEILING`].
+    pub fn unfinished(envelope: Option<&Envelope>) -> Authentication {
+        let connection = Connection::of(envelope);
+        Authentication {
+            summary: Summary::None,
+            spoofed: false,
+            spf: Some(SpfCheck {
+                result: Verdict::Temperror,
+                domain: connection.spf_domain().to_string(),
+                client_ip: connection.ip.map(|ip| ip.to_string()),
+                helo: connection.helo_given(),
+            }),
+            dkim: None,
+            dmarc: None,
+            arc: None,
+        }
+    }
+}
+
+/// What the mail host knew of the connection.
+struct Connection<'a> {
+    ip: Option<IpAddr>,
+    helo: &'a str,
+    /// The envelope sender; empty for a bounce or an unknown one.
+    sender: &'a str,
+}
+
+impl<'a> Connection<'a> {
+    fn of(envelope: Option<&'a Envelope>) -> Connection<'a> {
+        let ip = envelope.and_then(|e| e.client_address.as_deref()).and_then(|a| {
+            a.trim()
+                .trim_start_matches("ipv6:")
+                .trim_start_matches("IPv6:")
+                .parse()
+                .ok()
+        });
+        Connection {
+            ip,
+            helo: envelope.and_then(|e| e.helo.as_deref()).unwrap_or_default(),
+            sender: envelope.and_then(|e| e.sender.as_deref()).unwrap_or_default(),
+        }
+    }
+
+    fn helo_given(&self) -> Option<String> {
+        (!self.helo.is_empty()).then(|| self.helo.to_string())
+    }
+
+    /// The MAIL FROM domain, else the HELO name (RFC 7208 section 2.4).
+    fn spf_domain(&self) -> &'a str {
+        match self.sender.rsplit_once('@') {
+            Some((_, domain)) if !domain.is_empty() => domain,
+            _ => self.helo,
+        }
+    }
+}
+
+/// Checks one message (the bytes after the mail host's envelope and trace
+/// lines). `host` is the receiving host's name (SPF's `%{r}`).
+pub async fn authenticate(
+    resolver: &MessageAuthenticator,
+    raw: &[u8],
+    envelope: Option<&Envelope>,
+    host: &str,
+) -> Authentication {
+    match tokio::time::timeout(CEILING, checks(resolver, raw, envelope, host)).await {
+        Ok(auth) => auth,
+        Err(_) => Authentication::unfinished(envelope),
+    }
+}
+
+async fn checks(
+    resolver: &MessageAuthenticator,
+    raw: &[u8],
+    envelope: Option<&Envelope>,
+    host: &str,
+) -> Authentication {
+    let connection = Connection::of(envelope);
+    let spf = spf(resolver, &connection, host).await;
+    let spf_check = SpfCheck {
+        result: spf_verdict(spf.result()),
+        domain: connection.spf_domain().to_string(),
+        client_ip: connection.ip.map(|ip| ip.to_string()),
+        helo: connection.helo_given(),
+    };
+    let Some(message) = AuthenticatedMessage::parse(raw) else {
+        // Not a message mail-auth can read: SPF alone says anything.
+        return Authentication {
+            summary: summary(None, spf_check.result, &[]),
+            spoofed: false,
+            spf: Some(spf_check),
+            dkim: None,
+            dmarc: None,
+            arc: None,
+        };
+    };
+    let dkim_outputs = resolver.verify_dkim(&message).await;
+    let dkim: Vec<DkimCheck> = dkim_outputs
+        .iter()
+        .map(|o| DkimCheck {
+            result: dkim_verdict(o.result()),
+            domain: o.signature().map(|s| s.d.clone()).unwrap_or_default(),
+            selector: o.signature().map(|s| s.s.clone()).unwrap_or_default(),
+        })
+        .collect();
+    let arc = if message.ams_headers.is_empty() && message.as_headers.is_empty() && !message.has_arc_errors {
+        None
+    } else {
+        let output = resolver.verify_arc(&message).await;
+        Some(ArcCheck {
+            result: dkim_verdict(output.result()),
+            sets: output.sets().len(),
+            sealer: output.sets().last().map(|s| s.seal.header.d.clone()),
+        })
+    };
+    let mail_from = connection.spf_domain();
+    let dmarc_output = resolver
+        .verify_dmarc(DmarcParameters::new(&message, &dkim_outputs, mail_from, &spf))
+        .await;
+    let dmarc = (!dmarc_output.domain().is_empty()).then(|| {
+        let policy = match dmarc_output.policy() {
+            Policy::None => DmarcPolicy::None,
+            Policy::Quarantine => DmarcPolicy::Quarantine,
+            Policy::Reject => DmarcPolicy::Reject,
+            Policy::Unspecified => DmarcPolicy::None,
+        };
+        let has_record = dmarc_output.dmarc_record().is_some();
+        DmarcCheck {
+            result: dmarc_verdict(&dmarc_output.result()),
+            domain: dmarc_output.domain().to_string(),
+            policy: has_record.then_some(policy),
+            spf_aligned: *dmarc_output.spf_result() == DmarcResult::Pass,
+            dkim_aligned: *dmarc_output.dkim_result() == DmarcResult::Pass,
+        }
+    });
+    let spoofed = dmarc.as_ref().is_some_and(|d| {
+        d.result == Verdict::Fail && matches!(d.policy, Some(DmarcPolicy::Quarantine | DmarcPolicy::Reject))
+    });
+    Authentication {
+        summary: summary(dmarc.as_ref(), spf_check.result, &dkim),
+        spoofed,
+        spf: Some(spf_check),
+        dkim: Some(dkim),
+        dmarc,
+        arc,
+    }
+}
+
+/// SPF of the connection: `none` without a client address.
+async fn spf(resolver: &MessageAuthenticator, c: &Connection<'_>, host: &str) -> SpfOutput {
+    let Some(ip) = c.ip else {
+        return SpfOutput::new(c.spf_domain().to_string()).with_result(SpfResult::None);
+    };
+    if c.sender.is_empty() {
+        if c.helo.is_empty() {
+            return SpfOutput::new(String::new()).with_result(SpfResult::None);
+        }
+        return resolver.verify_spf(SpfParameters::verify_ehlo(ip, c.helo, host)).await;
+    }
+    resolver
+        .verify_spf(SpfParameters::verify_mail_from(ip, c.helo, host, c.sender))
+        .await
+}
+
+fn summary(dmarc: Option<&DmarcCheck>, spf: Verdict, dkim: &[DkimCheck]) -> Summary {
+    if let Some(d) = dmarc.filter(|d| d.policy.is_some()) {
+        return match d.result {
+            Verdict::Pass => Summary::Pass,
+            Verdict::Fail => Summary::Fail,
+            _ => Summary::None,
+        };
+    }
+    let dkim_failed = !dkim.is_empty() && dkim.iter().all(|c| c.result == Verdict::Fail);
+    if spf == Verdict::Fail || dkim_failed {
+        Summary::Fail
+    } else {
+        Summary::None
+    }
+}
+
+fn spf_verdict(r: SpfResult) -> Verdict {
+    match r {
+        SpfResult::Pass => Verdict::Pass,
+        SpfResult::Fail => Verdict::Fail,
+        SpfResult::SoftFail => Verdict::Softfail,
+        SpfResult::Neutral => Verdict::Neutral,
+        SpfResult::TempError => Verdict::Temperror,
+        SpfResult::PermError => Verdict::Permerror,
+        SpfResult::None => Verdict::None,
+    }
+}
+
+/// mail-auth calls a body hash that does not match `neutral`; RFC 6376
+/// (6.1.3: "body hash did not verify" is PERMFAIL) and RFC 8601 call a
+/// signature that does not verify `fail`, and so do we.
+fn dkim_verdict(r: &DkimResult) -> Verdict {
+    match r {
+        DkimResult::Pass => Verdict::Pass,
+        DkimResult::Neutral(mail_auth::Error::Dkim(mail_auth::dkim::DkimError::FailedBodyHashMatch)) => Verdict::Fail,
+        DkimResult::Neutral(_) => Verdict::Neutral,
+        DkimResult::Fail(_) => Verdict::Fail,
+        DkimResult::PermError(_) => Verdict::Permerror,
+        DkimResult::TempError(_) => Verdict::Temperror,
+        DkimResult::None => Verdict::None,
+    }
+}
+
+fn dmarc_verdict(r: &DmarcResult) -> Verdict {
+    match r {
+        DmarcResult::Pass => Verdict::Pass,
+        DmarcResult::Fail(_) => Verdict::Fail,
+        DmarcResult::TempError(_) => Verdict::Temperror,
+        DmarcResult::PermError(_) => Verdict::Permerror,
+        DmarcResult::None => Verdict::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dmarc(result: Verdict, policy: Option<DmarcPolicy>) -> DmarcCheck {
+        DmarcCheck {
+            result,
+            domain: "example.com".into(),
+            policy,
+            spf_aligned: false,
+            dkim_aligned: false,
+        }
+    }
+
+    fn dkim(result: Verdict) -> DkimCheck {
+        DkimCheck {
+            result,
+            domain: "example.com".into(),
+            selector: "s".into(),
+        }
+    }
+
+    #[test]
+    fn the_summary_follows_dmarc_where_the_domain_has_a_policy() {
+        let pass = dmarc(Verdict::Pass, Some(DmarcPolicy::Reject));
+        assert_eq!(summary(Some(&pass), Verdict::Fail, &[]), Summary::Pass);
+        let fail = dmarc(Verdict::Fail, Some(DmarcPolicy::None));
+        assert_eq!(
+            summary(Some(&fail), Verdict::Pass, &[dkim(Verdict::Pass)]),
+            Summary::Fail
+        );
+        let temp = dmarc(Verdict::Temperror, Some(DmarcPolicy::Reject));
+        assert_eq!(summary(Some(&temp), Verdict::None, &[]), Summary::None);
+    }
+
+    #[test]
+    fn without_a_policy_a_failed_spf_or_every_signature_failing_is_a_fail() {
+        assert_eq!(summary(None, Verdict::Fail, &[]), Summary::Fail);
+        assert_eq!(summary(None, Verdict::None, &[dkim(Verdict::Fail)]), Summary::Fail);
+        assert_eq!(
+            summary(None, Verdict::None, &[dkim(Verdict::Fail), dkim(Verdict::Pass)]),
+            Summary::None
+        );
+        assert_eq!(summary(None, Verdict::Softfail, &[]), Summary::None);
+        assert_eq!(summary(None, Verdict::None, &[]), Summary::None);
+    }
+
+    #[test]
+    fn a_connection_without_a_client_address_has_no_spf_ip() {
+        let envelope = Envelope {
+            recipient: Some("me@tom.example".into()),
+            sender: Some("a@b.example".into()),
+            client_address: None,
+            helo: Some("mx.b.example".into()),
+        };
+        let c = Connection::of(Some(&envelope));
+        assert_eq!(c.ip, None);
+        assert_eq!(c.spf_domain(), "b.example");
+        let bounce = Envelope {
+            sender: None,
+            ..envelope
+        };
+        assert_eq!(Connection::of(Some(&bounce)).spf_domain(), "mx.b.example");
+        assert_eq!(Connection::of(None).spf_domain(), "");
+    }
+
+    #[test]
+    fn the_compact_form_keeps_summary_and_spoofed_alone() {
+        let full = Authentication {
+            summary: Summary::Fail,
+            spoofed: true,
+            spf: Some(SpfCheck {
+                result: Verdict::Fail,
+                domain: "b.example".into(),
+                client_ip: Some("192.0.2.1".into()),
+                helo: None,
+            }),
+            dkim: Some(vec![]),
+            dmarc: Some(dmarc(Verdict::Fail, Some(DmarcPolicy::Reject))),
+            arc: None,
+        };
+        assert_eq!(
+            serde_json::to_value(full.compact()).unwrap(),
+            serde_json::json!({"summary": "fail", "spoofed": true})
+        );
+    }
+}
