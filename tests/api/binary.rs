@@ -252,6 +252,56 @@ async fn mailhost_deliver_drops_mail_that_the_running_server_lists_within_second
     std::fs::remove_dir_all(&data_dir).ok();
 }
 
+/// A scheduled send is kept in the store, not in the process: accepted by one
+/// server, it goes out once from the next one on the same data directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_send_goes_out_once_after_a_restart() {
+    let data_dir = std::env::temp_dir().join(format!("mailhost-bin-{:x}", rand::random::<u64>()));
+    let port = free_port();
+    let server = start(&data_dir, port).await;
+    let printed = server.output.lock().unwrap().clone();
+    let agent_key = printed
+        .split_whitespace()
+        .find(|w| w.starts_with("svc_"))
+        .unwrap_or_else(|| panic!("the agent key is printed on first start: {printed}"))
+        .to_string();
+    let client = reqwest::Client::new();
+    let res = client
+        .post(format!("http://127.0.0.1:{port}/sendMail"))
+        .bearer_auth(&agent_key)
+        .json(&json!({"to": "later@example.net", "subject": "After the restart", "text": "Hi", "undoSeconds": 3}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 202);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["status"], "scheduled", "{body}");
+    drop(server);
+    let copies = || {
+        std::fs::read_dir(data_dir.join("outbox")).map_or(0, |d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|m| m.contains("Subject: After the restart")))
+                .count()
+        })
+    };
+    assert_eq!(copies(), 0, "not sent before its time");
+    let server = start(&data_dir, port).await;
+    let started = std::time::Instant::now();
+    while copies() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "not sent after the restart: {}",
+            server.output.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A few more runs of the job send nothing more.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(copies(), 1, "sent exactly once");
+    drop(server);
+    std::fs::remove_dir_all(&data_dir).ok();
+}
+
 /// `mailhost deliver --bucket` drops into a deployed stack's S3 spool (moto
 /// here), where the poller function reads it.
 #[tokio::test]

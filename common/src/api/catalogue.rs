@@ -1261,7 +1261,8 @@ pub static GUARDRAILS: Section = Section {
             permission: None,
             summary: "Who changed what: the account's audit log, newest first",
             description: "Every change made through the API or MCP (keys, domains, mailboxes, credentials, \
-                          suppressions, webhooks, switches, sends), refused ones included: {ok, changes, \
+                          suppressions, webhooks, switches, sends), and every 403 refusal (a scoped key's missing \
+                          permission or mailbox): {ok, changes, \
                           nextCursor?}, each {at, actor {kind, keyId?, name?, email?}, operation, target, status, \
                           error?, via, requestId, ip}. Filters: actor (a key id or an email), operation (an \
                           operationId); limit 1 to 100 (default 25), cursor. Kept 90 days; never holds a secret. \

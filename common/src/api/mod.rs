@@ -363,7 +363,11 @@ impl Operation {
         }
         let target = crate::service::audit::target_of(fields.as_ref().ok());
         let outcome = self.run(call, fields).await;
-        crate::service::audit::note(call, self.id, target, outcome.as_ref().map(|_| ())).await;
+        // What happened, and who was refused for want of a permission or a
+        // mailbox; a malformed request changed nothing and leaves no row.
+        if outcome.as_ref().map_or_else(|e| e.status == 403, |_| true) {
+            crate::service::audit::note(call, self.id, target, outcome.as_ref().map(|_| ())).await;
+        }
         outcome
     }
 

@@ -11,7 +11,7 @@
 //! Items: `PEND#<id>/P` the send; `HOLDS#<uid>/<ms>-<id>` an account's holds
 //! (GET /holds); `DUE/<dueAt>#<id>` a scheduled send's place in the queue
 //! the runner reads; `PENDMID#<owner>/<messageId>` its Message-ID (cancel);
-//! `CONTACT#<owner>/<address>` everyone a sender has mailed. The message
+//! (`contacts` says who a sender knows). The message
 //! itself is the blob `pending/<id>.eml`.
 
 use schemars::JsonSchema;
@@ -136,7 +136,7 @@ pub async fn wait_for(
     use crate::auth::Approval;
     let held = match call.caller.scope().map(|s| s.approval) {
         Some(Approval::Always) => true,
-        Some(Approval::FirstContact) => !all_known(call.ctx, owner, recipients).await?,
+        Some(Approval::FirstContact) => !super::contacts::all_known(call.ctx, owner, recipients).await?,
         _ => false,
     };
     Ok(match (held, due_at) {
@@ -150,36 +150,6 @@ pub async fn wait_for(
         }),
         (false, None) => None,
     })
-}
-
-/// Whether the sender has mailed every recipient before.
-async fn all_known(ctx: &Context, owner: &str, recipients: &[String]) -> Result<bool, ApiError> {
-    let keys: Vec<_> = recipients.iter().map(|r| keys::contact(owner, r)).collect();
-    Ok(ctx.store.get_many(&keys).await?.iter().all(Option::is_some))
-}
-
-/// The writes that remember a send's recipients as contacts of its sender.
-pub fn contact_writes(owner: &str, recipients: &[String], at: &str) -> Vec<Write> {
-    recipients
-        .iter()
-        .map(|r| Write::Put {
-            item: item(&keys::contact(owner, r), &json!({ "address": r, "at": at })),
-            cond: None,
-        })
-        .collect()
-}
-
-/// Remembers the sender of received mail as a contact of the mailbox's owner.
-pub async fn heard_from(ctx: &Context, owner: &str, address: &str) -> Result<(), ApiError> {
-    let Some(address) = crate::values::email(address) else {
-        return Ok(());
-    };
-    let at = iso(ctx.clock.now());
-    let row = item(
-        &keys::contact(owner, &address),
-        &json!({ "address": address, "at": at }),
-    );
-    Ok(ctx.store.put(row, None).await?)
 }
 
 /// A send accepted to wait: what sendMail answers with 202.

@@ -176,7 +176,7 @@ async fn file_for(
                 // write back to.
                 if filing.quarantine.is_none() {
                     let owner = super::sent::owner_of(&mailbox.uid);
-                    super::pending::heard_from(ctx, &owner, &message.from).await?;
+                    super::contacts::heard_from(ctx, &owner, &message.from).await?;
                 }
                 new.push((scope, row))
             }

@@ -135,7 +135,7 @@ async fn record(ctx: &Context, out: &Outbound<'_>) -> Result<SentMessage, ApiErr
     }
     // The recipients become the sender's contacts (a first-contact hold
     // asks about anyone else).
-    writes.extend(crate::service::pending::contact_writes(&sent.owner, &sent.to, &at));
+    writes.extend(crate::service::contacts::contact_writes(&sent.owner, &sent.to, &at));
     ctx.store.transact(writes).await?;
     Ok(sent)
 }

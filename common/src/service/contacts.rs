@@ -1,0 +1,46 @@
+//! Who a sender knows: everyone it mailed (written with each delivery
+//! record) and everyone who wrote to one of its mailboxes (written by the
+//! poller). A first-contact hold asks about anyone else.
+//!
+//! Items: `CONTACT#<owner>/<address>` {address, at}.
+
+use serde_json::json;
+
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::keys;
+use crate::store::{Write, item};
+
+/// Whether the sender knows every recipient.
+pub async fn all_known(ctx: &Context, owner: &str, recipients: &[String]) -> Result<bool, ApiError> {
+    let keys: Vec<_> = recipients.iter().map(|r| keys::contact(owner, r)).collect();
+    if keys.is_empty() {
+        return Ok(true);
+    }
+    Ok(ctx.store.get_many(&keys).await?.iter().all(Option::is_some))
+}
+
+/// The writes that remember a send's recipients, for its record's transaction.
+pub fn contact_writes(owner: &str, recipients: &[String], at: &str) -> Vec<Write> {
+    recipients
+        .iter()
+        .map(|r| Write::Put {
+            item: item(&keys::contact(owner, r), &json!({ "address": r, "at": at })),
+            cond: None,
+        })
+        .collect()
+}
+
+/// Remembers the sender of received mail.
+pub async fn heard_from(ctx: &Context, owner: &str, address: &str) -> Result<(), ApiError> {
+    let Some(address) = crate::values::email(address) else {
+        return Ok(());
+    };
+    let at = iso(ctx.clock.now());
+    let row = item(
+        &keys::contact(owner, &address),
+        &json!({ "address": address, "at": at }),
+    );
+    Ok(ctx.store.put(row, None).await?)
+}
