@@ -329,7 +329,12 @@ async fn a_blocked_recipient_refuses_the_whole_send_with_no_credit_spent(app: Te
     let mut later = mail.clone();
     later["undoSeconds"] = json!(60);
     let res = app.send_mail(Auth::Bearer(&key), later).await;
-    assert_eq!((res.status, &res.body["code"]), (400, &json!("recipient_blocked")), "{}", res.body);
+    assert_eq!(
+        (res.status, &res.body["code"]),
+        (400, &json!("recipient_blocked")),
+        "{}",
+        res.body
+    );
 
     assert_eq!(credits(&app, &key).await, before, "no credit spent");
     let outbox = app.get("/outbox", Auth::Bearer(&key)).await;
