@@ -254,6 +254,25 @@ catalogue! {
     UNDO_SECONDS_INVALID = 400 "undoSeconds must be an integer from 0 to 600";
     WAITING_SEND_NOT_FOUND = 404 "No scheduled or held send has that Message-ID";
 
+    // -------------------------------------------------------------- allow and block lists
+    LIST_DIRECTION_REQUIRED = 400 "direction is required: send or receive";
+    LIST_DIRECTION_INVALID = 400 "direction must be send or receive";
+    LIST_KIND_REQUIRED = 400 "kind is required: allow or block";
+    LIST_KIND_INVALID = 400 "kind must be allow or block";
+    LIST_ENTRY_REQUIRED = 400 "entry is required: an email address or a domain";
+    LIST_ENTRY_INVALID = 400 "entry must be an email address or a domain name such as example.com";
+    LIST_MAILBOX_INVALID = 400 "mailbox must be a mailbox address of this account";
+    /// The mailbox is named in `addresses`.
+    LIST_MAILBOX_UNKNOWN = 400 "mailbox must be an active mailbox of this account (see addresses)";
+    /// A key narrowed to some mailboxes adding or removing an account-wide entry.
+    LIST_MAILBOX_NEEDED = 403 "This API key is narrowed to some mailboxes: name one of them in mailbox" code "mailbox_out_of_scope";
+    LIST_ENTRY_NOT_FOUND = 404 "That entry is not on the list";
+    LIST_FULL = 409 "An account holds at most 500 list entries; remove one first" code "lists_full";
+    /// `{}`: the blocked addresses.
+    RECIPIENT_BLOCKED = 400 "Not sent: {} on your block list. Nothing was sent and no credit spent. See GET /lists?direction=send (MCP get_lists)." code "recipient_blocked";
+    /// `{}`: the addresses no allow list entry matches.
+    RECIPIENT_NOT_ALLOWED = 400 "Not sent: {} not on your allow list. Nothing was sent and no credit spent. See GET /lists?direction=send (MCP get_lists)." code "recipient_not_allowed";
+
     // ------------------------------------------------------------------------ audit log
     AUDIT_ACTOR_INVALID = 400 "actor must be a key id (key_...) or an email address";
     AUDIT_OPERATION_INVALID = 400 "operation must be an operationId of the API (such as sendMail)";

@@ -345,3 +345,33 @@ pub fn suppression_list(owner: &str) -> String {
 pub fn soft_bounces(owner: &str, address: &str) -> Key {
     Key::new(format!("SOFT#{owner}"), address)
 }
+
+// ------------------------------------------------------- allow and block lists
+
+/// `LIST#<uid>`: an account's allow and block list entries, in the order
+/// GET /lists answers (direction, kind, mailbox with `*` first, entry).
+pub fn lists_of(uid: &str) -> String {
+    format!("LIST#{uid}")
+}
+
+/// The sort-key prefix of one direction's entries (`send#`), or of one
+/// direction and kind (`send#block#`).
+pub fn list_prefix(direction: &str, kind: Option<&str>) -> String {
+    match kind {
+        Some(kind) => format!("{direction}#{kind}#"),
+        None => format!("{direction}#"),
+    }
+}
+
+/// `LIST#<uid>/<direction>#<kind>#<mailbox or *>#<entry>`: one entry; `*`
+/// stands for every mailbox of the account.
+pub fn list_entry(uid: &str, direction: &str, kind: &str, mailbox: Option<&str>, entry: &str) -> Key {
+    Key::new(
+        lists_of(uid),
+        format!(
+            "{}{}#{entry}",
+            list_prefix(direction, Some(kind)),
+            mailbox.unwrap_or("*")
+        ),
+    )
+}

@@ -17,6 +17,7 @@ mod guardrails;
 mod hardening;
 mod inbox;
 mod lambda_functions;
+mod lists;
 mod mail_host;
 mod mail_host_delivery;
 mod mailboxes;

@@ -7,8 +7,8 @@ use crate::auth::Access::*;
 use crate::auth::Permission;
 use crate::error::*;
 use crate::service::{
-    account, admin, api_keys, audit, credits, delivery, domains, drafts, inbox, mailboxes, mta_export, onboarding,
-    outbox, pending, removal, send, submission, suppressions, webhooks,
+    account, admin, api_keys, audit, credits, delivery, domains, drafts, inbox, lists, mailboxes, mta_export,
+    onboarding, outbox, pending, removal, send, submission, suppressions, webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;
@@ -579,6 +579,8 @@ pub static SEND: Section = Section {
                 IDEMPOTENCY_KEY_REUSED,
                 IDEMPOTENCY_IN_PROGRESS,
                 RECIPIENT_SUPPRESSED,
+                RECIPIENT_BLOCKED,
+                RECIPIENT_NOT_ALLOWED,
                 KEY_MAILBOX_OUT_OF_SCOPE,
                 KEY_DAILY_CAP,
                 SEND_AT_INVALID,
@@ -617,6 +619,8 @@ pub static SEND: Section = Section {
                 RECIPIENT_INVALID,
                 INSUFFICIENT_CREDITS,
                 RECIPIENT_SUPPRESSED,
+                RECIPIENT_BLOCKED,
+                RECIPIENT_NOT_ALLOWED,
                 SEND_FAILED,
                 NO_OUTBOUND_HOST,
             ],
@@ -1196,8 +1200,9 @@ pub static DELIVERY: Section = Section {
     ],
 };
 
-/// What lets an owner hand an agent a key safely: scoped keys and the audit
-/// log (served by the onboarding function, beside the account's status).
+/// What lets an owner hand an agent a key safely: scoped keys, the audit
+/// log, and allow and block lists (served by the onboarding function,
+/// beside the account's status).
 pub static GUARDRAILS: Section = Section {
     family: Onboarding,
     operations: &[
@@ -1275,6 +1280,74 @@ pub static GUARDRAILS: Section = Section {
                 SETUP_INCOMPLETE,
             ],
             io: io!(audit::list, audit::AuditQuery, audit::AuditPage),
+        },
+        Operation {
+            id: "getLists",
+            rest: get("/lists"),
+            tool: tool("get_lists", Hints::READ),
+            access: Customer,
+            permission: Some(Permission::Read),
+            summary: "The account's allow and block lists for sending and receiving",
+            description: "{ok, entries}: each {direction (send or receive), kind (allow or block), entry (an address, \
+                          or a domain that also matches its subdomains), mailbox? (absent: every mailbox of the \
+                          account), createdAt}, sorted by direction, kind, mailbox (account-wide first) and entry. \
+                          Filters: direction, kind. A send to a blocked recipient, or to one a non-empty allow list \
+                          (the account-wide entries and the sending mailbox's) does not name, is refused whole \
+                          before any credit is spent (recipient_blocked, recipient_not_allowed).",
+            errors: &[LIST_DIRECTION_INVALID, LIST_KIND_INVALID, SETUP_INCOMPLETE],
+            io: io!(lists::list, lists::ListQuery, lists::ListPage),
+        },
+        Operation {
+            id: "addListEntry",
+            rest: post("/lists"),
+            tool: tool("add_list_entry", Hints::SET),
+            access: Customer,
+            permission: Some(Permission::Manage),
+            summary: "Allow or block an address or a domain, for sending or receiving",
+            description: "{direction: send | receive, kind: allow | block, entry: an address or a domain (with its \
+                          subdomains), mailbox?: one active mailbox of the account (default: all of them)}. {ok, \
+                          entry, added}; an entry already there answers added false. A block wins over an allow; \
+                          once an allow list holds an entry, only what it names passes. At most 500 entries per \
+                          account.",
+            errors: &[
+                LIST_DIRECTION_REQUIRED,
+                LIST_DIRECTION_INVALID,
+                LIST_KIND_REQUIRED,
+                LIST_KIND_INVALID,
+                LIST_ENTRY_REQUIRED,
+                LIST_ENTRY_INVALID,
+                LIST_MAILBOX_INVALID,
+                LIST_MAILBOX_UNKNOWN,
+                LIST_MAILBOX_NEEDED,
+                KEY_MAILBOX_OUT_OF_SCOPE,
+                LIST_FULL,
+                SETUP_INCOMPLETE,
+            ],
+            io: io!(lists::add, lists::EntryInput, lists::Added),
+        },
+        Operation {
+            id: "removeListEntry",
+            rest: delete("/lists"),
+            tool: tool("remove_list_entry", Hints::DESTROY),
+            access: Customer,
+            permission: Some(Permission::Manage),
+            summary: "Take an entry off an allow or block list",
+            description: "direction, kind, entry and mailbox? as added (in the query or the body): {ok, removed}. 404 \
+                          when the entry is not there.",
+            errors: &[
+                LIST_DIRECTION_REQUIRED,
+                LIST_DIRECTION_INVALID,
+                LIST_KIND_REQUIRED,
+                LIST_KIND_INVALID,
+                LIST_ENTRY_REQUIRED,
+                LIST_ENTRY_INVALID,
+                LIST_MAILBOX_INVALID,
+                LIST_MAILBOX_NEEDED,
+                KEY_MAILBOX_OUT_OF_SCOPE,
+                LIST_ENTRY_NOT_FOUND,
+                SETUP_INCOMPLETE,
+            ],
+            io: io!(lists::remove, lists::EntryInput, lists::Removed),
         },
     ],
 };

@@ -17,6 +17,7 @@ pub mod domains;
 pub mod drafts;
 pub mod forwarding;
 pub mod inbox;
+pub mod lists;
 pub mod mail_store;
 pub mod mailbox;
 pub mod mailboxes;

@@ -169,6 +169,7 @@ pub async fn accept(
     text: &str,
 ) -> Result<Accepted, ApiError> {
     let ctx = call.ctx;
+    super::lists::refuse_send(ctx, &out.owner, out.from, out.recipients).await?;
     super::suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
     let account = call.account().await.ok();
     let now = ctx.clock.now();

@@ -78,7 +78,7 @@ const TOP_LABEL: &str = r"[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 /// A dot-atom local part (RFC 5322): no leading, trailing or double dot.
 const LOCAL: &str = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*";
 
-fn hostname_pattern() -> String {
+pub(crate) fn hostname_pattern() -> String {
     format!(r"(?:{LABEL}\.)+{TOP_LABEL}\.*")
 }
 

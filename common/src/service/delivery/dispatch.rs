@@ -1,5 +1,5 @@
-//! A send's last steps, the same for every path that sends: the suppression
-//! check, the credit, the delivery record, then one SMTP transaction per
+//! A send's last steps, the same for every path that sends: the account's
+//! allow and block lists, the suppression check, the credit, the delivery record, then one SMTP transaction per
 //! recipient, each with its own return path, so a bounce names its
 //! recipient. Simulator recipients never leave: their story is told here,
 //! through the same status code.
@@ -10,7 +10,7 @@ use crate::keys;
 use crate::mail::Outgoing;
 use crate::service::payer::{self, Payer};
 use crate::service::sent::{SentMessage, Status};
-use crate::service::suppressions;
+use crate::service::{lists, suppressions};
 use crate::store::{Cond, Write, item};
 
 use super::{Event, Reply, apply, first_item, return_path, simulator};
@@ -37,10 +37,11 @@ pub struct Dispatched {
 }
 
 /// Checks, charges, records and sends. Nothing is spent when a recipient is
-/// suppressed; a credit is not refunded when the relay refuses (spec 8).
+/// blocked, not allowed or suppressed; a credit is not refunded when the relay refuses (spec 8).
 /// The answer is an error only when no recipient was accepted.
 /// `payer` is `None` for a send paid when it was accepted (scheduled).
 pub async fn dispatch(ctx: &Context, payer: Option<&Payer>, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
+    lists::refuse_send(ctx, &out.owner, out.from, out.recipients).await?;
     suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
     let real: Vec<usize> = (0..out.recipients.len())
         .filter(|&n| simulator::scenario(ctx, &out.recipients[n]).is_none())
