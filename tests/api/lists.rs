@@ -2,11 +2,12 @@
 //! REST and MCP; a send to a blocked recipient, or to one an allow list does
 //! not name, refused whole before any credit over REST, MCP and SMTP
 //! submission; mailbox-narrowed entries; the bound under concurrency; and
-//! the receive verdict the poller will ask. On both stores.
+//! the receive verdict, and the mail it keeps out of the inbox. On both stores.
 
 use crate::support::{self, Auth, TestApp};
 use base64::Engine;
-use common::service::lists::{self, ReceiveRefusal};
+use common::service::lists;
+use common::service::mail_store::Quarantine;
 use common::store::{StoreExt, Update};
 use serde_json::{Value, json};
 
@@ -19,6 +20,7 @@ on_both_backends!(
     a_key_narrowed_to_a_mailbox_manages_only_its_entries,
     concurrent_adds_stop_exactly_at_the_bound,
     the_receive_verdict_follows_the_receive_lists,
+    mail_the_receive_lists_refuse_is_kept_out_of_the_inbox,
 );
 
 const NOT_FOUND: &str = "That entry is not on the list";
@@ -599,24 +601,23 @@ async fn the_receive_verdict_follows_the_receive_lists(app: TestApp) {
     .await;
     assert_eq!(
         verdict("agent@acme.example", "X@Eu.Spam.example").await,
-        Some(ReceiveRefusal::BlockedSender)
+        Some(Quarantine::BlockedSender)
     );
     assert_eq!(
         verdict("boss@acme.example", "x@spam.example").await,
-        Some(ReceiveRefusal::BlockedSender)
+        Some(Quarantine::BlockedSender)
     );
     assert_eq!(verdict("agent@acme.example", "<pal@partner.example>").await, None);
     assert_eq!(
         verdict("agent@acme.example", "someone@else.example").await,
-        Some(ReceiveRefusal::SenderNotAllowed)
+        Some(Quarantine::SenderNotAllowed)
     );
     // A null sender matches nothing, so the allow list keeps it out.
     assert_eq!(
         verdict("agent@acme.example", "").await,
-        Some(ReceiveRefusal::SenderNotAllowed)
+        Some(Quarantine::SenderNotAllowed)
     );
     assert_eq!(verdict("boss@acme.example", "someone@else.example").await, None);
-    assert_eq!(ReceiveRefusal::SenderNotAllowed.reason(), "sender_not_allowed");
 
     // The service-domain mailboxes are the operators' account's; the
     // dispatch's `agent` owner reads the same lists.
@@ -631,7 +632,7 @@ async fn the_receive_verdict_follows_the_receive_lists(app: TestApp) {
         let got = lists::receive_verdict(&app.ctx, owner, "inbox@svc.test", "x@spam.example")
             .await
             .unwrap();
-        assert_eq!(got, Some(ReceiveRefusal::BlockedSender), "{owner}");
+        assert_eq!(got, Some(Quarantine::BlockedSender), "{owner}");
     }
     // And the agent key's sends follow the operators' send lists.
     added(
@@ -647,4 +648,71 @@ async fn the_receive_verdict_follows_the_receive_lists(app: TestApp) {
         )
         .await;
     assert_eq!(res.body["code"], "recipient_blocked", "{}", res.body);
+}
+
+/// A message from `from` to `to`, filed by the poller.
+async fn receive(app: &TestApp, from: &str, to: &str, subject: &str) {
+    let raw = format!(
+        "Delivered-To: {to}\r\nFrom: {from}\r\nTo: {to}\r\nSubject: {subject}\r\nMessage-ID: <{subject}@lists.test>\r\n\r\nHello\r\n"
+    );
+    common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
+        .await
+        .unwrap();
+    common::service::poller::run_once(&app.ctx).await.unwrap();
+}
+
+async fn mail_the_receive_lists_refuse_is_kept_out_of_the_inbox(app: TestApp) {
+    let key = owner(&app).await;
+    added(
+        &app,
+        &key,
+        json!({"direction": "receive", "kind": "block", "entry": "spam.example"}),
+    )
+    .await;
+    added(
+        &app,
+        &key,
+        json!({"direction": "receive", "kind": "allow", "entry": "partner.example", "mailbox": "boss@acme.example"}),
+    )
+    .await;
+    receive(&app, "offers@mail.spam.example", "agent@acme.example", "blocked").await;
+    receive(&app, "pal@partner.example", "agent@acme.example", "welcome").await;
+    receive(&app, "stranger@else.example", "boss@acme.example", "unlisted").await;
+    receive(&app, "pal@partner.example", "boss@acme.example", "allowed").await;
+
+    let inbox = app.get("/inbox", Auth::Bearer(&key)).await;
+    let mut subjects: Vec<&str> = inbox.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["subject"].as_str().unwrap())
+        .collect();
+    subjects.sort();
+    assert_eq!(subjects, ["allowed", "welcome"], "{}", inbox.body);
+    let kept = app.get("/inbox?view=quarantine", Auth::Bearer(&key)).await;
+    let mut reasons: Vec<(String, String)> = kept.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["subject"].as_str().unwrap().to_string(),
+                m["quarantine"]["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        [
+            ("blocked".to_string(), "blocked_sender".to_string()),
+            ("unlisted".to_string(), "sender_not_allowed".to_string())
+        ],
+        "{}",
+        kept.body
+    );
+    // Kept, and readable by id with its reason.
+    let id = kept.body["messages"][0]["id"].as_str().unwrap();
+    let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&key)).await;
+    assert_eq!(read.status, 200, "{}", read.body);
 }

@@ -16,6 +16,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 use super::Call;
+use super::mail_store::Quarantine;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
@@ -215,37 +216,12 @@ pub async fn refuse_send(ctx: &Context, owner: &str, from: &str, recipients: &[S
     Ok(())
 }
 
-/// Why received mail is kept out of the inbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ReceiveRefusal {
-    /// The sender is on a receive block list.
-    BlockedSender,
-    /// A receive allow list applies and does not name the sender.
-    SenderNotAllowed,
-}
-
-impl ReceiveRefusal {
-    /// The quarantine reason it is filed under.
-    pub fn reason(self) -> &'static str {
-        match self {
-            ReceiveRefusal::BlockedSender => "blocked_sender",
-            ReceiveRefusal::SenderNotAllowed => "sender_not_allowed",
-        }
-    }
-}
-
 /// What the account's receive lists say about mail from `from` to its
 /// `mailbox`: `None` files it as usual. `uid` is the mailbox's account
 /// (`ops` for the service domain's; `agent` reads as `ops`). A sender that
 /// is no address (a null return path) matches no entry, so an allow list
 /// refuses it. One Query.
-pub async fn receive_verdict(
-    ctx: &Context,
-    uid: &str,
-    mailbox: &str,
-    from: &str,
-) -> StoreResult<Option<ReceiveRefusal>> {
+pub async fn receive_verdict(ctx: &Context, uid: &str, mailbox: &str, from: &str) -> StoreResult<Option<Quarantine>> {
     let listed = entries(ctx, account_of(uid), ListDirection::Receive).await?;
     if listed.is_empty() {
         return Ok(None);
@@ -253,8 +229,8 @@ pub async fn receive_verdict(
     let from = from.trim().trim_start_matches('<').trim_end_matches('>');
     let from = email(from).unwrap_or_default();
     Ok(judge(&listed, mailbox, &from).map(|kind| match kind {
-        ListKind::Block => ReceiveRefusal::BlockedSender,
-        ListKind::Allow => ReceiveRefusal::SenderNotAllowed,
+        ListKind::Block => Quarantine::BlockedSender,
+        ListKind::Allow => Quarantine::SenderNotAllowed,
     }))
 }
 

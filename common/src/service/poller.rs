@@ -15,7 +15,7 @@ use crate::mail::inbound::{self, DONE, FAILED, Inbound, Limits, PENDING};
 
 use super::delivery::reports::{self, Consumed};
 use super::mail_store::{self, Direction, NewMessage, Quarantine, Row};
-use super::{mailboxes, webhooks};
+use super::{lists, mailboxes, webhooks};
 
 /// What one run did: copies filed, copies already there, files refused, and
 /// files left pending because storage failed (tried again next run).
@@ -165,9 +165,15 @@ async fn file_for(
         if auth.is_none() {
             auth = Some(authentication(ctx, message, raw).await);
         }
+        // Spoofed mail stays out whatever the lists say; then the mailbox's
+        // receive lists judge its sender.
+        let quarantine = match auth.as_ref().is_some_and(|a| a.spoofed) {
+            true => Some(Quarantine::Spoofed),
+            false => lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &message.from).await?,
+        };
         let filing = NewMessage {
             authentication: auth.as_ref(),
-            quarantine: auth.as_ref().filter(|a| a.spoofed).map(|_| Quarantine::Spoofed),
+            quarantine,
             ..as_new(message, &scope, &mailbox.address)
         };
         match mail_store::file(ctx, &filing).await? {
