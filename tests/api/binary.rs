@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::smtp::free_port;
 use serde_json::{Value, json};
 
 struct Server {
@@ -20,14 +21,6 @@ impl Drop for Server {
         self.child.kill().ok();
         self.child.wait().ok();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Starts `mailhost` with no arguments, configured through the environment only.

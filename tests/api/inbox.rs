@@ -449,7 +449,13 @@ async fn the_tools_answer_what_the_routes_answer(app: TestApp) {
     assert_eq!(tool(&app, &key, "list_inbox", json!({"limit": 1})).await, rest);
     let all = list(&app, &key, "").await;
     assert_eq!(tool(&app, &key, "list_inbox", json!({})).await, all);
-    let id = all["messages"][1]["id"].as_str().unwrap().to_string();
+    // Both were filed in one run, maybe in one millisecond: found by subject.
+    let chart = all["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["subject"] == "The chart");
+    let id = chart.unwrap()["id"].as_str().unwrap().to_string();
     let mut read = tool(&app, &key, "get_message", json!({"id": id})).await;
     assert_eq!(read["message"]["unread"], false);
     assert_eq!(read["truncated"], false, "{read}");

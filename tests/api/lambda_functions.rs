@@ -50,6 +50,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::support::smtp::free_port;
 use common::http::{Family, find_route, routes};
 use common::jobs::{JOBS, Job};
 use common::store::embedded::EmbeddedStore;
@@ -972,13 +973,6 @@ fn wait_for_port(port: u16, limit: Duration, what: &str, log: &Path) {
         );
         thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
 }
 
 fn random_hex() -> String {

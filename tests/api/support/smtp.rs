@@ -262,12 +262,26 @@ fn launch_blocking(venv: &Path, reject: bool, open: bool) -> SmtpSink {
 }
 
 /// A port of 127.0.0.1 that was free a moment ago (the sink retries if it is taken).
+/// A port free now and never handed out before in this run: a harness picks
+/// several before it starts what listens on them, and the kernel may offer a
+/// released port again (the IMAP port and a remote MX once got the same one).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(port)
+        {
+            return port;
+        }
+    }
 }
 
 /// Writes ca.pem (a throwaway CA) and server.pem/server.key (issued by it for
