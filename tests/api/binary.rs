@@ -23,6 +23,18 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// The agent key a first start prints, once.
+    fn agent_key(&self) -> String {
+        let printed = self.output.lock().unwrap().clone();
+        printed
+            .split_whitespace()
+            .find(|w| w.starts_with("svc_"))
+            .unwrap_or_else(|| panic!("the agent key is printed on first start: {printed}"))
+            .to_string()
+    }
+}
+
 /// Starts `mailhost` with no arguments, configured through the environment only.
 async fn start(data_dir: &std::path::Path, port: u16) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mailhost"))
@@ -72,12 +84,7 @@ async fn the_binary_serves_onboarding_and_never_logs_a_secret() {
     let data_dir = std::env::temp_dir().join(format!("mailhost-bin-{:x}", rand::random::<u64>()));
     let port = free_port();
     let server = start(&data_dir, port).await;
-    let printed = server.output.lock().unwrap().clone();
-    let agent_key = printed
-        .split_whitespace()
-        .find(|w| w.starts_with("svc_"))
-        .unwrap_or_else(|| panic!("the agent key is printed on first start: {printed}"))
-        .to_string();
+    let agent_key = server.agent_key();
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
     let post = |path: &str, auth: Option<&str>, body: Value| {
@@ -182,12 +189,7 @@ async fn mailhost_deliver_drops_mail_that_the_running_server_lists_within_second
     let data_dir = std::env::temp_dir().join(format!("mailhost-bin-{:x}", rand::random::<u64>()));
     let port = free_port();
     let server = start(&data_dir, port).await;
-    let printed = server.output.lock().unwrap().clone();
-    let agent_key = printed
-        .split_whitespace()
-        .find(|w| w.starts_with("svc_"))
-        .unwrap_or_else(|| panic!("the agent key is printed on first start: {printed}"))
-        .to_string();
+    let agent_key = server.agent_key();
     let eml = data_dir.join("hello.eml");
     std::fs::write(
         &eml,
@@ -252,12 +254,7 @@ async fn a_scheduled_send_goes_out_once_after_a_restart() {
     let data_dir = std::env::temp_dir().join(format!("mailhost-bin-{:x}", rand::random::<u64>()));
     let port = free_port();
     let server = start(&data_dir, port).await;
-    let printed = server.output.lock().unwrap().clone();
-    let agent_key = printed
-        .split_whitespace()
-        .find(|w| w.starts_with("svc_"))
-        .unwrap_or_else(|| panic!("the agent key is printed on first start: {printed}"))
-        .to_string();
+    let agent_key = server.agent_key();
     let client = reqwest::Client::new();
     let res = client
         .post(format!("http://127.0.0.1:{port}/sendMail"))

@@ -3,7 +3,6 @@
 //! names who did each change. On both stores, over REST and MCP.
 
 use crate::support::{Auth, TestApp};
-use common::service::poller;
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -20,15 +19,6 @@ on_both_backends!(
 
 const LACKS_SEND: &str = "This API key lacks the send permission";
 
-/// An account with a verified domain `acme.example` and two hosted
-/// mailboxes, `agent@` and `boss@`: its account key.
-async fn owner(app: &TestApp) -> String {
-    let key = app.sender("owner@acme.example", "acme.example", "agent").await;
-    let boss = app.add_mailbox(&key, "acme.example", "boss", "hosted", json!([])).await;
-    assert_eq!(boss.status, 200, "{}", boss.body);
-    key
-}
-
 async fn mint(app: &TestApp, owner: &str, body: Value) -> (String, Value) {
     let res = app.post("/keys", Auth::Bearer(owner), body).await;
     assert_eq!(res.status, 200, "{}", res.body);
@@ -43,23 +33,12 @@ async fn tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> crate::
     app.post("/mcp", Auth::Bearer(key), body).await
 }
 
-/// An inbound message to `to`, filed by the poller.
-async fn deliver(app: &TestApp, to: &str, subject: &str) {
-    let raw = format!(
-        "Delivered-To: {to}\r\nFrom: pal@partner.example\r\nTo: {to}\r\nSubject: {subject}\r\nMessage-ID: <{subject}@partner.example>\r\n\r\nHello {to}\r\n"
-    );
-    common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
-        .await
-        .unwrap();
-    assert_eq!(poller::run_once(&app.ctx).await.unwrap().filed, 1);
-}
-
 fn credits(res: &crate::support::Response) -> i64 {
     res.body["credits"]["remaining"].as_i64().unwrap()
 }
 
 async fn a_read_only_key_cannot_send_over_rest_or_mcp(app: TestApp) {
-    let owner = owner(&app).await;
+    let owner = app.acme().await;
     let (reader, _) = mint(&app, &owner, json!({"name": "reader", "permissions": ["read"]})).await;
     let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
     let mail = json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Hi", "text": "Hi"});
@@ -92,9 +71,11 @@ async fn a_read_only_key_cannot_send_over_rest_or_mcp(app: TestApp) {
 }
 
 async fn a_key_scoped_to_one_mailbox_sees_only_that_mailbox(app: TestApp) {
-    let owner = owner(&app).await;
-    deliver(&app, "agent@acme.example", "for-agent").await;
-    deliver(&app, "boss@acme.example", "for-boss").await;
+    let owner = app.acme().await;
+    app.receive("pal@partner.example", "agent@acme.example", "for-agent")
+        .await;
+    app.receive("pal@partner.example", "boss@acme.example", "for-boss")
+        .await;
     let (agent, view) = mint(
         &app,
         &owner,
@@ -132,7 +113,7 @@ async fn a_key_scoped_to_one_mailbox_sees_only_that_mailbox(app: TestApp) {
     let res = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&agent)).await;
     assert_eq!((res.status, res.error()), (404, "Message not found"));
     let res = app
-        .get("/inbox?messageId=%3Cfor-boss@partner.example%3E", Auth::Bearer(&agent))
+        .get("/inbox?messageId=%3Cfor-boss@received.test%3E", Auth::Bearer(&agent))
         .await;
     assert_eq!(res.status, 404, "{}", res.body);
     let thread = boss_row["threadId"].as_str().unwrap();
@@ -197,7 +178,7 @@ async fn a_key_scoped_to_one_mailbox_sees_only_that_mailbox(app: TestApp) {
 }
 
 async fn a_revoked_or_expired_key_is_refused_at_once(app: TestApp) {
-    let owner = owner(&app).await;
+    let owner = app.acme().await;
     let (key, view) = mint(&app, &owner, json!({"name": "temp", "permissions": ["read"]})).await;
     assert_eq!(app.get("/credits", Auth::Bearer(&key)).await.status, 200);
     let listed = app.get("/keys", Auth::Bearer(&owner)).await;
@@ -239,7 +220,7 @@ async fn a_revoked_or_expired_key_is_refused_at_once(app: TestApp) {
 }
 
 async fn a_keys_daily_cap_is_its_own_and_atomic(app: TestApp) {
-    let owner = owner(&app).await;
+    let owner = app.acme().await;
     let (capped, _) = mint(
         &app,
         &owner,
@@ -271,7 +252,7 @@ async fn a_keys_daily_cap_is_its_own_and_atomic(app: TestApp) {
 }
 
 async fn only_the_owner_mints_keys_and_at_most_twenty(app: TestApp) {
-    let owner = owner(&app).await;
+    let owner = app.acme().await;
     let (manager, _) = mint(
         &app,
         &owner,
@@ -319,7 +300,7 @@ async fn only_the_owner_mints_keys_and_at_most_twenty(app: TestApp) {
 }
 
 async fn bad_key_input_gets_a_precise_400_and_mints_nothing(app: TestApp) {
-    let owner = owner(&app).await;
+    let owner = app.acme().await;
     let past = common::clock::iso_epoch(app.ctx.clock.epoch() - 3600);
     let cases = [
         (json!({"permissions": ["read"]}), "name is required"),
@@ -388,7 +369,7 @@ async fn bad_key_input_gets_a_precise_400_and_mints_nothing(app: TestApp) {
 }
 
 async fn the_audit_log_names_each_change_and_its_actor(app: TestApp) {
-    let owner = owner(&app).await;
+    let owner = app.acme().await;
     let (reader, view) = mint(&app, &owner, json!({"name": "reader", "permissions": ["read"]})).await;
     let reader_id = view["id"].as_str().unwrap().to_string();
     // A refused send (403), a read (not logged), a mailbox change by the owner.
@@ -467,7 +448,7 @@ fn approval_code(app: &TestApp, owner: &str) -> String {
 }
 
 async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
-    let owner = owner(&app).await;
+    let owner = app.acme().await;
     let mail = |to: &str| json!({"to": to, "subject": format!("For {to}"), "text": "Shall we meet?"});
     // The owner has mailed known@ before; the agent's key asks about anyone else.
     let res = app
@@ -487,7 +468,7 @@ async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
     let res = app.send_mail(Auth::Bearer(&agent), mail("known@partner.example")).await;
     assert_eq!(res.status, 200, "a known contact goes at once: {}", res.body);
     // Someone who wrote in is known too.
-    deliver(&app, "boss@acme.example", "hello").await;
+    app.receive("pal@partner.example", "boss@acme.example", "hello").await;
     let res = app.send_mail(Auth::Bearer(&agent), mail("pal@partner.example")).await;
     assert_eq!(res.status, 200, "a sender heard from goes at once: {}", res.body);
     app.ctx.clock.advance(61);
@@ -598,7 +579,7 @@ async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
 
 async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp) {
     use common::service::pending;
-    let owner = owner(&app).await;
+    let owner = app.acme().await;
     let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
     let mail = |to: &str, extra: Value| {
         let mut m = json!({"from": "agent@acme.example", "to": to, "subject": "Later", "text": "Later"});

@@ -25,15 +25,6 @@ on_both_backends!(
 
 const NOT_FOUND: &str = "That entry is not on the list";
 
-/// An account with a verified domain `acme.example` and two hosted
-/// mailboxes, `agent@` and `boss@`: its account key.
-async fn owner(app: &TestApp) -> String {
-    let key = app.sender("owner@acme.example", "acme.example", "agent").await;
-    let boss = app.add_mailbox(&key, "acme.example", "boss", "hosted", json!([])).await;
-    assert_eq!(boss.status, 200, "{}", boss.body);
-    key
-}
-
 async fn uid_of(app: &TestApp, key: &str) -> String {
     let digest = app.ctx.hasher.key_digest(key);
     let record: Value = app
@@ -99,7 +90,7 @@ async fn submit(app: &TestApp, mailbox: &str, to: &[&str]) -> crate::support::Re
 }
 
 async fn entries_are_added_listed_and_removed_over_rest_and_mcp(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     let block = json!({"direction": "send", "kind": "block", "entry": "Spam.Example"});
     let entry = added(&app, &key, block.clone()).await;
     assert_eq!(entry["entry"], "spam.example");
@@ -214,7 +205,7 @@ async fn entries_are_added_listed_and_removed_over_rest_and_mcp(app: TestApp) {
 }
 
 async fn bad_list_input_gets_a_precise_answer_and_changes_nothing(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     let other = app.sender("eve@other.example", "other.example", "eve").await;
     let cases = [
         (
@@ -284,7 +275,7 @@ async fn bad_list_input_gets_a_precise_answer_and_changes_nothing(app: TestApp) 
 }
 
 async fn a_blocked_recipient_refuses_the_whole_send_with_no_credit_spent(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     added(
         &app,
         &key,
@@ -354,7 +345,7 @@ async fn a_blocked_recipient_refuses_the_whole_send_with_no_credit_spent(app: Te
 }
 
 async fn an_allow_list_refuses_every_other_recipient(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     added(
         &app,
         &key,
@@ -410,7 +401,7 @@ async fn an_allow_list_refuses_every_other_recipient(app: TestApp) {
 }
 
 async fn a_mailbox_entry_applies_only_to_that_mailbox(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     added(
         &app,
         &key,
@@ -441,7 +432,7 @@ async fn a_mailbox_entry_applies_only_to_that_mailbox(app: TestApp) {
 }
 
 async fn a_key_narrowed_to_a_mailbox_manages_only_its_entries(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     added(
         &app,
         &key,
@@ -495,7 +486,7 @@ async fn a_key_narrowed_to_a_mailbox_manages_only_its_entries(app: TestApp) {
 }
 
 async fn concurrent_adds_stop_exactly_at_the_bound(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     let uid = uid_of(&app, &key).await;
     // As if 490 entries were there (a shortcut: the count is what binds).
     let room = 10;
@@ -573,7 +564,7 @@ async fn concurrent_adds_stop_exactly_at_the_bound(app: TestApp) {
 }
 
 async fn the_receive_verdict_follows_the_receive_lists(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     let uid = uid_of(&app, &key).await;
     let verdict = |mailbox: &'static str, from: &'static str| {
         let (ctx, uid) = (&app.ctx, uid.clone());
@@ -650,19 +641,8 @@ async fn the_receive_verdict_follows_the_receive_lists(app: TestApp) {
     assert_eq!(res.body["code"], "recipient_blocked", "{}", res.body);
 }
 
-/// A message from `from` to `to`, filed by the poller.
-async fn receive(app: &TestApp, from: &str, to: &str, subject: &str) {
-    let raw = format!(
-        "Delivered-To: {to}\r\nFrom: {from}\r\nTo: {to}\r\nSubject: {subject}\r\nMessage-ID: <{subject}@lists.test>\r\n\r\nHello\r\n"
-    );
-    common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
-        .await
-        .unwrap();
-    common::service::poller::run_once(&app.ctx).await.unwrap();
-}
-
 async fn mail_the_receive_lists_refuse_is_kept_out_of_the_inbox(app: TestApp) {
-    let key = owner(&app).await;
+    let key = app.acme().await;
     added(
         &app,
         &key,
@@ -675,10 +655,13 @@ async fn mail_the_receive_lists_refuse_is_kept_out_of_the_inbox(app: TestApp) {
         json!({"direction": "receive", "kind": "allow", "entry": "partner.example", "mailbox": "boss@acme.example"}),
     )
     .await;
-    receive(&app, "offers@mail.spam.example", "agent@acme.example", "blocked").await;
-    receive(&app, "pal@partner.example", "agent@acme.example", "welcome").await;
-    receive(&app, "stranger@else.example", "boss@acme.example", "unlisted").await;
-    receive(&app, "pal@partner.example", "boss@acme.example", "allowed").await;
+    app.receive("offers@mail.spam.example", "agent@acme.example", "blocked")
+        .await;
+    app.receive("pal@partner.example", "agent@acme.example", "welcome")
+        .await;
+    app.receive("stranger@else.example", "boss@acme.example", "unlisted")
+        .await;
+    app.receive("pal@partner.example", "boss@acme.example", "allowed").await;
 
     let inbox = app.get("/inbox", Auth::Bearer(&key)).await;
     let mut subjects: Vec<&str> = inbox.body["messages"]

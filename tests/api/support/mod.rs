@@ -359,6 +359,29 @@ impl TestApp {
 }
 
 impl TestApp {
+    /// An account with a verified domain `acme.example` and two hosted
+    /// mailboxes, `agent@` and `boss@`: its account key.
+    pub async fn acme(&self) -> String {
+        let key = self.sender("owner@acme.example", "acme.example", "agent").await;
+        let boss = self
+            .add_mailbox(&key, "acme.example", "boss", "hosted", json!([]))
+            .await;
+        assert_eq!(boss.status, 200, "{}", boss.body);
+        key
+    }
+
+    /// A message from `from` to `to`, its Message-ID `<subject@received.test>`,
+    /// filed by the poller as the mail host hands it over.
+    pub async fn receive(&self, from: &str, to: &str, subject: &str) {
+        let raw = format!(
+            "Delivered-To: {to}\r\nFrom: {from}\r\nTo: {to}\r\nSubject: {subject}\r\nMessage-ID: <{subject}@received.test>\r\n\r\nHello {to}\r\n"
+        );
+        common::mail::inbound::drop_raw(&*self.ctx.blobs, raw.into_bytes())
+            .await
+            .unwrap();
+        common::service::poller::run_once(&self.ctx).await.unwrap();
+    }
+
     /// A ready account with a verified domain and a hosted mailbox `local@domain`.
     pub async fn sender(&self, owner: &str, domain: &str, local: &str) -> String {
         let key = self.verified_domain(owner, domain).await;
