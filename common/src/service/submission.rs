@@ -136,15 +136,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     let parsed = MessageParser::default()
         .parse(&input.raw.0)
         .ok_or(error::SUBMISSION_UNREADABLE)?;
-    let only_the_mailbox = |list: Option<&Address<'_>>| {
-        let addresses: Vec<&str> = list
-            .into_iter()
-            .flat_map(|a| a.iter())
-            .filter_map(|a| a.address())
-            .collect();
-        addresses.len() == 1 && addresses[0].trim().eq_ignore_ascii_case(&mailbox.address)
-    };
-    if !only_the_mailbox(parsed.from()) || (parsed.sender().is_some() && !only_the_mailbox(parsed.sender())) {
+    if !written_by(&parsed, &mailbox.address) {
         return Err(error::SUBMISSION_SENDER.into());
     }
     let (raw, message_id) = message::submitted(&input.raw.0, &domain.name, ctx.clock.now())
@@ -163,7 +155,46 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         source: "smtp",
     };
     let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
+    file_reply(
+        ctx,
+        &mailbox,
+        &parsed,
+        &input.recipients.0,
+        &message_id,
+        &dispatched.delivery,
+    )
+    .await;
+    Ok(SubmissionOutput {
+        ok: true,
+        message_id,
+        credits_remaining: dispatched.credits_remaining,
+    })
+}
 
+/// Whether the message's From (and Sender, when it has one) is the mailbox
+/// that logged in, alone.
+fn written_by(parsed: &mail_parser::Message<'_>, address: &str) -> bool {
+    let only_the_mailbox = |list: Option<&Address<'_>>| {
+        let addresses: Vec<&str> = list
+            .into_iter()
+            .flat_map(|a| a.iter())
+            .filter_map(|a| a.address())
+            .collect();
+        addresses.len() == 1 && addresses[0].trim().eq_ignore_ascii_case(address)
+    };
+    only_the_mailbox(parsed.from()) && (parsed.sender().is_none() || only_the_mailbox(parsed.sender()))
+}
+
+/// Files a submitted reply on its stored conversation, as sendMail does
+/// (nothing when it threads onto none).
+async fn file_reply(
+    ctx: &Context,
+    mailbox: &mailboxes::Mailbox,
+    parsed: &mail_parser::Message<'_>,
+    recipients: &[String],
+    message_id: &str,
+    delivery: &str,
+) {
     let ids = |value| -> Vec<String> {
         inbound::message_ids(value)
             .iter()
@@ -188,10 +219,10 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         })
         .collect::<Vec<_>>();
     let sent = Sent {
-        delivery: &dispatched.delivery,
+        delivery,
         from: &mailbox.address,
-        message_id: &message_id,
-        to: &input.recipients.0,
+        message_id,
+        to: recipients,
         subject: parsed.subject().unwrap_or_default(),
         text: &text,
         in_reply_to: &in_reply_to,
@@ -203,11 +234,6 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     };
     let scope = mailbox.reading_scope(&ctx.config.service_domain);
     send::file_on_thread(ctx, &scope, &mailbox.address, &sent).await;
-    Ok(SubmissionOutput {
-        ok: true,
-        message_id,
-        credits_remaining: dispatched.credits_remaining,
-    })
 }
 
 /// The mailbox that logged in, with the domain that signs for it and who
