@@ -429,6 +429,25 @@ async fn the_audit_log_names_each_change_and_its_actor(app: TestApp) {
     assert_eq!(next.body["changes"][0]["status"], 403, "{}", next.body);
     let res = app.get("/audit?actor=nobody", Auth::Bearer(&owner)).await;
     assert_eq!(res.status, 400);
+    // Each row goes after 90 days (TTL), the store's own clock for it.
+    let uid = common::auth::keys::owner(
+        app.ctx.store.as_ref(),
+        &app.ctx.hasher.key_digest(&owner),
+        app.ctx.clock.now(),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .uid;
+    let rows = app
+        .ctx
+        .store
+        .query(&common::store::Query::partition(common::keys::audit_log(&uid)).limit(5))
+        .await
+        .unwrap()
+        .items;
+    let ttl = rows[0]["ttl"].as_i64().unwrap();
+    assert!((ttl - app.ctx.clock.epoch() - 90 * 86_400).abs() < 60, "{ttl}");
     // The MCP tool lists the same log.
     let res = tool(&app, &owner, "list_audit", json!({"limit": 2})).await;
     assert_eq!(
@@ -639,6 +658,15 @@ async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp
         .await;
     assert_eq!(res.status, 409, "it has left: {}", res.body);
     assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
+    let log = app.get("/audit?operation=cancelSend", Auth::Bearer(&owner)).await;
+    let cancel = &log.body["changes"][log.body["changes"].as_array().unwrap().len() - 1];
+    assert_eq!(
+        (cancel["status"].as_i64(), cancel["via"].as_str()),
+        (Some(200), Some("mcp")),
+        "{}",
+        log.body
+    );
+    assert_eq!(cancel["actor"]["kind"], "account_key");
 
     // Bad times change nothing.
     let past = common::clock::iso_epoch(app.ctx.clock.epoch() - 60);

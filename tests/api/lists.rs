@@ -694,6 +694,15 @@ async fn mail_the_receive_lists_refuse_is_kept_out_of_the_inbox(app: TestApp) {
         "{}",
         kept.body
     );
+    // Each list change is in the audit log, by the account key.
+    let log = app.get("/audit?operation=addListEntry", Auth::Bearer(&key)).await;
+    let changes = log.body["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 2, "{}", log.body);
+    assert!(
+        changes
+            .iter()
+            .all(|c| c["actor"]["kind"] == "account_key" && c["status"] == 200)
+    );
     // Kept, and readable by id with its reason.
     let id = kept.body["messages"][0]["id"].as_str().unwrap();
     let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&key)).await;

@@ -54,6 +54,8 @@ stored_as_json!(
     mailboxes::MailboxStatus,
     mailboxes::Mode,
     onboarding::RequestStatus,
+    pending::Kind,
+    pending::PendingStatus,
 );
 
 use crate::auth::{Caller, IdentityUser, Via};

@@ -60,12 +60,6 @@ pub enum PendingStatus {
     Failed,
 }
 
-impl From<PendingStatus> for serde_json::Value {
-    fn from(status: PendingStatus) -> serde_json::Value {
-        serde_json::to_value(status).expect("a status serializes")
-    }
-}
-
 /// A waiting send, as GET /holds shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -490,11 +484,11 @@ async fn reschedule(ctx: &Context, hold: Pending) -> Result<Pending, ApiError> {
         Write::Update {
             key: keys::pending(&scheduled.id),
             update: Update::new()
-                .set("kind", serde_json::to_value(Kind::Scheduled).unwrap_or_default())
+                .set("kind", Kind::Scheduled)
                 .set("charged", scheduled.charged),
             cond: Some(Cond::And(vec![
                 Cond::eq("status", PendingStatus::Waiting),
-                Cond::eq("kind", serde_json::to_value(Kind::Held).unwrap_or_default()),
+                Cond::eq("kind", Kind::Held),
             ])),
         },
         due_write(&scheduled),
