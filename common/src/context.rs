@@ -87,29 +87,21 @@ impl Context {
             load_secrets(secrets.as_ref(), &config, mode),
             Box::pin(warm_up(dynamo.as_ref(), s3.as_ref(), &config, mode))
         );
+        let loaded = loaded?;
+        let hasher = KeyHasher::new(loaded.hmac_secret.clone());
+        let (agent_key_digest, agent_key_last4) = agent_key(&hasher, secrets.as_ref(), &loaded).await?;
         let Loaded {
-            hmac_secret,
-            agent_key,
-            agent_key_pair,
             sync_token,
             new_agent_key,
-        } = loaded?;
-        let hasher = KeyHasher::new(hmac_secret);
-        let (agent_key_digest, agent_key_last4) = match (agent_key, agent_key_pair) {
-            (Some(key), _) => (hasher.key_digest(&key), keys::last4(&key)),
-            (None, Some(pair)) => pair,
-            (None, None) => {
-                let key = new_agent_key.as_deref().expect("a new key when none is stored");
-                store_agent_key_digest(&hasher, secrets.as_ref(), key).await?
-            }
-        };
+            ..
+        } = loaded;
         let identity = identity(&config, secrets.as_ref()).await?;
         let store = Box::pin(open_store(&config, mode, dynamo)).await?;
         let (metered, store_meter) = crate::store::metered::Metered::new(store);
         let store: Arc<dyn Store> = Arc::new(metered);
-        let blobs: Arc<dyn BlobStore> = match &config.bucket {
-            Some(bucket) => Arc::new(crate::blob::s3::S3BlobStore::new(s3.expect("s3 client"), bucket)),
-            None => Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
+        let blobs: Arc<dyn BlobStore> = match (&config.bucket, s3) {
+            (Some(bucket), Some(s3)) => Arc::new(crate::blob::s3::S3BlobStore::new(s3, bucket)),
+            _ => Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
         };
         let (customer_mail, system_mail) = transports(&config, mode, aws.as_ref())?;
         let dns = Dns::new(config.dns_server.as_deref())?;
@@ -148,6 +140,19 @@ fn secrets(config: &Config, aws: Option<&aws_config::SdkConfig>) -> Arc<dyn Secr
 
 /// A key made on this start: its digest and last four kept in the data
 /// directory (the key itself is shown once, never stored).
+/// The agent key's digest and last four: from the key itself, from the
+/// stored pair, or made now for the key this first start generated.
+async fn agent_key(hasher: &KeyHasher, secrets: &dyn Secrets, loaded: &Loaded) -> anyhow::Result<(String, String)> {
+    Ok(match (&loaded.agent_key, &loaded.agent_key_pair) {
+        (Some(key), _) => (hasher.key_digest(key), keys::last4(key)),
+        (None, Some(pair)) => pair.clone(),
+        (None, None) => {
+            let key = loaded.new_agent_key.as_deref().expect("a new key when none is stored");
+            store_agent_key_digest(hasher, secrets, key).await?
+        }
+    })
+}
+
 async fn store_agent_key_digest(
     hasher: &KeyHasher,
     secrets: &dyn Secrets,

@@ -398,7 +398,7 @@ impl Operation {
     /// Who it refuses, and why: its access rule's refusals, and a scoped
     /// key's without the permission it needs.
     pub fn refusals(&self) -> Vec<Problem> {
-        let mut refusals = self.access.refusals().to_vec();
+        let mut refusals = self.access.refusals();
         refusals.extend(self.permission.map(Permission::missing));
         refusals
     }

@@ -47,72 +47,28 @@ pub enum Access {
 impl Access {
     /// The refusals this rule can answer with (authentication's own included),
     /// for the API description.
-    pub fn refusals(self) -> &'static [Problem] {
+    pub fn refusals(self) -> Vec<Problem> {
         use crate::error::{INVALID_TOKEN, MISSING_CREDENTIAL};
-        match self {
+        // Without a credential OwnerOrCode admits the code alone.
+        let authentication: &[Problem] = match self {
             Access::Public => &[],
-            Access::AccountKey => &[
-                MISSING_CREDENTIAL,
-                INVALID_KEY,
-                KEY_EXPIRED,
-                INVALID_TOKEN,
-                ACCOUNT_KEY_ONLY,
-            ],
-            Access::Owner => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN, OWNER_ONLY],
-            Access::OwnerOrCode => &[INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN, OWNER_ONLY],
-            Access::CreditsRead => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN],
-            Access::CreditsControl => &[
-                MISSING_CREDENTIAL,
-                INVALID_KEY,
-                KEY_EXPIRED,
-                INVALID_TOKEN,
-                CONTROL_REFUSED,
-            ],
-            Access::Operator => &[
-                MISSING_CREDENTIAL,
-                INVALID_KEY,
-                KEY_EXPIRED,
-                INVALID_TOKEN,
-                OPERATOR_ONLY,
-            ],
-            Access::Customer => &[
-                MISSING_CREDENTIAL,
-                INVALID_KEY,
-                KEY_EXPIRED,
-                INVALID_TOKEN,
-                FIREBASE_REQUIRED,
-            ],
-            Access::Mail => &[
-                MISSING_CREDENTIAL,
-                INVALID_KEY,
-                KEY_EXPIRED,
-                INVALID_TOKEN,
-                OPERATOR_MAILBOX,
-            ],
-            Access::Drafting => &[
-                MISSING_CREDENTIAL,
-                INVALID_KEY,
-                KEY_EXPIRED,
-                INVALID_TOKEN,
-                DRAFTS_SIGNED_IN,
-                OPERATOR_MAILBOX,
-            ],
-            Access::WebhookKey => &[
-                MISSING_CREDENTIAL,
-                INVALID_KEY,
-                KEY_EXPIRED,
-                INVALID_TOKEN,
-                WEBHOOKS_AGENT_KEY,
-            ],
-            Access::Sync => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN, SYNC_ONLY],
-            Access::Mcp => &[
-                MISSING_CREDENTIAL,
-                INVALID_KEY,
-                KEY_EXPIRED,
-                INVALID_TOKEN,
-                MCP_AGENT_KEY_ONLY,
-            ],
-        }
+            Access::OwnerOrCode => &[INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN],
+            _ => &[MISSING_CREDENTIAL, INVALID_KEY, KEY_EXPIRED, INVALID_TOKEN],
+        };
+        let own: &[Problem] = match self {
+            Access::Public | Access::CreditsRead => &[],
+            Access::AccountKey => &[ACCOUNT_KEY_ONLY],
+            Access::Owner | Access::OwnerOrCode => &[OWNER_ONLY],
+            Access::CreditsControl => &[CONTROL_REFUSED],
+            Access::Operator => &[OPERATOR_ONLY],
+            Access::Customer => &[FIREBASE_REQUIRED],
+            Access::Mail => &[OPERATOR_MAILBOX],
+            Access::Drafting => &[DRAFTS_SIGNED_IN, OPERATOR_MAILBOX],
+            Access::WebhookKey => &[WEBHOOKS_AGENT_KEY],
+            Access::Sync => &[SYNC_ONLY],
+            Access::Mcp => &[MCP_AGENT_KEY_ONLY],
+        };
+        [authentication, own].concat()
     }
 
     /// Whether an identity token is one of the credentials this rule admits
@@ -128,68 +84,51 @@ impl Access {
     /// Admits or refuses an authenticated caller. Missing and invalid
     /// credentials were already refused with 401 during authentication.
     pub fn admit(self, auth: &Authenticated) -> Result<(), ApiError> {
+        match self.refusal(&auth.caller, auth.via) {
+            Some(problem) => Err(problem.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Why this rule refuses a caller, if it does.
+    fn refusal(self, caller: &Caller, via: Via) -> Option<Problem> {
         use Caller::*;
-        let caller = &auth.caller;
-        let refuse = |p: Problem| Err(ApiError::from(p));
+        let operator = matches!(caller, Identity(user) if user.operator);
+        let keyed = matches!(caller, Agent | Standard(_));
+        let unless = |admitted: bool, why: Problem| (!admitted).then_some(why);
+        // A key-holding agent or person, signed in but refused: the rule's
+        // own reason; anyone else is not a caller of this rule at all.
+        let for_keys = |signed_in_why: Problem| match caller {
+            Agent | Standard(_) => None,
+            Identity(_) => Some(signed_in_why),
+            _ => Some(INVALID_KEY),
+        };
         match self {
-            Access::Public => Ok(()),
-            Access::OwnerOrCode if *caller == Public => Ok(()),
-            Access::AccountKey => match caller {
-                Standard(_) => Ok(()),
-                Sync => refuse(INVALID_KEY),
-                _ => refuse(ACCOUNT_KEY_ONLY),
-            },
-            Access::Owner | Access::OwnerOrCode => match caller {
-                Standard(key) if key.scope.is_none() => Ok(()),
-                Identity(user) if user.operator => Ok(()),
-                Sync => refuse(INVALID_KEY),
-                _ => refuse(OWNER_ONLY),
-            },
-            Access::CreditsRead => match caller {
-                Agent | Standard(_) | Identity(_) => Ok(()),
-                _ => refuse(INVALID_KEY),
-            },
-            Access::CreditsControl => match caller {
-                Agent => Ok(()),
-                Identity(user) if user.operator => Ok(()),
-                Sync => refuse(INVALID_KEY),
-                _ => refuse(CONTROL_REFUSED),
-            },
-            Access::Operator => match caller {
-                Identity(user) if user.operator => Ok(()),
-                _ => refuse(OPERATOR_ONLY),
-            },
+            Access::Public => None,
+            Access::OwnerOrCode if *caller == Public => None,
+            Access::Operator => unless(operator, OPERATOR_ONLY),
+            Access::Sync => unless(*caller == Sync, SYNC_ONLY),
+            // The mail host's sync token opens nothing else.
+            _ if *caller == Sync => Some(INVALID_KEY),
+            Access::AccountKey => unless(matches!(caller, Standard(_)), ACCOUNT_KEY_ONLY),
+            Access::Owner | Access::OwnerOrCode => unless(
+                operator || matches!(caller, Standard(key) if key.scope.is_none()),
+                OWNER_ONLY,
+            ),
+            Access::CreditsRead => unless(keyed || matches!(caller, Identity(_)), INVALID_KEY),
+            Access::CreditsControl => unless(operator || *caller == Agent, CONTROL_REFUSED),
             Access::Customer => match caller {
-                Standard(_) | Identity(_) => Ok(()),
-                Agent if auth.via == Via::Bearer => refuse(FIREBASE_REQUIRED),
-                _ => refuse(INVALID_KEY),
+                Standard(_) | Identity(_) => None,
+                Agent if via == Via::Bearer => Some(FIREBASE_REQUIRED),
+                _ => Some(INVALID_KEY),
             },
-            Access::Mail => match caller {
-                Agent | Standard(_) => Ok(()),
-                Identity(user) if user.operator => Ok(()),
-                Identity(_) => refuse(OPERATOR_MAILBOX),
-                _ => refuse(INVALID_KEY),
-            },
-            Access::Drafting => match caller {
-                Identity(user) if user.operator => Ok(()),
-                Identity(_) => refuse(OPERATOR_MAILBOX),
-                Agent | Standard(_) => refuse(DRAFTS_SIGNED_IN),
-                _ => refuse(INVALID_KEY),
-            },
-            Access::WebhookKey => match caller {
-                Agent | Standard(_) => Ok(()),
-                Identity(_) => refuse(WEBHOOKS_AGENT_KEY),
-                _ => refuse(INVALID_KEY),
-            },
-            Access::Sync => match caller {
-                Sync => Ok(()),
-                _ => refuse(SYNC_ONLY),
-            },
-            Access::Mcp => match caller {
-                Agent | Standard(_) => Ok(()),
-                Identity(_) => refuse(MCP_AGENT_KEY_ONLY),
-                _ => refuse(INVALID_KEY),
-            },
+            Access::Mail if operator => None,
+            Access::Mail => for_keys(OPERATOR_MAILBOX),
+            Access::Drafting if operator => None,
+            Access::Drafting if keyed => Some(DRAFTS_SIGNED_IN),
+            Access::Drafting => for_keys(OPERATOR_MAILBOX),
+            Access::WebhookKey => for_keys(WEBHOOKS_AGENT_KEY),
+            Access::Mcp => for_keys(MCP_AGENT_KEY_ONLY),
         }
     }
 }

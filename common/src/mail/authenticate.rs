@@ -16,7 +16,9 @@ use std::time::Duration;
 use mail_auth::dmarc::Policy;
 use mail_auth::dmarc::verify::DmarcParameters;
 use mail_auth::spf::verify::SpfParameters;
-use mail_auth::{AuthenticatedMessage, DkimResult, DmarcResult, MessageAuthenticator, SpfOutput, SpfResult};
+use mail_auth::{
+    AuthenticatedMessage, DkimOutput, DkimResult, DmarcOutput, DmarcResult, MessageAuthenticator, SpfOutput, SpfResult,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -245,44 +247,17 @@ async fn checks(
         };
     };
     let dkim_outputs = resolver.verify_dkim(&message).await;
-    let dkim: Vec<DkimCheck> = dkim_outputs
-        .iter()
-        .map(|o| DkimCheck {
-            result: dkim_verdict(o.result()),
-            domain: o.signature().map(|s| s.d.clone()).unwrap_or_default(),
-            selector: o.signature().map(|s| s.s.clone()).unwrap_or_default(),
-        })
-        .collect();
-    let arc = if message.ams_headers.is_empty() && message.as_headers.is_empty() && !message.has_arc_errors {
-        None
-    } else {
-        let output = resolver.verify_arc(&message).await;
-        Some(ArcCheck {
-            result: dkim_verdict(output.result()),
-            sets: output.sets().len(),
-            sealer: output.sets().last().map(|s| s.seal.header.d.clone()),
-        })
-    };
-    let mail_from = connection.spf_domain();
+    let dkim: Vec<DkimCheck> = dkim_outputs.iter().map(DkimCheck::of).collect();
+    let arc = arc(resolver, &message).await;
     let dmarc_output = resolver
-        .verify_dmarc(DmarcParameters::new(&message, &dkim_outputs, mail_from, &spf))
+        .verify_dmarc(DmarcParameters::new(
+            &message,
+            &dkim_outputs,
+            connection.spf_domain(),
+            &spf,
+        ))
         .await;
-    let dmarc = (!dmarc_output.domain().is_empty()).then(|| {
-        let policy = match dmarc_output.policy() {
-            Policy::None => DmarcPolicy::None,
-            Policy::Quarantine => DmarcPolicy::Quarantine,
-            Policy::Reject => DmarcPolicy::Reject,
-            Policy::Unspecified => DmarcPolicy::None,
-        };
-        let has_record = dmarc_output.dmarc_record().is_some();
-        DmarcCheck {
-            result: dmarc_verdict(&dmarc_output.result()),
-            domain: dmarc_output.domain().to_string(),
-            policy: has_record.then_some(policy),
-            spf_aligned: *dmarc_output.spf_result() == DmarcResult::Pass,
-            dkim_aligned: *dmarc_output.dkim_result() == DmarcResult::Pass,
-        }
-    });
+    let dmarc = (!dmarc_output.domain().is_empty()).then(|| DmarcCheck::of(&dmarc_output));
     let spoofed = dmarc.as_ref().is_some_and(|d| {
         d.result == Verdict::Fail && matches!(d.policy, Some(DmarcPolicy::Quarantine | DmarcPolicy::Reject))
     });
@@ -294,6 +269,46 @@ async fn checks(
         dmarc,
         arc,
     }
+}
+
+impl DkimCheck {
+    fn of(output: &DkimOutput<'_>) -> Self {
+        DkimCheck {
+            result: dkim_verdict(output.result()),
+            domain: output.signature().map(|s| s.d.clone()).unwrap_or_default(),
+            selector: output.signature().map(|s| s.s.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+impl DmarcCheck {
+    fn of(output: &DmarcOutput) -> Self {
+        let policy = match output.policy() {
+            Policy::None | Policy::Unspecified => DmarcPolicy::None,
+            Policy::Quarantine => DmarcPolicy::Quarantine,
+            Policy::Reject => DmarcPolicy::Reject,
+        };
+        DmarcCheck {
+            result: dmarc_verdict(&output.result()),
+            domain: output.domain().to_string(),
+            policy: output.dmarc_record().is_some().then_some(policy),
+            spf_aligned: *output.spf_result() == DmarcResult::Pass,
+            dkim_aligned: *output.dkim_result() == DmarcResult::Pass,
+        }
+    }
+}
+
+/// The ARC chain's verdict, when the message carries one.
+async fn arc(resolver: &MessageAuthenticator, message: &AuthenticatedMessage<'_>) -> Option<ArcCheck> {
+    if message.ams_headers.is_empty() && message.as_headers.is_empty() && !message.has_arc_errors {
+        return None;
+    }
+    let output = resolver.verify_arc(message).await;
+    Some(ArcCheck {
+        result: dkim_verdict(output.result()),
+        sets: output.sets().len(),
+        sealer: output.sets().last().map(|s| s.seal.header.d.clone()),
+    })
 }
 
 /// SPF of the connection: `none` without a client address.

@@ -104,38 +104,7 @@ pub async fn create(call: &Call<'_>, input: CreateKeyInput) -> Result<CreatedKey
         created_at: iso(now),
         last_used_at: None,
     };
-    let record = KeyRecord {
-        uid: account.uid.clone(),
-        key_id: view.id.clone(),
-        last4: view.last4.clone(),
-        created_at: view.created_at.clone(),
-        name: Some(view.name.clone()),
-        scope: Some(view.scope.clone()),
-        last_used_at: None,
-    };
-    let listed = Listed {
-        view: view.clone(),
-        digest: digest.clone(),
-    };
-    let writes = vec![
-        Write::Put {
-            item: item(&keys::api_key(&digest), &record),
-            cond: Some(Cond::NotExists),
-        },
-        Write::Put {
-            item: item(&keys::scoped_key(&account.uid, &view.id), &listed),
-            cond: Some(Cond::NotExists),
-        },
-        Write::Update {
-            key: keys::account(&account.uid),
-            update: Update::new().add("scopedKeys", 1),
-            cond: Some(Cond::Or(vec![
-                Cond::missing("scopedKeys"),
-                Cond::Lt("scopedKeys".into(), MAX_KEYS),
-            ])),
-        },
-    ];
-    match ctx.store.transact(writes).await {
+    match ctx.store.transact(create_writes(&account.uid, &digest, &view)).await {
         Ok(()) => Ok(CreatedKey {
             ok: true,
             key: view,
@@ -145,6 +114,42 @@ pub async fn create(call: &Call<'_>, input: CreateKeyInput) -> Result<CreatedKey
         Err(StoreError::ConditionFailed) => Err(error::KEY_TOO_MANY.into()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The key's record (read on every call), its row in the account's list,
+/// and the account's count, refused at the limit.
+fn create_writes(uid: &str, digest: &str, view: &KeyView) -> Vec<Write> {
+    let record = KeyRecord {
+        uid: uid.to_string(),
+        key_id: view.id.clone(),
+        last4: view.last4.clone(),
+        created_at: view.created_at.clone(),
+        name: Some(view.name.clone()),
+        scope: Some(view.scope.clone()),
+        last_used_at: None,
+    };
+    let listed = Listed {
+        view: view.clone(),
+        digest: digest.to_string(),
+    };
+    vec![
+        Write::Put {
+            item: item(&keys::api_key(digest), &record),
+            cond: Some(Cond::NotExists),
+        },
+        Write::Put {
+            item: item(&keys::scoped_key(uid, &view.id), &listed),
+            cond: Some(Cond::NotExists),
+        },
+        Write::Update {
+            key: keys::account(uid),
+            update: Update::new().add("scopedKeys", 1),
+            cond: Some(Cond::Or(vec![
+                Cond::missing("scopedKeys"),
+                Cond::Lt("scopedKeys".into(), MAX_KEYS),
+            ])),
+        },
+    ]
 }
 
 /// The permissions, each once, and the mailboxes, each an active mailbox of

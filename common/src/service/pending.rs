@@ -167,33 +167,12 @@ pub async fn accept(
     super::suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
     let account = call.account().await.ok();
     let now = ctx.clock.now();
-    let id = format!("snd_{}", hex::encode(rand::random::<[u8; 8]>()));
     let code = (wait.kind == Kind::Held).then(|| format!("{:08}", rand::random_range(0..100_000_000u32)));
-    let mut pending = Pending {
-        id: id.clone(),
-        kind: wait.kind,
-        status: PendingStatus::Waiting,
-        message_id: out.message_id.into(),
-        from: out.from.into(),
-        to: out.recipients.to_vec(),
-        subject: out.subject.into(),
-        preview: text.chars().take(200).collect(),
-        requested_by: Actor::of(call.caller),
-        created_at: iso(now),
-        due_at: wait.due_at.map(iso),
-        expires_at: (wait.kind == Kind::Held).then(|| iso(now + chrono::Duration::hours(HOLD_HOURS))),
-        delivery: None,
-        error: None,
-        uid: account
-            .as_ref()
-            .map_or(crate::values::OPS_UID.into(), |a| a.uid.clone()),
-        owner: out.owner.clone(),
-        payer,
-        charged: false,
-        code_digest: code.as_ref().map(|c| ctx.hasher.digest("hold", c)),
-        attempts: 0,
-        list_key: format!("{:013}-{id}", now.timestamp_millis()),
-    };
+    let uid = account
+        .as_ref()
+        .map_or(crate::values::OPS_UID.into(), |a| a.uid.clone());
+    let mut pending = record(call, &wait, payer, out, text, uid, code.as_deref());
+    let id = pending.id.clone();
     ctx.blobs
         .put(&blob(&id), out.raw.to_vec(), "message/rfc822")
         .await
@@ -221,6 +200,43 @@ pub async fn accept(
         due_at: pending.due_at,
         credits_remaining,
     })
+}
+
+/// A new waiting send's record; a hold keeps only its code's digest.
+fn record(
+    call: &Call<'_>,
+    wait: &Wait,
+    payer: Payer,
+    out: &Outbound<'_>,
+    text: &str,
+    uid: String,
+    code: Option<&str>,
+) -> Pending {
+    let now = call.ctx.clock.now();
+    let id = format!("snd_{}", hex::encode(rand::random::<[u8; 8]>()));
+    Pending {
+        kind: wait.kind,
+        status: PendingStatus::Waiting,
+        message_id: out.message_id.into(),
+        from: out.from.into(),
+        to: out.recipients.to_vec(),
+        subject: out.subject.into(),
+        preview: text.chars().take(200).collect(),
+        requested_by: Actor::of(call.caller),
+        created_at: iso(now),
+        due_at: wait.due_at.map(iso),
+        expires_at: (wait.kind == Kind::Held).then(|| iso(now + chrono::Duration::hours(HOLD_HOURS))),
+        delivery: None,
+        error: None,
+        uid,
+        owner: out.owner.clone(),
+        payer,
+        charged: false,
+        code_digest: code.map(|c| call.ctx.hasher.digest("hold", c)),
+        attempts: 0,
+        list_key: format!("{:013}-{id}", now.timestamp_millis()),
+        id,
+    }
 }
 
 fn accept_writes(p: &Pending, now: i64) -> Vec<Write> {

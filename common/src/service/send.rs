@@ -335,31 +335,43 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         raw: &outgoing.raw,
         source: "api",
     };
+    let mut output = SendOutput {
+        ok: true,
+        status: None,
+        hold_id: None,
+        send_at: None,
+        message_id: message_id.clone(),
+        from: from.clone(),
+        thread_id: None,
+        attachment_count: input.attachments().len(),
+        attachments_stored: 0,
+        credits_remaining: None,
+    };
     let due_at = input.due_at(ctx.clock.now())?;
     if let Some(wait) = pending::wait_for(call, &outbound.owner, &input.to.0, due_at).await? {
         let kind = wait.kind;
         let accepted = pending::accept(call, wait, payer, &outbound, &input.text.0).await?;
-        return Ok(SendOutput {
-            ok: true,
-            status: Some(kind),
-            hold_id: (kind == pending::Kind::Held).then(|| accepted.id.clone()),
-            send_at: accepted.due_at,
-            message_id,
-            from,
-            thread_id: None,
-            attachment_count: input.attachments().len(),
-            attachments_stored: 0,
-            credits_remaining: accepted.credits_remaining,
-        });
+        output.status = Some(kind);
+        output.hold_id = (kind == pending::Kind::Held).then_some(accepted.id);
+        output.send_at = accepted.due_at;
+        output.credits_remaining = accepted.credits_remaining;
+        return Ok(output);
     }
     let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
+    output.credits_remaining = dispatched.credits_remaining;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.
+    (output.thread_id, output.attachments_stored) = file_sent(call, &input, &dispatched.delivery, &output).await;
+    Ok(output)
+}
+
+/// Files what went out on its thread: (thread id, attachments stored).
+async fn file_sent(call: &Call<'_>, input: &SendInput, delivery: &str, output: &SendOutput) -> (Option<String>, usize) {
     let in_reply_to: Vec<String> = input.in_reply_to.iter().map(|m| m.to_string()).collect();
     let sent = Sent {
-        delivery: &dispatched.delivery,
-        from: &from,
-        message_id: &message_id,
+        delivery,
+        from: &output.from,
+        message_id: &output.message_id,
         to: &input.to.0,
         subject: &input.subject.0,
         text: &input.text.0,
@@ -371,20 +383,8 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
             .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
             .collect(),
     };
-    let (scope, mailbox) = reply_scope(ctx, caller, &from);
-    let (thread_id, stored) = file_on_thread(ctx, &scope, &mailbox, &sent).await;
-    Ok(SendOutput {
-        ok: true,
-        status: None,
-        hold_id: None,
-        send_at: None,
-        message_id,
-        from,
-        thread_id,
-        attachment_count: input.attachments().len(),
-        attachments_stored: stored,
-        credits_remaining: dispatched.credits_remaining,
-    })
+    let (scope, mailbox) = reply_scope(call.ctx, call.caller, &output.from);
+    file_on_thread(call.ctx, &scope, &mailbox, &sent).await
 }
 
 /// What went out, as a thread files it.

@@ -50,87 +50,125 @@ pub fn scenario(ctx: &Context, address: &str) -> Option<Scenario> {
 
 /// Plays recipient `n`'s scenario to its end.
 pub async fn play(ctx: &Context, sent: &SentMessage, n: usize) -> Result<(), ApiError> {
-    let address = &sent.to[n];
-    let Some(scenario) = scenario(ctx, address) else {
+    let Some(scenario) = scenario(ctx, &sent.to[n]) else {
         return Ok(());
     };
-    let host = domain(ctx);
-    let return_path = return_path::for_recipient(ctx, &sent.id, n);
-    let reply = |code: u16, status: &str, text: &str| Reply {
-        smtp_code: Some(code),
-        enhanced_status: Some(status.into()),
-        text: Some(format!("{status} {text}")),
-        remote_host: Some(host.clone()),
+    let play = Play {
+        ctx,
+        sent,
+        n,
+        host: domain(ctx),
+        return_path: return_path::for_recipient(ctx, &sent.id, n),
     };
-    let event = |step: &str, status: Status, reply: Reply| Event {
-        id: format!("simulator-{step}"),
-        status,
-        reply: Some(reply),
-        at: crate::clock::iso(ctx.clock.now()),
-        attempt: true,
-        evidence: None,
-    };
-    let delivered = event(
-        "delivered",
-        Status::Delivered,
-        reply(250, "2.0.0", "Ok: delivered by the simulator"),
-    );
     match scenario {
-        Scenario::Delivered => {
-            apply(ctx, &sent.id, n, &delivered).await?;
-        }
+        Scenario::Delivered => play.delivered().await,
         Scenario::Deferred => {
-            let later = reply(450, "4.2.0", "Mailbox busy, try again later (simulator)");
-            apply(ctx, &sent.id, n, &event("deferred", Status::Deferred, later)).await?;
-            apply(ctx, &sent.id, n, &delivered).await?;
+            let later = play.reply(450, "4.2.0", "Mailbox busy, try again later (simulator)");
+            play.apply("deferred", Status::Deferred, later).await?;
+            play.delivered().await
         }
-        Scenario::Bounced | Scenario::Unknown => {
-            let why = match scenario {
-                Scenario::Bounced => "User unknown (simulator: bounced)",
-                _ => "No such simulator address: use delivered, bounced, deferred, complained or autoreply",
-            };
-            let raw = dsn::build_dsn(&dsn::Bounce {
-                reporting_mta: &host,
-                to: &return_path,
-                recipient: address,
-                action: dsn::Action::Failed,
-                status: "5.1.1",
-                smtp_code: 550,
-                diagnostic: why,
-                remote_mta: &host,
-                original: &headers(sent),
-                date: ctx.clock.now(),
-            });
-            consume(ctx, &return_path, &raw).await?;
+        Scenario::Bounced => play.bounce("User unknown (simulator: bounced)").await,
+        Scenario::Unknown => {
+            play.bounce("No such simulator address: use delivered, bounced, deferred, complained or autoreply")
+                .await
         }
         Scenario::Complained => {
-            apply(ctx, &sent.id, n, &delivered).await?;
-            let raw = dsn::build_arf(&dsn::Abuse {
-                reporter: &format!("abuse@{host}"),
-                to: &return_path,
-                original_recipient: address,
-                original_mail_from: &return_path,
-                original: &headers(sent),
-                date: ctx.clock.now(),
-            });
-            consume(ctx, &return_path, &raw).await?;
+            play.delivered().await?;
+            play.complain().await
         }
         Scenario::AutoReply => {
-            apply(ctx, &sent.id, n, &delivered).await?;
-            // Sent to the return path, as RFC 3834 asks: the same path as any
-            // auto-reply, through the spool to the sender's mailbox.
-            let envelope = Envelope {
-                recipient: Some(return_path.clone()),
-                sender: Some(String::new()),
-                ..Envelope::default()
-            };
-            let raw = envelope.prepend(&auto_reply(ctx, sent, address));
-            inbound::drop_raw(ctx.blobs.as_ref(), raw)
-                .await
-                .map_err(|e| ApiError::internal(format!("dropping the simulator's auto-reply: {e}")))?;
+            play.delivered().await?;
+            play.auto_reply().await
         }
     }
-    Ok(())
+}
+
+/// One recipient's scenario being played: the simulator answers as its host,
+/// and its reports go to the recipient's own return path.
+struct Play<'a> {
+    ctx: &'a Context,
+    sent: &'a SentMessage,
+    n: usize,
+    host: String,
+    return_path: String,
+}
+
+impl Play<'_> {
+    fn address(&self) -> &str {
+        &self.sent.to[self.n]
+    }
+
+    fn reply(&self, code: u16, status: &str, text: &str) -> Reply {
+        Reply {
+            smtp_code: Some(code),
+            enhanced_status: Some(status.into()),
+            text: Some(format!("{status} {text}")),
+            remote_host: Some(self.host.clone()),
+        }
+    }
+
+    /// Applies an event as the mail host's delivery log would report it.
+    async fn apply(&self, step: &str, status: Status, reply: Reply) -> Result<(), ApiError> {
+        let event = Event {
+            id: format!("simulator-{step}"),
+            status,
+            reply: Some(reply),
+            at: crate::clock::iso(self.ctx.clock.now()),
+            attempt: true,
+            evidence: None,
+        };
+        apply(self.ctx, &self.sent.id, self.n, &event).await.map(drop)
+    }
+
+    async fn delivered(&self) -> Result<(), ApiError> {
+        let ok = self.reply(250, "2.0.0", "Ok: delivered by the simulator");
+        self.apply("delivered", Status::Delivered, ok).await
+    }
+
+    /// A 5.1.1 DSN to the return path, read as any DSN is.
+    async fn bounce(&self, why: &str) -> Result<(), ApiError> {
+        let raw = dsn::build_dsn(&dsn::Bounce {
+            reporting_mta: &self.host,
+            to: &self.return_path,
+            recipient: self.address(),
+            action: dsn::Action::Failed,
+            status: "5.1.1",
+            smtp_code: 550,
+            diagnostic: why,
+            remote_mta: &self.host,
+            original: &headers(self.sent),
+            date: self.ctx.clock.now(),
+        });
+        consume(self.ctx, &self.return_path, &raw).await
+    }
+
+    /// An ARF complaint report to the return path.
+    async fn complain(&self) -> Result<(), ApiError> {
+        let raw = dsn::build_arf(&dsn::Abuse {
+            reporter: &format!("abuse@{}", self.host),
+            to: &self.return_path,
+            original_recipient: self.address(),
+            original_mail_from: &self.return_path,
+            original: &headers(self.sent),
+            date: self.ctx.clock.now(),
+        });
+        consume(self.ctx, &self.return_path, &raw).await
+    }
+
+    /// Sent to the return path, as RFC 3834 asks: the same path as any
+    /// auto-reply, through the spool to the sender's mailbox.
+    async fn auto_reply(&self) -> Result<(), ApiError> {
+        let envelope = Envelope {
+            recipient: Some(self.return_path.clone()),
+            sender: Some(String::new()),
+            ..Envelope::default()
+        };
+        let raw = envelope.prepend(&out_of_office(self.ctx, self.sent, self.address()));
+        inbound::drop_raw(self.ctx.blobs.as_ref(), raw)
+            .await
+            .map(drop)
+            .map_err(|e| ApiError::internal(format!("dropping the simulator's auto-reply: {e}")))
+    }
 }
 
 async fn consume(ctx: &Context, return_path: &str, raw: &[u8]) -> Result<(), ApiError> {
@@ -153,7 +191,7 @@ fn headers(sent: &SentMessage) -> String {
 }
 
 /// An out-of-office reply (RFC 3834), on the sender's thread.
-fn auto_reply(ctx: &Context, sent: &SentMessage, from: &str) -> Vec<u8> {
+fn out_of_office(ctx: &Context, sent: &SentMessage, from: &str) -> Vec<u8> {
     let id = format!("<{}@{}>", return_path::new_delivery_id(), domain(ctx));
     format!(
         "From: {from}\r\nTo: {to}\r\nSubject: Automatic reply: {subject}\r\nMessage-ID: {id}\r\n\
