@@ -57,35 +57,39 @@ enum Command {
     /// The mail host's pipe passes the envelope of each copy; without
     /// --recipient a message is filed by its first Delivered-To: line, or
     /// else by its To and Cc.
-    Deliver {
-        #[arg(long, env = "MAILHOST_DATA_DIR", default_value = ".mailhost")]
-        data_dir: PathBuf,
-        /// Drop into this S3 bucket's spool instead of `<data-dir>/blobs`
-        /// (a mail host in front of a deployed stack).
-        #[arg(long, env = "MAILHOST_BUCKET")]
-        bucket: Option<String>,
-        /// The envelope recipient this copy is for (Postfix's ${recipient}).
-        #[arg(long)]
-        recipient: Option<String>,
-        /// The envelope sender (${sender}; empty for a bounce).
-        #[arg(long, requires = "recipient")]
-        sender: Option<String>,
-        /// The mail host's SRS domain (postsrsd's -d): a sender it rewrote is
-        /// kept as the original.
-        #[arg(long, requires = "sender")]
-        srs_domain: Option<String>,
-        /// The SMTP client's address (${client_address}).
-        #[arg(long, requires = "recipient")]
-        client_address: Option<String>,
-        /// The name the SMTP client gave in HELO (${client_helo}).
-        #[arg(long, requires = "recipient")]
-        helo: Option<String>,
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
+    Deliver(Box<Deliver>),
     /// Print the limits the mail host's configuration takes from the service,
     /// as `name value` lines (scripts/mail-host writes them into main.cf).
     Limits,
+}
+
+/// `mailhost deliver`'s arguments.
+#[derive(clap::Args)]
+struct Deliver {
+    #[arg(long, env = "MAILHOST_DATA_DIR", default_value = ".mailhost")]
+    data_dir: PathBuf,
+    /// Drop into this S3 bucket's spool instead of `<data-dir>/blobs`
+    /// (a mail host in front of a deployed stack).
+    #[arg(long, env = "MAILHOST_BUCKET")]
+    bucket: Option<String>,
+    /// The envelope recipient this copy is for (Postfix's ${recipient}).
+    #[arg(long)]
+    recipient: Option<String>,
+    /// The envelope sender (${sender}; empty for a bounce).
+    #[arg(long, requires = "recipient")]
+    sender: Option<String>,
+    /// The mail host's SRS domain (postsrsd's -d): a sender it rewrote is
+    /// kept as the original.
+    #[arg(long, requires = "sender")]
+    srs_domain: Option<String>,
+    /// The SMTP client's address (${client_address}).
+    #[arg(long, requires = "recipient")]
+    client_address: Option<String>,
+    /// The name the SMTP client gave in HELO (${client_helo}).
+    #[arg(long, requires = "recipient")]
+    helo: Option<String>,
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
 }
 
 #[tokio::main]
@@ -107,43 +111,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Some(Command::MtaSync(settings)) => mailhost::mta_sync::run(*settings).await,
         Some(Command::Milter(settings)) => mailhost::milter::run(*settings).await,
-        Some(Command::Deliver {
-            data_dir,
-            bucket,
-            recipient,
-            sender,
-            srs_domain,
-            client_address,
-            helo,
-            files,
-        }) => {
-            let sender = match (sender, srs_domain) {
-                (Some(sender), Some(domain)) => Some(Envelope::original_sender(&sender, &domain)),
-                (sender, _) => sender,
-            };
-            let envelope = recipient.map(|recipient| Envelope {
-                recipient: Some(recipient),
-                sender,
-                client_address,
-                helo,
-            });
-            let spool = mailhost::spool(&data_dir, bucket.as_deref()).await;
-            for file in files {
-                let raw = std::fs::read(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-                // Only this command writes an envelope line: one that arrives
-                // with the message was written by someone else.
-                if Envelope::present(&raw) {
-                    anyhow::bail!("{}: already starts with an envelope line", file.display());
-                }
-                let raw = match &envelope {
-                    Some(envelope) => envelope.prepend(&raw),
-                    None => raw,
-                };
-                let key = common::mail::inbound::drop_raw(spool.as_ref(), raw).await?;
-                println!("{} -> {key}", file.display());
-            }
-            Ok(())
-        }
+        Some(Command::Deliver(args)) => deliver(*args).await,
         Some(Command::Limits) => {
             for (name, value) in mailhost::mail_host_limits() {
                 println!("{name} {value}");
@@ -151,6 +119,37 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Drops each file into the inbound spool, behind the envelope line the
+/// mail host's pipe passed.
+async fn deliver(args: Deliver) -> anyhow::Result<()> {
+    let sender = match (args.sender, args.srs_domain) {
+        (Some(sender), Some(domain)) => Some(Envelope::original_sender(&sender, &domain)),
+        (sender, _) => sender,
+    };
+    let envelope = args.recipient.map(|recipient| Envelope {
+        recipient: Some(recipient),
+        sender,
+        client_address: args.client_address,
+        helo: args.helo,
+    });
+    let spool = mailhost::spool(&args.data_dir, args.bucket.as_deref()).await;
+    for file in args.files {
+        let raw = std::fs::read(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        // Only this command writes an envelope line: one that arrives
+        // with the message was written by someone else.
+        if Envelope::present(&raw) {
+            anyhow::bail!("{}: already starts with an envelope line", file.display());
+        }
+        let raw = match &envelope {
+            Some(envelope) => envelope.prepend(&raw),
+            None => raw,
+        };
+        let key = common::mail::inbound::drop_raw(spool.as_ref(), raw).await?;
+        println!("{} -> {key}", file.display());
+    }
+    Ok(())
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
