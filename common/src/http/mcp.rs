@@ -13,9 +13,10 @@ use schemars::generate::Contract;
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use super::extract::{client_ip, discard, read_body, request_id};
+use super::extract::discard;
+use super::preamble::{Door, receive};
 use crate::api::{self, Operation};
-use crate::auth::{Access, Authenticated, Caller, Presented, Via};
+use crate::auth::{Access, Authenticated, Caller};
 use crate::error::{self, ApiError};
 use crate::service::Call;
 use crate::validate::{Fields, Origin};
@@ -76,55 +77,24 @@ fn tools() -> impl Iterator<Item = (&'static Operation, &'static api::Tool)> {
 /// before any tool runs and spends nothing.
 async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let (auth, bytes) = match receive(&ctx, &parts.headers, body).await {
+    if !origin_allowed(&parts.headers, &ctx.config.mcp_allowed_origins) {
+        discard(body).await;
+        return ApiError::from(error::MCP_ORIGIN).into_response();
+    }
+    let received = match receive(&ctx, Door::Credential, &parts, body, Some(MAX_BODY)).await {
         Ok(received) => received,
-        Err(refused) => return refused,
+        Err(e) => return e.into_response(),
     };
     // A body that is not JSON-RPC at all is refused with 400, the JSON-RPC
     // error in its body (as the streamable HTTP transport asks).
-    let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+    let Ok(message) = serde_json::from_slice::<Value>(&received.body) else {
         return refuse(failure(Value::Null, code::PARSE_ERROR, "Parse error", None));
     };
-    if let Err(e) = admit(&auth, &message) {
+    if let Err(e) = admit(&received.auth, &message) {
         return e.into_response();
     }
-    let ip = client_ip(&parts);
-    let mut call = Call::new(&ctx, &auth.caller, auth.via, &ip);
-    call.request_id = request_id(&parts);
-    call.surface = "mcp";
-    respond(&call, &auth, message).await
-}
-
-/// The origin rule, then the credential, then the body under its limit; a
-/// refusal drains what is left of the body and is the response.
-async fn receive(
-    ctx: &AppState,
-    headers: &HeaderMap,
-    body: axum::body::Body,
-) -> Result<(Authenticated, Vec<u8>), Response> {
-    if !origin_allowed(headers, &ctx.config.mcp_allowed_origins) {
-        discard(body).await;
-        return Err(ApiError::from(error::MCP_ORIGIN).into_response());
-    }
-    // A credential that is presented must be valid; none at all is checked
-    // against what the body asks for (see `admit`).
-    let auth = match Presented::from_headers(headers) {
-        Presented::None => Authenticated {
-            caller: Caller::Public,
-            via: Via::None,
-        },
-        presented => match super::preamble::authenticate(ctx, &presented).await {
-            Ok(auth) => auth,
-            Err(e) => {
-                discard(body).await;
-                return Err(e.into_response());
-            }
-        },
-    };
-    match read_body(body, MAX_BODY).await {
-        Ok(bytes) => Ok((auth, bytes)),
-        Err(e) => Err(e.into_response()),
-    }
+    let call = received.call(&ctx, "mcp");
+    respond(&call, &received.auth, message).await
 }
 
 /// Answers one message or a batch: 204 when only notifications came, 400 for

@@ -5,20 +5,16 @@ use axum::extract::{Query, Request};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::extract::{client_ip, discard, read_body, request_id};
+use super::preamble::{Door, receive};
 use crate::api::{Download, Operation, Output, Rest, Source};
-use crate::auth::Presented;
-use crate::service::Call;
 use crate::validate::Fields;
 
 pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppState, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let auth = match super::preamble::admit(&ctx, op.access, &Presented::from_headers(&parts.headers)).await {
-        Ok(auth) => auth,
-        Err(e) => {
-            discard(body).await;
-            return e.into_response();
-        }
+    let max_body = (rest.source != Source::Query).then_some(rest.max_body);
+    let received = match receive(&ctx, Door::Rule(op.access), &parts, body, max_body).await {
+        Ok(received) => received,
+        Err(e) => return e.into_response(),
     };
     let query = || {
         Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
@@ -27,21 +23,13 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
     };
     let fields = match rest.source {
         Source::Query => Ok(query()),
-        Source::Body | Source::BodyOrQuery => {
-            let bytes = match read_body(body, rest.max_body).await {
-                Ok(bytes) => bytes,
-                // Too large or unreadable: nothing to hand the operation.
-                Err(e) => return e.into_response(),
-            };
-            Fields::parse(&bytes).map(|mut fields| {
-                if rest.source == Source::BodyOrQuery {
-                    for (name, value) in query().map {
-                        fields.map.entry(name).or_insert(value);
-                    }
-                }
-                fields
-            })
-        }
+        Source::Body => Fields::parse(&received.body),
+        Source::BodyOrQuery => Fields::parse(&received.body).map(|mut fields| {
+            for (name, value) in query().map {
+                fields.map.entry(name).or_insert(value);
+            }
+            fields
+        }),
     };
     // The Idempotency-Key header reaches the input as a field (the header wins).
     let fields = fields.map(|mut fields| {
@@ -51,9 +39,7 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
         }
         fields
     });
-    let ip = client_ip(&parts);
-    let mut call = Call::new(&ctx, &auth.caller, auth.via, &ip);
-    call.request_id = request_id(&parts);
+    let mut call = received.call(&ctx, "rest");
     // HEAD answers as GET would, and changes nothing.
     call.peek = parts.method == axum::http::Method::HEAD;
     match op.execute(&call, fields).await {
