@@ -146,28 +146,31 @@ impl Field for Attachments {
     }
 }
 
-/// One file of a REST send (spec 2.1), as its schema describes it.
-#[derive(JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct AttachmentUpload {
-    #[schemars(length(min = 1, max = 255))]
-    filename: String,
-    /// Standard base64, or a data URL; at most 2MB decoded.
-    content_base64: String,
-    /// Must agree with the bytes when given.
-    content_type: Option<String>,
-}
-
+/// Each file of a REST send (spec 2.1): its name, its content in base64 and
+/// optionally its type.
 impl JsonSchema for Attachments {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "Attachments".into()
     }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "array",
-            "items": generator.subschema_for::<AttachmentUpload>(),
             "maxItems": MAX_COUNT,
+            "items": {
+                "type": "object",
+                "required": ["filename", "contentBase64"],
+                "properties": {
+                    "filename": { "type": "string", "minLength": 1, "maxLength": 255 },
+                    "contentBase64": {
+                        "type": "string",
+                        "description": "Standard base64, or a data URL; at most 2MB decoded."
+                    },
+                    "contentType": {
+                        "type": ["string", "null"],
+                        "description": "Must agree with the bytes when given."
+                    }
+                }
+            }
         })
     }
 }

@@ -46,29 +46,21 @@ fn changed(update: Update, seq: i64, now: &str) -> Update {
 #[derive(Debug, Clone, Default)]
 pub struct ForwardTo(pub Vec<String>);
 
-/// The schema of `forwardTo`: one address, or up to 5 (more than 5 given
-/// once each is refused; the same address twice counts once).
-#[derive(JsonSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-enum ForwardToSchema {
-    None(Blank),
-    One(EmailAddress),
-    Many(#[schemars(length(max = 50))] Vec<EmailAddress>),
-}
-
-/// An empty string: no forwarding targets.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-#[schemars(extend("pattern" = "^\\s*$"))]
-struct Blank(String);
-
+/// One address, or up to 5 (more than 5 given once each is refused; the
+/// same address twice counts once); blank for none.
 impl JsonSchema for ForwardTo {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "ForwardTo".into()
     }
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        ForwardToSchema::json_schema(generator)
+        let address = generator.subschema_for::<EmailAddress>();
+        schemars::json_schema!({
+            "anyOf": [
+                { "type": "string", "pattern": "^\\s*$" },
+                address,
+                { "type": "array", "items": address, "maxItems": 50 },
+            ]
+        })
     }
 }
 

@@ -30,19 +30,6 @@ use crate::values::{Bounded, IsoTime, RestOnly};
 
 pub use crate::values::{MAX_RECIPIENTS, MAX_REFERENCES, MAX_TEXT_BYTES, message_id};
 
-/// One file of a REST send (spec 2.1).
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-pub struct AttachmentUpload {
-    #[schemars(length(min = 1, max = 255))]
-    filename: String,
-    /// Standard base64, or a data URL; at most 2MB decoded.
-    content_base64: String,
-    /// Must agree with the bytes when given.
-    content_type: Option<String>,
-}
-
 crate::input! {
     /// The send request (spec 2.1).
     pub struct SendInput {
