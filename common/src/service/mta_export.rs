@@ -123,22 +123,7 @@ pub fn render(domains: &[String], bounce_domain: &str, live: &[Mailbox]) -> (Pos
 /// the local server on its interval.
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     let version = ctx.store.add(&keys::export_versions(), "value", 1).await?;
-
-    // Only domains whose owner has proved them (verified at least once): an
-    // added but unproven name, say gmail.com, must never become local to
-    // the mail host; nor one whose MX has gone elsewhere for days.
-    let mut routed = Vec::new();
-    for registered in ctx.store.all(Query::partition(keys::REGISTRY).limit(500)).await? {
-        let (Some(name), Some(uid)) = (
-            registered.get("sk").and_then(Value::as_str),
-            registered.get("uid").and_then(Value::as_str),
-        ) else {
-            continue;
-        };
-        if let Some(domain) = super::domains::get(ctx, uid, name).await?.filter(|d| d.routed()) {
-            routed.push(domain);
-        }
-    }
+    let routed = routed_domains(ctx).await?;
     let domains: Vec<String> = routed.iter().map(|d| d.name.clone()).collect();
     let mut live = Vec::new();
     let mut changes = Vec::new();
@@ -161,31 +146,12 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         mail_host: ctx.config.mail_host.clone(),
         bounce_domain,
         domains,
-        mailboxes: live
-            .iter()
-            .map(|m| {
-                json!({
-                    "address": m.address, "mode": m.mode, "forwardTo": m.forward_to,
-                    "delivery": mailboxes::delivery(m), "login": m.login_hash().is_some(),
-                })
-            })
-            .collect(),
+        mailboxes: live.iter().map(listed).collect(),
         postfix,
         dovecot,
     };
     let pending = Pending { version, changes };
-    let blob_err = |e: crate::blob::BlobError| ApiError::internal(e);
-    // The pending record first: an export a mail host can see always has one.
-    let pending_bytes = serde_json::to_vec(&pending).expect("pending serializes");
-    ctx.blobs
-        .put(&pending_blob(version), pending_bytes, "application/json")
-        .await
-        .map_err(blob_err)?;
-    let export_bytes = serde_json::to_vec(&export).expect("export serializes");
-    ctx.blobs
-        .put(&export_blob(version), export_bytes, "application/json")
-        .await
-        .map_err(blob_err)?;
+    write(ctx, &pending, &export).await?;
     forget_old(ctx, version).await?;
     tracing::info!(
         version,
@@ -199,6 +165,48 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         pending: pending.changes.len(),
         routed,
     })
+}
+
+/// Only domains whose owner has proved them (verified at least once): an
+/// added but unproven name, say gmail.com, must never become local to the
+/// mail host; nor one whose MX has gone elsewhere for days.
+async fn routed_domains(ctx: &Context) -> Result<Vec<super::domains::Domain>, ApiError> {
+    let mut routed = Vec::new();
+    for registered in ctx.store.all(Query::partition(keys::REGISTRY).limit(500)).await? {
+        let (Some(name), Some(uid)) = (
+            registered.get("sk").and_then(Value::as_str),
+            registered.get("uid").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if let Some(domain) = super::domains::get(ctx, uid, name).await?.filter(|d| d.routed()) {
+            routed.push(domain);
+        }
+    }
+    Ok(routed)
+}
+
+/// A mailbox as the export lists it.
+fn listed(m: &mailboxes::Mailbox) -> Value {
+    json!({
+        "address": m.address, "mode": m.mode, "forwardTo": m.forward_to,
+        "delivery": mailboxes::delivery(m), "login": m.login_hash().is_some(),
+    })
+}
+
+/// The pending record first: an export a mail host can see always has one.
+async fn write(ctx: &Context, pending: &Pending, export: &Export) -> Result<(), ApiError> {
+    let pending_bytes = serde_json::to_vec(pending).expect("pending serializes");
+    let export_bytes = serde_json::to_vec(export).expect("export serializes");
+    ctx.blobs
+        .put(&pending_blob(pending.version), pending_bytes, "application/json")
+        .await
+        .map_err(ApiError::internal)?;
+    ctx.blobs
+        .put(&export_blob(export.version), export_bytes, "application/json")
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(())
 }
 
 /// Versions a mail host may still acknowledge; older pending records go.

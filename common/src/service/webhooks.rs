@@ -329,6 +329,23 @@ async fn emit(
     Ok(())
 }
 
+/// Keeps one attempt in the owner's delivery log (GET /webhooks/deliveries).
+async fn log_attempt(ctx: &Context, owner: &str, delivery: &Delivery, ok: bool) -> Result<(), ApiError> {
+    if !ok {
+        tracing::warn!(event = %delivery.event_id, attempt = delivery.attempt, status = ?delivery.status, error = ?delivery.error, "webhook attempt failed");
+    }
+    let sk = format!(
+        "{:013}-{}-{}",
+        ctx.clock.now().timestamp_millis().max(0),
+        delivery.event_id,
+        delivery.attempt
+    );
+    let mut logged = item(&keys::webhook_delivery(owner, &sk), delivery);
+    logged.insert(TTL.into(), expiry(ctx).into());
+    ctx.store.put(logged, None).await?;
+    Ok(())
+}
+
 fn expiry(ctx: &Context) -> i64 {
     ctx.clock.epoch() + RETENTION_DAYS * 86_400
 }
@@ -376,17 +393,7 @@ async fn deliver(
             error: outcome.error,
             latency_ms: outcome.latency_ms,
         };
-        if !ok {
-            tracing::warn!(event = %event.event_id, attempt, status = ?delivery.status, error = ?delivery.error, "webhook attempt failed");
-        }
-        let sk = format!(
-            "{:013}-{}-{attempt}",
-            ctx.clock.now().timestamp_millis().max(0),
-            event.event_id
-        );
-        let mut logged = item(&keys::webhook_delivery(owner, &sk), &delivery);
-        logged.insert(TTL.into(), expiry(ctx).into());
-        ctx.store.put(logged, None).await?;
+        log_attempt(ctx, owner, &delivery, ok).await?;
         attempts.push(delivery);
         if ok || target.is_err() {
             break;

@@ -70,34 +70,10 @@ pub async fn consume(ctx: &Context, recipient: &str, raw: &[u8]) -> Result<Consu
                 ..Reply::default()
             },
         ),
-        Report::Delivery(report) => {
-            // The block about this recipient; a report about one recipient
-            // alone may name it differently (an alias, a forward).
-            let block = report
-                .recipients
-                .iter()
-                .find(|r| {
-                    r.final_recipient
-                        .as_deref()
-                        .is_some_and(|f| f.eq_ignore_ascii_case(&address))
-                })
-                .or_else(|| (report.recipients.len() == 1).then(|| &report.recipients[0]));
-            let Some(block) = block else {
-                return Ok(Consumed::Refused(format!("the report says nothing about {address}")));
-            };
-            let status = match block.action {
-                Action::Failed => Status::Bounced,
-                Action::Delayed => Status::Deferred,
-                Action::Delivered | Action::Relayed | Action::Expanded => Status::Delivered,
-            };
-            let reply = Reply {
-                smtp_code: block.smtp_code,
-                enhanced_status: block.status.clone(),
-                text: block.diagnostic.clone(),
-                remote_host: block.remote_mta.clone().or(report.reporting_mta.clone()),
-            };
-            (status, reply)
-        }
+        Report::Delivery(report) => match about(&report, &address) {
+            Some(found) => found,
+            None => return Ok(Consumed::Refused(format!("the report says nothing about {address}"))),
+        },
     };
     let evidence = format!("reports/{delivery}/{digest}.eml");
     ctx.blobs
@@ -113,4 +89,31 @@ pub async fn consume(ctx: &Context, recipient: &str, raw: &[u8]) -> Result<Consu
         evidence: Some(evidence),
     };
     Ok(Consumed::Applied(apply(ctx, &delivery, n, &event).await?))
+}
+
+/// What a DSN says of one recipient: its block, or the only block of a
+/// report about one recipient alone (it may name it differently: an alias,
+/// a forward).
+fn about(report: &dsn::Dsn, address: &str) -> Option<(Status, Reply)> {
+    let block = report
+        .recipients
+        .iter()
+        .find(|r| {
+            r.final_recipient
+                .as_deref()
+                .is_some_and(|f| f.eq_ignore_ascii_case(address))
+        })
+        .or_else(|| (report.recipients.len() == 1).then(|| &report.recipients[0]))?;
+    let status = match block.action {
+        Action::Failed => Status::Bounced,
+        Action::Delayed => Status::Deferred,
+        Action::Delivered | Action::Relayed | Action::Expanded => Status::Delivered,
+    };
+    let reply = Reply {
+        smtp_code: block.smtp_code,
+        enhanced_status: block.status.clone(),
+        text: block.diagnostic.clone(),
+        remote_host: block.remote_mta.clone().or(report.reporting_mta.clone()),
+    };
+    Some((status, reply))
 }
