@@ -167,11 +167,6 @@ pub fn audit_change(owner: &str, sk: &str) -> Key {
     Key::new(audit_log(owner), sk)
 }
 
-/// `AUDIT#<UTC day>/<at>#<random>`: one operator action.
-pub fn audit(day: &str, at: &str) -> Key {
-    Key::new(format!("AUDIT#{day}"), format!("{at}#{:08x}", rand::random::<u32>()))
-}
-
 // ------------------------------------------------------------ stored mail
 
 /// The reading scope of a customer account: all its mailboxes' mail.

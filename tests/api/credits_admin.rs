@@ -252,14 +252,19 @@ async fn request_delete_removes_exactly_the_named_requests(app: TestApp) {
     for id in [&second, &third] {
         assert!(common::service::onboarding::load(&app.ctx, id).await.unwrap().is_none());
     }
-    let audit = app
-        .ctx
-        .store
-        .query(&common::store::Query::partition(format!("AUDIT#{}", app.ctx.clock.now().format("%Y-%m-%d"))).limit(100))
-        .await
-        .unwrap();
-    let deletes = audit.items.iter().filter(|i| i["action"] == "request.delete").count();
-    assert_eq!(deletes, 3, "one audit row per id");
+    // The operators' audit log has the change, with what it touched per id.
+    let audit = app.get("/api/audit?operation=requestDelete", op).await;
+    assert_eq!(audit.status, 200, "{}", audit.body);
+    let details = &audit.body["changes"][0]["details"];
+    assert_eq!(
+        details.as_array().map(Vec::len),
+        Some(3),
+        "one detail per id: {}",
+        audit.body
+    );
+    let details = details.as_array().unwrap();
+    assert_eq!(details.iter().filter(|d| d["found"] == true).count(), 2);
+    assert!(details.contains(&json!({"id": missing, "found": false})), "{details:?}");
     // The key and the account are untouched; the email's request counter is cleared.
     assert_eq!(
         app.post("/getAccountStatus", Auth::Bearer(&key), json!({}))

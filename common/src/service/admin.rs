@@ -59,7 +59,7 @@ pub async fn add_allowlist(call: &Call<'_>, input: DomainInput) -> Result<Allowl
     let row = json!({ "domain": domain, "addedBy": by.email, "addedAt": iso(ctx.clock.now()) });
     let added = ctx.store.put_new(item(&keys::allowlisted(&domain), &row)).await?;
     if added {
-        super::audit::record(ctx, "allowlist.add", &by.email, json!({ "domain": domain })).await?;
+        call.touched(json!({ "domain": domain }));
     }
     Ok(AllowlistAdded {
         ok: true,
@@ -77,11 +77,11 @@ pub struct AllowlistRemoved {
 }
 
 pub async fn remove_allowlist(call: &Call<'_>, input: DomainInput) -> Result<AllowlistRemoved, ApiError> {
-    let (ctx, by) = (call.ctx, call.operator()?);
+    let ctx = call.ctx;
     let domain = input.domain.into_string();
     let removed = ctx.store.delete(&keys::allowlisted(&domain), None).await?.is_some();
     if removed {
-        super::audit::record(ctx, "allowlist.remove", &by.email, json!({ "domain": domain })).await?;
+        call.touched(json!({ "domain": domain }));
     }
     Ok(AllowlistRemoved {
         ok: true,
@@ -144,7 +144,7 @@ pub struct DecisionOutput {
 /// Approves or denies a verified access request's account. A denial also
 /// revokes the account's key in the same transaction.
 pub async fn request_decision(call: &Call<'_>, input: DecisionInput) -> Result<DecisionOutput, ApiError> {
-    let (ctx, by) = (call.ctx, call.operator()?);
+    let ctx = call.ctx;
     let id = input.id.into_string();
     let req = onboarding::load(ctx, &id).await?.ok_or(error::NOT_FOUND)?;
     let (RequestStatus::Ready | RequestStatus::SettingUp | RequestStatus::Unavailable, Some(uid)) =
@@ -193,7 +193,7 @@ pub async fn request_decision(call: &Call<'_>, input: DecisionInput) -> Result<D
         Err(e) => return Err(e.into()),
     }
     let action = if approve { "request.approve" } else { "request.deny" };
-    super::audit::record(ctx, action, &by.email, json!({ "id": id, "uid": uid })).await?;
+    call.touched(json!({ "action": action, "id": id, "uid": uid }));
     Ok(DecisionOutput {
         ok: true,
         id,
@@ -247,7 +247,7 @@ pub struct DeleteOutput {
 
 /// Deletes exactly the named access requests; accounts and keys stay.
 pub async fn request_delete(call: &Call<'_>, input: DeleteInput) -> Result<DeleteOutput, ApiError> {
-    let (ctx, by) = (call.ctx, call.operator()?);
+    let ctx = call.ctx;
     let mut deleted = Vec::new();
     let mut not_found = Vec::new();
     for id in input.all() {
@@ -259,13 +259,7 @@ pub async fn request_delete(call: &Call<'_>, input: DeleteInput) -> Result<Delet
             Some(req) => {
                 delete_request(ctx, &req).await?;
                 crate::ratelimit::clear(ctx.store.as_ref(), &onboarding::request_email_bucket(&req.email)).await?;
-                super::audit::record(
-                    ctx,
-                    "request.delete",
-                    &by.email,
-                    json!({ "id": id, "email": req.email, "found": true }),
-                )
-                .await?;
+                call.touched(json!({ "id": id, "email": req.email, "found": true }));
                 deleted.push(id);
             }
             None => {
@@ -275,13 +269,7 @@ pub async fn request_delete(call: &Call<'_>, input: DeleteInput) -> Result<Delet
                 } else {
                     "(invalid)"
                 };
-                super::audit::record(
-                    ctx,
-                    "request.delete",
-                    &by.email,
-                    json!({ "id": logged, "found": false }),
-                )
-                .await?;
+                call.touched(json!({ "id": logged, "found": false }));
                 not_found.push(id);
             }
         }

@@ -1,13 +1,12 @@
-//! Two records of who did what.
+//! The audit log (GET /audit, MCP list_audit): one row per change made
+//! through the API, written by the catalogue's one execution path
+//! (`api::Operation::execute`), never route by route, in the acting
+//! account's log (the operators' own for operator and agent-key changes).
+//! A service adds what a change touched beyond its input
+//! (`Call::touched`: a domain removal's mailboxes, a request's email).
+//! Kept 90 days.
 //!
-//! - The account's audit log (GET /audit, MCP list_audit): one row per
-//!   change made through the API, written by the catalogue's one execution
-//!   path (`api::Operation::execute`), never route by route. Kept 90 days.
-//! - An operator action's details ([`record`]), kept by UTC day for the
-//!   operators: what a domain removal or a credit change touched.
-//!
-//! Items: `AUDIT#<owner>/<ms>-<hex>` one change (newest first);
-//! `AUDIT#<UTC day>/<at>#<random>` one operator action's details.
+//! Items: `AUDIT#<owner>/<ms>-<hex>` one change (newest first).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -15,10 +14,9 @@ use serde_json::{Map, Value, json};
 
 use super::Call;
 use crate::auth::Caller;
-use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::store::{StoreResult, TTL, item};
+use crate::store::{TTL, item};
 use crate::validate::Fields;
 use crate::values::{Bounded, Cursor, EmailAddress, KeyId};
 
@@ -116,6 +114,10 @@ pub struct Change {
     /// The error sentence, when it was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the change touched beyond its input (an operator's removal,
+    /// decision or credit switch), when the service said.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<Value>,
     /// rest or mcp.
     pub via: String,
     pub request_id: String,
@@ -169,6 +171,7 @@ pub async fn note(call: &Call<'_>, operation: &str, target: Map<String, Value>, 
         target,
         status: outcome.map_or_else(|e| e.status, |()| 200),
         error: outcome.err().map(|e| e.error.to_string()),
+        details: call.take_details(),
         via: call.surface.into(),
         request_id: call.request_id.clone(),
         ip: call.ip.into(),
@@ -295,12 +298,4 @@ impl JsonSchema for OperationName {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({ "type": "string", "pattern": "^\\s*[A-Za-z]{1,64}\\s*$" })
     }
-}
-
-/// Records an operator action's details, by UTC day.
-pub async fn record(ctx: &Context, action: &str, actor: &str, details: Value) -> StoreResult<()> {
-    let now = ctx.clock.now();
-    let key = crate::keys::audit(&now.format("%Y-%m-%d").to_string(), &crate::clock::iso(now));
-    let row = json!({ "action": action, "actor": actor, "at": crate::clock::iso(now), "details": details });
-    ctx.store.put(crate::store::item(&key, &row), None).await
 }

@@ -296,16 +296,12 @@ pub async fn control(call: &Call<'_>, control: Control) -> Result<CreditsPayload
             .await?;
     }
     if control.disabled.is_some() || control.frozen_until.is_some() || control.sending_enabled.is_some() {
-        let actor = match caller {
-            Caller::Identity(user) => user.email.clone(),
-            _ => AGENT_BUCKET.to_string(),
-        };
         let details = json!({
             "disabled": control.disabled,
             "frozenUntil": control.frozen_until.map(|t| t.0.map(|t| iso(t.0))),
             "sendingEnabled": control.sending_enabled,
         });
-        super::audit::record(ctx, "credits.control", &actor, details).await?;
+        call.touched(details);
     }
     payload(ctx, caller).await
 }

@@ -80,6 +80,9 @@ pub struct Call<'a> {
     pub request_id: String,
     /// Which transport carried the call: `rest` or `mcp`.
     pub surface: &'static str,
+    /// What the change touched, beyond its input (an operator's removal:
+    /// the mailboxes it took): the audit row carries it.
+    details: std::sync::Mutex<Vec<serde_json::Value>>,
 }
 
 impl<'a> Call<'a> {
@@ -93,7 +96,18 @@ impl<'a> Call<'a> {
             account: tokio::sync::OnceCell::new(),
             request_id: String::new(),
             surface: "rest",
+            details: Default::default(),
         }
+    }
+
+    /// Adds what this change touched to its audit row.
+    pub fn touched(&self, details: serde_json::Value) {
+        self.details.lock().expect("details lock").push(details);
+    }
+
+    /// What this change touched, taken once for its audit row.
+    pub fn take_details(&self) -> Vec<serde_json::Value> {
+        std::mem::take(&mut *self.details.lock().expect("details lock"))
     }
 
     /// Acts for an account the call proved a claim on without a key (a
