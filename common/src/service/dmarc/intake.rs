@@ -44,10 +44,15 @@ pub enum Intake {
     Refused(String),
 }
 
-/// Whether mail to this envelope recipient is a DMARC aggregate report.
+/// Whether mail to this envelope recipient is a DMARC aggregate report: to
+/// `dmarc@<service domain>`, or to `dmarc@<bounce domain>`, where the mail
+/// host's alias sends it (no return path has that local part).
 pub fn addressed_to_us(ctx: &Context, recipient: &str) -> bool {
+    let service = ctx.config.service_domain.as_str();
     recipient.rsplit_once('@').is_some_and(|(local, domain)| {
-        local.eq_ignore_ascii_case(LOCAL_PART) && domain.eq_ignore_ascii_case(ctx.config.service_domain.as_str())
+        local.eq_ignore_ascii_case(LOCAL_PART)
+            && (domain.eq_ignore_ascii_case(service)
+                || domain.eq_ignore_ascii_case(&crate::service::delivery::return_path::bounce_domain(ctx)))
     })
 }
 
