@@ -107,7 +107,7 @@ impl StoredReport {
         let mut sources: Vec<Source> = report.records().iter().map(source).collect();
         let messages = sources.iter().map(|s| s.count).sum();
         let passing = sources.iter().filter(|s| s.passes()).map(|s| s.count).sum();
-        sources.sort_by(|a, b| b.count.cmp(&a.count));
+        sources.sort_by_key(|s| std::cmp::Reverse(s.count));
         let sources_omitted = sources.len().saturating_sub(MAX_SOURCES);
         sources.truncate(MAX_SOURCES);
         let reporter = Reporter {
