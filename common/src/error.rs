@@ -133,6 +133,9 @@ catalogue! {
     CONFIRM_REQUIRED = 400 "confirm must equal {} to remove a domain with mailboxes";
     SYSTEM_DOMAIN = 409 "The service domain cannot be removed." code "system_domain";
     PROTECTED_DOMAIN = 409 "That domain holds a protected address and cannot be removed." code "protected";
+    /// DMARC reports are about the whole domain, so a key held to some of
+    /// its mailboxes does not read them.
+    DMARC_KEY_MAILBOXES = 403 "This API key is limited to some mailboxes; DMARC reports cover the whole domain" code "mailbox_out_of_scope";
 
     // ----------------------------------------------------------------------- mailboxes
     MAILBOX_ADDRESS_INVALID = 400 "That mailbox address is not valid";

@@ -370,3 +370,23 @@ pub fn list_entry(uid: &str, direction: &str, kind: &str, mailbox: Option<&str>,
         ),
     )
 }
+
+// --------------------------------------------------------- DMARC reports
+
+/// `DMARC#<uid>#<domain>`: the aggregate reports about one domain of an
+/// account, `<period end, 11 digits>-<digest>` each, so the newest period
+/// sorts last and a report sent twice lands on one key.
+pub fn dmarc_reports(uid: &str, domain: &str) -> String {
+    format!("DMARC#{uid}#{domain}")
+}
+
+/// `DMARC#<uid>#<domain>/<end>-<digest>`: one report.
+pub fn dmarc_report(uid: &str, domain: &str, sort_key: &str) -> Key {
+    Key::new(dmarc_reports(uid, domain), sort_key)
+}
+
+/// `DMARC#dropped/C` {count, lastDomain, lastAt}: reports about domains not
+/// on the service, counted and dropped.
+pub fn dmarc_dropped() -> Key {
+    Key::new("DMARC#dropped", "C")
+}

@@ -55,7 +55,7 @@ const LACKS_MANAGE: &str = "This API key lacks the manage permission (domains, m
 fn scoped_read(method: &str, path: &str) -> Option<(u16, &'static str)> {
     match (method, path) {
         ("POST", "/sendMail" | "/outbox/cancel") => Some((403, LACKS_SEND)),
-        ("GET", "/getDnsInstructions" | "/listDomains" | "/suppressions" | "/lists") => None,
+        ("GET", "/getDnsInstructions" | "/listDomains" | "/dmarcReports" | "/suppressions" | "/lists") => None,
         (_, "/getAccountStatus" | "/credits" | "/inbox" | "/attachment" | "/outbox" | "/mcp") => None,
         _ => Some((403, LACKS_MANAGE)),
     }
@@ -114,6 +114,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             | "/getDnsInstructions"
             | "/verifyDomain"
             | "/listDomains"
+            | "/dmarcReports"
             | "/addMailbox"
             | "/setMailboxMode"
             | "/deleteMailbox"

@@ -316,7 +316,11 @@ const HTTP_CASES: &[Case] = &[
                 format!("bounce.{SERVICE_DOMAIN} OK\n{SERVICE_DOMAIN} OK\n"),
                 "the bounce domain and the service domain: {body}"
             );
-            assert_eq!(export["postfix"]["virtualAliasMaps"], "", "{body}");
+            assert_eq!(
+                export["postfix"]["virtualAliasMaps"],
+                format!("dmarc@{SERVICE_DOMAIN} dmarc@bounce.{SERVICE_DOMAIN}\n"),
+                "DMARC reports go to the spool alone: {body}"
+            );
             assert_eq!(
                 export["dovecot"]["passwdFile"], "",
                 "no mailbox has a login yet: {body}"

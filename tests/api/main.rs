@@ -9,6 +9,7 @@ mod authentication;
 mod binary;
 mod credits_admin;
 mod delivery;
+mod dmarc;
 mod dns_server;
 mod domains;
 mod drafts;

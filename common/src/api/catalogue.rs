@@ -7,7 +7,7 @@ use crate::auth::Access::*;
 use crate::auth::Permission;
 use crate::error::*;
 use crate::service::{
-    account, admin, api_keys, audit, credits, delivery, domains, drafts, inbox, lists, mailboxes, mta_export,
+    account, admin, api_keys, audit, credits, delivery, dmarc, domains, drafts, inbox, lists, mailboxes, mta_export,
     onboarding, outbox, pending, removal, send, submission, suppressions, webhooks,
 };
 use crate::validate::Later;
@@ -359,6 +359,60 @@ pub static DOMAINS: Section = Section {
                           to read another account.",
             errors: &[UID_INVALID, SETUP_INCOMPLETE],
             io: io!(account::list_domains, account::ListDomainsInput, account::DomainList),
+        },
+        Operation {
+            id: "listDmarcReports",
+            rest: get("/dmarcReports"),
+            tool: tool("list_dmarc_reports", Hints::READ),
+            access: Customer,
+            permission: Some(Permission::Read),
+            summary: "The DMARC aggregate reports received about a domain",
+            description: "The reports receivers sent about domainId (its DMARC record's rua names this service), \
+                          newest period first, kept 180 days: per report the reporter (orgName, email, reportId), \
+                          the period (begin, end), and per source IP the message count, the disposition, the \
+                          aligned DKIM and SPF results, the header From and each DKIM and SPF check; and a summary \
+                          of the listed reports (messages passing and failing, the 5 sources failing most). limit 1 \
+                          to 50 (default 25), cursor. A key limited to some mailboxes may not read them.",
+            errors: &[
+                DOMAIN_ID_REQUIRED,
+                DOMAIN_INVALID,
+                INBOX_LIMIT_INVALID,
+                INBOX_CURSOR_INVALID,
+                DMARC_KEY_MAILBOXES,
+                SETUP_INCOMPLETE,
+                NOT_FOUND,
+            ],
+            io: io!(
+                dmarc::list_dmarc_reports,
+                dmarc::DmarcReportsInput,
+                dmarc::DmarcReportsOutput
+            ),
+        },
+        Operation {
+            id: "getDmarcSummary",
+            rest: None,
+            tool: tool("get_dmarc_summary", Hints::READ),
+            access: Customer,
+            permission: Some(Permission::Read),
+            summary: "Who sends mail as a domain, and how much of it fails DMARC",
+            description: "The summary of the DMARC reports about domainId that list_dmarc_reports would list with \
+                          the same limit and cursor (default the newest 25): the period they cover, messages \
+                          passing and failing DMARC, and the 5 source IPs with the most failing messages. Failing \
+                          sources that are yours need SPF or DKIM set up; others may be forging the domain.",
+            errors: &[
+                DOMAIN_ID_REQUIRED,
+                DOMAIN_INVALID,
+                INBOX_LIMIT_INVALID,
+                INBOX_CURSOR_INVALID,
+                DMARC_KEY_MAILBOXES,
+                SETUP_INCOMPLETE,
+                NOT_FOUND,
+            ],
+            io: io!(
+                dmarc::get_dmarc_summary,
+                dmarc::DmarcReportsInput,
+                dmarc::DmarcSummaryOutput
+            ),
         },
         Operation {
             id: "operatorRemoveDomain",

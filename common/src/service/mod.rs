@@ -13,6 +13,7 @@ pub mod contacts;
 pub mod credits;
 pub mod delivery;
 pub mod dkim;
+pub mod dmarc;
 pub mod domains;
 pub mod drafts;
 pub mod forwarding;

@@ -83,11 +83,18 @@ pub struct Outcome {
 }
 
 /// Builds the Postfix and Dovecot tables from live mailboxes (pure, for tests).
-pub fn render(domains: &[String], bounce_domain: &str, live: &[Mailbox]) -> (Postfix, Dovecot) {
+/// DMARC reports to `dmarc@<service domain>` are aliased onto the bounce
+/// domain, which the mail host hands to the spool alone (never a maildir),
+/// whatever mailbox holds that address.
+pub fn render(domains: &[String], service_domain: &str, bounce_domain: &str, live: &[Mailbox]) -> (Postfix, Dovecot) {
     let mut vdomains: Vec<String> = domains.iter().map(|d| format!("{d} OK")).collect();
     vdomains.push(format!("{bounce_domain} OK"));
     let mut vmailbox = vec![format!("@{bounce_domain} bounce/")];
     let mut valias = Vec::new();
+    if domains.iter().any(|d| d == service_domain) {
+        let local = super::dmarc::LOCAL_PART;
+        valias.push(format!("{local}@{service_domain} {local}@{bounce_domain}"));
+    }
     let mut passwd = Vec::new();
     for m in live {
         if m.mode.stores() {
@@ -139,7 +146,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     }
     live.sort_by(|a, b| a.address.cmp(&b.address));
     let bounce_domain = super::delivery::return_path::bounce_domain(ctx);
-    let (postfix, dovecot) = render(&domains, &bounce_domain, &live);
+    let (postfix, dovecot) = render(&domains, ctx.config.service_domain.as_str(), &bounce_domain, &live);
     let export = Export {
         version,
         generated_at: iso(ctx.clock.now()),
@@ -338,7 +345,7 @@ mod tests {
             mailbox("b", Mode::Forward, &["x@other.org", "y@other.org"], Some("$6$old")),
             mailbox("c", Mode::Both, &["x@other.org"], None),
         ];
-        let (postfix, dovecot) = render(&["example.com".into()], "bounce.svc.example", &live);
+        let (postfix, dovecot) = render(&["example.com".into()], "svc.example", "bounce.svc.example", &live);
         assert_eq!(
             postfix.virtual_mailbox_domains,
             "bounce.svc.example OK\nexample.com OK\n"
@@ -354,6 +361,16 @@ mod tests {
         assert_eq!(
             dovecot.passwd_file, "a@example.com:{SHA512-CRYPT}$6$x$y::::::\n",
             "a forward mailbox has no login"
+        );
+    }
+
+    #[test]
+    fn dmarc_reports_to_the_service_domain_go_to_the_bounce_domain() {
+        let live = vec![mailbox("dmarc", Mode::Hosted, &[], None)];
+        let (postfix, _) = render(&["example.com".into()], "example.com", "bounce.example.com", &live);
+        assert_eq!(
+            postfix.virtual_alias_maps, "dmarc@example.com dmarc@bounce.example.com\n",
+            "even over a mailbox of that name"
         );
     }
 }

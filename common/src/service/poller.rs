@@ -14,6 +14,7 @@ use crate::mail::authenticate::{self, Authentication};
 use crate::mail::inbound::{self, DONE, FAILED, Inbound, Limits, PENDING};
 
 use super::delivery::reports::{self, Consumed};
+use super::dmarc::{self, Intake};
 use super::mail_store::{self, Direction, NewMessage, Quarantine, Row};
 use super::{lists, mailboxes, webhooks};
 
@@ -57,6 +58,8 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(S
     let name = &key[PENDING.len()..];
     let result = match inbound::parse(&raw, &Limits::default()) {
         Err(refused) => Err(refused.0),
+        // DMARC reports first: no mailbox, whoever holds the address, sees them.
+        Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &raw).await?,
         Ok(message) => match report_to(ctx, &message) {
             Some(return_path) => report(ctx, &message, &return_path, &raw).await?,
             None => file(ctx, &message, &raw).await?,
@@ -96,6 +99,25 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(S
 fn report_to(ctx: &Context, message: &Inbound) -> Option<String> {
     let recipient = message.envelope.as_ref()?.recipient.as_ref()?;
     reports::addressed_to_us(ctx, recipient).then(|| recipient.clone())
+}
+
+/// Whether this copy was delivered to the DMARC report address.
+fn to_dmarc(ctx: &Context, message: &Inbound) -> bool {
+    let recipient = message.envelope.as_ref().and_then(|e| e.recipient.as_ref());
+    recipient.is_some_and(|r| dmarc::addressed_to_us(ctx, r))
+}
+
+/// Keeps a DMARC aggregate report (never filed as mail); one that cannot be
+/// read, or costs too much to, is kept as failed with the reason.
+async fn dmarc_report(ctx: &Context, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
+    let (_, body) = inbound::Envelope::split(raw);
+    Ok(match dmarc::consume(ctx, body).await? {
+        Intake::Refused(reason) => Err(reason),
+        done => {
+            tracing::info!(outcome = ?done, "a DMARC report was read");
+            Ok((Vec::new(), 0))
+        }
+    })
 }
 
 /// Applies a report (never filed as mail); an auto-reply that came back to
