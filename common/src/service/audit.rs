@@ -117,7 +117,7 @@ pub struct Change {
     /// What the change touched beyond its input (an operator's removal,
     /// decision or credit switch), when the service said.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub details: Vec<Value>,
+    pub details: Vec<Map<String, Value>>,
     /// rest or mcp.
     pub via: String,
     pub request_id: String,

@@ -83,7 +83,7 @@ pub struct Call<'a> {
     pub surface: &'static str,
     /// What the change touched, beyond its input (an operator's removal:
     /// the mailboxes it took): the audit row carries it.
-    details: std::sync::Mutex<Vec<serde_json::Value>>,
+    details: std::sync::Mutex<Vec<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl<'a> Call<'a> {
@@ -103,11 +103,15 @@ impl<'a> Call<'a> {
 
     /// Adds what this change touched to its audit row.
     pub fn touched(&self, details: serde_json::Value) {
+        let details = match details {
+            serde_json::Value::Object(map) => map,
+            other => serde_json::Map::from_iter([("value".to_string(), other)]),
+        };
         self.details.lock().expect("details lock").push(details);
     }
 
     /// What this change touched, taken once for its audit row.
-    pub fn take_details(&self) -> Vec<serde_json::Value> {
+    pub fn take_details(&self) -> Vec<serde_json::Map<String, serde_json::Value>> {
         std::mem::take(&mut *self.details.lock().expect("details lock"))
     }
 
