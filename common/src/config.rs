@@ -96,6 +96,16 @@ pub struct Config {
         default_value = ""
     )]
     pub webhook_allow_hosts: Vec<String>,
+    /// Sealing domains whose ARC chain decides DMARC for forwarded mail
+    /// (comma-separated): a passing chain whose newest seal is theirs, and
+    /// whose recorded `dmarc=pass` is theirs, makes the message pass.
+    #[arg(
+        long,
+        env = "MAILHOST_TRUSTED_ARC_SEALERS",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    pub trusted_arc_sealers: Vec<String>,
     /// Origins (scheme://host[:port]) a browser page may call POST /mcp from,
     /// comma-separated, beside the service's own; any other Origin is 403.
     #[arg(
@@ -186,6 +196,7 @@ impl Config {
             system_mail: vars.choice("MAILHOST_SYSTEM_MAIL", "transport")?,
             webhook_allow_hosts: vars.list("MAILHOST_WEBHOOK_ALLOW_HOSTS", ""),
             mcp_allowed_origins: vars.list("MAILHOST_MCP_ALLOWED_ORIGINS", ""),
+            trusted_arc_sealers: vars.list("MAILHOST_TRUSTED_ARC_SEALERS", ""),
             webhook_ca_file: var("MAILHOST_WEBHOOK_CA_FILE").map(PathBuf::from),
             poll_interval: vars.parsed("MAILHOST_POLL_INTERVAL", "5")?,
             inbound_poll_ms: vars.parsed("MAILHOST_INBOUND_POLL_MS", "250")?,

@@ -146,6 +146,7 @@ catalogue! {
     FORWARD_TO_HOSTED = 400 "forwardTo must be empty for a hosted mailbox";
     FORWARD_TO_TOO_MANY = 400 "forwardTo may hold at most 5 addresses";
     /// `{}` is the address as given.
+    ACCEPT_SPOOFED_TYPE = 400 "acceptSpoofed must be a boolean";
     FORWARD_ADDRESS_INVALID = 400 "Invalid forwarding address: {}";
     FORWARD_TO_SELF = 400 "A mailbox cannot forward to itself";
     /// `{}` is the service domain.

@@ -18,6 +18,7 @@ on_both_backends!(
     a_message_signed_by_dkimpy_passes_and_with_its_body_changed_fails,
     spoofed_mail_stays_out_of_the_inbox_yet_is_read_by_id_and_listed_apart,
     a_forged_authentication_results_header_changes_nothing,
+    forwarded_mail_is_judged_by_the_arc_chain_of_a_trusted_sealer_alone,
     a_file_without_its_connection_is_judged_on_what_it_carries,
     a_lookup_that_fails_gives_temperror_and_the_message_is_filed,
     what_a_stranger_wrote_reaches_an_agent_inside_an_envelope_it_cannot_close,
@@ -29,6 +30,15 @@ const TO: &str = "me@tom.example";
 /// Signs `raw` with dkimpy for `domain`/`selector`; publishes its key on the
 /// test DNS server. `None` when the venv stand-in is missing.
 fn dkimpy_sign(app: &TestApp, raw: &[u8], domain: &str, selector: &str) -> Option<Vec<u8>> {
+    dkimpy(app, raw, domain, selector, false)
+}
+
+/// Seals `raw` with an ARC set by dkimpy, as the forwarder `domain` would.
+fn dkimpy_arc_seal(app: &TestApp, raw: &[u8], domain: &str) -> Option<Vec<u8>> {
+    dkimpy(app, raw, domain, "arc", true)
+}
+
+fn dkimpy(app: &TestApp, raw: &[u8], domain: &str, selector: &str, arc: bool) -> Option<Vec<u8>> {
     let venv = standin("MAILHOST_TEST_VENV")?;
     let file = std::env::temp_dir().join(format!("mailhost-sign-{:016x}.eml", rand::random::<u64>()));
     std::fs::write(&file, raw).unwrap();
@@ -38,6 +48,7 @@ fn dkimpy_sign(app: &TestApp, raw: &[u8], domain: &str, selector: &str) -> Optio
         .arg(&file)
         .arg(domain)
         .arg(selector)
+        .args(arc.then_some("--arc"))
         .stdin(Stdio::null())
         .output()
         .expect("running dkim_sign.py");
@@ -299,6 +310,53 @@ async fn a_forged_authentication_results_header_changes_nothing(app: TestApp) {
         first["authentication"], second["authentication"],
         "the header a stranger wrote is never believed"
     );
+}
+
+/// Mail a list or forwarder relayed from outside the From domain's SPF,
+/// with its DKIM broken on the way: its own checks fail. An ARC set sealed
+/// by dkimpy for a sealer the operator trusts (the test config's
+/// `trusted-forwarder.example`), recording `dmarc=pass`, makes it pass; the
+/// same set sealed by anyone else changes nothing.
+async fn forwarded_mail_is_judged_by_the_arc_chain_of_a_trusted_sealer_alone(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    publish_policy(&app, "bank.example", "reject");
+    for (sealer, spoofed) in [("other-forwarder.example", true), ("trusted-forwarder.example", false)] {
+        let raw = message(
+            "CEO <ceo@bank.example>",
+            &format!("<fwd@{sealer}>"),
+            &format!("Authentication-Results: {sealer}; dmarc=pass (p=reject) header.from=bank.example\r\n"),
+            "Forwarded by the list.",
+        );
+        let Some(sealed) = dkimpy_arc_seal(&app, &raw, sealer) else {
+            return;
+        };
+        receive(
+            &app,
+            &sealed,
+            "list@lists.example",
+            Some("203.0.113.9"),
+            "mx.lists.example",
+        )
+        .await;
+        let view = if spoofed { "?view=quarantine" } else { "" };
+        let rows = list(&app, &key, view).await;
+        let row = rows
+            .iter()
+            .find(|r| r["messageId"] == format!("<fwd@{sealer}>"))
+            .unwrap_or_else(|| panic!("{sealer}: {rows:?}"));
+        let auth = read(&app, &key, &format!("id={}", row["id"].as_str().unwrap())).await["authentication"].clone();
+        assert_eq!(auth["arc"]["result"], "pass", "{sealer}: {auth}");
+        assert_eq!(auth["arc"]["sealer"], sealer);
+        assert_eq!(auth["spoofed"], spoofed, "{sealer}: {auth}");
+        if spoofed {
+            assert_eq!(auth["dmarc"]["result"], "fail");
+            assert!(auth["dmarc"].get("byArc").is_none());
+        } else {
+            assert_eq!(auth["dmarc"]["result"], "pass");
+            assert_eq!(auth["dmarc"]["byArc"], sealer);
+            assert_eq!(auth["summary"], "pass");
+        }
+    }
 }
 
 async fn a_file_without_its_connection_is_judged_on_what_it_carries(app: TestApp) {

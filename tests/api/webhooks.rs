@@ -570,4 +570,41 @@ async fn spoofed_mail_is_never_announced_and_the_event_carries_the_verdicts(back
     let body: Value = serde_json::from_str(got[0]["body"].as_str().unwrap()).unwrap();
     assert_eq!(body["messageId"], "<real@bank.example>");
     assert_eq!(body["authentication"], json!({"summary": "pass", "spoofed": false}));
+
+    // The owner opts the mailbox in: spoofed mail is then filed in the
+    // inbox, marked, and announced with its verdict.
+    let opted = app
+        .post(
+            "/setMailboxMode",
+            Auth::Bearer(&key),
+            json!({"domainId": "tom.example", "localPart": "me", "mode": "hosted", "forwardTo": [], "acceptSpoofed": true}),
+        )
+        .await;
+    assert_eq!(opted.status, 200, "{}", opted.body);
+    assert_eq!(opted.body["mailbox"]["acceptSpoofed"], true);
+    let envelope = common::mail::inbound::Envelope {
+        recipient: Some("me@tom.example".into()),
+        sender: Some("ceo@bank.example".into()),
+        client_address: Some("203.0.113.5".into()),
+        helo: Some("mail.bank.example".into()),
+    };
+    mailhost::deliver(&app.data_dir, envelope.prepend(&letter("<spoof-2@bank.example>")))
+        .await
+        .unwrap();
+    assert_eq!(poller::run_once(&app.ctx).await.unwrap().filed, 1);
+    let got = receiver.wait_for(2).await;
+    let body: Value = serde_json::from_str(got[1]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["messageId"], "<spoof-2@bank.example>");
+    assert_eq!(body["authentication"], json!({"summary": "fail", "spoofed": true}));
+    let inbox = app.get("/inbox", Auth::Bearer(&key)).await.body;
+    let rows = inbox["messages"].as_array().unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r["messageId"] == "<spoof-2@bank.example>")
+        .expect("in the inbox");
+    assert_eq!(row["authentication"]["spoofed"], true);
+    assert!(row.get("quarantine").is_none_or(Value::is_null), "{row}");
+    // The first spoof stays where it was.
+    let kept = app.get("/inbox?view=quarantine", Auth::Bearer(&key)).await.body;
+    assert_eq!(kept["messages"].as_array().unwrap().len(), 1);
 }

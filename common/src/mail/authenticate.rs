@@ -17,7 +17,8 @@ use mail_auth::dmarc::Policy;
 use mail_auth::dmarc::verify::DmarcParameters;
 use mail_auth::spf::verify::SpfParameters;
 use mail_auth::{
-    AuthenticatedMessage, DkimOutput, DkimResult, DmarcOutput, DmarcResult, MessageAuthenticator, SpfOutput, SpfResult,
+    ArcOutput, AuthenticatedMessage, DkimOutput, DkimResult, DmarcOutput, DmarcResult, MessageAuthenticator, SpfOutput,
+    SpfResult,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -102,6 +103,10 @@ pub struct DmarcCheck {
     pub spf_aligned: bool,
     /// A DKIM pass whose signing domain aligns with the From domain.
     pub dkim_aligned: bool,
+    /// The trusted ARC sealer whose recorded DMARC pass decided the result
+    /// (forwarded mail whose own checks failed on the way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_arc: Option<String>,
 }
 
 /// The ARC chain's check, when the message carries one.
@@ -214,8 +219,9 @@ pub async fn authenticate(
     raw: &[u8],
     envelope: Option<&Envelope>,
     host: &str,
+    trusted_sealers: &[String],
 ) -> Authentication {
-    match tokio::time::timeout(CEILING, checks(resolver, raw, envelope, host)).await {
+    match tokio::time::timeout(CEILING, checks(resolver, raw, envelope, host, trusted_sealers)).await {
         Ok(auth) => auth,
         Err(_) => Authentication::unfinished(envelope),
     }
@@ -226,6 +232,7 @@ async fn checks(
     raw: &[u8],
     envelope: Option<&Envelope>,
     host: &str,
+    trusted_sealers: &[String],
 ) -> Authentication {
     let connection = Connection::of(envelope);
     let spf = spf(resolver, &connection, host).await;
@@ -248,7 +255,8 @@ async fn checks(
     };
     let dkim_outputs = resolver.verify_dkim(&message).await;
     let dkim: Vec<DkimCheck> = dkim_outputs.iter().map(DkimCheck::of).collect();
-    let arc = arc(resolver, &message).await;
+    let arc_output = arc_chain(resolver, &message).await;
+    let arc = arc_output.as_ref().map(ArcCheck::of);
     let dmarc_output = resolver
         .verify_dmarc(DmarcParameters::new(
             &message,
@@ -257,7 +265,15 @@ async fn checks(
             &spf,
         ))
         .await;
-    let dmarc = (!dmarc_output.domain().is_empty()).then(|| DmarcCheck::of(&dmarc_output));
+    let mut dmarc = (!dmarc_output.domain().is_empty()).then(|| DmarcCheck::of(&dmarc_output));
+    if let (Some(d), Some(chain)) = (dmarc.as_mut(), arc_output.as_ref())
+        && d.result == Verdict::Fail
+    {
+        d.by_arc = trusted_pass(chain, trusted_sealers, &d.domain);
+        if d.by_arc.is_some() {
+            d.result = Verdict::Pass;
+        }
+    }
     let spoofed = dmarc.as_ref().is_some_and(|d| {
         d.result == Verdict::Fail && matches!(d.policy, Some(DmarcPolicy::Quarantine | DmarcPolicy::Reject))
     });
@@ -294,20 +310,57 @@ impl DmarcCheck {
             policy: output.dmarc_record().is_some().then_some(policy),
             spf_aligned: *output.spf_result() == DmarcResult::Pass,
             dkim_aligned: *output.dkim_result() == DmarcResult::Pass,
+            by_arc: None,
         }
     }
 }
 
-/// The ARC chain's verdict, when the message carries one.
-async fn arc(resolver: &MessageAuthenticator, message: &AuthenticatedMessage<'_>) -> Option<ArcCheck> {
+/// The ARC chain's check, when the message carries one.
+async fn arc_chain<'m>(
+    resolver: &MessageAuthenticator,
+    message: &'m AuthenticatedMessage<'m>,
+) -> Option<ArcOutput<'m>> {
     if message.ams_headers.is_empty() && message.as_headers.is_empty() && !message.has_arc_errors {
         return None;
     }
-    let output = resolver.verify_arc(message).await;
-    Some(ArcCheck {
-        result: dkim_verdict(output.result()),
-        sets: output.sets().len(),
-        sealer: output.sets().last().map(|s| s.seal.header.d.clone()),
+    Some(resolver.verify_arc(message).await)
+}
+
+impl ArcCheck {
+    fn of(output: &ArcOutput<'_>) -> Self {
+        ArcCheck {
+            result: dkim_verdict(output.result()),
+            sets: output.sets().len(),
+            sealer: output.sets().last().map(|s| s.seal.header.d.clone()),
+        }
+    }
+}
+
+/// The sealer, when a passing chain's newest seal is one the operator trusts
+/// and its recorded results say DMARC passed for this From domain. Every
+/// other `Authentication-Results` a message carries is never believed.
+fn trusted_pass(chain: &ArcOutput<'_>, trusted: &[String], from_domain: &str) -> Option<String> {
+    if *chain.result() != DkimResult::Pass {
+        return None;
+    }
+    let newest = chain.sets().last()?;
+    let sealer = &newest.seal.header.d;
+    if !trusted.iter().any(|t| !t.is_empty() && t.eq_ignore_ascii_case(sealer)) {
+        return None;
+    }
+    recorded_dmarc_pass(&String::from_utf8_lossy(newest.results.value), from_domain).then(|| sealer.clone())
+}
+
+/// Whether an ARC-Authentication-Results value records `dmarc=pass` for
+/// `from_domain` (its `header.from`).
+fn recorded_dmarc_pass(results: &str, from_domain: &str) -> bool {
+    results.split(';').map(str::trim).any(|method| {
+        let mut words = method.split_whitespace();
+        words.next().is_some_and(|w| w.eq_ignore_ascii_case("dmarc=pass"))
+            && words.any(|w| {
+                w.strip_prefix("header.from=")
+                    .is_some_and(|d| d.eq_ignore_ascii_case(from_domain))
+            })
     })
 }
 
@@ -391,7 +444,29 @@ mod tests {
             policy,
             spf_aligned: false,
             dkim_aligned: false,
+            by_arc: None,
         }
+    }
+
+    #[test]
+    fn only_a_recorded_dmarc_pass_for_the_from_domain_counts() {
+        let google = "i=1; mx.google.com;\r\n       dkim=pass header.i=@bank.example;\r\n       \
+                      dmarc=pass (p=REJECT sp=REJECT dis=NONE) header.from=bank.example";
+        assert!(recorded_dmarc_pass(google, "bank.example"));
+        assert!(recorded_dmarc_pass(google, "BANK.example"));
+        assert!(!recorded_dmarc_pass(google, "other.example"));
+        assert!(!recorded_dmarc_pass(
+            "i=1; mx.example; dmarc=fail header.from=bank.example",
+            "bank.example"
+        ));
+        assert!(!recorded_dmarc_pass(
+            "i=1; mx.example; dkim=pass header.from=bank.example",
+            "bank.example"
+        ));
+        assert!(!recorded_dmarc_pass(
+            "i=1; mx.example; x-dmarc=pass header.from=bank.example",
+            "bank.example"
+        ));
     }
 
     fn dkim(result: Verdict) -> DkimCheck {

@@ -55,6 +55,10 @@ pub struct Mailbox {
     pub status: MailboxStatus,
     #[serde(default)]
     pub protected: bool,
+    /// The owner's opt-in: spoofed mail is filed in the inbox (marked) and
+    /// fires its webhook, instead of waiting in the quarantine.
+    #[serde(default)]
+    pub accept_spoofed: bool,
     /// The change counter's value at this mailbox's latest change.
     pub change_seq: i64,
     #[serde(default)]
@@ -103,6 +107,7 @@ impl Mailbox {
             forward_to,
             status: MailboxStatus::Active,
             protected: false,
+            accept_spoofed: false,
             change_seq,
             mta_applied: false,
             mta_applied_at: None,
@@ -185,6 +190,10 @@ pub struct MailboxView {
     pub forward_to: Vec<String>,
     pub status: MailboxStatus,
     pub protected: bool,
+    /// Spoofed mail (its From domain's DMARC policy is quarantine or reject,
+    /// and it fails) is filed in the inbox, marked; false: it is kept in the
+    /// quarantine (GET /inbox?view=quarantine) with no webhook.
+    pub accept_spoofed: bool,
     pub delivery: Delivery,
     /// An IMAP/SMTP app password has been issued.
     pub has_credential: bool,
@@ -203,6 +212,7 @@ pub fn view(m: &Mailbox) -> MailboxView {
         forward_to: m.forward_to.clone(),
         status: m.status,
         protected: m.protected,
+        accept_spoofed: m.accept_spoofed,
         delivery: delivery(m),
         has_credential: m.password_hash.is_some() && m.mode.stores(),
         mta_applied: m.mta_applied,

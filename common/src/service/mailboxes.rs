@@ -142,6 +142,9 @@ crate::input! {
         /// Required and non-empty for forward and both; empty for hosted; at most
         /// 5 addresses (one address may be given as a string).
         pub forward_to: Option<ForwardTo> = (),
+        /// Spoofed mail to this mailbox is filed in the inbox, marked,
+        /// instead of the quarantine. Left as it was when absent.
+        pub accept_spoofed: Option<bool> = error::ACCEPT_SPOOFED_TYPE,
     }
     check MailboxInput::by_mailbox_id;
 }
@@ -197,15 +200,18 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
         check_targets(ctx, &address, &domain.name, mode, input.forward_to()).await?;
         let now = iso(ctx.clock.now());
         let seq = next_seq(ctx).await?;
-        let mailbox = Mailbox::new(
-            &domain.name,
-            local,
-            &domain.uid,
-            mode,
-            input.forward_to().to_vec(),
-            seq,
-            &now,
-        );
+        let mailbox = Mailbox {
+            accept_spoofed: input.accept_spoofed.unwrap_or(false),
+            ..Mailbox::new(
+                &domain.name,
+                local,
+                &domain.uid,
+                mode,
+                input.forward_to().to_vec(),
+                seq,
+                &now,
+            )
+        };
         let mut writes = add_writes(&mailbox, &domain, local);
         writes.extend(routing_guards(routing, &domain.name, input.forward_to()));
         match ctx.store.transact(writes).await {
@@ -289,9 +295,12 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
         let routing = routing_version(ctx, mode).await?;
         check_targets(ctx, &mailbox.address, &mailbox.domain_id, mode, input.forward_to()).await?;
         let now = iso(ctx.clock.now());
-        let update = Update::new()
+        let mut update = Update::new()
             .set("mode", mode)
             .set("forwardTo", json!(input.forward_to()));
+        if let Some(accept) = input.accept_spoofed {
+            update = update.set("acceptSpoofed", accept);
+        }
         let still = Cond::And(vec![
             Cond::eq("status", MailboxStatus::Active),
             Cond::eq("uid", mailbox.uid.clone()),

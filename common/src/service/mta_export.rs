@@ -329,6 +329,7 @@ mod tests {
             forward_to: forward.iter().map(|s| s.to_string()).collect(),
             status: MailboxStatus::Active,
             protected: false,
+            accept_spoofed: false,
             change_seq: 1,
             mta_applied: false,
             mta_applied_at: None,

@@ -187,9 +187,11 @@ async fn file_for(
         if auth.is_none() {
             auth = Some(authentication(ctx, message, raw).await);
         }
-        // Spoofed mail stays out whatever the lists say; then the mailbox's
-        // receive lists judge its sender.
-        let quarantine = match auth.as_ref().is_some_and(|a| a.spoofed) {
+        // Spoofed mail stays out whatever the lists say, unless the owner
+        // opted this mailbox in (it is then filed marked); then the
+        // mailbox's receive lists judge its sender.
+        let spoofed = auth.as_ref().is_some_and(|a| a.spoofed);
+        let quarantine = match spoofed && !mailbox.accept_spoofed {
             true => Some(Quarantine::Spoofed),
             false => lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &message.from).await?,
         };
@@ -202,7 +204,7 @@ async fn file_for(
             Some(row) => {
                 // Someone who wrote here (genuinely) is no first contact to
                 // write back to.
-                if filing.quarantine.is_none() {
+                if filing.quarantine.is_none() && !spoofed {
                     let owner = super::sent::owner_of(&mailbox.uid);
                     super::contacts::heard_from(ctx, &owner, &message.from).await?;
                 }
@@ -230,7 +232,14 @@ async fn authentication(ctx: &Context, message: &Inbound, raw: &[u8]) -> Authent
         }
     };
     let (_, body) = inbound::Envelope::split(raw);
-    authenticate::authenticate(resolver, body, envelope, &ctx.config.mail_host).await
+    authenticate::authenticate(
+        resolver,
+        body,
+        envelope,
+        &ctx.config.mail_host,
+        &ctx.config.trusted_arc_sealers,
+    )
+    .await
 }
 
 /// What is filed of a parsed message in one mailbox (its verdicts and

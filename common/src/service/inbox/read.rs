@@ -493,6 +493,7 @@ mod tests {
                     policy: Some(DmarcPolicy::Reject),
                     spf_aligned: false,
                     dkim_aligned: false,
+                    by_arc: None,
                 }),
                 arc: None,
             }),
