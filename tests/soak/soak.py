@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""The soak: the real `mailhost` binary on DynamoDB Local (behind a fault
+proxy), S3 in moto (behind another), an SMTP relay, a webhook receiver and an
+authoritative DNS server; N accounts onboarded through the public routes,
+then agents, an inbound stream and faults for a bounded time; then the
+invariants, printed, and a report. Exits 1 when an invariant fails.
+
+Run it with scripts/soak (which builds the binary and finds the tools)."""
+
+import argparse
+import glob
+import json
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import boto3  # noqa: E402
+from botocore.config import Config as BotoConfig  # noqa: E402
+
+import checks  # noqa: E402
+import faults  # noqa: E402
+import load  # noqa: E402
+import report  # noqa: E402
+import standins  # noqa: E402
+from server import Server, dynamodb_local, moto  # noqa: E402
+
+SERVICE_DOMAIN = "svc.soak.test"
+OPERATOR = "ops@operators.soak.test"
+
+
+def log(line):
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
+
+
+def arguments():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--minutes", type=float, default=5)
+    p.add_argument("--agents", type=int, default=20)
+    p.add_argument("--inbound-rate", type=float, default=None, help="messages dropped per second (default agents/4)")
+    p.add_argument("--send-every", type=float, default=15.0, help="seconds between one agent's sends")
+    p.add_argument("--kills", type=int, default=None, help="server SIGKILLs (default one a minute, at least 2)")
+    p.add_argument("--no-faults", action="store_true")
+    p.add_argument("--no-ddb-restart", action="store_true")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--binary", required=True)
+    p.add_argument("--cache", default=os.path.expanduser("~/.cache/mailhost"))
+    p.add_argument("--corpus", default=None)
+    p.add_argument("--report", default=None, help="where the report's JSON goes (a .md is written beside it)")
+    p.add_argument("--keep", action="store_true", help="keep the work directory")
+    return p.parse_args()
+
+
+def aws_env(dynamo_url, s3_url):
+    return {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+            "AWS_ENDPOINT_URL": s3_url, "AWS_ENDPOINT_URL_DYNAMODB": dynamo_url}
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+        self.work = tempfile.mkdtemp(prefix="mailhost-soak-")
+        self.children = []
+
+    def stand_up(self):
+        args = self.args
+        self.ddb = dynamodb_local(args.cache, self.work)
+        self.moto = moto(os.path.join(args.cache, "venv"), self.work)
+        for proc in (self.ddb, self.moto):
+            proc.start()
+            self.children.append(proc)
+        standins.wait_port(self.ddb.port, "DynamoDB Local", 120)
+        standins.wait_port(self.moto.port, "moto", 60)
+        self.dynamo_proxy = standins.FaultProxy(self.ddb.port, "dynamodb")
+        self.s3_proxy = standins.FaultProxy(self.moto.port, "s3")
+        self.dns = standins.Dns()
+        self.relay = standins.Relay()
+        ca, cert, key = standins.make_certs(self.work)
+        self.webhooks = standins.Webhooks(cert, key)
+        self.bucket = f"soak-{self.seed:x}"
+        self.s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{self.moto.port}", region_name="us-east-1",
+                               aws_access_key_id="test", aws_secret_access_key="test",
+                               config=BotoConfig(s3={"addressing_style": "path"}))
+        self.s3.create_bucket(Bucket=self.bucket)
+        env = dict(os.environ, **aws_env(self.dynamo_proxy.url, self.s3_proxy.url))
+        env.update({
+            "MAILHOST_STORE": "dynamodb", "MAILHOST_TABLE": f"soak-{self.seed:x}", "MAILHOST_BUCKET": self.bucket,
+            "MAILHOST_SECRETS": "dir", "MAILHOST_SYSTEM_MAIL": "outbox",
+            "MAILHOST_SMTP_URL": f"smtp://127.0.0.1:{self.relay.port}",
+            "MAILHOST_SERVICE_DOMAIN": SERVICE_DOMAIN, "MAILHOST_MAIL_HOST": "mx.svc.soak.test",
+            "MAILHOST_DNS_SERVER": f"127.0.0.1:{self.dns.port}", "MAILHOST_OPERATOR_EMAILS": OPERATOR,
+            "MAILHOST_WEBHOOK_ALLOW_HOSTS": "localhost", "MAILHOST_WEBHOOK_CA_FILE": ca,
+            "MAILHOST_POLL_INTERVAL": "2", "RUST_LOG": "info",
+        })
+        env.pop("MAILHOST_AGENT_KEY", None)
+        self.server = Server(args.binary, self.work, env)
+        self.server.start()
+        self.children.append(self.server.process)
+        self.recorder = load.Recorder()
+        self.client = load.Client(self.server, self.recorder)
+        self.webhook_url = f"https://localhost:{self.webhooks.port}/hook"
+        log(f"work directory {self.work}; server on {self.server.base}; seed {self.seed}")
+
+    def onboard(self):
+        operator = self.server.token(OPERATOR, operator=True)
+        started = time.time()
+        with ThreadPoolExecutor(4) as pool:
+            self.accounts = list(pool.map(lambda i: load.onboard(self.client, self.server, self.dns, operator, i),
+                                          range(self.args.agents)))
+        self.onboard_seconds = time.time() - started
+        self.agent_key = self.server.agent_key()
+        log(f"onboarded {len(self.accounts)} accounts in {self.onboard_seconds:.1f}s")
+
+    def corpus(self):
+        root = self.args.corpus or os.path.join(HERE, "../../../shared/corpus")
+        files = sorted(glob.glob(os.path.join(root, "eml/**/*.eml"), recursive=True))
+        return files or sorted(glob.glob(os.path.join(HERE, "../fixtures/eml/*.eml")))
+
+    def play(self):
+        args = self.args
+        seconds = args.minutes * 60
+        kills = args.kills if args.kills is not None else max(2, int(args.minutes))
+        self.plan = [] if args.no_faults else faults.schedule(seconds, self.seed, kills,
+                                                              ddb_restart=not args.no_ddb_restart)
+        log("fault schedule (seconds from the start of the load):")
+        for start, length, kind in self.plan:
+            print(f"    +{start:7.1f}s  {kind:16s} {length:5.1f}s", flush=True)
+        self.t0 = time.time()
+        deadline = self.t0 + seconds
+        self.sends = []
+        rate = args.inbound_rate if args.inbound_rate is not None else max(1.0, args.agents / 4)
+        self.inbound = load.Inbound(self.server, self.bucket, self.accounts, f"inbox@{SERVICE_DOMAIN}",
+                                    self.corpus(), self.work, deadline, rate, self.seed)
+        self.player = faults.Player(self.plan, self.t0, self.dynamo_proxy, self.s3_proxy, self.relay, self.webhooks,
+                                    self.server, self.ddb, log)
+        workers = [threading.Thread(target=self.player.run, daemon=True),
+                   threading.Thread(target=self.inbound.run, daemon=True),
+                   threading.Thread(target=load.WebhookRegistrar(self.client, self.agent_key, self.webhook_url,
+                                                                 deadline).run, daemon=True)]
+        for n, account in enumerate(self.accounts):
+            agent = load.Agent(account, self.client, self.sends, deadline, args.send_every, self.seed + n)
+            workers.append(threading.Thread(target=agent.run, daemon=True))
+        for w in workers:
+            w.start()
+        log(f"load running for {seconds:.0f}s: {len(self.accounts)} agents, {rate:g} inbound/s")
+        for w in workers:
+            w.join()
+        self.t_end = time.time()
+        log("load over")
+
+    def settle(self):
+        """Faults off, the server up, the spool drained."""
+        for proxy in (self.dynamo_proxy, self.s3_proxy):
+            proxy.mode = "ok"
+        self.relay.mode = self.webhooks.mode = "ok"
+        if self.server.process.proc.poll() is not None:
+            self.server.start()
+        self.drained = checks.wait_drained(self.s3, self.bucket, 120)
+        time.sleep(3)
+
+    def check(self):
+        results = {}
+        mailboxes = {a["mailbox"]: a["key"] for a in self.accounts}
+        rows = {mb: checks.page_all(self.client, key, {}, "messages") for mb, key in mailboxes.items()}
+        rows[f"inbox@{SERVICE_DOMAIN}"] = checks.page_all(self.client, self.agent_key, {}, "messages")
+        results["inbound filed once (or failed once, with a reason)"] = checks.inbound(
+            self.inbound.drops, self.s3, self.bucket, rows)
+        if not self.drained:
+            results["inbound filed once (or failed once, with a reason)"][0].insert(0, "the spool never drained")
+        results["one relay copy per Idempotency-Key; every 200 reached the relay"] = checks.sends(
+            self.sends, self.relay.received, self.player.windows)
+        balances = {}
+        for a in self.accounts:
+            record, answer = self.client.call("GET", "/credits", a["key"], route="check")
+            balances[a["i"]] = (answer or {}).get("credits", {}).get("remaining") if record["status"] == 200 else None
+        results["credits = initial - charged sends"] = checks.credits(self.sends, balances)
+        results["rate windows never exceeded"] = (checks.rate_windows(self.sends), None)
+        results["unreadCount = unread rows of the thread"] = checks.unread_counts(self.client, self.accounts)
+        load_calls = [c for c in self.recorder.calls if c["route"] not in ("check", "onboard")]
+        results["no 5xx but 503 + Retry-After (store failing) or 500 Send failed (relay failing)"] = checks.statuses(
+            load_calls, self.player.windows)
+        results["no panic in the server log"] = (checks.panics(self.server.log), None)
+        results["memory (RSS) roughly flat"] = checks.memory(self.server.rss, self.t0, self.t_end)
+        return results
+
+    def stop(self):
+        for proc in reversed(self.children):
+            proc.stop()
+        self.relay.stop()
+
+
+def main():
+    args = arguments()
+    run = Run(args)
+    try:
+        run.stand_up()
+        run.onboard()
+        run.play()
+        run.settle()
+        results = run.check()
+        failed = report.print_invariants(results)
+        summary = report.build(run, results)
+        path = args.report or os.path.join(run.work, "soak-report.json")
+        report.write(summary, path)
+        log(f"report: {path} and {os.path.splitext(path)[0]}.md")
+    finally:
+        run.stop()
+        if not args.keep and not os.environ.get("SOAK_KEEP"):
+            import shutil
+            shutil.rmtree(run.work, ignore_errors=True)
+        else:
+            log(f"kept {run.work}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
