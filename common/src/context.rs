@@ -70,7 +70,7 @@ impl Context {
     /// 13 KB; every page of stack that a cold start touches is a page fault.
     pub async fn build(config: Config, mode: Mode) -> anyhow::Result<Built> {
         let aws = if needs_aws(&config) {
-            Some(Box::pin(aws_config::load_defaults(aws_config::BehaviorVersion::latest())).await)
+            Some(Box::pin(aws_defaults().load()).await)
         } else {
             None
         };
@@ -342,6 +342,32 @@ async fn warm_up(
         }
     };
     tokio::join!(dynamo, s3);
+}
+
+/// The SDK's standard retries (throttling, 5xx, dropped connections; jittered
+/// exponential backoff; a token bucket that stops retrying a failing
+/// service), tightened so that a store call gives up within about five
+/// seconds and a request answers 503 with Retry-After well inside its 29 s:
+/// five attempts 20 ms to 1 s apart instead of three from 1 s up to 20 s.
+/// No per-attempt timeout: a conditional write retried after a timed-out
+/// attempt that did apply would fail its condition.
+fn aws_defaults() -> aws_config::ConfigLoader {
+    use aws_config::retry::RetryConfig;
+    use aws_config::timeout::TimeoutConfig;
+    use std::time::Duration;
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(5)
+                .with_initial_backoff(Duration::from_millis(20))
+                .with_max_backoff(Duration::from_secs(1)),
+        )
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .operation_timeout(Duration::from_secs(5))
+                .build(),
+        )
 }
 
 fn needs_aws(config: &Config) -> bool {

@@ -77,6 +77,9 @@ catalogue! {
     RATE_LIMITED = 429 "Rate limit exceeded";
     MCP_BATCH_TOO_LARGE = 400 "A batch holds at most 20 messages";
     INTERNAL = 500 "Internal error";
+    /// The store throttled, failed or did not answer through its retries:
+    /// with Retry-After, and what the request wrote may stand (docs/decisions.md).
+    STORE_UNAVAILABLE = 503 "The service is busy; try again in a moment";
 
     // ---------------------------------------------------------------------- onboarding
     ACCESS_FIELDS_REQUIRED = 400 "contactEmail, domain, agentName, and intendedUse are required";
@@ -455,11 +458,20 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// Seconds a client waits before retrying when the store is unavailable.
+pub const STORE_RETRY_AFTER: u64 = 1;
+
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
-        // A condition that fails here was not expected by the caller: the service
-        // layer handles every condition it means to branch on before this point.
-        INTERNAL.caused_by(format_args!("storage request failed: {err}"))
+        match err {
+            StoreError::Unavailable(_) => ApiError {
+                retry_after: Some(STORE_RETRY_AFTER),
+                ..STORE_UNAVAILABLE.caused_by(format_args!("storage request failed: {err}"))
+            },
+            // A condition that fails here was not expected by the caller: the service
+            // layer handles every condition it means to branch on before this point.
+            _ => INTERNAL.caused_by(format_args!("storage request failed: {err}")),
+        }
     }
 }
 
@@ -506,6 +518,11 @@ mod tests {
         let e = SEND_FAILED.caused_by("535 5.7.8 auth failed for relay-user");
         assert_eq!(e.error, "Send failed");
         assert_eq!(ApiError::internal("s3: AccessDenied").error, "Internal error");
+        let e = ApiError::from(StoreError::Unavailable("ThrottlingException: slow down".into()));
+        assert_eq!(
+            (e.status, e.error.as_ref(), e.retry_after),
+            (503, "The service is busy; try again in a moment", Some(1))
+        );
     }
 
     #[test]

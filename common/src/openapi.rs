@@ -195,6 +195,8 @@ pub fn problems(op: &Operation, rest: &api::Rest) -> Vec<Problem> {
         problems.extend([error::INVALID_JSON, error::NOT_AN_OBJECT, error::BODY_TOO_LARGE]);
     }
     problems.extend(op.errors.iter().copied());
+    // Any operation reads or writes the store.
+    problems.push(error::STORE_UNAVAILABLE);
     problems
 }
 

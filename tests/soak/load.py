@@ -32,9 +32,17 @@ class Client:
         self.server, self.recorder = server, recorder
         self.local = threading.local()
 
-    def call(self, method, path, key=None, body=None, route=None, timeout=30, headers=None):
+    def call(self, method, path, key=None, body=None, route=None, timeout=30, headers=None, source=None):
         conn = getattr(self.local, "conn", None)
-        if conn is None or getattr(self.local, "port", None) != self.server.port:
+        if source:
+            # A connection of its own from this loopback address, which the
+            # per-address limits of onboarding count apart.
+            if conn:
+                conn.close()
+            conn = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=timeout,
+                                                                source_address=(source, 0))
+            self.local.port = None
+        elif conn is None or getattr(self.local, "port", None) != self.server.port:
             conn = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=timeout)
             self.local.port = self.server.port
         conn.timeout = timeout
@@ -64,10 +72,16 @@ class Client:
             self.local.conn = None
             record["failure"] = "timeout" if "timed out" in str(e) else "connection"
             answer = None
+            if record["failure"] == "connection":
+                # Refused at once while the server is down: no hot loop.
+                time.sleep(0.2)
         record["end"] = time.time()
         if isinstance(answer, dict) and answer.get("ok") is False:
             record["error"] = answer.get("error")
         self.recorder.add(record)
+        if record["status"] == 503 and (record.get("retry_after") or "").isdigit():
+            # A client that reads Retry-After waits as told.
+            time.sleep(min(5, int(record["retry_after"])))
         return record, answer
 
 
@@ -102,13 +116,14 @@ def onboard(client, server, dns, operator, i):
     mailbox agent@; its standard key and mailbox."""
     domain = f"a{i}.soak.test"
     owner = f"owner@{domain}"
+    source = f"127.0.{1 + i // 250}.{2 + i % 250}"
     must(client.call("POST", "/api/admin/domainAllowlist", operator, {"domain": domain}, "onboard"), "allowlist")
     asked = must(client.call("POST", "/requestAccess", None, {"contactEmail": owner, "domain": domain,
                                                               "agentName": f"soak {i}", "intendedUse": "soak"},
-                             "onboard"), "requestAccess")
+                             "onboard", source=source), "requestAccess")
     code = outbox_code(server.data_dir, owner)
     ready = must(client.call("POST", "/verifyAccessRequest", None, {"requestId": asked["requestId"], "code": code},
-                             "onboard"), "verifyAccessRequest")
+                             "onboard", source=source), "verifyAccessRequest")
     key = ready["apiKey"]
     added = must(client.call("POST", "/addDomain", key, {"domain": domain}, "onboard"), "addDomain")
     dns.publish(added["domain"])
@@ -289,3 +304,40 @@ class WebhookRegistrar:
             self.client.call("GET", "/webhooks", self.agent_key, route="GET /webhooks")
             rotate = not rotate
             time.sleep(5)
+
+
+class Probe:
+    """Drop-to-listed latency: every few seconds one message to account 0,
+    dropped with `mailhost deliver`, then read by its Message-ID every 20 ms
+    until the server has it (the time `deliver` itself takes is left out)."""
+
+    def __init__(self, server, client, bucket, account, work, deadline):
+        self.server, self.client, self.bucket, self.account = server, client, bucket, account
+        self.path = os.path.join(work, "probe.eml")
+        self.deadline = deadline
+        self.samples = []  # seconds, or None when not listed within 30 s
+
+    def run(self):
+        n = 0
+        while time.time() < self.deadline:
+            n += 1
+            mid = f"probe-{n}@outside.soak.test"
+            with open(self.path, "wb") as f:
+                f.write(generated(f"probe-{n}", self.account["mailbox"]).replace(
+                    f"<gen-probe-{n}@outside.soak.test>".encode(), f"<{mid}>".encode()))
+            try:
+                self.server.deliver(self.account["mailbox"], [self.path], self.bucket)
+            except RuntimeError:
+                time.sleep(2)
+                continue
+            dropped = time.time()
+            query = "/inbox?" + urllib.parse.urlencode({"messageId": f"<{mid}>"})
+            listed = None
+            while time.time() - dropped < 30:
+                record, _ = self.client.call("GET", query, self.account["key"], route="probe")
+                if record["status"] == 200:
+                    listed = time.time() - dropped
+                    break
+                time.sleep(0.02)
+            self.samples.append(listed)
+            time.sleep(3)

@@ -79,9 +79,17 @@ def build(run, results):
                                 key=lambda w: w["at"]),
         "dynamodb proxy": run.dynamo_proxy.counts, "s3 proxy": run.s3_proxy.counts,
         "relay": relay, "webhook posts": hooks, "server starts": run.server.starts,
+        "server starts that exited (store unreachable)": run.server.failed_starts,
         "invariants": {name: {"holds": not bad, "violations": bad[:50]} for name, (bad, _) in results.items()},
         "memory": results["memory (RSS) roughly flat"][1],
+        "drop to listed": drop_to_listed(run.probe.samples),
     }
+
+
+def drop_to_listed(samples):
+    listed = [s * 1000 for s in samples if s is not None]
+    return {"probes": len(samples), "not listed in 30 s": len(samples) - len(listed),
+            "p50 ms": round(percentile(listed, 50) or 0, 1), "p99 ms": round(percentile(listed, 99) or 0, 1)}
 
 
 def load_load():
@@ -101,7 +109,8 @@ def write(summary, path):
 def markdown(s):
     lines = [f"Soak of {s['date']}: {s['agents']} agents for {s['seconds']} s (seed {s['seed']}); {s['machine']}.", "",
              f"{s['requests']} requests, {s['requests per second']}/s ({s['answered per second']}/s answered); "
-             f"server started {s['server starts']} times.", "",
+             f"server started {s['server starts']} times "
+             f"({s['server starts that exited (store unreachable)']} of them exited at once, the store unreachable).", "",
              "| route | requests | per s | p50 ms | p99 ms |", "|---|---:|---:|---:|---:|"]
     for route, r in s["routes"].items():
         lines.append(f"| {route} | {r['requests']} | {r['per second']} | {r['p50 ms']} | {r['p99 ms']} |")
@@ -111,7 +120,8 @@ def markdown(s):
                                                   for w in s["faults played"]) + ".",
               f"DynamoDB proxy: {s['dynamodb proxy']}; S3 proxy: {s['s3 proxy']}; relay copies: {s['relay']}; "
               f"webhook posts by receiver mode: {s['webhook posts']}.",
-              f"Sends: {s['sends']}.", f"Inbound: {s['inbound']}.", f"Memory: {s['memory']}.", "",
+              f"Sends: {s['sends']}.", f"Inbound: {s['inbound']}.",
+              f"Drop to listed (a probe message read by its Message-ID every 20 ms): {s['drop to listed']}.", f"Memory: {s['memory']}.", "",
               "| invariant | holds |", "|---|---|"]
     lines += [f"| {name} | {'yes' if v['holds'] else 'NO: ' + '; '.join(v['violations'][:3])} |"
               for name, v in s["invariants"].items()]

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from standins import free_port, wait_port
+from standins import free_port
 
 
 class Process:
@@ -74,6 +74,7 @@ class Server:
         self.process = Process("mailhost", [binary], self.log, env=self.env)
         self.rss = []  # (time, kB)
         self.starts = 0
+        self.failed_starts = 0
         self.down = False
         threading.Thread(target=self._sample, daemon=True).start()
 
@@ -81,22 +82,35 @@ class Server:
     def base(self):
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout=90):
-        self.process.start()
-        self.starts += 1
-        wait_port(self.port, "mailhost", timeout)
-        # The port is bound before the context is built: wait for an answer.
+    def start(self, timeout=120):
+        """Starts the server and waits for its first answer; a start that
+        exits (its store unreachable, say) is tried again, as a supervisor
+        would."""
         deadline = time.time() + timeout
         while time.time() < deadline:
+            self.process.start()
+            self.starts += 1
+            if self._answers(deadline):
+                self.down = False
+                return
+            self.failed_starts += 1
+            time.sleep(0.5)
+        raise RuntimeError(f"mailhost did not start within {timeout}s (see {self.log})")
+
+    def _answers(self, deadline):
+        # The port is bound before the context is built: wait for an answer.
+        while time.time() < deadline:
+            if self.process.proc.poll() is not None:
+                return False
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
                 conn.request("GET", "/credits")
                 conn.getresponse().read()
                 conn.close()
-                break
+                return True
             except (OSError, http.client.HTTPException):
                 time.sleep(0.1)
-        self.down = False
+        return False
 
     def kill(self):
         self.down = True

@@ -141,7 +141,9 @@ class Run:
                                     self.corpus(), self.work, deadline, rate, self.seed)
         self.player = faults.Player(self.plan, self.t0, self.dynamo_proxy, self.s3_proxy, self.relay, self.webhooks,
                                     self.server, self.ddb, log)
+        self.probe = load.Probe(self.server, self.client, self.bucket, self.accounts[0], self.work, deadline)
         workers = [threading.Thread(target=self.player.run, daemon=True),
+                   threading.Thread(target=self.probe.run, daemon=True),
                    threading.Thread(target=self.inbound.run, daemon=True),
                    threading.Thread(target=load.WebhookRegistrar(self.client, self.agent_key, self.webhook_url,
                                                                  deadline).run, daemon=True)]

@@ -29,6 +29,9 @@ use super::{MailError, Outgoing, Transport};
 const POOL_MAX_IDLE: usize = 10;
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// One message's MAIL, RCPT and DATA, answers included: well inside a
+/// request's 29 s, as a stalled relay must not hold a send past it.
+const SEND_TIMEOUT: Duration = Duration::from_secs(20);
 /// A pooled connection idle for less than this is reused without a NOOP.
 const TRUST_IDLE: Duration = Duration::from_secs(5);
 
@@ -219,7 +222,12 @@ impl Direct {
 
     async fn send(&self, envelope: &Envelope, raw: &[u8]) -> Result<(), MailError> {
         let mut conn = self.checkout().await?;
-        let sent = conn.send(envelope, raw).await;
+        // lettre's connection sets no timeout of its own: a relay that stops
+        // answering would hold the request until the client gave up.
+        let sent = match tokio::time::timeout(SEND_TIMEOUT, conn.send(envelope, raw)).await {
+            Ok(sent) => sent.map_err(err),
+            Err(_) => Err(MailError(format!("the relay did not answer within {SEND_TIMEOUT:?}"))),
+        };
         match sent {
             Ok(_) => {
                 self.checkin(conn);
@@ -227,7 +235,7 @@ impl Direct {
             }
             // The connection is dropped: after a refusal mid-transaction it is
             // in no known state.
-            Err(e) => Err(err(e)),
+            Err(e) => Err(e),
         }
     }
 }

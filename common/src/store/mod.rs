@@ -61,6 +61,10 @@ pub enum StoreError {
     ConditionFailed,
     #[error("storage backend: {0}")]
     Backend(String),
+    /// Throttled, failing or unreachable through the SDK's retries: worth
+    /// asking again shortly (the API answers 503 with Retry-After).
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
     /// A request DynamoDB refuses as invalid (see `limits`).
     #[error("refused by the store's limits: {0}")]
     Invalid(String),

@@ -175,7 +175,7 @@ impl Store for DynamoStore {
                 .unwrap_or_default();
             if !pending.is_empty() {
                 if tries >= ATTEMPTS {
-                    return Err(StoreError::Backend("BatchGetItem left keys unprocessed".into()));
+                    return Err(StoreError::Unavailable("BatchGetItem left keys unprocessed".into()));
                 }
                 tokio::time::sleep(backoff(tries)).await;
                 tries += 1;

@@ -19,6 +19,9 @@ pub(super) fn failure<E>(err: SdkError<E>) -> Failure
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
+    if transient(&err) {
+        return Failure::Final(StoreError::Unavailable(DisplayErrorContext(&err).to_string()));
+    }
     match err.code() {
         Some("ConditionalCheckFailedException") => Failure::Final(StoreError::ConditionFailed),
         // A single-item write on an item inside an ongoing transaction is refused
@@ -46,6 +49,24 @@ pub(super) fn transact_failure(err: SdkError<TransactWriteItemsError>) -> Failur
     failure(err)
 }
 
+/// What the SDK's standard retries (common/src/context.rs) gave up on and a
+/// later request may not: throttling, a 5xx, no connection, no answer in time.
+fn transient<E: ProvideErrorMetadata>(err: &SdkError<E>) -> bool {
+    match err {
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
+        SdkError::ServiceError(service) => {
+            THROTTLED.contains(&err.code().unwrap_or_default()) || service.raw().status().as_u16() >= 500
+        }
+        _ => false,
+    }
+}
+
+const THROTTLED: [&str; 3] = [
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+];
+
 pub(super) const ATTEMPTS: u32 = 6;
 
 /// 10-20ms after the first try, doubling up to 160-320ms.
@@ -66,8 +87,9 @@ where
         match attempt().await {
             Ok(out) => return Ok(out),
             Err(Failure::Final(e)) => return Err(e),
+            // Still conflicting: busy, not broken.
             Err(Failure::Conflict(message)) if tries >= ATTEMPTS => {
-                return Err(StoreError::Backend(message));
+                return Err(StoreError::Unavailable(message));
             }
             Err(Failure::Conflict(_)) => {
                 tokio::time::sleep(backoff(tries)).await;
@@ -103,7 +125,7 @@ mod tests {
             async { Err(Failure::Conflict("busy".into())) }
         })
         .await;
-        assert!(matches!(gave_up, Err(StoreError::Backend(m)) if m == "busy"));
+        assert!(matches!(gave_up, Err(StoreError::Unavailable(m)) if m == "busy"));
         assert_eq!(tries, ATTEMPTS);
     }
 }
