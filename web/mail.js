@@ -1,0 +1,107 @@
+// Webmail: folders, the thread list (newest first, unread bold, more with the
+// cursor), search, a thread, compose and reply; drafts for signed-in people.
+
+import * as api from './api.js';
+import { h, field, input, form, busy, when } from './ui.js';
+import { threadView } from './message.js';
+import { composeView, draftsList } from './compose.js';
+
+const FOLDERS = ['inbox', 'archive', 'trash'];
+
+export async function mailPage(view) {
+  const state = { folder: 'inbox', query: '' };
+  const pane = h('div', { class: 'mail-pane' });
+  const tabs = h('div', { class: 'folders', role: 'tablist', 'aria-label': 'Folders' });
+  const search = input({ type: 'search', name: 'q', placeholder: 'Search mail' });
+  const writeButton = h('button', { type: 'button', text: 'Write' });
+
+  const showList = async () => {
+    for (const tab of tabs.children) tab.setAttribute('aria-selected', String(tab.dataset.folder === state.folder && !state.query));
+    pane.replaceChildren(h('p', { class: 'loading', role: 'status', text: 'Loading…' }));
+    try {
+      pane.replaceChildren(state.query ? await searchList(state, openThread) : await threadList(state, openThread));
+      if (api.isToken() && state.folder === 'inbox' && !state.query) pane.append(await draftsList(openCompose));
+    } catch (e) {
+      pane.replaceChildren(h('p', { class: 'error', role: 'alert', text: e.message }));
+    }
+  };
+  const openThread = async (id) => {
+    pane.replaceChildren(h('p', { class: 'loading', role: 'status', text: 'Loading…' }));
+    try {
+      pane.replaceChildren(await threadView(id, { onBack: showList, onReply: (t, last) => openCompose({ reply: { thread: t, last } }) }));
+      pane.querySelector('h2').focus?.();
+    } catch (e) {
+      pane.replaceChildren(h('p', { class: 'error', role: 'alert', text: e.message }));
+    }
+  };
+  const openCompose = (options) => {
+    pane.replaceChildren(composeView({ ...options, onDone: async (threadId) => (threadId ? openThread(threadId) : showList()), onCancel: showList }));
+    pane.querySelector('input, textarea')?.focus();
+  };
+
+  for (const folder of FOLDERS) {
+    const tab = h('button', { type: 'button', role: 'tab', class: 'tab', 'data-folder': folder, text: folder[0].toUpperCase() + folder.slice(1) });
+    tab.addEventListener('click', () => {
+      state.folder = folder;
+      state.query = '';
+      search.value = '';
+      showList();
+    });
+    tabs.append(tab);
+  }
+  writeButton.addEventListener('click', () => openCompose({}));
+  const searchForm = form({ role: 'search', class: 'search' }, [field('Search', search), h('button', { type: 'submit', text: 'Search' })], async () => {
+    state.query = search.value.trim();
+    await showList();
+  });
+  view.append(h('h1', { text: 'Mail' }), h('div', { class: 'mail-bar' }, tabs, searchForm, writeButton), pane);
+  await showList();
+}
+
+function row(item, open) {
+  const unread = item.unreadCount > 0 || item.unread === true;
+  const link = h('a', { href: `#/mail`, class: 'open' }, h('span', { class: 'subject', text: item.subject || '(no subject)' }));
+  link.addEventListener('click', (e) => {
+    e.preventDefault();
+    open(item.threadId);
+  });
+  const who = item.participants ? item.participants.join(', ') : item.from;
+  const count = item.messageCount ? ` (${item.messageCount})` : '';
+  return h(
+    'li',
+    { class: unread ? 'unread' : '', 'data-thread': item.threadId },
+    link,
+    h('span', { class: 'who', text: `${who}${count}` }),
+    item.preview ? h('span', { class: 'preview', text: item.preview }) : null,
+    h('time', { text: when(item.lastActivity || item.date || item.ingestedAt) }),
+    unread ? h('span', { class: 'badge', text: item.unreadCount ? `${item.unreadCount} unread` : 'unread' }) : null,
+  );
+}
+
+async function threadList(state, open) {
+  const list = h('ul', { class: 'threads', 'aria-label': `Threads in ${state.folder}` });
+  const wrap = h('div', {}, list);
+  const more = async (cursor) => {
+    const res = await api.get('/inbox', { view: 'threads', folder: state.folder, limit: 25, cursor });
+    for (const t of res.threads) list.append(row(t, open));
+    if (!list.children.length) list.append(h('li', { class: 'empty', text: `Nothing in ${state.folder}.` }));
+    if (res.nextCursor) {
+      const button = h('button', { type: 'button', class: 'quiet more', text: 'More' });
+      button.addEventListener('click', () => busy(button, async () => {
+        await more(res.nextCursor);
+        button.remove();
+      }));
+      wrap.append(button);
+    }
+  };
+  await more();
+  return wrap;
+}
+
+async function searchList(state, open) {
+  const res = await api.get('/inbox', { q: state.query, limit: 50 });
+  const list = h('ul', { class: 'threads', 'aria-label': `Search results for ${state.query}` });
+  for (const m of res.messages) list.append(row(m, open));
+  if (!res.messages.length) list.append(h('li', { class: 'empty', text: 'No mail matches.' }));
+  return list;
+}

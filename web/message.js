@@ -1,0 +1,173 @@
+// A thread read as a conversation, and a mail's HTML in a sandboxed frame.
+//
+// The frame is an `<iframe sandbox srcdoc>` with no allow-scripts and no
+// allow-same-origin: nothing in it runs, and it cannot reach this page or
+// its storage. Its own Content-Security-Policy (a meta tag, first in the
+// document) allows no script, no fetch, no form and no remote image until the
+// person asks for images. Before that, the HTML is parsed inert (DOMParser
+// runs nothing and loads nothing) and cleaned: scripts, refreshes, forms,
+// embedded frames and event handlers removed, links opened with
+// rel="noopener noreferrer". Either layer alone stops what the other misses.
+
+import * as api from './api.js';
+import { h, busy, when, download } from './ui.js';
+
+const REMOVE = 'script, noscript, meta, base, link, form, iframe, frame, frameset, object, embed, applet, input, button, select, textarea, template, svg script';
+const URL_ATTRS = ['href', 'src', 'action', 'formaction', 'background', 'poster', 'xlink:href', 'srcset'];
+
+function remote(value) {
+  return /^\s*(https?:)?\/\//i.test(value);
+}
+
+// The cleaned HTML and whether it held remote images.
+export function clean(html, showImages) {
+  const doc = new DOMParser().parseFromString(html, 'text/html');
+  let blocked = 0;
+  doc.querySelectorAll(REMOVE).forEach((el) => el.remove());
+  for (const el of doc.querySelectorAll('*')) {
+    for (const attr of [...el.attributes]) {
+      const name = attr.name.toLowerCase();
+      if (name.startsWith('on')) el.removeAttribute(attr.name);
+      else if (URL_ATTRS.includes(name) && /^\s*(javascript|vbscript|data:text\/html)/i.test(attr.value)) el.removeAttribute(attr.name);
+    }
+    if ((el.tagName === 'IMG' || el.tagName === 'SOURCE') && !showImages) {
+      for (const name of ['src', 'srcset']) {
+        if (el.hasAttribute(name) && remote(el.getAttribute(name))) {
+          el.removeAttribute(name);
+          blocked++;
+        }
+      }
+    }
+    if (el.tagName === 'A') {
+      el.setAttribute('target', '_blank');
+      el.setAttribute('rel', 'noopener noreferrer');
+    }
+  }
+  // Remote resources named in styles (backgrounds, fonts, imports).
+  const styled = /url\s*\(|@import/i;
+  for (const el of doc.querySelectorAll('style, [style]')) {
+    const text = el.tagName === 'STYLE' ? el.textContent : el.getAttribute('style');
+    if (!showImages && styled.test(text)) {
+      const cut = text.replace(/@import[^;]*;?/gi, '').replace(/url\s*\([^)]*\)/gi, 'none');
+      if (el.tagName === 'STYLE') el.textContent = cut;
+      else el.setAttribute('style', cut);
+      blocked++;
+    }
+  }
+  return { html: doc.body ? doc.body.innerHTML : '', blocked, head: [...doc.head.querySelectorAll('style')].map((s) => s.outerHTML).join('') };
+}
+
+// The srcdoc of a mail's frame: its own policy first, then the mail.
+export function frameDocument(html, showImages) {
+  const images = showImages ? 'data: cid: https: http:' : 'data: cid:';
+  const policy = `default-src 'none'; style-src 'unsafe-inline'; img-src ${images}; font-src data:; form-action 'none'; base-uri 'none'`;
+  return `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${policy}"><meta name="referrer" content="no-referrer"></head><body>${html}</body></html>`;
+}
+
+export function mailFrame(html) {
+  const frame = h('iframe', { class: 'mail-html', sandbox: 'allow-popups allow-popups-to-escape-sandbox', referrerpolicy: 'no-referrer', title: 'Message (HTML)' });
+  const notice = h('p', { class: 'images-note' });
+  const render = (showImages) => {
+    const cleaned = clean(html, showImages);
+    frame.srcdoc = frameDocument(cleaned.head + cleaned.html, showImages);
+    notice.replaceChildren();
+    if (cleaned.blocked && !showImages) {
+      const show = h('button', { type: 'button', class: 'quiet', text: 'Show images' });
+      show.addEventListener('click', () => render(true));
+      notice.append('Remote images are hidden so the sender cannot see that you opened this. ', show);
+    }
+  };
+  render(false);
+  return h('div', { class: 'mail-body' }, notice, frame);
+}
+
+function attachmentList(message) {
+  if (!message.attachments || !message.attachments.length) return null;
+  const box = message.box === 'outbound' ? 'outbound' : undefined;
+  const preview = h('div', { class: 'preview' });
+  const items = message.attachments.map((a) => {
+    const get = h('button', { type: 'button', class: 'quiet', text: `Download ${a.filename}` });
+    get.addEventListener('click', () =>
+      busy(get, async () => download(await api.blob('/attachment', { id: message.id, index: a.index, box }), a.filename)),
+    );
+    const kind = a.contentType || '';
+    const viewable = kind.startsWith('image/') || kind.startsWith('text/') || kind === 'application/pdf';
+    const show = viewable ? h('button', { type: 'button', class: 'quiet', text: `Preview` }) : null;
+    if (show) {
+      show.addEventListener('click', () =>
+        busy(show, async () => {
+          const file = await api.blob('/attachment', { id: message.id, index: a.index, box, disposition: 'inline' });
+          preview.replaceChildren(previewOf(file, kind, a.filename));
+        }),
+      );
+    }
+    return h('li', {}, h('span', { class: 'file', text: `${a.filename} (${Math.ceil(a.size / 1024)} KB)` }), get, show);
+  });
+  return h('div', { class: 'attachments' }, h('h4', { text: 'Attachments' }), h('ul', {}, items), preview);
+}
+
+function previewOf(file, kind, name) {
+  if (kind.startsWith('text/')) {
+    const pre = h('pre', { class: 'text-preview' });
+    file.text().then((t) => (pre.textContent = t));
+    return pre;
+  }
+  const url = URL.createObjectURL(file);
+  if (kind.startsWith('image/')) return h('img', { src: url, alt: name, class: 'image-preview' });
+  return h('iframe', { src: url, title: name, class: 'pdf-preview', sandbox: '' });
+}
+
+function deliveryOf(m) {
+  if (!m.delivery) return null;
+  const status = m.delivery.status || m.delivery.overall || JSON.stringify(m.delivery);
+  return h('p', { class: 'delivery', text: `Delivery: ${status}` });
+}
+
+async function messageView(summary) {
+  const read = await api.get('/inbox', { id: summary.id });
+  const m = read.message;
+  const body = m.html ? mailFrame(m.html) : h('pre', { class: 'mail-text', text: m.text || '' });
+  return h(
+    'article',
+    { class: `message ${m.box === 'outbound' ? 'outbound' : 'inbound'}`, 'data-message': m.id },
+    h('header', {}, h('strong', { class: 'from', text: m.from }), h('span', { class: 'date', text: when(m.date || m.ingestedAt) })),
+    h('p', { class: 'to', text: `To: ${(m.to || []).join(', ')}` }),
+    deliveryOf(m),
+    body,
+    attachmentList(m),
+  );
+}
+
+// The thread page: its messages oldest first, the folder and read actions,
+// and a reply. `onChanged` goes back to the list.
+export async function threadView(threadId, { onBack, onReply }) {
+  const res = await api.get('/inbox', { thread: threadId });
+  const t = res.thread;
+  const view = h('div', { class: 'thread', 'data-thread': t.threadId });
+  const act = (label, body, after) => {
+    const b = h('button', { type: 'button', class: 'quiet', text: label });
+    b.addEventListener('click', () => busy(b, async () => {
+      await api.post('/inbox', { thread: t.threadId, ...body });
+      await after();
+    }));
+    return b;
+  };
+  const back = h('button', { type: 'button', class: 'quiet', text: '← Back' });
+  back.addEventListener('click', onBack);
+  const reply = h('button', { type: 'button', text: 'Reply' });
+  const last = res.messages[res.messages.length - 1];
+  reply.addEventListener('click', () => onReply(t, last));
+  view.append(
+    h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Thread actions' },
+      back,
+      reply,
+      act('Mark unread', { unread: true }, onBack),
+      t.folder !== 'archive' ? act('Archive', { folder: 'archive' }, onBack) : act('Move to inbox', { folder: 'inbox' }, onBack),
+      t.folder !== 'trash' ? act('Trash', { folder: 'trash' }, onBack) : null,
+    ),
+    h('h2', { class: 'subject', text: t.subject || '(no subject)' }),
+  );
+  for (const m of res.messages) view.append(await messageView(m));
+  return view;
+}
+

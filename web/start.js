@@ -1,0 +1,94 @@
+// Getting in: sign in with a key or an identity token, or request access,
+// enter the emailed code and keep the key shown once.
+
+import * as api from './api.js';
+import { h, field, input, form, copyButton, section, showError } from './ui.js';
+
+export function startPage({ onSignedIn, error }) {
+  const view = h('div', { class: 'page start', 'data-page': 'start' });
+  view.append(h('h1', { text: 'Hosted mailboxes and mail sending' }), signInCard(onSignedIn, error), requestCard(onSignedIn));
+  return view;
+}
+
+function signInCard(onSignedIn, error) {
+  const secret = input({ type: 'password', name: 'credential', autocomplete: 'off', required: true });
+  const card = section(
+    'Sign in',
+    form({ 'aria-label': 'Sign in' }, [
+      field('Key or identity token', secret, 'Your account key, or an operator identity token (mailhost token --operator).'),
+      h('button', { type: 'submit', text: 'Sign in' }),
+    ], async () => {
+      if (!secret.value.trim()) throw new Error('Paste your key or identity token first.');
+      api.signIn(secret.value);
+      secret.value = '';
+      await onSignedIn();
+    }),
+  );
+  if (error) showError(card.querySelector('h2'), error);
+  return card;
+}
+
+function requestCard(onSignedIn) {
+  const email = input({ type: 'email', name: 'contactEmail', autocomplete: 'email' });
+  const org = input({ name: 'domain', placeholder: 'example.com' });
+  const agent = input({ name: 'agentName' });
+  const use = h('textarea', { name: 'intendedUse', rows: 2 });
+  const step = h('div', { class: 'step' });
+  const card = section(
+    'Request access',
+    h('p', { text: 'We email you an 8-digit code. Enter it here to get your key.' }),
+    form({ 'aria-label': 'Request access' }, [
+      field('Your email', email),
+      field('Organization domain', org),
+      field('Agent name', agent),
+      field('What you will use it for', use),
+      h('button', { type: 'submit', text: 'Email me a code' }),
+    ], async () => {
+      const res = await api.post('/requestAccess', {
+        contactEmail: email.value.trim(),
+        domain: org.value.trim(),
+        agentName: agent.value.trim(),
+        intendedUse: use.value.trim(),
+      });
+      step.replaceChildren(codeForm(res, email.value.trim(), step, onSignedIn));
+      step.querySelector('input').focus();
+    }),
+    step,
+  );
+  return card;
+}
+
+function codeForm(requested, email, step, onSignedIn) {
+  const code = input({ name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: 8 });
+  return h(
+    'div',
+    {},
+    h('p', { class: 'notice', text: requested.message || `We sent a code to ${email}.` }),
+    form({ 'aria-label': 'Enter the code' }, [
+      field('Code from the email', code),
+      h('button', { type: 'submit', text: 'Verify code' }),
+    ], async () => {
+      const res = await api.post('/verifyAccessRequest', { requestId: requested.requestId, code: code.value.trim() });
+      step.replaceChildren(outcome(res, onSignedIn));
+    }),
+  );
+}
+
+function outcome(res, onSignedIn) {
+  if (res.status !== 'ready' || !res.apiKey) {
+    return h('p', { class: 'notice', role: 'status', text: res.message || `Your request is ${res.status}.` });
+  }
+  const key = h('code', { class: 'secret', text: res.apiKey });
+  const go = h('button', { type: 'button', text: 'I stored it: continue' });
+  go.addEventListener('click', async () => {
+    api.signIn(res.apiKey);
+    await onSignedIn();
+  });
+  return h(
+    'div',
+    { class: 'key-once' },
+    h('p', { class: 'warning', role: 'alert', text: 'Store this key now. It is shown only once and kept only in this browser tab until you sign out.' }),
+    h('div', { class: 'copy-row' }, key, copyButton(res.apiKey, 'Copy the key')),
+    go,
+  );
+}

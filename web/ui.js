@@ -1,0 +1,135 @@
+// Small DOM helpers: elements built with textContent only (never innerHTML),
+// labelled fields, an error sentence beside what caused it, and progress on
+// buttons while their request runs.
+
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
+    else if (name === 'class') el.className = value;
+    else if (name === 'text') el.textContent = value;
+    else el.setAttribute(name, value === true ? '' : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+let ids = 0;
+
+// A labelled control: the label, the control, and a slot for its error.
+export function field(label, control, hint) {
+  if (!control.id) control.id = `f${++ids}`;
+  const wrap = h('div', { class: 'field' }, h('label', { for: control.id, text: label }), control);
+  if (hint) {
+    const hintEl = h('p', { class: 'hint', id: `${control.id}-hint`, text: hint });
+    control.setAttribute('aria-describedby', hintEl.id);
+    wrap.append(hintEl);
+  }
+  return wrap;
+}
+
+export function input(attrs) {
+  return h('input', { type: 'text', autocomplete: 'off', ...attrs });
+}
+
+// Shows `message` as an alert right after `near` (replacing an earlier one).
+export function showError(near, message) {
+  clearError(near);
+  const el = h('p', { class: 'error', role: 'alert', text: message });
+  el.dataset.errorFor = '1';
+  near.after(el);
+  return el;
+}
+
+export function clearError(near) {
+  const next = near.nextElementSibling;
+  if (next && next.dataset.errorFor) next.remove();
+}
+
+// Runs `work` with `button` showing progress; an error is shown beside
+// `near` (the button by default), and the form keeps its input.
+export async function busy(button, work, near) {
+  const label = button.textContent;
+  const target = near || button;
+  clearError(target);
+  button.disabled = true;
+  button.setAttribute('aria-busy', 'true');
+  button.textContent = `${label}…`;
+  try {
+    return await work();
+  } catch (e) {
+    showError(target, e.message);
+    return undefined;
+  } finally {
+    button.disabled = false;
+    button.removeAttribute('aria-busy');
+    button.textContent = label;
+  }
+}
+
+// A form whose submit runs `work` with progress on its submit button.
+export function form(attrs, children, work) {
+  const el = h('form', { novalidate: true, ...attrs }, children);
+  el.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const button = el.querySelector('button[type=submit]');
+    busy(button, () => work(el), button);
+  });
+  return el;
+}
+
+export function copyButton(text, label) {
+  const button = h('button', { type: 'button', class: 'copy', 'aria-label': label || 'Copy', text: 'Copy' });
+  button.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = 'Copied';
+    } catch {
+      // No clipboard (an insecure origin): select the text for the person instead.
+      const range = document.createRange();
+      range.selectNodeContents(button.previousElementSibling || button);
+      const selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      button.textContent = 'Selected: press Ctrl+C';
+    }
+  });
+  return button;
+}
+
+export function section(title, ...children) {
+  return h('section', { class: 'card' }, h('h2', { text: title }), ...children);
+}
+
+export function table(headers, rows, caption) {
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      {},
+      caption ? h('caption', { text: caption }) : null,
+      h('thead', {}, h('tr', {}, headers.map((t) => h('th', { scope: 'col', text: t })))),
+      h('tbody', {}, rows),
+    ),
+  );
+}
+
+export function when(value) {
+  if (!value) return '';
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? value : date.toLocaleString();
+}
+
+export function download(blob, filename) {
+  const url = URL.createObjectURL(blob);
+  const a = h('a', { href: url, download: filename || 'file', class: 'hidden' });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
