@@ -70,11 +70,14 @@ export function composeView({ reply, draft, onDone, onCancel }) {
   const controls = h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Send' }), cancel);
   if (api.isToken()) {
     const save = h('button', { type: 'button', class: 'quiet', text: 'Save draft' });
-    save.addEventListener('click', () => busy(save, async () => {
-      const res = await api.post('/drafts', { id: draftId || undefined, to: recipients(to.value), subject: subject.value, text: text.value, ...threading });
-      draftId = res.draft.id;
-      save.textContent = 'Saved';
-    }, controls));
+    save.addEventListener('click', async () => {
+      const saved = await busy(save, async () => {
+        const res = await api.post('/drafts', { id: draftId || undefined, to: recipients(to.value), subject: subject.value, text: text.value, ...threading });
+        draftId = res.draft.id;
+        return true;
+      }, controls);
+      if (saved) save.textContent = 'Saved';
+    });
     controls.append(save);
   }
   const composed = form({ class: 'compose', 'aria-label': reply ? 'Reply' : 'New message' }, [

@@ -117,10 +117,11 @@ function previewOf(file, kind, name) {
   return h('iframe', { src: url, title: name, class: 'pdf-preview', sandbox: '' });
 }
 
+// A sent message's delivery, overall and to each recipient, as the API has it.
 function deliveryOf(m) {
   if (!m.delivery) return null;
-  const status = m.delivery.status || m.delivery.overall || JSON.stringify(m.delivery);
-  return h('p', { class: 'delivery', text: `Delivery: ${status}` });
+  const each = (m.delivery.recipients || []).map((r) => `${r.address}: ${r.status}`).join(', ');
+  return h('p', { class: 'delivery', 'data-delivery': m.delivery.status, text: `Delivery: ${m.delivery.status}${each ? ` (${each})` : ''}` });
 }
 
 async function messageView(summary) {

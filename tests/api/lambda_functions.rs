@@ -274,6 +274,20 @@ const HTTP_CASES: &[Case] = &[
         },
     },
     Case {
+        function: "mcp",
+        event: "get-web-app.json",
+        status: Some(200),
+        check: |body| {
+            // The web app's page, beside the API description, with its policy.
+            let version = common::http::web::version();
+            let html = body["html"].as_str().unwrap_or_default();
+            assert!(html.contains(&format!("/app/{version}/main.js")), "{body}");
+            assert_eq!(body["headers"]["x-frame-options"], "DENY", "{body}");
+            let csp = body["headers"]["content-security-policy"].as_str().unwrap_or_default();
+            assert!(csp.contains("script-src 'self'"), "{body}");
+        },
+    },
+    Case {
         function: "mailboxes",
         event: "add-mailbox-no-credential.json",
         status: Some(401),
@@ -787,18 +801,13 @@ fn lambda_functions_answer_the_sample_events() {
             (case.check)(&response);
             continue;
         };
-        let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or_default())
-            .unwrap_or_else(|e| panic!("{event}: body is not JSON ({e}): {response}"));
+        let body = answer_body(&event, &response);
         eprintln!(
             "{event} -> {} in {:.1}s: {body}",
             response["statusCode"],
             started.elapsed().as_secs_f64()
         );
         assert_eq!(response["statusCode"], status, "{event}: {response}");
-        assert_eq!(
-            response["headers"]["content-type"], "application/json",
-            "{event}: {response}"
-        );
         (case.check)(&body);
         answers.insert(event, body);
     }
@@ -1154,6 +1163,19 @@ fn every_scheduled_event_is_an_eventbridge_scheduled_event() {
     }
 }
 
+/// A JSON answer's body; the web app's page (HTML) as `{html, headers}`.
+fn answer_body(event: &str, response: &Value) -> Value {
+    let text = response["body"].as_str().unwrap_or_default();
+    if response["headers"]["content-type"] == "text/html; charset=utf-8" {
+        return json!({ "html": text, "headers": response["headers"] });
+    }
+    assert_eq!(
+        response["headers"]["content-type"], "application/json",
+        "{event}: {response}"
+    );
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{event}: body is not JSON ({e}): {response}"))
+}
+
 // ------------------------------------------------------------ template.yaml
 
 #[test]
@@ -1271,6 +1293,10 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
     // is routed with ANY: the function answers every verb itself (405 for a
     // verb the path does not serve, 204 for OPTIONS), as the local server does.
     let mut expected: BTreeMap<(String, String), String> = BTreeMap::new();
+    // The web app's page and assets: the function that serves /docs, at the root only.
+    for path in common::http::web::PATHS {
+        expected.insert(("ANY".to_string(), path.to_string()), "mcp".to_string());
+    }
     for route in routes() {
         for path in [route.path.to_string(), format!("/api{}", route.path)] {
             let function = route.family.function().to_string();
@@ -1281,7 +1307,7 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
     }
     assert_eq!(
         routed, expected,
-        "template.yaml routes each path of a family with ANY to its function, at the root and under /api, and nothing else"
+        "template.yaml routes each path of a family with ANY to its function, at the root and under /api, the web app's to mcp, and nothing else"
     );
 }
 

@@ -24,6 +24,7 @@ async fn people_and_operators_use_the_web_app_in_a_real_browser() {
         return;
     };
     let operator = app.operator_token().await;
+    let agent_key = app.agent_key.clone();
     let app = Arc::new(app);
     let harness = harness(app.clone()).await;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -38,6 +39,7 @@ async fn people_and_operators_use_the_web_app_in_a_real_browser() {
             .env("WEB_BASE", base)
             .env("WEB_HARNESS", harness)
             .env("WEB_OPERATOR_TOKEN", operator)
+            .env("WEB_AGENT_KEY", agent_key)
             .env("WEB_SHOTS", shots)
             .output()
             .expect("python runs")
@@ -50,11 +52,12 @@ async fn people_and_operators_use_the_web_app_in_a_real_browser() {
     println!("{stdout}");
 }
 
-/// The harness: the emailed code, the DNS records to publish, a delivered message.
+/// The harness: the emailed code, DNS records to publish, a delivered message.
 async fn harness(app: Shared) -> String {
     let router = Router::new()
         .route("/code", get(code))
         .route("/dns", post(publish))
+        .route("/dns-a", post(address))
         .route("/deliver", post(deliver))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -85,6 +88,13 @@ async fn publish(State(app): State<Shared>, Json(records): Json<Vec<Value>>) -> 
         let refs: Vec<&str> = values.iter().map(String::as_str).collect();
         app.dns.set_txt(&host, &refs);
     }
+    Json(json!({ "ok": true }))
+}
+
+/// Gives `name` an address: `{name, ip}`.
+async fn address(State(app): State<Shared>, Json(record): Json<Value>) -> Json<Value> {
+    let ip = record["ip"].as_str().unwrap().parse().unwrap();
+    app.dns.set_ips(record["name"].as_str().unwrap(), &[ip]);
     Json(json!({ "ok": true }))
 }
 

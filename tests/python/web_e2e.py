@@ -26,6 +26,7 @@ from playwright.sync_api import expect, sync_playwright
 BASE = os.environ["WEB_BASE"]
 HARNESS = os.environ["WEB_HARNESS"]
 OPERATOR_TOKEN = os.environ["WEB_OPERATOR_TOKEN"]
+AGENT_KEY = os.environ["WEB_AGENT_KEY"]
 SHOTS = os.environ["WEB_SHOTS"]
 CHROMIUM = os.environ.get("WEB_CHROMIUM", "/usr/bin/chromium")
 
@@ -277,6 +278,7 @@ def webmail(page, watch):
     reply = page.locator("article.message.outbound")
     expect(reply).to_contain_text("Noon works")
     expect(reply).to_contain_text("agenda.txt")
+    expect(reply.locator(".delivery")).to_contain_text("pal@partner.example")
     # The attachment downloads as sent, and previews inline.
     with page.expect_download() as dl:
         reply.get_by_role("button", name="Download agenda.txt").click()
@@ -410,6 +412,62 @@ def operator_pauses(page, watch):
     watch.check()
 
 
+def agent(browser):
+    """The agent key's settings: its switch, and the webhook."""
+    page, watch = new_page(browser, "agent")
+    # Who holds a key is found by asking: getAccountStatus refuses the agent key.
+    watch.expect_refusal(403)
+    sign_in(page, AGENT_KEY)
+    nav(page, "Agent settings")
+    expect(page.locator(".settings")).to_contain_text("Credits remaining")
+    page.get_by_role("button", name="Disable the agent key").click()
+    expect(page.locator(".settings")).to_contain_text("disabled")
+    page.get_by_role("button", name="Enable the agent key").click()
+    expect(page.get_by_role("button", name="Disable the agent key")).to_be_visible()
+    hook = page.get_by_role("form", name="Webhook")
+    hook.get_by_label("HTTPS URL").fill("http://hooks.example.com/mail")
+    watch.expect_refusal(400)
+    hook.get_by_role("button", name="Register webhook").click()
+    expect(hook.get_by_role("alert")).to_contain_text("https")
+    harness("/dns-a", body={"name": "hooks.example.com", "ip": "93.184.215.14"})
+    hook.get_by_label("HTTPS URL").fill("https://hooks.example.com/mail")
+    hook.get_by_label("outbound.bounced").check()
+    hook.get_by_role("button", name="Register webhook").click()
+    secret = page.locator(".copy-row code.secret")
+    expect(secret).to_contain_text("whsec_")
+    first = secret.inner_text()
+    page.get_by_role("button", name="Rotate the secret").click()
+    expect(secret).not_to_have_text(first)
+    expect(page.get_by_role("form", name="Webhook").get_by_label("outbound.bounced")).to_be_checked()
+    expect(page.get_by_text("No deliveries yet.")).to_be_visible()
+    shot(page, "agent-webhook")
+    nav(page, "Mail")
+    shot(page, "agent-mail")
+    watch.check()
+    signs_out(page, watch, AGENT_KEY)
+
+
+def drafts(page, watch):
+    """An operator (an identity token) keeps a draft and finds it again."""
+    nav(page, "Mail")
+    expect(page.get_by_role("heading", name="Drafts")).to_be_visible()
+    page.get_by_role("button", name="Write").click()
+    compose = page.get_by_role("form", name="New message")
+    compose.get_by_label("To").fill("someone@partner.example")
+    compose.get_by_label("Subject").fill("Quarterly note")
+    compose.get_by_label("Message").fill("Draft text")
+    compose.get_by_role("button", name="Save draft").click()
+    expect(compose.get_by_role("button", name="Saved")).to_be_visible()
+    compose.get_by_role("button", name="Cancel").click()
+    draft = page.locator(".drafts").get_by_role("link", name="Quarterly note")
+    expect(draft).to_be_visible()
+    draft.click()
+    expect(page.get_by_role("form", name="New message").get_by_label("Message")).to_have_value("Draft text")
+    shot(page, "draft")
+    page.get_by_role("button", name="Cancel").click()
+    watch.check()
+
+
 def signs_out(page, watch, key):
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
@@ -440,6 +498,8 @@ def main():
         webmail(page, watch)
         malicious(page, watch)
         operator_pauses(op_page, op_watch)
+        drafts(op_page, op_watch)
+        agent(browser)
         signs_out(page, watch, key)
         signs_out(op_page, op_watch, OPERATOR_TOKEN)
         browser.close()

@@ -79,9 +79,10 @@ pub fn router(ctx: AppState, sections: &[&'static Section]) -> Router {
     Paths::default().catalogue(sections).into_router(ctx)
 }
 
-/// The router of the `mcp` function: `/mcp` (every tool) and the API description.
+/// The router of the `mcp` function: `/mcp` (every tool), the API
+/// description and the web app.
 pub fn mcp_router(ctx: AppState) -> Router {
-    Paths::default().mcp().into_router(ctx)
+    web::router().merge(Paths::default().mcp().into_router(ctx))
 }
 
 /// The local server's router: every route of every family, and the web app.

@@ -45,11 +45,13 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsa
      connect-src 'self'; frame-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'none'; \
      frame-ancestors 'none'";
 
-/// The web app's routes, for the local server and the `web` function.
+/// The web app's paths: the page, and its assets by version.
+pub const PATHS: [&str; 2] = ["/", "/app/{version}/{file}"];
+
+/// The web app's routes, for the local server and the `mcp` function (which
+/// also serves the API description).
 pub fn router() -> Router {
-    Router::new()
-        .route("/", get(index))
-        .route("/app/{version}/{file}", get(asset))
+    Router::new().route(PATHS[0], get(index)).route(PATHS[1], get(asset))
 }
 
 /// The hash of every asset's bytes, in hex (the first 12 characters).
