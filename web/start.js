@@ -7,7 +7,40 @@ import { h, field, input, form, copyButton, section, showError } from './ui.js';
 export function startPage({ onSignedIn, error }) {
   const view = h('div', { class: 'page start', 'data-page': 'start' });
   view.append(h('h1', { text: 'Hosted mailboxes and mail sending' }), signInCard(onSignedIn, error), requestCard(onSignedIn));
+  const local = document.querySelector('meta[name=mailhost-local-sign-in]');
+  if (local && local.content === 'on') view.append(operatorCard(onSignedIn));
   return view;
+}
+
+// The local server's sign-in for its operators (--operator-emails): a code
+// mailed to the operator (locally, to the outbox) for an identity token.
+function operatorCard(onSignedIn) {
+  const email = input({ type: 'email', name: 'operatorEmail', autocomplete: 'email' });
+  const step = h('div', { class: 'step' });
+  return section(
+    'Operator sign-in (this server)',
+    h('p', { class: 'hint', text: 'For the operators this local server names. A deployed service signs operators in with its identity provider.' }),
+    form({ 'aria-label': 'Operator sign-in' }, [
+      field('Operator email', email),
+      h('button', { type: 'submit', text: 'Email me a sign-in code' }),
+    ], async () => {
+      const asked = await api.post('/local-sign-in', { email: email.value.trim() });
+      const code = input({ name: 'signInCode', inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: 8 });
+      step.replaceChildren(
+        h('p', { class: 'notice', text: asked.message }),
+        form({ 'aria-label': 'Operator code' }, [
+          field('Sign-in code', code),
+          h('button', { type: 'submit', text: 'Sign in as operator' }),
+        ], async () => {
+          const res = await api.post('/local-sign-in/verify', { email: email.value.trim(), code: code.value.trim() });
+          api.signIn(res.token);
+          await onSignedIn();
+        }),
+      );
+      code.focus();
+    }),
+    step,
+  );
 }
 
 function signInCard(onSignedIn, error) {

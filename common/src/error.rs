@@ -250,6 +250,8 @@ catalogue! {
     HOLD_ID_REQUIRED = 400 "holdId is required";
     HOLD_ID_INVALID = 400 "holdId must be a hold id (snd_ and 16 hex digits)";
     HOLD_CODE_INVALID = 400 "code must be the 8-digit approval code from the email";
+    /// The local server's operator sign-in for the web app (`http::web_sign_in`).
+    SIGN_IN_CODE_INVALID = 401 "This sign-in code is not valid or has expired; ask for a new one";
     HOLD_NOT_FOUND = 404 "Hold not found";
     /// Without a credential, only the emailed code decides.
     HOLD_CODE_REQUIRED = 401 "code is required: the approval code emailed to the account's owner, or call with the account key";

