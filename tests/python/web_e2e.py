@@ -123,6 +123,10 @@ def serving(browser):
         assert a.headers["x-frame-options"] == "DENY"
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     shot(page, "sign-in")
+    page.emulate_media(color_scheme="dark")
+    page.screenshot(path=f"{SHOTS}/sign-in-dark.png", full_page=True)
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(17, 20, 24)", background
     watch.check()
     page.context.close()
 
@@ -483,6 +487,21 @@ def agent(browser):
     signs_out(page, watch, AGENT_KEY)
 
 
+def operator_removes_domain(page, watch):
+    """Removing a customer's domain asks for its name typed again."""
+    nav(page, "Operators")
+    removal = page.get_by_role("form", name="Remove a domain")
+    removal.get_by_label("Owner email").fill(PERSON)
+    removal.get_by_label("Domain", exact=True).fill(DOMAIN)
+    watch.expect_refusal(400)
+    removal.get_by_role("button", name="Remove domain").click()
+    expect(removal.get_by_role("alert")).to_contain_text(f"confirm must equal {DOMAIN}")
+    removal.get_by_label("Type the domain again to confirm").fill(DOMAIN)
+    removal.get_by_role("button", name="Remove domain").click()
+    expect(page.get_by_text(f"{DOMAIN} was removed.")).to_be_visible()
+    watch.check()
+
+
 def token_sign_in(browser):
     """An operator pastes an identity token; it is gone after sign-out."""
     page, watch = new_page(browser, "token")
@@ -545,6 +564,7 @@ def main():
         drafts(op_page, op_watch)
         agent(browser)
         signs_out(page, watch, key)
+        operator_removes_domain(op_page, op_watch)
         op_page.get_by_role("button", name="Sign out").click()
         expect(op_page.get_by_role("heading", name="Sign in")).to_be_visible()
         assert op_page.evaluate("sessionStorage.length + localStorage.length") == 0
