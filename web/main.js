@@ -14,7 +14,7 @@ const PAGES = {
   mail: { title: 'Mail', render: mailPage, for: ['account', 'person', 'operator', 'agent'] },
   domain: { title: 'Domain', render: domainPage, for: ['account', 'person', 'operator'] },
   mailboxes: { title: 'Mailboxes', render: mailboxesPage, for: ['account', 'person', 'operator'] },
-  settings: { title: 'Agent settings', render: settingsPage, for: ['agent', 'operator'] },
+  settings: { title: 'Agent settings', render: settingsPage, for: ['agent', 'account', 'operator'] },
   operator: { title: 'Operators', render: operatorPage, for: ['operator'] },
 };
 

@@ -1,5 +1,6 @@
 // Agent settings: credits and the sending switches (the agent key; operators
-// also the global pause), and the agent key's webhook.
+// also the global pause), and the key's webhook (the agent key's, or an
+// account key's for its account's mailboxes).
 
 import * as api from './api.js';
 import { h, field, input, form, busy, section, table, copyButton, when } from './ui.js';
@@ -12,8 +13,10 @@ export async function settingsPage(view, who) {
     view.replaceChildren();
     await settingsPage(view, who);
   };
-  view.append(creditsCard(await api.get('/credits'), reload));
-  if (who.kind === 'agent') view.append(await webhookCard(reload));
+  // Credits belong to the agent key (and operators, who may pause all
+  // sending); a webhook to each key: the agent key's, or the account's.
+  if (who.kind !== 'account') view.append(creditsCard(await api.get('/credits'), reload));
+  if (who.kind === 'agent' || who.kind === 'account') view.append(await webhookCard(reload));
 }
 
 function toggle(label, on, body, reload) {
@@ -89,7 +92,15 @@ async function deliveryLog() {
   const rows = (res.deliveries || []).map((d) => {
     const again = h('button', { type: 'button', class: 'quiet', text: 'Replay' });
     again.addEventListener('click', () => busy(again, () => api.post('/webhooks/replay', { eventId: d.eventId })));
-    return h('tr', {}, h('td', { text: when(d.at || d.attemptedAt || d.createdAt) }), h('td', { text: d.type || d.event || '' }), h('td', { text: String(d.status ?? d.outcome ?? '') }), h('td', {}, again));
+    const result = d.status ? `HTTP ${d.status}` : d.error || '';
+    return h(
+      'tr',
+      { 'data-event': d.eventId },
+      h('td', { 'data-label': 'When', text: when(d.at) }),
+      h('td', { 'data-label': 'Event', text: `${d.eventId}${d.replay ? ' (replay)' : ''} · attempt ${d.attempt ?? 1}` }),
+      h('td', { 'data-label': 'Result', text: `${result}${d.latencyMs !== undefined ? ` in ${d.latencyMs} ms` : ''}` }),
+      h('td', {}, again),
+    );
   });
   return h('div', {}, h('h3', { text: 'Delivery log (7 days)' }), rows.length ? table(['When', 'Event', 'Result', ''], rows) : h('p', { text: 'No deliveries yet.' }));
 }

@@ -278,10 +278,18 @@ const HTTP_CASES: &[Case] = &[
         event: "get-web-app.json",
         status: Some(200),
         check: |body| {
-            // The web app's page, beside the API description, with its policy.
-            let version = common::http::web::version();
+            // The web app's page, beside the API description, with its policy
+            // and its modules by version (the hash of the assets it embeds).
             let html = body["html"].as_str().unwrap_or_default();
-            assert!(html.contains(&format!("/app/{version}/main.js")), "{body}");
+            let version = html.split("/app/").nth(1).and_then(|rest| rest.split_once('/'));
+            assert!(
+                version.is_some_and(|(v, rest)| v.len() == 12
+                    && v.bytes().all(|b| b.is_ascii_hexdigit())
+                    && rest.starts_with("app.css")),
+                "{body}"
+            );
+            assert!(html.contains(r#"<script type="module" src="/app/"#), "{body}");
+            assert!(html.contains(r#"content="off""#), "no local sign-in in AWS: {body}");
             assert_eq!(body["headers"]["x-frame-options"], "DENY", "{body}");
             let csp = body["headers"]["content-security-policy"].as_str().unwrap_or_default();
             assert!(csp.contains("script-src 'self'"), "{body}");

@@ -11,28 +11,50 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
+use crate::support::webhooks::Receiver;
 use crate::support::{Auth, Backend, OPERATOR, TestApp, standin, standin_command};
 
-type Shared = Arc<TestApp>;
+/// The service, and the webhook receiver the agent's page registers.
+struct Harness {
+    app: TestApp,
+    hook_port: u16,
+    hook_dir: std::path::PathBuf,
+    receiver: std::sync::Mutex<Option<Receiver>>,
+}
+
+type Shared = Arc<Harness>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn people_and_operators_use_the_web_app_in_a_real_browser() {
     let (Some(venv), Some(())) = (standin("MAILHOST_TEST_VENV"), standin_command("chromium")) else {
         return;
     };
-    let Some(app) = TestApp::spawn(Backend::Embedded).await else {
+    let (hook_port, hook_dir) = Receiver::prepare();
+    let ca = Receiver::ca_file(&hook_dir);
+    let Some(app) = TestApp::spawn_with(Backend::Embedded, move |config| {
+        config.webhook_allow_hosts = vec!["localhost".into()];
+        config.webhook_ca_file = Some(ca);
+    })
+    .await
+    else {
         return;
     };
     let operator = app.operator_token().await;
     let agent_key = app.agent_key.clone();
-    let app = Arc::new(app);
-    let harness = harness(app.clone()).await;
+    let base = app.base.clone();
+    let shared = Arc::new(Harness {
+        app,
+        hook_port,
+        hook_dir,
+        receiver: Default::default(),
+    });
+    let harness = harness(shared.clone()).await;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let shots = std::env::var("MAILHOST_WEB_SHOTS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| root.join("target-web/screenshots"));
     let script = root.join("tests/python/web_e2e.py");
-    let (base, venv) = (app.base.clone(), venv.clone());
+    let hook_url = format!("https://localhost:{hook_port}/hook");
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(format!("{venv}/bin/python"))
             .arg(script)
@@ -41,6 +63,7 @@ async fn people_and_operators_use_the_web_app_in_a_real_browser() {
             .env("WEB_OPERATOR_TOKEN", operator)
             .env("WEB_OPERATOR", OPERATOR)
             .env("WEB_AGENT_KEY", agent_key)
+            .env("WEB_HOOK_URL", hook_url)
             .env("WEB_SHOTS", shots)
             .output()
             .expect("python runs")
@@ -59,9 +82,9 @@ async fn harness(app: Shared) -> String {
         .route("/code", get(code))
         .route("/sign-in-code", get(sign_in_code))
         .route("/dns", post(publish))
-        .route("/dns-a", post(address))
         .route("/deliver", post(deliver))
         .route("/apply", post(apply))
+        .route("/receiver", post(receiver).get(received))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -69,13 +92,13 @@ async fn harness(app: Shared) -> String {
     format!("http://{addr}")
 }
 
-async fn code(State(app): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
-    app.code_for(&q["to"])
+async fn code(State(h): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
+    h.app.code_for(&q["to"])
 }
 
 /// The newest operator sign-in code mailed to `to`.
-async fn sign_in_code(State(app): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
-    sign_in_code_in(app.outbox_for(&q["to"]).last().expect("a sign-in mail"))
+async fn sign_in_code(State(h): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
+    sign_in_code_in(h.app.outbox_for(&q["to"]).last().expect("a sign-in mail"))
 }
 
 fn sign_in_code_in(message: &str) -> String {
@@ -85,7 +108,8 @@ fn sign_in_code_in(message: &str) -> String {
 }
 
 /// Publishes the records the page showed: `[{type, host, value, priority}]`.
-async fn publish(State(app): State<Shared>, Json(records): Json<Vec<Value>>) -> Json<Value> {
+async fn publish(State(h): State<Shared>, Json(records): Json<Vec<Value>>) -> Json<Value> {
+    let app = &h.app;
     let mut txt: std::collections::HashMap<String, Vec<String>> = Default::default();
     for record in &records {
         let host = record["host"].as_str().unwrap();
@@ -105,15 +129,29 @@ async fn publish(State(app): State<Shared>, Json(records): Json<Vec<Value>>) -> 
     Json(json!({ "ok": true }))
 }
 
-/// Gives `name` an address: `{name, ip}`.
-async fn address(State(app): State<Shared>, Json(record): Json<Value>) -> Json<Value> {
-    let ip = record["ip"].as_str().unwrap().parse().unwrap();
-    app.dns.set_ips(record["name"].as_str().unwrap(), &[ip]);
+/// Starts the webhook receiver with the registration's secret: `{secret}`.
+async fn receiver(State(h): State<Shared>, Json(body): Json<Value>) -> Json<Value> {
+    let secret = body["secret"].as_str().unwrap();
+    let started = Receiver::start(h.hook_port, h.hook_dir.clone(), secret, "200").expect("the venv");
+    *h.receiver.lock().unwrap() = Some(started);
     Json(json!({ "ok": true }))
 }
 
+/// What the receiver got: each POST's event type and whether its signatures verified.
+async fn received(State(h): State<Shared>) -> Json<Value> {
+    let got = h
+        .receiver
+        .lock()
+        .unwrap()
+        .as_ref()
+        .map(Receiver::deliveries)
+        .unwrap_or_default();
+    Json(Value::Array(got))
+}
+
 /// Writes the mail-server export and acknowledges it, as a mail host would.
-async fn apply(State(app): State<Shared>) -> Json<Value> {
+async fn apply(State(h): State<Shared>) -> Json<Value> {
+    let app = &h.app;
     let summary = (common::jobs::MTA_EXPORT.run)(&app.ctx).await.unwrap();
     let version = summary["version"].as_i64().unwrap();
     common::service::mta_export::acknowledge(&app.ctx, version)
@@ -123,7 +161,8 @@ async fn apply(State(app): State<Shared>) -> Json<Value> {
 }
 
 /// Files a raw message as the mail host hands it over, and runs the poller.
-async fn deliver(State(app): State<Shared>, raw: String) -> Json<Value> {
+async fn deliver(State(h): State<Shared>, raw: String) -> Json<Value> {
+    let app = &h.app;
     mailhost::deliver(&app.data_dir, raw.into_bytes()).await.unwrap();
     let outcome = common::service::poller::run_once(&app.ctx).await.unwrap();
     Json(json!({ "filed": outcome.filed }))

