@@ -19,6 +19,37 @@ export async function domainPage(view, who) {
     return;
   }
   view.append(await recordsCard(domain.name || domain.id, refresh));
+  view.append(await dmarcCard(domain.name || domain.id));
+}
+
+// The DMARC aggregate reports receivers sent about the domain: what they
+// add up to, the sources failing most, and each report.
+async function dmarcCard(name) {
+  const res = await api.get('/dmarcReports', { domainId: name });
+  if (!res.reports.length) {
+    return section(
+      'DMARC reports',
+      h('p', { class: 'dmarc-summary', text: 'No reports yet. Receivers send them, usually daily, to the address your DMARC record names.' }),
+    );
+  }
+  const s = res.summary;
+  const failing = s.topFailingSources.map((f) => h('li', { text: `${f.sourceIp}: ${f.messages} failing` }));
+  const rows = res.reports.map((r) =>
+    h(
+      'tr',
+      { 'data-report': r.id },
+      h('td', { 'data-label': 'Reporter', text: r.reporter.orgName }),
+      h('td', { 'data-label': 'Period', text: `${when(r.period.begin)} to ${when(r.period.end)}` }),
+      h('td', { 'data-label': 'Messages', text: String(r.messages) }),
+      h('td', { 'data-label': 'Failing', text: String(r.failing) }),
+    ),
+  );
+  return section(
+    'DMARC reports',
+    h('p', { class: 'dmarc-summary', text: `${s.messages} messages: ${s.passing} passing, ${s.failing} failing.` }),
+    failing.length ? h('ul', { class: 'failing-sources', 'aria-label': 'Sources failing most' }, ...failing) : false,
+    table(['Reporter', 'Period', 'Messages', 'Failing'], rows, 'Aggregate reports, newest first.'),
+  );
 }
 
 // The account's status and next step, in the API's own sentences.

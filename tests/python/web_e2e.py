@@ -36,6 +36,45 @@ PERSON = "ann@newco.example"
 DOMAIN = "newco.example"
 
 
+# A receiver's DMARC aggregate report (RFC 7489) about the person's domain,
+# as mailed to the address the DMARC record names: 5 passing, 3 failing.
+DMARC_REPORT = (
+    "Delivered-To: dmarc@svc.test\r\n"
+    "From: noreply-dmarc@receiver.example\r\nTo: dmarc@svc.test\r\n"
+    "Subject: Report domain: newco.example Submitter: receiver.example Report-ID: web-42\r\n"
+    "Message-ID: <report-web-42@receiver.example>\r\nMIME-Version: 1.0\r\n"
+    'Content-Type: multipart/mixed; boundary="b1"\r\n\r\n'
+    "--b1\r\nContent-Type: text/plain\r\n\r\nA DMARC aggregate report.\r\n"
+    "--b1\r\nContent-Type: text/xml\r\n"
+    'Content-Disposition: attachment; filename="receiver.example!newco.example!1764028800!1764115199.xml"\r\n\r\n'
+    + """<?xml version="1.0" encoding="UTF-8" ?>
+<feedback>
+  <report_metadata>
+    <org_name>receiver.example</org_name>
+    <email>noreply-dmarc@receiver.example</email>
+    <report_id>web-42</report_id>
+    <date_range><begin>1764028800</begin><end>1764115199</end></date_range>
+  </report_metadata>
+  <policy_published><domain>newco.example</domain><adkim>r</adkim><aspf>r</aspf><p>reject</p><sp>reject</sp><pct>100</pct></policy_published>
+  <record>
+    <row><source_ip>192.0.2.10</source_ip><count>5</count>
+      <policy_evaluated><disposition>none</disposition><dkim>pass</dkim><spf>pass</spf></policy_evaluated></row>
+    <identifiers><header_from>newco.example</header_from></identifiers>
+    <auth_results><dkim><domain>newco.example</domain><result>pass</result><selector>s1</selector></dkim>
+      <spf><domain>newco.example</domain><result>pass</result></spf></auth_results>
+  </record>
+  <record>
+    <row><source_ip>203.0.113.7</source_ip><count>3</count>
+      <policy_evaluated><disposition>reject</disposition><dkim>fail</dkim><spf>fail</spf></policy_evaluated></row>
+    <identifiers><header_from>newco.example</header_from></identifiers>
+    <auth_results><spf><domain>evil.example</domain><result>fail</result></spf></auth_results>
+  </record>
+</feedback>
+""".replace("\n", "\r\n")
+    + "\r\n--b1--\r\n"
+)
+
+
 def harness(path, body=None, raw=None):
     data = raw.encode() if raw is not None else (json.dumps(body).encode() if body is not None else None)
     req = urllib.request.Request(HARNESS + path, data=data, method="POST" if data is not None else "GET")
@@ -223,6 +262,14 @@ def domain(page, watch):
     expect(page.locator('td.mark[data-purpose="dkim"]')).to_have_text("found")
     expect(page.locator("[data-domain-status]")).to_have_text("verified")
     expect(page.locator(".next-step")).not_to_contain_text("verifyDomain")
+    expect(page.locator(".dmarc-summary")).to_contain_text("No reports yet")
+    # A receiver's report, mailed to the service, shows on the domain page.
+    harness("/deliver", raw=DMARC_REPORT)
+    nav(page, "Mailboxes")
+    nav(page, "Domain")
+    expect(page.locator(".dmarc-summary")).to_have_text("8 messages: 5 passing, 3 failing.")
+    expect(page.locator(".failing-sources")).to_have_text("203.0.113.7: 3 failing")
+    expect(page.locator("tr[data-report]")).to_contain_text("receiver.example")
     shot(page, "domain")
     watch.check()
 
