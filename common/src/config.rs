@@ -296,6 +296,7 @@ mod tests {
                 "https://app.example.com,http://localhost:5173",
             ),
             ("MAILHOST_WEBHOOK_CA_FILE", "/etc/hooks-ca.pem"),
+            ("MAILHOST_TRUSTED_ARC_SEALERS", "google.com,,outlook.com"),
             ("MAILHOST_POLL_INTERVAL", "60"),
             ("MAILHOST_INBOUND_POLL_MS", "0"),
             ("MAILHOST_JWKS_URL", "https://keys.example.com/jwks"),
