@@ -15,26 +15,37 @@ export async function mailPage(view) {
   const search = input({ type: 'search', name: 'q', placeholder: 'Search mail' });
   const writeButton = h('button', { type: 'button', text: 'Write' });
 
+  // The pane shows what was asked for last: a view whose answer arrives after
+  // a newer request was made (a slow list after a click on another folder)
+  // is dropped, never shown over the newer one.
+  let shown = 0;
+  const show = async (build) => {
+    const mine = ++shown;
+    pane.replaceChildren(h('p', { class: 'loading', role: 'status', text: 'Loading…' }));
+    try {
+      const parts = await build();
+      if (mine === shown) pane.replaceChildren(...parts);
+      return mine === shown;
+    } catch (e) {
+      if (mine === shown) pane.replaceChildren(h('p', { class: 'error', role: 'alert', text: e.message }));
+      return false;
+    }
+  };
   const showList = async () => {
     for (const tab of tabs.children) tab.setAttribute('aria-selected', String(tab.dataset.folder === state.folder && !state.query));
-    pane.replaceChildren(h('p', { class: 'loading', role: 'status', text: 'Loading…' }));
-    try {
-      pane.replaceChildren(state.query ? await searchList(state, openThread) : await threadList(state, openThread));
-      if (api.isToken() && state.folder === 'inbox' && !state.query) pane.append(await draftsList(openCompose));
-    } catch (e) {
-      pane.replaceChildren(h('p', { class: 'error', role: 'alert', text: e.message }));
-    }
+    const { folder, query } = state;
+    await show(async () => {
+      if (query) return [await searchList(query, openThread)];
+      const list = await threadList(folder, openThread);
+      return api.isToken() && folder === 'inbox' ? [list, await draftsList(openCompose)] : [list];
+    });
   };
   const openThread = async (id) => {
-    pane.replaceChildren(h('p', { class: 'loading', role: 'status', text: 'Loading…' }));
-    try {
-      pane.replaceChildren(await threadView(id, { onBack: showList, onReply: (t, last) => openCompose({ reply: { thread: t, last } }) }));
-      pane.querySelector('h2').focus?.();
-    } catch (e) {
-      pane.replaceChildren(h('p', { class: 'error', role: 'alert', text: e.message }));
-    }
+    const onReply = (t, last) => openCompose({ reply: { thread: t, last } });
+    if (await show(async () => [await threadView(id, { onBack: showList, onReply })])) pane.querySelector('h2').focus?.();
   };
   const openCompose = (options) => {
+    shown++;
     pane.replaceChildren(composeView({ ...options, onDone: async (threadId) => (threadId ? openThread(threadId) : showList()), onCancel: showList }));
     pane.querySelector('input, textarea')?.focus();
   };
@@ -78,13 +89,13 @@ function row(item, open) {
   );
 }
 
-async function threadList(state, open) {
-  const list = h('ul', { class: 'threads', 'aria-label': `Threads in ${state.folder}` });
+async function threadList(folder, open) {
+  const list = h('ul', { class: 'threads', 'aria-label': `Threads in ${folder}` });
   const wrap = h('div', {}, list);
   const more = async (cursor) => {
-    const res = await api.get('/inbox', { view: 'threads', folder: state.folder, limit: 25, cursor });
+    const res = await api.get('/inbox', { view: 'threads', folder, limit: 25, cursor });
     for (const t of res.threads) list.append(row(t, open));
-    if (!list.children.length) list.append(h('li', { class: 'empty', text: `Nothing in ${state.folder}.` }));
+    if (!list.children.length) list.append(h('li', { class: 'empty', text: `Nothing in ${folder}.` }));
     if (res.nextCursor) {
       const button = h('button', { type: 'button', class: 'quiet more', text: 'More' });
       button.addEventListener('click', () => busy(button, async () => {
@@ -98,9 +109,9 @@ async function threadList(state, open) {
   return wrap;
 }
 
-async function searchList(state, open) {
-  const res = await api.get('/inbox', { q: state.query, limit: 50 });
-  const list = h('ul', { class: 'threads', 'aria-label': `Search results for ${state.query}` });
+async function searchList(query, open) {
+  const res = await api.get('/inbox', { q: query, limit: 50 });
+  const list = h('ul', { class: 'threads', 'aria-label': `Search results for ${query}` });
   for (const m of res.messages) list.append(row(m, open));
   if (!res.messages.length) list.append(h('li', { class: 'empty', text: 'No mail matches.' }));
   return list;

