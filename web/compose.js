@@ -58,6 +58,7 @@ export function composeView({ reply, draft, onDone, onCancel }) {
   const subject = input({ name: 'subject', value: subjectText || '' });
   const text = h('textarea', { name: 'text', rows: 10, text: draft ? draft.text || '' : '' });
   const files = h('input', { type: 'file', name: 'attachments', multiple: true });
+  const later = input({ type: 'datetime-local', name: 'sendAt' });
   let draftId = draft ? draft.id : null;
   senders().then((list) => {
     for (const a of list) from.append(h('option', { value: a, text: a }));
@@ -87,6 +88,7 @@ export function composeView({ reply, draft, onDone, onCancel }) {
     field('Subject', subject),
     field('Message', text),
     field('Attachments', files, 'Up to 3 files: 2 MB each, 4 MB together.'),
+    field('Send later (optional)', later, 'Up to 30 days ahead; until then it can be cancelled.'),
     controls,
   ], async () => {
     const list = [...files.files];
@@ -100,11 +102,36 @@ export function composeView({ reply, draft, onDone, onCancel }) {
       from: from.value || undefined,
       ...threading,
       attachments: attachments.length ? attachments : undefined,
+      sendAt: later.value ? new Date(later.value).toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined,
     });
     if (draftId) await api.del('/drafts', undefined, { id: draftId }).catch(() => {});
-    await onDone(res.threadId);
+    if (res.status) composed.replaceWith(waitingView(res, onDone));
+    else await onDone(res.threadId);
   });
   return composed;
+}
+
+// A send accepted for later (202): held for the owner's approval, or
+// scheduled; until it leaves it can be cancelled.
+function waitingView(res, onDone) {
+  const sentence = res.status === 'held'
+    ? 'Held: the account owner was mailed this message and approves or denies it. It goes out once approved.'
+    : `Scheduled: it goes out at ${new Date(res.sendAt).toLocaleString()}.`;
+  const cancel = h('button', { type: 'button', class: 'danger', text: 'Cancel this send' });
+  const back = h('button', { type: 'button', class: 'quiet', text: 'Back to mail' });
+  back.addEventListener('click', () => onDone());
+  const view = h('div', { class: 'compose waiting', 'data-waiting': res.status },
+    h('h2', { text: res.status === 'held' ? 'Waiting for approval' : 'Scheduled' }),
+    h('p', { role: 'status', text: sentence }),
+    h('div', { class: 'actions' }, cancel, back));
+  cancel.addEventListener('click', () => busy(cancel, async () => {
+    const done = await api.post('/outbox/cancel', { messageId: res.messageId });
+    view.querySelector('[role=status]').textContent = done.creditsRemaining !== undefined
+      ? `Cancelled: nothing was sent and the credit came back (${done.creditsRemaining} left).`
+      : 'Cancelled: nothing was sent.';
+    cancel.remove();
+  }));
+  return view;
 }
 
 export async function draftsList(open) {

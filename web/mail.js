@@ -1,12 +1,14 @@
 // Webmail: folders, the thread list (newest first, unread bold, more with the
-// cursor), search, a thread, compose and reply; drafts for signed-in people.
+// cursor), search, a thread, compose and reply; drafts for signed-in people;
+// and the mail kept out of the inbox (quarantine), each message on its own.
 
 import * as api from './api.js';
 import { h, field, input, form, busy, when } from './ui.js';
-import { threadView } from './message.js';
+import { threadView, singleMessageView } from './message.js';
 import { composeView, draftsList } from './compose.js';
 
-const FOLDERS = ['inbox', 'archive', 'trash'];
+// The three folders, then the quarantine: a view of its own, not a folder.
+const FOLDERS = ['inbox', 'archive', 'trash', 'quarantine'];
 
 export async function mailPage(view) {
   const state = { folder: 'inbox', query: '' };
@@ -36,6 +38,7 @@ export async function mailPage(view) {
     const { folder, query } = state;
     await show(async () => {
       if (query) return [await searchList(query, openThread)];
+      if (folder === 'quarantine') return [await quarantineList(openMessage)];
       const list = await threadList(folder, openThread);
       return api.isToken() && folder === 'inbox' ? [list, await draftsList(openCompose)] : [list];
     });
@@ -43,6 +46,9 @@ export async function mailPage(view) {
   const openThread = async (id) => {
     const onReply = (t, last) => openCompose({ reply: { thread: t, last } });
     if (await show(async () => [await threadView(id, { onBack: showList, onReply })])) pane.querySelector('h2').focus?.();
+  };
+  const openMessage = async (id) => {
+    if (await show(async () => [await singleMessageView(id, { onBack: showList })])) pane.querySelector('h2').focus?.();
   };
   const openCompose = (options) => {
     shown++;
@@ -115,4 +121,33 @@ async function searchList(query, open) {
   for (const m of res.messages) list.append(row(m, open));
   if (!res.messages.length) list.append(h('li', { class: 'empty', text: 'No mail matches.' }));
   return list;
+}
+
+// Received mail kept out of the inbox (spoofed, or refused by the receive
+// lists), newest first, for 30 days; each is read on its own.
+async function quarantineList(open) {
+  const list = h('ul', { class: 'threads', 'aria-label': 'Mail kept out of the inbox' });
+  const wrap = h('div', {}, h('p', { class: 'hint', text: 'Mail that failed its sender\'s DMARC policy or that your receive lists refuse. Kept 30 days; it fires no webhook.' }), list);
+  const more = async (cursor) => {
+    const res = await api.get('/inbox', { view: 'quarantine', limit: 25, cursor });
+    for (const m of res.messages) {
+      const link = h('a', { href: '#/mail', class: 'open' }, h('span', { class: 'subject', text: m.subject || '(no subject)' }));
+      link.addEventListener('click', (e) => {
+        e.preventDefault();
+        open(m.id);
+      });
+      list.append(h('li', { 'data-message': m.id }, link, h('span', { class: 'who', text: m.from }), h('span', { class: 'preview', text: `Kept out: ${(m.quarantine && m.quarantine.reason || '').replace(/_/g, ' ')}` }), h('time', { text: when(m.ingestedAt || m.date) })));
+    }
+    if (!list.children.length) list.append(h('li', { class: 'empty', text: 'Nothing kept out of the inbox.' }));
+    if (res.nextCursor) {
+      const button = h('button', { type: 'button', class: 'quiet more', text: 'More' });
+      button.addEventListener('click', () => busy(button, async () => {
+        await more(res.nextCursor);
+        button.remove();
+      }));
+      wrap.append(button);
+    }
+  };
+  await more();
+  return wrap;
 }

@@ -9,11 +9,15 @@ import { mailboxesPage } from './mailboxes.js';
 import { mailPage } from './mail.js';
 import { settingsPage } from './settings.js';
 import { operatorPage } from './operator.js';
+import { sentPage } from './sent.js';
+import { guardrailsPage } from './guardrails.js';
 
 const PAGES = {
   mail: { title: 'Mail', render: mailPage, for: ['account', 'person', 'operator', 'agent'] },
   domain: { title: 'Domain', render: domainPage, for: ['account', 'person', 'operator'] },
   mailboxes: { title: 'Mailboxes', render: mailboxesPage, for: ['account', 'person', 'operator'] },
+  sent: { title: 'Sent mail', render: sentPage, for: ['account', 'operator', 'agent'] },
+  guardrails: { title: 'Guardrails', render: guardrailsPage, for: ['account', 'operator'] },
   settings: { title: 'Agent settings', render: settingsPage, for: ['agent', 'account', 'operator'] },
   operator: { title: 'Operators', render: operatorPage, for: ['operator'] },
 };

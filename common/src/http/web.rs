@@ -30,6 +30,8 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("compose.js", JS, include_str!("../../../web/compose.js")),
     ("settings.js", JS, include_str!("../../../web/settings.js")),
     ("operator.js", JS, include_str!("../../../web/operator.js")),
+    ("sent.js", JS, include_str!("../../../web/sent.js")),
+    ("guardrails.js", JS, include_str!("../../../web/guardrails.js")),
 ];
 
 const JS: &str = "text/javascript";
