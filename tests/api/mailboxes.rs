@@ -3,7 +3,6 @@
 
 use crate::support::{self, ALLOWED_DOMAIN, Auth, TestApp};
 use common::service::mta_export;
-use common::store::Store as _;
 use serde_json::{Value, json};
 
 on_both_backends!(
