@@ -155,6 +155,10 @@ pub struct Config {
         default_value = "https://mailhost.localhost/docs/openapi.json"
     )]
     pub docs_url: String,
+    /// CloudWatch namespace of the business metrics (embedded metric format
+    /// lines under Lambda; debug log lines locally).
+    #[arg(long, env = "MAILHOST_METRICS_NAMESPACE", default_value = "mailhost")]
+    pub metrics_namespace: String,
 }
 
 impl Config {
@@ -206,6 +210,7 @@ impl Config {
             protected_local_parts: vars.list("MAILHOST_PROTECTED_ADDRESSES", "inbox,noreply,postmaster,abuse"),
             mta_self_apply: vars.parsed("MAILHOST_MTA_SELF_APPLY", "true")?,
             docs_url: vars.text("MAILHOST_DOCS_URL", "https://mailhost.localhost/docs/openapi.json"),
+            metrics_namespace: vars.text("MAILHOST_METRICS_NAMESPACE", "mailhost"),
         })
     }
 
@@ -305,6 +310,7 @@ mod tests {
             ("MAILHOST_PROTECTED_ADDRESSES", "inbox"),
             ("MAILHOST_MTA_SELF_APPLY", "false"),
             ("MAILHOST_DOCS_URL", "https://docs.example.com/openapi.json"),
+            ("MAILHOST_METRICS_NAMESPACE", "mailhost/prod"),
         ]);
         let mut args = Vec::new();
         for arg in Config::augment_args(Command::new("mailhost")).get_arguments() {

@@ -16,6 +16,7 @@ pub mod lambda;
 pub mod mail;
 pub mod memo;
 pub mod messages;
+pub mod metrics;
 pub mod openapi;
 pub mod ratelimit;
 pub mod secrets;

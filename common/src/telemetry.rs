@@ -25,6 +25,8 @@ pub fn init(json: bool) {
         .with_target(false)
         .with_ansi(false);
     let _ = if json {
+        // Under Lambda the business metrics go to stdout as EMF beside the log.
+        crate::metrics::write_emf();
         builder.json().without_time().try_init()
     } else {
         start_flusher();

@@ -100,7 +100,7 @@ const PROTECTED_MAILBOXES: &[&str] = &[
 ];
 
 /// Every function: one per route family, then one per scheduled job.
-fn functions() -> Vec<&'static str> {
+pub(crate) fn functions() -> Vec<&'static str> {
     let http = Family::ALL.iter().map(|f| f.function());
     http.chain(JOBS.iter().map(|job| job.name)).collect()
 }
@@ -403,6 +403,18 @@ const HTTP_CASES: &[Case] = &[
         check: |body| assert_error(body, "url host is not allowed"),
     },
     Case {
+        function: "webhooks",
+        event: "set-webhook-local-receiver-agent-key.json",
+        status: Some(200),
+        check: |body| {
+            // localhost is exempt in this test (MAILHOST_WEBHOOK_ALLOW_HOSTS)
+            // and nothing listens on its port 9: the poller's announcement of
+            // the message it files fails, as a dead receiver's does.
+            assert_eq!(body["ok"], true, "{body}");
+            assert_eq!(body["webhook"]["url"], LOCAL_RECEIVER, "{body}");
+        },
+    },
+    Case {
         function: "send",
         event: "api-send-mail-no-credential.json",
         status: Some(401),
@@ -431,22 +443,48 @@ const HTTP_CASES: &[Case] = &[
     },
 ];
 
+/// The webhook the agent key registers (`set-webhook-local-receiver-agent-key.json`).
+const LOCAL_RECEIVER: &str = "https://localhost:9/mailhost-hook";
+
+/// A job's other events, invoked before its `scheduled.json`: the poller's
+/// S3 object-created event through EventBridge, after the test has dropped
+/// into the spool what a mail host would (`drop_into_spool`): a message for
+/// a service-domain mailbox, a real bounce and a real complaint about the
+/// agent key's send. The poller files whatever waits, whatever key the event
+/// names: one copy filed; the two reports applied, never filed.
+const JOB_EVENT_CASES: &[Case] = &[Case {
+    function: "poller",
+    event: "object-created.json",
+    status: None,
+    check: |out| {
+        assert_eq!(
+            out,
+            &json!({ "filed": 1, "duplicates": 0, "failed": 0, "pending": 0 }),
+            "{out}"
+        );
+    },
+}];
+
 /// Every file under `events/`, in the order they are invoked: the HTTP cases,
 /// and each declared job's `scheduled.json` (an EventBridge scheduled event),
-/// so a new job is invoked by being declared. A job that bootstraps
-/// (`mta-export`) comes first: `credits` and `mcp` read the agent balance it
-/// opened, `mailboxes` reads and acknowledges its export, and `send` sends
-/// from the service domain it made. The other jobs come last.
+/// so a new job is invoked by being declared, after its other events. A job
+/// that bootstraps (`mta-export`) comes first: `credits` and `mcp` read the
+/// agent balance it opened, `mailboxes` reads and acknowledges its export, and
+/// `send` sends from the service domain it made. The other jobs come last.
 fn cases() -> Vec<Case> {
-    let scheduled = |job: &Job| Case {
-        function: job.name,
-        event: "scheduled.json",
-        status: None,
-        check: summary_check(job.name),
+    let job_cases = |job: &Job| {
+        let scheduled = Case {
+            function: job.name,
+            event: "scheduled.json",
+            status: None,
+            check: summary_check(job.name),
+        };
+        let others = JOB_EVENT_CASES.iter().filter(|c| c.function == job.name).cloned();
+        others.chain(std::iter::once(scheduled)).collect::<Vec<_>>()
     };
     let (first, last): (Vec<&Job>, Vec<&Job>) = JOBS.iter().partition(|job| job.bootstraps);
-    let first = first.into_iter().map(scheduled);
-    let last = last.into_iter().map(scheduled);
+    let first = first.into_iter().flat_map(job_cases);
+    let last = last.into_iter().flat_map(job_cases);
     first.chain(HTTP_CASES.iter().map(Case::clone)).chain(last).collect()
 }
 
@@ -488,7 +526,7 @@ fn assert_error(body: &Value, error: &str) {
     assert_eq!(body["error"], error, "{body}");
 }
 
-fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -745,6 +783,8 @@ fn lambda_functions_answer_the_sample_events() {
             .env("MAILHOST_MAIL_HOST", MAIL_HOST)
             .env("MAILHOST_SYSTEM_MAIL", "transport")
             .env("MAILHOST_SMTP_URL", format!("smtp://127.0.0.1:{smtp_port}"))
+            .env("MAILHOST_WEBHOOK_ALLOW_HOSTS", "localhost")
+            .env("MAILHOST_METRICS_NAMESPACE", METRICS_NAMESPACE)
             .env("RUST_LOG", "info");
         let group = Group::spawn(watch, &log, function);
         wait_for_port(port, Duration::from_secs(60), function, &log);
@@ -772,6 +812,9 @@ fn lambda_functions_answer_the_sample_events() {
                 "the cases of {} are not together in cases()",
                 case.function
             );
+            if case.function == "poller" {
+                drop_into_spool(&scratch.path(data_dir_name("poller")), &hmac_secret);
+            }
             running = Some(start_watch(case.function));
         }
         let Watch { port, log, .. } = running.as_ref().expect("a running watch");
@@ -824,9 +867,10 @@ fn lambda_functions_answer_the_sample_events() {
     }
     assert_eq!(
         started_functions,
-        all_functions.into_iter().collect(),
+        all_functions.iter().copied().collect(),
         "every function has a case"
     );
+    metric_lines_are_emf(&venv, &scratch, &all_functions);
 
     // Both access codes reached the SMTP server.
     let mail = read(&smtp_log);
@@ -870,6 +914,128 @@ fn lambda_functions_answer_the_sample_events() {
     for tag in [format!("d={SERVICE_DOMAIN};"), "s=mail;".to_string()] {
         assert!(dkim.contains(&tag), "no {tag} in the DKIM-Signature of:\n{message}");
     }
+}
+
+/// The namespace the functions' metrics go to in this test.
+const METRICS_NAMESPACE: &str = "mailhost/lambda-test";
+
+/// What each function's cases make it count (`common::metrics`): the export's
+/// age at its run, the acknowledgement, the send's relay answer, and the
+/// spool run that files a message (whose webhook attempts fail) and applies
+/// a bounce and a complaint.
+const METRICS_BY_FUNCTION: &[(&str, &[&str])] = &[
+    ("mta-export", &["ExportAge"]),
+    ("mailboxes", &["ExportAcknowledged"]),
+    ("send", &["SendAccepted", "SendFailed"]),
+    (
+        "poller",
+        &[
+            "InboundPending",
+            "InboundFiled",
+            "InboundFailed",
+            "DropToFiledLatency",
+            "WebhookAttempts",
+            "WebhookFailures",
+            "Bounces",
+            "Complaints",
+        ],
+    ),
+];
+
+/// Every embedded metric format line the functions wrote to their logs is a
+/// valid EMF document (the specification's schema and its references), in
+/// the stack's namespace, and together they carry every named metric, each
+/// from the function where its event happens; a function with no metric
+/// event wrote none.
+fn metric_lines_are_emf(venv: &Path, scratch: &Scratch, functions: &[&'static str]) {
+    let mut lines = Vec::new();
+    let mut writers = Vec::new();
+    for function in functions {
+        for line in read(&scratch.path(&format!("{function}.log"))).lines() {
+            if line.contains("\"_aws\"") {
+                let document: Value = serde_json::from_str(line.trim())
+                    .unwrap_or_else(|e| panic!("{function}: not one JSON line ({e}): {line}"));
+                for directive in document["_aws"]["CloudWatchMetrics"].as_array().into_iter().flatten() {
+                    assert_eq!(directive["Namespace"], METRICS_NAMESPACE, "{function}: {line}");
+                }
+                lines.push(line.trim().to_string());
+                writers.push(*function);
+            }
+        }
+    }
+    let names = crate::operations::check_emf(venv, &lines);
+    let mut seen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (function, names) in writers.iter().zip(names) {
+        seen.entry(function).or_default().extend(names);
+    }
+    let expected: BTreeMap<&str, BTreeSet<String>> = METRICS_BY_FUNCTION
+        .iter()
+        .map(|(f, names)| (*f, names.iter().map(|n| n.to_string()).collect()))
+        .collect();
+    assert_eq!(
+        seen,
+        expected,
+        "the metrics each function wrote, in {} lines",
+        lines.len()
+    );
+    let all: BTreeSet<String> = expected.values().flatten().cloned().collect();
+    let named: BTreeSet<String> = common::metrics::NAMES.iter().map(|n| n.to_string()).collect();
+    assert_eq!(all, named, "every named metric is written by some function here");
+}
+
+/// What a mail host drops for the poller's object-created case, as
+/// `mailhost deliver` does (envelope line first, named by the time of the
+/// drop): a message for `inbox@<service domain>`, then a real Postfix bounce
+/// and a real feedback report (tests/fixtures/dsn/ORIGIN.md) to the signed
+/// return path of the agent key's one send (its delivery read from the
+/// store, the return path signed with the functions' HMAC secret), in that
+/// order, as a complaint follows a bounce.
+fn drop_into_spool(data_dir: &Path, hmac_secret: &str) {
+    use common::mail::inbound::{Envelope, drop_raw};
+    use common::store::{Query, Store};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let delivery = runtime.block_on(async {
+        let store = EmbeddedStore::open(&data_dir.join("store.redb")).expect("the store, released");
+        let page = store
+            .query(&Query::partition(common::keys::outbox("agent")))
+            .await
+            .expect("the agent's outbox");
+        assert_eq!(page.items.len(), 1, "the agent key's one send: {:?}", page.items);
+        page.items[0]["id"].as_str().expect("a delivery id").to_string()
+    });
+    let mac = common::auth::keys::KeyHasher::new(hmac_secret).digest("return-path", &format!("{delivery}-0"));
+    let return_path = format!("b-{delivery}-0-{}@bounce.{SERVICE_DOMAIN}", &mac[..20]);
+    let fixture = |name: &str| fs::read(workspace().join("tests/fixtures/dsn").join(name)).expect("the fixture");
+    let message = format!(
+        "From: Ann <ann@example.org>\r\nTo: inbox@{SERVICE_DOMAIN}\r\nSubject: For the metrics\r\n\
+         Message-ID: <metrics-1@example.org>\r\nDate: Sat, 21 Nov 2026 20:00:00 +0000\r\n\r\nHello.\r\n"
+    );
+    let drops = [
+        (
+            format!("inbox@{SERVICE_DOMAIN}"),
+            "ann@example.org".to_string(),
+            message.into_bytes(),
+        ),
+        (
+            return_path.clone(),
+            String::new(),
+            fixture("postfix-5.1.1-user-unknown.eml"),
+        ),
+        (return_path, String::new(), fixture("arf-yahoo-abuse.eml")),
+    ];
+    let blobs = common::blob::fs::FsBlobStore::new(data_dir.join("blobs"));
+    runtime.block_on(async {
+        for (recipient, sender, raw) in drops {
+            let envelope = Envelope {
+                recipient: Some(recipient),
+                sender: Some(sender),
+                ..Default::default()
+            };
+            drop_raw(&blobs, envelope.prepend(&raw)).await.expect("dropped");
+            // A later drop sorts after: names start with the millisecond.
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    });
 }
 
 /// A function under `cargo lambda watch`.
@@ -1155,7 +1321,10 @@ fn every_event_is_an_http_api_event_for_a_route_of_its_function() {
 
 #[test]
 fn every_scheduled_event_is_an_eventbridge_scheduled_event() {
-    for case in cases().iter().filter(|c| is_scheduled(c.function)) {
+    for case in cases()
+        .iter()
+        .filter(|c| is_scheduled(c.function) && c.event == "scheduled.json")
+    {
         let file = workspace().join("events").join(case.function).join(case.event);
         let event: Value = serde_json::from_str(&fs::read_to_string(&file).expect("event file")).expect("event JSON");
         let what = format!("{}/{}", case.function, case.event);
@@ -1174,6 +1343,19 @@ fn every_scheduled_event_is_an_eventbridge_scheduled_event() {
             "{what}: {rule}"
         );
     }
+}
+
+/// The poller's other event is what S3 sends EventBridge when the mail host
+/// drops a file into the spool: what the template's rule matches.
+#[test]
+fn the_pollers_object_created_event_is_one_its_rule_matches() {
+    let file = workspace().join("events/poller/object-created.json");
+    let event: Value = serde_json::from_str(&fs::read_to_string(&file).expect("event file")).expect("event JSON");
+    assert_eq!(event["source"], "aws.s3");
+    assert_eq!(event["detail-type"], "Object Created");
+    let key = event["detail"]["object"]["key"].as_str().unwrap_or_default();
+    assert!(key.starts_with(common::mail::inbound::PENDING), "{key}");
+    assert!(event["detail"]["bucket"]["name"].is_string());
 }
 
 /// A JSON answer's body; the web app's page (HTML) as `{html, headers}`.
@@ -1327,23 +1509,23 @@ fn template_routes_every_path_with_any_at_its_root_and_under_api_to_its_function
 /// A line of a YAML block mapping with the lines indented under it: enough of
 /// YAML for template.yaml, which is written in block style.
 #[derive(Debug, Default)]
-struct Node {
-    key: String,
-    value: String,
-    children: Vec<Node>,
+pub(crate) struct Node {
+    pub(crate) key: String,
+    pub(crate) value: String,
+    pub(crate) children: Vec<Node>,
 }
 
-fn child<'a>(node: &'a Node, key: &str) -> Option<&'a Node> {
+pub(crate) fn child<'a>(node: &'a Node, key: &str) -> Option<&'a Node> {
     node.children.iter().find(|c| c.key == key)
 }
 
-fn value<'a>(node: &'a Node, path: &[&str]) -> Option<&'a str> {
+pub(crate) fn value<'a>(node: &'a Node, path: &[&str]) -> Option<&'a str> {
     path.iter()
         .try_fold(node, |n, key| child(n, key))
         .map(|n| n.value.as_str())
 }
 
-fn outline(text: &str) -> Node {
+pub(crate) fn outline(text: &str) -> Node {
     // The stack holds (indent, node) for the open ancestors of the next line.
     let mut stack: Vec<(isize, Node)> = vec![(-1, Node::default())];
     let mut block_scalar_above: Option<usize> = None;

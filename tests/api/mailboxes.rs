@@ -589,6 +589,18 @@ async fn the_sync_token_reads_and_acknowledges_the_export(app: TestApp) {
         "nothing exported yet"
     );
     let outcome = mta_export::run_once(&app.ctx).await.unwrap();
+    // Never acknowledged: the export's age (a metric) counts from this first run.
+    let counter = || async {
+        app.ctx
+            .store
+            .get(&common::keys::export_versions())
+            .await
+            .unwrap()
+            .expect("the version counter")
+    };
+    let before = counter().await;
+    assert!(before["exportingSince"].is_string(), "{before:?}");
+    assert!(before.get("ackedAt").is_none(), "{before:?}");
     let got = app.get("/api/mtaMailboxExport", Auth::Bearer(sync)).await;
     assert_eq!(got.status, 200);
     assert_eq!(got.body["export"]["version"], outcome.version);
@@ -615,6 +627,8 @@ async fn the_sync_token_reads_and_acknowledges_the_export(app: TestApp) {
         )
         .await;
     assert_eq!(ack.status, 200, "{}", ack.body);
+    // The age counts from here now.
+    assert_eq!(counter().await["ackedAt"], ack.body["appliedAt"]);
     let m = common::service::mailboxes::by_address(&app.ctx, "k@kay.example")
         .await
         .unwrap()

@@ -26,6 +26,7 @@ mod mcp;
 mod mta_sync;
 mod onboarding;
 mod openapi;
+mod operations;
 mod received;
 mod send;
 mod send_smtp;

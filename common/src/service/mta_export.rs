@@ -129,7 +129,11 @@ pub fn render(domains: &[String], service_domain: &str, bounce_domain: &str, liv
 /// Writes a new export version. The Lambda calls it once per scheduled event;
 /// the local server on its interval.
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
-    let version = ctx.store.add(&keys::export_versions(), "value", 1).await?;
+    let counter = ctx
+        .store
+        .update(&keys::export_versions(), Update::new().add("value", 1), None)
+        .await?;
+    let version = counter.get("value").and_then(Value::as_i64).unwrap_or(0);
     let routed = routed_domains(ctx).await?;
     let domains: Vec<String> = routed.iter().map(|d| d.name.clone()).collect();
     let mut live = Vec::new();
@@ -160,6 +164,8 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     let pending = Pending { version, changes };
     write(ctx, &pending, &export).await?;
     forget_old(ctx, version).await?;
+    let age = export_age(ctx, &counter).await?;
+    crate::metrics::emit(ctx, &[crate::metrics::seconds(crate::metrics::EXPORT_AGE, age)]);
     tracing::info!(
         version,
         mailboxes = live.len(),
@@ -172,6 +178,31 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         pending: pending.changes.len(),
         routed,
     })
+}
+
+/// When the mail host last acknowledged an export (on the version counter).
+const ACKED_AT: &str = "ackedAt";
+/// When the first export was written while none was acknowledged yet.
+const EXPORTING_SINCE: &str = "exportingSince";
+
+/// Seconds since the mail host last acknowledged an export, read from the
+/// counter item this run's version came with (no read of its own); before
+/// any acknowledgement, since the first run that found none, whose time is
+/// then kept (one write, once).
+async fn export_age(ctx: &Context, counter: &crate::store::Item) -> Result<i64, ApiError> {
+    let now = ctx.clock.now();
+    let since = [ACKED_AT, EXPORTING_SINCE]
+        .iter()
+        .find_map(|field| counter.get(*field).and_then(Value::as_str))
+        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok());
+    match since {
+        Some(at) => Ok((now - at.with_timezone(&chrono::Utc)).num_seconds().max(0)),
+        None => {
+            let update = Update::new().set(EXPORTING_SINCE, iso(now));
+            ctx.store.update(&keys::export_versions(), update, None).await?;
+            Ok(0)
+        }
+    }
 }
 
 /// Only domains whose owner has proved them (verified at least once): an
@@ -306,6 +337,10 @@ pub async fn acknowledge(ctx: &Context, version: i64) -> Result<Acknowledged, Ap
             Err(e) => return Err(e.into()),
         }
     }
+    // The export's age counts from here (`export_age`).
+    let heard = Update::new().set(ACKED_AT, now.clone());
+    ctx.store.update(&keys::export_versions(), heard, None).await?;
+    crate::metrics::emit(ctx, &[crate::metrics::count(crate::metrics::EXPORT_ACKNOWLEDGED, 1)]);
     Ok(Acknowledged {
         ok: true,
         version,

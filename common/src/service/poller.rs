@@ -12,6 +12,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::mail::authenticate::{self, Authentication};
 use crate::mail::inbound::{self, DONE, FAILED, Inbound, Limits, PENDING};
+use crate::metrics;
 
 use super::delivery::reports::{self, Consumed};
 use super::dmarc::{self, Intake};
@@ -28,6 +29,37 @@ pub struct Outcome {
     pub pending: usize,
 }
 
+/// What a run did with its files, for the metrics: files found, files done
+/// (moved to `inbound/done/`) with the milliseconds each waited since its
+/// drop, and files refused.
+#[derive(Debug, Default)]
+struct Spool {
+    found: usize,
+    done: Vec<i64>,
+    refused: usize,
+}
+
+impl Spool {
+    fn emit(&self, ctx: &Context) {
+        metrics::emit(
+            ctx,
+            &[
+                metrics::count(metrics::INBOUND_PENDING, self.found),
+                metrics::count(metrics::INBOUND_FILED, self.done.len()),
+                metrics::count(metrics::INBOUND_FAILED, self.refused),
+                metrics::millis(metrics::DROP_TO_FILED, self.done.iter().copied().filter(|ms| *ms >= 0)),
+            ],
+        );
+    }
+}
+
+/// Milliseconds since a spool file was dropped, from the time its name starts
+/// with (`inbound::drop_raw`); -1 for a name that carries none.
+fn waited_ms(name: &str) -> i64 {
+    let dropped = name.get(..13).and_then(|ms| ms.parse::<i64>().ok());
+    dropped.map_or(-1, |ms| (chrono::Utc::now().timestamp_millis() - ms).max(0))
+}
+
 /// One pass over `inbound/pending/`. A file whose filing fails for a reason
 /// other than its content (the store is down) stays pending for the next run,
 /// and the run goes on with the others.
@@ -35,12 +67,24 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     let mut outcome = Outcome::default();
     let mut filed = Vec::new();
     let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
+    let mut spool = Spool {
+        found: pending.len(),
+        ..Spool::default()
+    };
     for key in pending {
-        if let Err(e) = one(ctx, &key, &mut outcome, &mut filed).await {
-            tracing::error!(error = %e, file = %key, "filing an inbound message failed; it stays pending");
-            outcome.pending += 1;
+        match one(ctx, &key, &mut outcome, &mut filed).await {
+            Ok(Some(true)) => spool.done.push(waited_ms(&key[PENDING.len()..])),
+            Ok(Some(false)) => spool.refused += 1,
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, file = %key, "filing an inbound message failed; it stays pending");
+                outcome.pending += 1;
+            }
         }
     }
+    // Counted once the files are moved, before the webhooks, which may take
+    // seconds: every run records what it found, even nothing.
+    spool.emit(ctx);
     // Only newly stored copies are announced, after filing: a receiver that is
     // down or slow delays no message's filing.
     webhooks::announce(ctx, &filed).await;
@@ -51,9 +95,16 @@ fn blob_err(e: BlobError) -> ApiError {
     ApiError::internal(e.to_string())
 }
 
-async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(String, Row)>) -> Result<(), ApiError> {
+/// Files one spool file: `Some(true)` filed (moved to done), `Some(false)`
+/// refused (moved to failed), `None` already gone (another run took it).
+async fn one(
+    ctx: &Context,
+    key: &str,
+    outcome: &mut Outcome,
+    filed: &mut Vec<(String, Row)>,
+) -> Result<Option<bool>, ApiError> {
     let Some(raw) = ctx.blobs.get(key).await.map_err(blob_err)? else {
-        return Ok(());
+        return Ok(None);
     };
     let name = &key[PENDING.len()..];
     let result = match inbound::parse(&raw, &Limits::default()) {
@@ -65,6 +116,7 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(S
             None => file(ctx, &message, &raw).await?,
         },
     };
+    let done = result.is_ok();
     match result {
         Ok((new, duplicates)) => {
             ctx.blobs
@@ -91,7 +143,8 @@ async fn one(ctx: &Context, key: &str, outcome: &mut Outcome, filed: &mut Vec<(S
             outcome.failed += 1;
         }
     }
-    ctx.blobs.delete(key).await.map_err(blob_err)
+    ctx.blobs.delete(key).await.map_err(blob_err)?;
+    Ok(Some(done))
 }
 
 /// The return path a copy was delivered to, when it is a report about our

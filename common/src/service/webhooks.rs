@@ -381,6 +381,13 @@ async fn deliver(
             },
         };
         let ok = outcome.ok();
+        crate::metrics::emit(
+            ctx,
+            &[
+                crate::metrics::count(crate::metrics::WEBHOOK_ATTEMPTS, 1),
+                crate::metrics::count(crate::metrics::WEBHOOK_FAILURES, usize::from(!ok)),
+            ],
+        );
         let delivery = Delivery {
             event_id: event.event_id.clone(),
             id: event.id.clone(),

@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::mail::Outgoing;
+use crate::metrics;
 use crate::service::payer::{self, Payer};
 use crate::service::sent::{SentMessage, Status};
 use crate::service::{lists, suppressions};
@@ -48,7 +49,12 @@ pub async fn dispatch(ctx: &Context, payer: Option<&Payer>, out: &Outbound<'_>) 
         .collect();
     let transport = match real.is_empty() {
         true => None,
-        false => Some(ctx.customer_mail.as_ref().ok_or(error::NO_OUTBOUND_HOST)?),
+        false => Some(
+            ctx.customer_mail
+                .as_ref()
+                .ok_or(error::NO_OUTBOUND_HOST)
+                .inspect_err(|_| sent_metrics(ctx, 0, real.len()))?,
+        ),
     };
     // Mail that never leaves the service costs nothing.
     let credits_remaining = match (real.is_empty(), payer) {
@@ -56,32 +62,36 @@ pub async fn dispatch(ctx: &Context, payer: Option<&Payer>, out: &Outbound<'_>) 
         _ => None,
     };
     let sent = record(ctx, out).await?;
-    let mut accepted = out.recipients.len() - real.len();
+    let mut refusals = Vec::new();
     for &n in &real {
         let copy = Outgoing {
             envelope_from: return_path::for_recipient(ctx, &sent.id, n),
             recipients: vec![out.recipients[n].clone()],
             raw: out.raw.to_vec(),
         };
-        let refused = match transport {
-            Some(transport) => transport.send(&copy).await.err(),
-            None => None,
-        };
-        match refused {
-            None => accepted += 1,
-            Some(e) => {
-                tracing::warn!(error = %e, delivery = %sent.id, recipient = n, "the relay refused a recipient");
-                let event = Event {
-                    id: format!("relay-{n}"),
-                    status: Status::Failed,
-                    reply: Some(relay_reply(&e.0)),
-                    at: crate::clock::iso(ctx.clock.now()),
-                    attempt: true,
-                    evidence: None,
-                };
-                apply(ctx, &sent.id, n, &event).await?;
-            }
+        if let Some(transport) = transport
+            && let Err(e) = transport.send(&copy).await
+        {
+            tracing::warn!(error = %e, delivery = %sent.id, recipient = n, "the relay refused a recipient");
+            refusals.push((n, e));
         }
+    }
+    // Counted before the refusals are recorded, so a store failure there
+    // cannot lose what the relay said.
+    if !real.is_empty() {
+        sent_metrics(ctx, real.len() - refusals.len(), refusals.len());
+    }
+    let accepted = out.recipients.len() - refusals.len();
+    for (n, e) in refusals {
+        let event = Event {
+            id: format!("relay-{n}"),
+            status: Status::Failed,
+            reply: Some(relay_reply(&e.0)),
+            at: crate::clock::iso(ctx.clock.now()),
+            attempt: true,
+            evidence: None,
+        };
+        apply(ctx, &sent.id, n, &event).await?;
     }
     for n in (0..out.recipients.len()).filter(|n| !real.contains(n)) {
         simulator::play(ctx, &sent, n).await?;
@@ -93,6 +103,18 @@ pub async fn dispatch(ctx: &Context, payer: Option<&Payer>, out: &Outbound<'_>) 
         delivery: sent.id,
         credits_remaining,
     })
+}
+
+/// The relay's answers to one send: recipients accepted and refused
+/// (simulator recipients never reach the relay and are not counted).
+fn sent_metrics(ctx: &Context, accepted: usize, failed: usize) {
+    metrics::emit(
+        ctx,
+        &[
+            metrics::count(metrics::SEND_ACCEPTED, accepted),
+            metrics::count(metrics::SEND_FAILED, failed),
+        ],
+    );
 }
 
 /// The delivery, its recipients at `sent`, its outbox row and its

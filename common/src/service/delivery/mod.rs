@@ -92,6 +92,7 @@ pub async fn apply(ctx: &Context, delivery: &str, n: usize, event: &Event) -> Re
         written.insert("rank".into(), Value::from(event.status.rank()));
         match ctx.store.put(written, Some(Cond::eq("version", version))).await {
             Ok(()) => {
+                count_outcome(ctx, &stored.recipient, before);
                 consequences(ctx, &sent, &stored.recipient, before).await;
                 return Ok(Applied::Changed);
             }
@@ -124,6 +125,20 @@ fn advance(stored: &mut Stored, event: &Event) {
         stored.seen.remove(0);
     }
     stored.version += 1;
+}
+
+/// A recipient that has just bounced or complained, counted once (here the
+/// status changed, on the write that changed it). The simulator's outcomes
+/// are not counted: they are tests, and would move the bounce rate.
+fn count_outcome(ctx: &Context, recipient: &Recipient, before: Status) {
+    let name = match recipient.status {
+        Status::Bounced => crate::metrics::BOUNCES,
+        Status::Complained => crate::metrics::COMPLAINTS,
+        _ => return,
+    };
+    if recipient.status != before && simulator::scenario(ctx, &recipient.address).is_none() {
+        crate::metrics::emit(ctx, &[crate::metrics::count(name, 1)]);
+    }
 }
 
 /// What a change sets off. The status is already stored: a failure here is
