@@ -146,6 +146,12 @@ async fn the_simulator_plays_each_outcome_free_of_credit(app: TestApp) {
     // Listed: the hard bounce, the unknown address and the complaint; not the delivered.
     let listed = app.get("/suppressions", Auth::Bearer(&key)).await;
     assert_eq!(listed.status, 200, "{}", listed.body);
+    for entry in listed.body["suppressions"].as_array().unwrap() {
+        assert!(
+            entry.get("listKey").is_none(),
+            "where it sits in the list is the store's: {entry}"
+        );
+    }
     let mut addresses: Vec<&str> = listed.body["suppressions"]
         .as_array()
         .unwrap()

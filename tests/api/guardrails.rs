@@ -582,6 +582,12 @@ async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
         .map(|h| h["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["expired", "denied", "sent", "sent"], "{}", listed.body);
+    // What only the service reads stays in the store: whose, who pays, the code's digest.
+    for hold in listed.body["holds"].as_array().unwrap() {
+        for private in ["codeDigest", "uid", "owner", "payer", "charged", "attempts", "listKey"] {
+            assert!(hold.get(private).is_none(), "{private} shown: {hold}");
+        }
+    }
     // The audit log names who decided: the emailed code, then the owner.
     let log = app.get("/audit?operation=approveHold", Auth::Bearer(&owner)).await;
     let kinds: Vec<&str> = log.body["changes"]

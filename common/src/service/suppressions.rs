@@ -68,10 +68,17 @@ pub struct Suppression {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
     pub created_at: String,
-    /// Where it sits in the list.
+}
+
+/// A listed recipient as stored: the entry, and where it sits in the list
+/// (so a removal takes its list row too). Clients see the entry alone.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed {
+    #[serde(flatten)]
+    entry: Suppression,
     #[serde(default)]
-    #[schemars(skip)]
-    pub list_key: String,
+    list_key: String,
 }
 
 // ------------------------------------------------------------- the check
@@ -142,7 +149,6 @@ pub async fn after_change(ctx: &Context, sent: &SentMessage, recipient: &Recipie
         reply: recipient.reply.clone(),
         message_id: Some(sent.message_id.clone()),
         created_at: iso(ctx.clock.now()),
-        list_key: String::new(),
     };
     add(ctx, &sent.owner, entry).await.map(drop)
 }
@@ -180,14 +186,18 @@ async fn soft_bounce(ctx: &Context, key: &crate::store::Key, delivery: &str) -> 
 
 /// Lists a recipient unless it already is; the entry and its place in the
 /// list are written together. Announces `suppression.added`.
-async fn add(ctx: &Context, owner: &str, mut entry: Suppression) -> Result<Option<Suppression>, ApiError> {
+async fn add(ctx: &Context, owner: &str, entry: Suppression) -> Result<Option<Suppression>, ApiError> {
     let ms = ctx.clock.now().timestamp_millis().max(0);
-    entry.list_key = format!("{ms:013}-{}", hex::encode(rand::random::<[u8; 4]>()));
-    let listed = item(&keys::suppression(owner, &entry.address), &entry);
+    let stored = Listed {
+        list_key: format!("{ms:013}-{}", hex::encode(rand::random::<[u8; 4]>())),
+        entry,
+    };
+    let listed = item(&keys::suppression(owner, &stored.entry.address), &stored);
     let in_list = item(
-        &crate::store::Key::new(keys::suppression_list(owner), &entry.list_key),
-        &entry,
+        &crate::store::Key::new(keys::suppression_list(owner), &stored.list_key),
+        &stored,
     );
+    let entry = stored.entry;
     let writes = vec![
         Write::Put {
             item: listed,
@@ -297,7 +307,6 @@ pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<Suppression
         reply: None,
         message_id: None,
         created_at: iso(call.ctx.clock.now()),
-        list_key: String::new(),
     };
     let address = entry.address.clone();
     if let Some(added) = add(call.ctx, &owner, entry).await? {
@@ -337,7 +346,7 @@ pub async fn remove(call: &Call<'_>, input: RemoveQuery) -> Result<Removed, ApiE
     let owner = owner_of_caller(call.caller);
     let ctx = call.ctx;
     let key = keys::suppression(&owner, &input.address);
-    let removed: Suppression = match ctx.store.delete(&key, Some(Cond::Exists)).await {
+    let removed: Listed = match ctx.store.delete(&key, Some(Cond::Exists)).await {
         Ok(Some(gone)) => crate::store::record(gone)?,
         Ok(None) | Err(StoreError::ConditionFailed) => return Err(error::SUPPRESSION_NOT_FOUND.into()),
         Err(e) => return Err(e.into()),
@@ -347,5 +356,8 @@ pub async fn remove(call: &Call<'_>, input: RemoveQuery) -> Result<Removed, ApiE
     ctx.store
         .delete(&keys::soft_bounces(&owner, &input.address), None)
         .await?;
-    Ok(Removed { ok: true, removed })
+    Ok(Removed {
+        ok: true,
+        removed: removed.entry,
+    })
 }

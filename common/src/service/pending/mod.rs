@@ -64,8 +64,9 @@ pub enum PendingStatus {
     Failed,
 }
 
-/// A waiting send, as GET /holds shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+/// A waiting send as it is stored: what GET /holds shows ([`Hold`]) and
+/// what only the service reads (whose it is, who pays, the code's digest).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
     /// `snd_` and 16 hex digits: the holdId.
@@ -81,39 +82,80 @@ pub struct Pending {
     /// The key or person who asked for it.
     pub requested_by: Actor,
     pub created_at: String,
-    /// When it goes out (scheduled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due_at: Option<String>,
-    /// When a hold lapses unanswered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
-    /// The delivery once it went out (GET /outbox shows it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<String>,
-    /// Why it did not go out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default)]
-    #[schemars(skip)]
     pub uid: String,
     #[serde(default)]
-    #[schemars(skip)]
     pub owner: String,
-    #[schemars(skip)]
     pub payer: Payer,
     /// Charged when accepted (scheduled), so a refusal refunds it.
     #[serde(default)]
-    #[schemars(skip)]
     pub charged: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(skip)]
     pub code_digest: Option<String>,
     #[serde(default)]
-    #[schemars(skip)]
     pub attempts: i64,
     #[serde(default)]
-    #[schemars(skip)]
     pub list_key: String,
+}
+
+/// A waiting send, as GET /holds, the decisions and a cancel show it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Hold {
+    /// `snd_` and 16 hex digits: the holdId.
+    pub id: String,
+    pub kind: Kind,
+    pub status: PendingStatus,
+    pub message_id: String,
+    pub from: String,
+    pub to: Vec<String>,
+    pub subject: String,
+    /// The text's first 200 characters.
+    pub preview: String,
+    /// The key or person who asked for it.
+    pub requested_by: Actor,
+    pub created_at: String,
+    /// When it goes out (scheduled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<String>,
+    /// When a hold lapses unanswered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// The delivery once it went out (GET /outbox shows it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<String>,
+    /// Why it did not go out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl From<Pending> for Hold {
+    fn from(p: Pending) -> Hold {
+        Hold {
+            id: p.id,
+            kind: p.kind,
+            status: p.status,
+            message_id: p.message_id,
+            from: p.from,
+            to: p.to,
+            subject: p.subject,
+            preview: p.preview,
+            requested_by: p.requested_by,
+            created_at: p.created_at,
+            due_at: p.due_at,
+            expires_at: p.expires_at,
+            delivery: p.delivery,
+            error: p.error,
+        }
+    }
 }
 
 /// What a send asks to wait for.

@@ -11,7 +11,7 @@ use super::*;
 pub struct HoldList {
     pub ok: bool,
     /// Newest first, the last 100, decided ones included.
-    pub holds: Vec<Pending>,
+    pub holds: Vec<Hold>,
 }
 
 /// GET /holds: the account's holds.
@@ -40,7 +40,7 @@ pub async fn list_holds(call: &Call<'_>, _: crate::validate::NoInput) -> Result<
         .await?
         .into_iter()
         .flatten()
-        .map(crate::store::record)
+        .map(|item| crate::store::record::<Pending>(item).map(Hold::from))
         .collect::<Result<_, _>>()?;
     Ok(HoldList { ok: true, holds })
 }
@@ -59,7 +59,7 @@ crate::input! {
 #[serde(rename_all = "camelCase")]
 pub struct HoldView {
     pub ok: bool,
-    pub hold: Pending,
+    pub hold: Hold,
 }
 
 /// Approves a hold: it goes out now (or at its sendAt), exactly once however
@@ -76,7 +76,10 @@ pub async fn approve(call: &Call<'_>, input: Decision) -> Result<HoldView, ApiEr
     } else {
         release(ctx, &hold.id).await?
     };
-    Ok(HoldView { ok: true, hold })
+    Ok(HoldView {
+        ok: true,
+        hold: hold.into(),
+    })
 }
 
 /// A hold approved before its sendAt waits on as a scheduled send, charged now.
@@ -119,7 +122,10 @@ pub async fn deny(call: &Call<'_>, input: Decision) -> Result<HoldView, ApiError
     let hold = decidable(call, &input).await?;
     let hold = settle(ctx, &hold, PendingStatus::Denied).await?;
     let _ = ctx.blobs.delete(&blob(&hold.id)).await;
-    Ok(HoldView { ok: true, hold })
+    Ok(HoldView {
+        ok: true,
+        hold: hold.into(),
+    })
 }
 
 /// Moves a waiting send to a final status, if it is still waiting.
@@ -204,7 +210,7 @@ crate::input! {
 #[serde(rename_all = "camelCase")]
 pub struct Cancelled {
     pub ok: bool,
-    pub cancelled: Pending,
+    pub cancelled: Hold,
     /// The balance after the credit came back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credits_remaining: Option<i64>,
@@ -244,7 +250,7 @@ pub async fn cancel(call: &Call<'_>, input: CancelInput) -> Result<Cancelled, Ap
     };
     Ok(Cancelled {
         ok: true,
-        cancelled,
+        cancelled: cancelled.into(),
         credits_remaining,
     })
 }
