@@ -3,22 +3,13 @@
 //! hold every error the suite saw it answer. Run by scripts/test after the
 //! suite, from the lines `support::seen` wrote.
 
-use common::api::{self, Operation, Rest};
+use crate::support::route;
 use common::error::ApiError;
 
 /// Answers that come from no operation: an unknown path, a verb the route
 /// does not take, or a failure before any route is chosen.
 fn before_any_operation(status: u16) -> bool {
     matches!(status, 404 | 405 | 413)
-}
-
-fn route(method: &str, path: &str) -> Option<(&'static Operation, &'static Rest)> {
-    let path = path.strip_prefix("/api").filter(|p| p.starts_with('/')).unwrap_or(path);
-    let method = if method == "HEAD" { "GET" } else { method };
-    api::operations().find_map(|op| {
-        let rest = op.rest.as_ref()?;
-        (rest.path == path && rest.method.as_str() == method).then_some((op, rest))
-    })
 }
 
 #[test]

@@ -4,6 +4,7 @@
 pub mod aws_standins;
 pub mod dns;
 pub mod seen;
+pub mod shapes;
 pub mod smtp;
 pub mod webhooks;
 
@@ -195,6 +196,7 @@ impl TestApp {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         };
         seen::record(&method, &path, status, &body);
+        shapes::check(&method, &path, status, &body);
         Response { status, body, headers }
     }
 
@@ -423,4 +425,15 @@ impl TestApp {
         names.sort();
         names.into_iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
     }
+}
+
+/// The catalogue operation a REST request reached (at its root or under
+/// `/api`; HEAD as GET).
+pub fn route(method: &str, path: &str) -> Option<(&'static common::api::Operation, &'static common::api::Rest)> {
+    let path = path.strip_prefix("/api").filter(|p| p.starts_with('/')).unwrap_or(path);
+    let method = if method == "HEAD" { "GET" } else { method };
+    common::api::operations().find_map(|op| {
+        let rest = op.rest.as_ref()?;
+        (rest.path == path && rest.method.as_str() == method).then_some((op, rest))
+    })
 }
