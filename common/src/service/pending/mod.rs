@@ -69,27 +69,8 @@ pub enum PendingStatus {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
-    /// `snd_` and 16 hex digits: the holdId.
-    pub id: String,
-    pub kind: Kind,
-    pub status: PendingStatus,
-    pub message_id: String,
-    pub from: String,
-    pub to: Vec<String>,
-    pub subject: String,
-    /// The text's first 200 characters.
-    pub preview: String,
-    /// The key or person who asked for it.
-    pub requested_by: Actor,
-    pub created_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub due_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivery: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    #[serde(flatten)]
+    pub hold: Hold,
     #[serde(default)]
     pub uid: String,
     #[serde(default)]
@@ -107,7 +88,7 @@ pub struct Pending {
 }
 
 /// A waiting send, as GET /holds, the decisions and a cancel show it.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Hold {
     /// `snd_` and 16 hex digits: the holdId.
@@ -124,38 +105,17 @@ pub struct Hold {
     pub requested_by: Actor,
     pub created_at: String,
     /// When it goes out (scheduled).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due_at: Option<String>,
     /// When a hold lapses unanswered.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// The delivery once it went out (GET /outbox shows it).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<String>,
     /// Why it did not go out.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-}
-
-impl From<Pending> for Hold {
-    fn from(p: Pending) -> Hold {
-        Hold {
-            id: p.id,
-            kind: p.kind,
-            status: p.status,
-            message_id: p.message_id,
-            from: p.from,
-            to: p.to,
-            subject: p.subject,
-            preview: p.preview,
-            requested_by: p.requested_by,
-            created_at: p.created_at,
-            due_at: p.due_at,
-            expires_at: p.expires_at,
-            delivery: p.delivery,
-            error: p.error,
-        }
-    }
 }
 
 /// What a send asks to wait for.
@@ -218,7 +178,7 @@ pub async fn accept(
         .as_ref()
         .map_or(crate::values::OPS_UID.into(), |a| a.uid.clone());
     let mut pending = record(call, &wait, payer, out, text, uid, code.as_deref());
-    let id = pending.id.clone();
+    let id = pending.hold.id.clone();
     ctx.blobs
         .put(&blob(&id), out.raw.to_vec(), "message/rfc822")
         .await
@@ -243,7 +203,7 @@ pub async fn accept(
     }
     Ok(Accepted {
         id,
-        due_at: pending.due_at,
+        due_at: pending.hold.due_at,
         credits_remaining,
     })
 }
@@ -261,33 +221,35 @@ fn record(
     let now = call.ctx.clock.now();
     let id = format!("snd_{}", hex::encode(rand::random::<[u8; 8]>()));
     Pending {
-        kind: wait.kind,
-        status: PendingStatus::Waiting,
-        message_id: out.message_id.into(),
-        from: out.from.into(),
-        to: out.recipients.to_vec(),
-        subject: out.subject.into(),
-        preview: text.chars().take(200).collect(),
-        requested_by: Actor::of(call.caller),
-        created_at: iso(now),
-        due_at: wait.due_at.map(iso),
-        expires_at: (wait.kind == Kind::Held).then(|| iso(now + chrono::Duration::hours(HOLD_HOURS))),
-        delivery: None,
-        error: None,
+        list_key: format!("{:013}-{id}", now.timestamp_millis()),
+        hold: Hold {
+            id,
+            kind: wait.kind,
+            status: PendingStatus::Waiting,
+            message_id: out.message_id.into(),
+            from: out.from.into(),
+            to: out.recipients.to_vec(),
+            subject: out.subject.into(),
+            preview: text.chars().take(200).collect(),
+            requested_by: Actor::of(call.caller),
+            created_at: iso(now),
+            due_at: wait.due_at.map(iso),
+            expires_at: (wait.kind == Kind::Held).then(|| iso(now + chrono::Duration::hours(HOLD_HOURS))),
+            delivery: None,
+            error: None,
+        },
         uid,
         owner: out.owner.clone(),
         payer,
         charged: false,
         code_digest: code.map(|c| call.ctx.hasher.digest("hold", c)),
         attempts: 0,
-        list_key: format!("{:013}-{id}", now.timestamp_millis()),
-        id,
     }
 }
 
 fn accept_writes(p: &Pending, now: i64) -> Vec<Write> {
     let ttl = now + KEPT_DAYS * 86_400 + MAX_SCHEDULE_DAYS * 86_400;
-    let mut record = item(&keys::pending(&p.id), p);
+    let mut record = item(&keys::pending(&p.hold.id), p);
     record.insert(TTL.into(), json!(ttl));
     let mut writes = vec![
         Write::Put {
@@ -296,17 +258,17 @@ fn accept_writes(p: &Pending, now: i64) -> Vec<Write> {
         },
         Write::Put {
             item: item(
-                &keys::pending_message_id(&p.owner, &p.message_id),
-                &json!({ "id": p.id, TTL: ttl }),
+                &keys::pending_message_id(&p.owner, &p.hold.message_id),
+                &json!({ "id": p.hold.id, TTL: ttl }),
             ),
             cond: None,
         },
     ];
-    match p.kind {
+    match p.hold.kind {
         Kind::Held => writes.push(Write::Put {
             item: item(
                 &crate::store::Key::new(keys::holds(&p.uid), &p.list_key),
-                &json!({ "id": p.id, TTL: ttl }),
+                &json!({ "id": p.hold.id, TTL: ttl }),
             ),
             cond: None,
         }),
@@ -318,7 +280,7 @@ fn accept_writes(p: &Pending, now: i64) -> Vec<Write> {
 /// The send's place in the runner's queue.
 fn due_write(p: &Pending) -> Write {
     Write::Put {
-        item: item(&due_key(p), &json!({ "id": p.id })),
+        item: item(&due_key(p), &json!({ "id": p.hold.id })),
         cond: None,
     }
 }
@@ -326,7 +288,7 @@ fn due_write(p: &Pending) -> Write {
 fn due_key(p: &Pending) -> crate::store::Key {
     crate::store::Key::new(
         keys::DUE,
-        format!("{}#{}", p.due_at.as_deref().unwrap_or_default(), p.id),
+        format!("{}#{}", p.hold.due_at.as_deref().unwrap_or_default(), p.hold.id),
     )
 }
 
@@ -342,10 +304,10 @@ async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: &str, text: &
         .or(ctx.system_mail.as_ref())
         .ok_or_else(|| anyhow::anyhow!("no mail transport"))?;
     let from = format!("noreply@{}", ctx.config.service_domain);
-    let by = match (&p.requested_by.name, &p.requested_by.key_id) {
+    let by = match (&p.hold.requested_by.name, &p.hold.requested_by.key_id) {
         (Some(name), Some(id)) => format!("the key \"{name}\" ({id})"),
         (None, Some(id)) => format!("the key {id}"),
-        _ => p.requested_by.email.clone().unwrap_or_else(|| "a caller".into()),
+        _ => p.hold.requested_by.email.clone().unwrap_or_else(|| "a caller".into()),
     };
     let body = format!(
         "{by} asked to send this mail. It waits for your approval until {expires}.\r\n\r\n\
@@ -355,14 +317,14 @@ async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: &str, text: &
          Deny:    POST /api/holds/deny {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
          (on the service's API, {docs}), or with your account key and no code.\r\n\r\n\
          The agent never sees this code: only you can approve.\r\n",
-        expires = p.expires_at.as_deref().unwrap_or_default(),
-        from_addr = p.from,
-        to_list = p.to.join(", "),
-        subject = p.subject,
-        id = p.id,
+        expires = p.hold.expires_at.as_deref().unwrap_or_default(),
+        from_addr = p.hold.from,
+        to_list = p.hold.to.join(", "),
+        subject = p.hold.subject,
+        id = p.hold.id,
         docs = ctx.config.docs_url,
     );
-    let mut message = crate::mail::plain_text(&from, to, &format!("Approve a send: {}", p.subject), &body)?;
+    let mut message = crate::mail::plain_text(&from, to, &format!("Approve a send: {}", p.hold.subject), &body)?;
     message.envelope_from = from;
     transport.send(&message).await?;
     Ok(())
@@ -381,10 +343,10 @@ pub async fn release(ctx: &Context, id: &str) -> Result<Pending, ApiError> {
         .ok_or_else(|| ApiError::internal("a waiting send's message is missing"))?;
     let out = Outbound {
         owner: taken.owner.clone(),
-        message_id: &taken.message_id,
-        from: &taken.from,
-        subject: &taken.subject,
-        recipients: &taken.to,
+        message_id: &taken.hold.message_id,
+        from: &taken.hold.from,
+        subject: &taken.hold.subject,
+        recipients: &taken.hold.to,
         raw: &raw,
         source: "api",
     };
@@ -423,7 +385,7 @@ async fn take(ctx: &Context, id: &str) -> Result<Pending, ApiError> {
 
 async fn refund(ctx: &Context, p: &Pending) {
     if let Err(e) = super::payer::refund(ctx, &p.payer).await {
-        tracing::error!(error = %e, send = %p.id, "a credit was not refunded");
+        tracing::error!(error = %e, send = %p.hold.id, "a credit was not refunded");
     }
 }
 
@@ -451,7 +413,7 @@ pub async fn run_due(ctx: &Context) -> Result<serde_json::Value, ApiError> {
             .store
             .read::<Pending>(&keys::pending(&id))
             .await?
-            .is_some_and(|p| p.status == PendingStatus::Waiting);
+            .is_some_and(|p| p.hold.status == PendingStatus::Waiting);
         if let (false, Some(key)) = (still_waiting, crate::store::key_of(&entry)) {
             ctx.store.delete(&key, None).await?;
         }

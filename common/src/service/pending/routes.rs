@@ -40,7 +40,7 @@ pub async fn list_holds(call: &Call<'_>, _: crate::validate::NoInput) -> Result<
         .await?
         .into_iter()
         .flatten()
-        .map(|item| crate::store::record::<Pending>(item).map(Hold::from))
+        .map(|item| crate::store::record::<Pending>(item).map(|p| p.hold))
         .collect::<Result<_, _>>()?;
     Ok(HoldList { ok: true, holds })
 }
@@ -66,33 +66,37 @@ pub struct HoldView {
 /// many approvals arrive together.
 pub async fn approve(call: &Call<'_>, input: Decision) -> Result<HoldView, ApiError> {
     let ctx = call.ctx;
-    let hold = decidable(call, &input).await?;
-    let due = hold
+    let waiting = decidable(call, &input).await?;
+    let due = waiting
+        .hold
         .due_at
         .as_deref()
         .is_some_and(|at| at > iso(ctx.clock.now()).as_str());
-    let hold = if due {
-        reschedule(ctx, hold).await?
+    let waiting = if due {
+        reschedule(ctx, waiting).await?
     } else {
-        release(ctx, &hold.id).await?
+        release(ctx, &waiting.hold.id).await?
     };
     Ok(HoldView {
         ok: true,
-        hold: hold.into(),
+        hold: waiting.hold,
     })
 }
 
 /// A hold approved before its sendAt waits on as a scheduled send, charged now.
-async fn reschedule(ctx: &Context, hold: Pending) -> Result<Pending, ApiError> {
-    let credit = crate::service::payer::charge(ctx, &hold.payer).await?;
+async fn reschedule(ctx: &Context, waiting: Pending) -> Result<Pending, ApiError> {
+    let credit = crate::service::payer::charge(ctx, &waiting.payer).await?;
     let scheduled = Pending {
-        kind: Kind::Scheduled,
+        hold: Hold {
+            kind: Kind::Scheduled,
+            ..waiting.hold
+        },
         charged: credit.is_some(),
-        ..hold
+        ..waiting
     };
     let writes = vec![
         Write::Update {
-            key: keys::pending(&scheduled.id),
+            key: keys::pending(&scheduled.hold.id),
             update: Update::new()
                 .set("kind", Kind::Scheduled)
                 .set("charged", scheduled.charged),
@@ -119,12 +123,12 @@ async fn reschedule(ctx: &Context, hold: Pending) -> Result<Pending, ApiError> {
 /// Denies a hold: it never goes out.
 pub async fn deny(call: &Call<'_>, input: Decision) -> Result<HoldView, ApiError> {
     let ctx = call.ctx;
-    let hold = decidable(call, &input).await?;
-    let hold = settle(ctx, &hold, PendingStatus::Denied).await?;
-    let _ = ctx.blobs.delete(&blob(&hold.id)).await;
+    let waiting = decidable(call, &input).await?;
+    let waiting = settle(ctx, &waiting, PendingStatus::Denied).await?;
+    let _ = ctx.blobs.delete(&blob(&waiting.hold.id)).await;
     Ok(HoldView {
         ok: true,
-        hold: hold.into(),
+        hold: waiting.hold,
     })
 }
 
@@ -134,13 +138,17 @@ async fn settle(ctx: &Context, p: &Pending, status: PendingStatus) -> Result<Pen
     match ctx
         .store
         .update(
-            &keys::pending(&p.id),
+            &keys::pending(&p.hold.id),
             update,
             Some(Cond::eq("status", PendingStatus::Waiting)),
         )
         .await
     {
-        Ok(_) => Ok(Pending { status, ..p.clone() }),
+        Ok(_) => {
+            let mut settled = p.clone();
+            settled.hold.status = status;
+            Ok(settled)
+        }
         Err(StoreError::ConditionFailed) => Err(error::HOLD_DECIDED.into()),
         Err(e) => Err(e.into()),
     }
@@ -152,7 +160,7 @@ async fn settle(ctx: &Context, p: &Pending, status: PendingStatus) -> Result<Pen
 async fn decidable(call: &Call<'_>, input: &Decision) -> Result<Pending, ApiError> {
     let ctx = call.ctx;
     let key = keys::pending(input.hold_id.as_str());
-    let hold: Pending = ctx.store.read(&key).await?.ok_or(error::HOLD_NOT_FOUND)?;
+    let waiting: Pending = ctx.store.read(&key).await?.ok_or(error::HOLD_NOT_FOUND)?;
     let by_code = matches!(call.caller, crate::auth::Caller::Public);
     if by_code {
         let code = input.code.as_ref().ok_or(error::HOLD_CODE_REQUIRED)?;
@@ -170,31 +178,32 @@ async fn decidable(call: &Call<'_>, input: &Decision) -> Result<Pending, ApiErro
             Err(e) => return Err(e.into()),
         }
         let given = ctx.hasher.digest("hold", code.as_str());
-        let right = hold
+        let right = waiting
             .code_digest
             .as_deref()
             .is_some_and(|d| crate::auth::keys::same_digest(d, &given));
         if !right {
             return Err(error::HOLD_CODE_WRONG.into());
         }
-        if let Some(account) = crate::service::accounts::get(ctx, &hold.uid).await? {
+        if let Some(account) = crate::service::accounts::get(ctx, &waiting.uid).await? {
             call.act_for(account);
         }
-    } else if call.account().await?.uid != hold.uid {
+    } else if call.account().await?.uid != waiting.uid {
         return Err(error::HOLD_NOT_FOUND.into());
     }
-    if hold.kind != Kind::Held || hold.status != PendingStatus::Waiting {
+    if waiting.hold.kind != Kind::Held || waiting.hold.status != PendingStatus::Waiting {
         return Err(error::HOLD_DECIDED.into());
     }
-    if hold
+    if waiting
+        .hold
         .expires_at
         .as_deref()
         .is_some_and(|at| at <= iso(ctx.clock.now()).as_str())
     {
-        settle(ctx, &hold, PendingStatus::Expired).await?;
+        settle(ctx, &waiting, PendingStatus::Expired).await?;
         return Err(error::HOLD_EXPIRED.into());
     }
-    Ok(hold)
+    Ok(waiting)
 }
 
 crate::input! {
@@ -234,13 +243,13 @@ pub async fn cancel(call: &Call<'_>, input: CancelInput) -> Result<Cancelled, Ap
         .store
         .read::<Pending>(&keys::pending(id))
         .await?
-        .filter(|p| call.caller.covers(&p.from))
+        .filter(|p| call.caller.covers(&p.hold.from))
         .ok_or(error::WAITING_SEND_NOT_FOUND)?;
     let cancelled = settle(ctx, &p, PendingStatus::Cancelled).await?;
-    if p.kind == Kind::Scheduled {
+    if p.hold.kind == Kind::Scheduled {
         ctx.store.delete(&due_key(&p), None).await?;
     }
-    let _ = ctx.blobs.delete(&blob(&p.id)).await;
+    let _ = ctx.blobs.delete(&blob(&p.hold.id)).await;
     if p.charged {
         refund(ctx, &p).await;
     }
@@ -250,7 +259,7 @@ pub async fn cancel(call: &Call<'_>, input: CancelInput) -> Result<Cancelled, Ap
     };
     Ok(Cancelled {
         ok: true,
-        cancelled: cancelled.into(),
+        cancelled: cancelled.hold,
         credits_remaining,
     })
 }
