@@ -95,17 +95,19 @@ function row(item, open) {
   );
 }
 
-async function threadList(folder, open) {
-  const list = h('ul', { class: 'threads', 'aria-label': `Threads in ${folder}` });
-  const wrap = h('div', {}, list);
+// A list read a page at a time: `load(cursor)` answers `{items, nextCursor}`,
+// and "More" asks for the next page below the ones shown.
+async function pagedList({ label, hint, load, render, empty }) {
+  const list = h('ul', { class: 'threads', 'aria-label': label });
+  const wrap = h('div', {}, hint ? h('p', { class: 'hint', text: hint }) : null, list);
   const more = async (cursor) => {
-    const res = await api.get('/inbox', { view: 'threads', folder, limit: 25, cursor });
-    for (const t of res.threads) list.append(row(t, open));
-    if (!list.children.length) list.append(h('li', { class: 'empty', text: `Nothing in ${folder}.` }));
-    if (res.nextCursor) {
+    const page = await load(cursor);
+    for (const item of page.items) list.append(render(item));
+    if (!list.children.length) list.append(h('li', { class: 'empty', text: empty }));
+    if (page.nextCursor) {
       const button = h('button', { type: 'button', class: 'quiet more', text: 'More' });
       button.addEventListener('click', () => busy(button, async () => {
-        await more(res.nextCursor);
+        await more(page.nextCursor);
         button.remove();
       }));
       wrap.append(button);
@@ -113,6 +115,18 @@ async function threadList(folder, open) {
   };
   await more();
   return wrap;
+}
+
+function threadList(folder, open) {
+  return pagedList({
+    label: `Threads in ${folder}`,
+    empty: `Nothing in ${folder}.`,
+    load: async (cursor) => {
+      const res = await api.get('/inbox', { view: 'threads', folder, limit: 25, cursor });
+      return { items: res.threads, nextCursor: res.nextCursor };
+    },
+    render: (t) => row(t, open),
+  });
 }
 
 async function searchList(query, open) {
@@ -125,29 +139,23 @@ async function searchList(query, open) {
 
 // Received mail kept out of the inbox (spoofed, or refused by the receive
 // lists), newest first, for 30 days; each is read on its own.
-async function quarantineList(open) {
-  const list = h('ul', { class: 'threads', 'aria-label': 'Mail kept out of the inbox' });
-  const wrap = h('div', {}, h('p', { class: 'hint', text: 'Mail that failed its sender\'s DMARC policy or that your receive lists refuse. Kept 30 days; it fires no webhook.' }), list);
-  const more = async (cursor) => {
-    const res = await api.get('/inbox', { view: 'quarantine', limit: 25, cursor });
-    for (const m of res.messages) {
+function quarantineList(open) {
+  return pagedList({
+    label: 'Mail kept out of the inbox',
+    hint: 'Mail that failed its sender\'s DMARC policy or that your receive lists refuse. Kept 30 days; it fires no webhook.',
+    empty: 'Nothing kept out of the inbox.',
+    load: async (cursor) => {
+      const res = await api.get('/inbox', { view: 'quarantine', limit: 25, cursor });
+      return { items: res.messages, nextCursor: res.nextCursor };
+    },
+    render: (m) => {
       const link = h('a', { href: '#/mail', class: 'open' }, h('span', { class: 'subject', text: m.subject || '(no subject)' }));
       link.addEventListener('click', (e) => {
         e.preventDefault();
         open(m.id);
       });
-      list.append(h('li', { 'data-message': m.id }, link, h('span', { class: 'who', text: m.from }), h('span', { class: 'preview', text: `Kept out: ${(m.quarantine && m.quarantine.reason || '').replace(/_/g, ' ')}` }), h('time', { text: when(m.ingestedAt || m.date) })));
-    }
-    if (!list.children.length) list.append(h('li', { class: 'empty', text: 'Nothing kept out of the inbox.' }));
-    if (res.nextCursor) {
-      const button = h('button', { type: 'button', class: 'quiet more', text: 'More' });
-      button.addEventListener('click', () => busy(button, async () => {
-        await more(res.nextCursor);
-        button.remove();
-      }));
-      wrap.append(button);
-    }
-  };
-  await more();
-  return wrap;
+      const reason = ((m.quarantine && m.quarantine.reason) || '').replace(/_/g, ' ');
+      return h('li', { 'data-message': m.id }, link, h('span', { class: 'who', text: m.from }), h('span', { class: 'preview', text: `Kept out: ${reason}` }), h('time', { text: when(m.ingestedAt || m.date) }));
+    },
+  });
 }
