@@ -3,7 +3,6 @@
 //! names who did each change. On both stores, over REST and MCP.
 
 use crate::support::{Auth, TestApp};
-use common::store::StoreExt;
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -15,7 +14,6 @@ on_both_backends!(
     bad_key_input_gets_a_precise_400_and_mints_nothing,
     the_audit_log_names_each_change_and_its_actor,
     a_first_contact_send_is_held_until_the_owner_decides,
-    an_approval_code_never_lands_where_a_key_reads_mail,
     a_scheduled_send_goes_out_once_and_undo_returns_the_credit,
 );
 
@@ -466,70 +464,6 @@ fn approval_code(app: &TestApp, owner: &str) -> String {
         .find(|l| l.starts_with("Approval code: "))
         .expect("the code line");
     line.trim_start_matches("Approval code: ").trim().to_string()
-}
-
-/// An owner whose address is one of the account's own hosted mailboxes: the
-/// approval mail is filed where a key with read permission finds it, so it
-/// carries no code, and the agent cannot approve its own send from it.
-async fn an_approval_code_never_lands_where_a_key_reads_mail(app: TestApp) {
-    let owner = app.sender("ann@ann.example", "ann.example", "ann").await;
-    let (agent, _) = mint(
-        &app,
-        &owner,
-        json!({"name": "assistant", "permissions": ["send", "read"], "approval": "always",
-               "mailboxes": ["ann@ann.example"]}),
-    )
-    .await;
-    let held = app
-        .send_mail(
-            Auth::Bearer(&agent),
-            json!({"to": "pal@partner.example", "subject": "Wire it", "text": "Please wire it."}),
-        )
-        .await;
-    assert_eq!(held.status, 202, "{}", held.body);
-    let hold = held.body["holdId"].as_str().unwrap().to_string();
-
-    // The mail host files the approval mail in ann@, where the agent reads.
-    let request = app.outbox_for("ann@ann.example").pop().expect("the approval mail");
-    assert!(!request.contains("Approval code:"), "{request}");
-    assert!(request.contains("carries no approval code"), "{request}");
-    let filed = format!("Delivered-To: ann@ann.example\r\n{request}");
-    common::mail::inbound::drop_raw(&*app.ctx.blobs, filed.into_bytes())
-        .await
-        .unwrap();
-    common::service::poller::run_once(&app.ctx).await.unwrap();
-    let found = app.get("/inbox?q=Approve", Auth::Bearer(&agent)).await;
-    let rows = found.body["messages"].as_array().unwrap();
-    assert_eq!(rows.len(), 1, "the agent can read it: {}", found.body);
-    let id = rows[0]["id"].as_str().unwrap();
-    let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&agent)).await;
-    let text = read.body["message"]["text"].as_str().unwrap();
-    assert!(text.contains("carries no approval code"), "{text}");
-    // No code was made at all, so none can approve it.
-    let stored: Value = app
-        .ctx
-        .store
-        .read(&common::keys::pending(&hold))
-        .await
-        .unwrap()
-        .expect("the hold's record");
-    assert!(stored.get("codeDigest").is_none(), "{stored}");
-
-    // No code approves it; the account key does.
-    let res = app
-        .post(
-            "/holds/approve",
-            Auth::None,
-            json!({"holdId": hold, "code": "12345678"}),
-        )
-        .await;
-    assert_eq!(res.status, 401, "{}", res.body);
-    assert!(app.outbox_for("pal@partner.example").is_empty());
-    let res = app
-        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
-        .await;
-    assert_eq!(res.status, 200, "{}", res.body);
-    assert_eq!(app.outbox_for("pal@partner.example").len(), 1);
 }
 
 async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {

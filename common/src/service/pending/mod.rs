@@ -173,15 +173,7 @@ pub async fn accept(
     super::suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
     let account = call.account().await.ok();
     let now = ctx.clock.now();
-    // The code approves with no key at all, so it goes only where no key of
-    // the account can read it: an owner whose address is one of the
-    // account's own stored mailboxes decides with the account key instead.
-    let code_mailable = match &account {
-        Some(account) => !keys_read_mail_of(ctx, account).await?,
-        None => false,
-    };
-    let code =
-        (wait.kind == Kind::Held && code_mailable).then(|| format!("{:08}", rand::random_range(0..100_000_000u32)));
+    let code = (wait.kind == Kind::Held).then(|| format!("{:08}", rand::random_range(0..100_000_000u32)));
     let uid = account
         .as_ref()
         .map_or(crate::values::OPS_UID.into(), |a| a.uid.clone());
@@ -204,8 +196,8 @@ pub async fn accept(
         }
         return Err(e.into());
     }
-    if let (Kind::Held, Some(account)) = (wait.kind, &account)
-        && let Err(e) = mail_approval(ctx, &account.email, &pending, code.as_deref(), text).await
+    if let (Some(code), Some(account)) = (&code, &account)
+        && let Err(e) = mail_approval(ctx, &account.email, &pending, code, text).await
     {
         tracing::error!(error = %e, hold = %id, "the approval request was not mailed");
     }
@@ -304,20 +296,8 @@ fn blob(id: &str) -> String {
     format!("pending/{id}.eml")
 }
 
-/// Whether mail to the account owner's address is filed where the account's
-/// keys read: one of its own mailboxes that stores mail (a scoped key with
-/// read permission could find the approval code there).
-async fn keys_read_mail_of(ctx: &Context, account: &crate::service::accounts::Account) -> Result<bool, ApiError> {
-    use crate::service::mailbox::{self, MailboxStatus, Mode};
-    let found = mailbox::by_address(ctx, &account.email).await?;
-    Ok(found.is_some_and(|m| {
-        m.uid == account.uid && m.status == MailboxStatus::Active && matches!(m.mode, Mode::Hosted | Mode::Both)
-    }))
-}
-
-/// The approval request: what, to whom, by which key, the text, and the
-/// code, unless it would land where a key reads it.
-async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: Option<&str>, text: &str) -> anyhow::Result<()> {
+/// The approval request: what, to whom, by which key, the text, the code.
+async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: &str, text: &str) -> anyhow::Result<()> {
     let transport = ctx
         .customer_mail
         .as_ref()
@@ -329,33 +309,20 @@ async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: Option<&str>,
         (None, Some(id)) => format!("the key {id}"),
         _ => p.hold.requested_by.email.clone().unwrap_or_else(|| "a caller".into()),
     };
-    let id = &p.hold.id;
-    let decide = match code {
-        Some(code) => format!(
-            "Hold: {id}\r\nApproval code: {code}\r\n\r\n\
-             Approve: POST /api/holds/approve {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
-             Deny:    POST /api/holds/deny {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
-             (on the service's API, {docs}), or with your account key and no code.\r\n\r\n\
-             The agent never sees this code: only you can approve.\r\n",
-            docs = ctx.config.docs_url,
-        ),
-        None => format!(
-            "Hold: {id}\r\n\r\n\
-             This mail carries no approval code: it went to a mailbox of your own account, where a \
-             key you gave an agent may read it. Approve or deny it with your account key: the web \
-             app's Guardrails page, or POST /api/holds/approve {{\"holdId\": \"{id}\"}} \
-             (/api/holds/deny to refuse) with Authorization: Bearer <account key> ({docs}).\r\n",
-            docs = ctx.config.docs_url,
-        ),
-    };
     let body = format!(
         "{by} asked to send this mail. It waits for your approval until {expires}.\r\n\r\n\
          Sender: {from_addr}\r\nRecipients: {to_list}\r\nSubject: {subject}\r\n\r\n{text}\r\n\r\n\
-         ----\r\n{decide}",
+         ----\r\nHold: {id}\r\nApproval code: {code}\r\n\r\n\
+         Approve: POST /api/holds/approve {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
+         Deny:    POST /api/holds/deny {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
+         (on the service's API, {docs}), or with your account key and no code.\r\n\r\n\
+         The agent never sees this code: only you can approve.\r\n",
         expires = p.hold.expires_at.as_deref().unwrap_or_default(),
         from_addr = p.hold.from,
         to_list = p.hold.to.join(", "),
         subject = p.hold.subject,
+        id = p.hold.id,
+        docs = ctx.config.docs_url,
     );
     let mut message = crate::mail::plain_text(&from, to, &format!("Approve a send: {}", p.hold.subject), &body)?;
     message.envelope_from = from;
