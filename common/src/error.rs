@@ -63,6 +63,7 @@ catalogue! {
     KEY_LACKS_MANAGE = 403 "This API key lacks the manage permission (domains, mailboxes, lists, webhooks)" code "permission_missing";
     /// The mailbox is named in `addresses`.
     KEY_MAILBOX_OUT_OF_SCOPE = 403 "This API key may not use this mailbox (see addresses)" code "mailbox_out_of_scope";
+    KEY_OWNER_MAILBOX = 403 "A scoped key cannot change the owner's own mailbox, where the account's access codes arrive; use the account key (see addresses)" code "mailbox_out_of_scope";
     /// Keys, holds and the audit log are the owner's.
     OWNER_ONLY = 403 "This action needs the account key or an operator account, not a scoped key";
 
@@ -139,6 +140,7 @@ catalogue! {
     /// DMARC reports are about the whole domain, so a key held to some of
     /// its mailboxes does not read them.
     DMARC_KEY_MAILBOXES = 403 "This API key is limited to some mailboxes; DMARC reports cover the whole domain" code "mailbox_out_of_scope";
+    WEBHOOK_KEY_MAILBOXES = 403 "This API key is limited to some mailboxes; the webhook announces every mailbox's mail" code "mailbox_out_of_scope";
 
     // ----------------------------------------------------------------------- mailboxes
     MAILBOX_ADDRESS_INVALID = 400 "That mailbox address is not valid";

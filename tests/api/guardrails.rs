@@ -14,6 +14,8 @@ on_both_backends!(
     bad_key_input_gets_a_precise_400_and_mints_nothing,
     the_audit_log_names_each_change_and_its_actor,
     a_first_contact_send_is_held_until_the_owner_decides,
+    an_approval_code_never_lands_where_a_key_reads_mail,
+    a_scoped_key_never_reads_the_access_code_that_would_replace_the_account_key,
     a_scheduled_send_goes_out_once_and_undo_returns_the_credit,
 );
 
@@ -84,6 +86,27 @@ async fn a_key_scoped_to_one_mailbox_sees_only_that_mailbox(app: TestApp) {
     .await;
     assert_eq!(view["scope"]["mailboxes"], json!(["agent@acme.example"]));
     assert_eq!(view["scope"]["permissions"], json!(["read", "send"]));
+    // The account's one webhook announces every mailbox: a key held to some
+    // neither reads nor sets it, even with the manage permission.
+    let (manager, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "hooks", "permissions": ["manage"], "mailboxes": ["agent@acme.example"]}),
+    )
+    .await;
+    let hooks = "This API key is limited to some mailboxes; the webhook announces every mailbox's mail";
+    let res = app
+        .post(
+            "/webhooks",
+            Auth::Bearer(&manager),
+            json!({"url": "https://hooks.example.com/x"}),
+        )
+        .await;
+    assert_eq!((res.status, res.error()), (403, hooks), "{}", res.body);
+    for path in ["/webhooks", "/webhooks/deliveries"] {
+        let res = app.get(path, Auth::Bearer(&manager)).await;
+        assert_eq!((res.status, res.error()), (403, hooks), "{path}: {}", res.body);
+    }
 
     // The owner sees both; the agent only its own, in every list.
     let all = app.get("/inbox", Auth::Bearer(&owner)).await;
@@ -464,6 +487,135 @@ fn approval_code(app: &TestApp, owner: &str) -> String {
         .find(|l| l.starts_with("Approval code: "))
         .expect("the code line");
     line.trim_start_matches("Approval code: ").trim().to_string()
+}
+
+/// An owner whose address is one of the account's own hosted mailboxes: the
+/// approval mail, code and all, is filed where a key with read permission on
+/// that mailbox reads, yet it is the owner's: the agent never sees it, so it
+/// cannot approve its own send.
+async fn an_approval_code_never_lands_where_a_key_reads_mail(app: TestApp) {
+    let owner = app.sender("ann@ann.example", "ann.example", "ann").await;
+    let (agent, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "assistant", "permissions": ["send", "read"], "approval": "always",
+               "mailboxes": ["ann@ann.example"]}),
+    )
+    .await;
+    let held = app
+        .send_mail(
+            Auth::Bearer(&agent),
+            json!({"to": "pal@partner.example", "subject": "Wire it", "text": "Please wire it."}),
+        )
+        .await;
+    assert_eq!(held.status, 202, "{}", held.body);
+    let hold = held.body["holdId"].as_str().unwrap().to_string();
+
+    // The mail host files the approval mail in ann@, the mailbox the agent reads.
+    let request = app.outbox_for("ann@ann.example").pop().expect("the approval mail");
+    let code = approval_code(&app, "ann@ann.example");
+    let filed = format!("Delivered-To: ann@ann.example\r\n{request}");
+    common::mail::inbound::drop_raw(&*app.ctx.blobs, filed.into_bytes())
+        .await
+        .unwrap();
+    common::service::poller::run_once(&app.ctx).await.unwrap();
+    let theirs = app.get("/inbox?q=Approve", Auth::Bearer(&owner)).await;
+    assert_eq!(theirs.body["messages"].as_array().unwrap().len(), 1, "{}", theirs.body);
+    for path in ["/inbox", "/inbox?q=Approve", "/inbox?wait=1"] {
+        let res = app.get(path, Auth::Bearer(&agent)).await;
+        assert_eq!(res.body["messages"], json!([]), "{path}: {}", res.body);
+    }
+    let res = tool(&app, &agent, "wait_for_message", json!({"wait": 1})).await;
+    assert!(!res.body.to_string().contains(&code), "{}", res.body);
+    assert!(app.outbox_for("pal@partner.example").is_empty());
+
+    // The owner's code approves it.
+    let res = app
+        .post("/holds/approve", Auth::None, json!({"holdId": hold, "code": code}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(app.outbox_for("pal@partner.example").len(), 1);
+}
+
+/// The owner's contact address is a hosted mailbox of the account, and a
+/// scoped key reads every mailbox. The agent asks for a fresh access code
+/// (a public route): the code, which would replace the account key, is filed
+/// in that mailbox, yet the scoped key finds it nowhere; the owner reads it.
+async fn a_scoped_key_never_reads_the_access_code_that_would_replace_the_account_key(app: TestApp) {
+    let owner = app.sender("ann@ann.example", "ann.example", "ann").await;
+    let (agent, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "reader", "permissions": ["read", "manage"]}),
+    )
+    .await;
+    let asked = app.request_access("ann@ann.example").await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    let code_mail = app.outbox_for("ann@ann.example").pop().expect("the access code mail");
+    assert!(code_mail.contains("Your access code is"), "{code_mail}");
+    let filed = format!("Delivered-To: ann@ann.example\r\n{code_mail}");
+    common::mail::inbound::drop_raw(&*app.ctx.blobs, filed.into_bytes())
+        .await
+        .unwrap();
+    let outcome = common::service::poller::run_once(&app.ctx).await.unwrap();
+    assert_eq!(outcome.filed, 1);
+
+    // The owner reads it, marked as the owner's.
+    let theirs = app.get("/inbox", Auth::Bearer(&owner)).await;
+    let rows = theirs.body["messages"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{}", theirs.body);
+    let id = rows[0]["id"].as_str().unwrap().to_string();
+    let thread = rows[0]["threadId"].as_str().unwrap().to_string();
+    let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&owner)).await;
+    assert_eq!(read.body["message"]["ownerOnly"], true, "{}", read.body);
+
+    // The agent: not in a list, a search, a thread, a wait, nor by id.
+    for path in [
+        "/inbox".to_string(),
+        "/inbox?q=access".to_string(),
+        "/inbox?view=threads".to_string(),
+        "/inbox?wait=1".to_string(),
+    ] {
+        let res = app.get(&path, Auth::Bearer(&agent)).await;
+        assert_eq!(res.status, 200, "{path}: {}", res.body);
+        let listed = res.body.get("messages").or(res.body.get("threads")).unwrap();
+        assert_eq!(listed, &json!([]), "{path}: {}", res.body);
+    }
+    for path in [format!("/inbox?id={id}"), format!("/inbox?thread={thread}")] {
+        let res = app.get(&path, Auth::Bearer(&agent)).await;
+        assert_eq!(res.status, 404, "{path}: {}", res.body);
+    }
+    let res = tool(&app, &agent, "wait_for_message", json!({"wait": 1})).await;
+    assert!(!res.body.to_string().contains("access code"), "{}", res.body);
+
+    // Nor can its manage permission send the owner's mail elsewhere, or log
+    // in to it: the owner's own mailbox is the account key's to change.
+    let owners = "A scoped key cannot change the owner's own mailbox, where the account's access codes arrive; use the account key (see addresses)";
+    let forward =
+        json!({"domainId": "ann.example", "localPart": "ann", "mode": "both", "forwardTo": ["me@evil.example"]});
+    for (path, body) in [
+        ("/setMailboxMode", forward.clone()),
+        (
+            "/addMailbox",
+            json!({"domainId": "ann.example", "localPart": "ANN", "mode": "hosted", "forwardTo": []}),
+        ),
+        ("/issueMailboxCredential", json!({"address": "ann@ann.example"})),
+        ("/deleteMailbox", json!({"address": "ann@ann.example"})),
+    ] {
+        let res = app.post(path, Auth::Bearer(&agent), body).await;
+        assert_eq!((res.status, res.error()), (403, owners), "{path}: {}", res.body);
+        assert_eq!(res.body["addresses"], json!(["ann@ann.example"]), "{path}");
+    }
+    let res = app
+        .post(
+            "/addMailbox",
+            Auth::Bearer(&agent),
+            json!({"domainId": "ann.example", "localPart": "sales", "mode": "hosted", "forwardTo": []}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "other mailboxes are its to manage: {}", res.body);
+    let res = app.post("/setMailboxMode", Auth::Bearer(&owner), forward).await;
+    assert_eq!(res.status, 200, "the account key may: {}", res.body);
 }
 
 async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {

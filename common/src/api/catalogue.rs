@@ -38,6 +38,7 @@ const MAILBOX_ERRORS: &[crate::error::Problem] = &[
     PROTECTED_MODE,
     FORWARDING_BUSY,
     KEY_MAILBOX_OUT_OF_SCOPE,
+    KEY_OWNER_MAILBOX,
 ];
 
 /// Every section, in the order of `tools/list` and the API description.
@@ -503,6 +504,7 @@ pub static MAILBOXES: Section = Section {
                 PROTECTED_DELETE,
                 LAST_MAILBOX,
                 KEY_MAILBOX_OUT_OF_SCOPE,
+                KEY_OWNER_MAILBOX,
             ],
             io: io!(
                 mailboxes::delete_mailbox,
@@ -526,6 +528,7 @@ pub static MAILBOXES: Section = Section {
                 NOT_FOUND,
                 FORWARD_ONLY_NO_LOGIN,
                 KEY_MAILBOX_OUT_OF_SCOPE,
+                KEY_OWNER_MAILBOX,
             ],
             io: io!(
                 mailboxes::issue_credential,
@@ -986,7 +989,7 @@ pub static WEBHOOKS: Section = Section {
             description: "{ok, webhook: {url, secret, enabled, createdAt, updatedAt}} or {ok, webhook: null}. The agent \
                           key has one registration (for the service-domain mailboxes), each standard key its \
                           account's. No credit.",
-            errors: &[],
+            errors: &[WEBHOOK_KEY_MAILBOXES],
             io: io!(webhooks::get, NoInput, webhooks::WebhookView),
         },
         Operation {
@@ -1009,6 +1012,7 @@ pub static WEBHOOKS: Section = Section {
                 ENABLED_TYPE,
                 ROTATE_SECRET_TYPE,
                 WEBHOOK_EVENTS_INVALID,
+                WEBHOOK_KEY_MAILBOXES,
             ],
             io: io!(webhooks::set, webhooks::WebhookInput, webhooks::WebhookView),
         },
@@ -1020,7 +1024,7 @@ pub static WEBHOOKS: Section = Section {
             permission: Some(Permission::Manage),
             summary: "Remove the key's webhook",
             description: "{ok: true, webhook: null}. No credit.",
-            errors: &[],
+            errors: &[WEBHOOK_KEY_MAILBOXES],
             io: io!(webhooks::remove, NoInput, webhooks::WebhookView),
         },
         Operation {
@@ -1033,7 +1037,7 @@ pub static WEBHOOKS: Section = Section {
             description: "{ok, deliveries, nextCursor?}: every attempt of the last 7 days (eventId, the message's id \
                           and messageId, attempt, replay, at, url, status or error, latencyMs); limit 1 to 50 \
                           (default 25), cursor. No credit.",
-            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID],
+            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID, WEBHOOK_KEY_MAILBOXES],
             io: io!(webhooks::deliveries, webhooks::DeliveriesQuery, webhooks::Deliveries),
         },
         Operation {
@@ -1047,7 +1051,14 @@ pub static WEBHOOKS: Section = Section {
                           is sent again with its own id and a fresh signature, to the registration as it is now \
                           (its URL checked again), all at once, so the answer comes within one event's two attempts (about 11 \
                           seconds at worst). {ok, replayed, deliveries}. 10 replays a minute; no credit.",
-            errors: &[EVENT_ID_INVALID, REPLAY_TARGET, WEBHOOK_NONE, NOT_FOUND, RATE_LIMITED],
+            errors: &[
+                EVENT_ID_INVALID,
+                REPLAY_TARGET,
+                WEBHOOK_NONE,
+                NOT_FOUND,
+                RATE_LIMITED,
+                WEBHOOK_KEY_MAILBOXES,
+            ],
             io: io!(webhooks::replay, webhooks::ReplayInput, webhooks::Replayed),
         },
     ],

@@ -192,6 +192,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
     }
     let address = format!("{local}@{}", domain.name);
     call.caller.may_use(&address)?;
+    refuse_owner_mailbox(call, &account, &address)?;
     if domain.status != DomainStatus::Verified {
         return Err(error::DOMAIN_NOT_VERIFIED.into());
     }
@@ -276,10 +277,23 @@ async fn owned_mailbox(
     match get(ctx, &domain.name, local).await? {
         Some(m) if m.is_active() && m.uid == domain.uid => {
             call.caller.may_use(&m.address)?;
+            refuse_owner_mailbox(call, account, &m.address)?;
             Ok(m)
         }
         _ => Err(error::NOT_FOUND.into()),
     }
+}
+
+/// The owner's own address (the account's contact email) receives its access
+/// codes, which mint the account key: a scoped key may not create, forward,
+/// delete or log in to a mailbox there, which would hand it those codes.
+fn refuse_owner_mailbox(call: &Call<'_>, account: &Account, address: &str) -> Result<(), ApiError> {
+    if call.caller.scope().is_none() || !address.eq_ignore_ascii_case(&account.email) {
+        return Ok(());
+    }
+    let mut refused: ApiError = error::KEY_OWNER_MAILBOX.into();
+    refused.addresses = Some(vec![address.to_ascii_lowercase()]);
+    Err(refused)
 }
 
 /// Changes a mailbox's mode and forwarding; stored mail is kept.

@@ -104,6 +104,11 @@ struct Event {
 }
 
 fn owner(call: &Call<'_>) -> Result<String, ApiError> {
+    // One registration per account announces every mailbox's mail: a key
+    // held to some mailboxes would read the others' through it.
+    if call.caller.scope().is_some_and(|s| s.mailboxes.is_some()) {
+        return Err(error::WEBHOOK_KEY_MAILBOXES.into());
+    }
     match call.caller {
         Caller::Agent => Ok(AGENT_OWNER.into()),
         Caller::Standard(key) => Ok(key.uid.clone()),
@@ -253,6 +258,11 @@ pub async fn announce(ctx: &Context, filed: &[(String, Row)]) {
 }
 
 async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError> {
+    // A scoped key may hold the account's registration: owner-only mail
+    // (an access code) is announced to no one.
+    if row.owner_only {
+        return Ok(());
+    }
     let mut body = serde_json::json!({
         "type": "inbound.received",
         "id": row.id,

@@ -53,7 +53,7 @@ pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Downl
         (None, None) => None,
     };
     let row = row
-        .filter(|r| r.direction == direction && call.caller.covers(&r.mailbox))
+        .filter(|r| r.direction == direction && r.readable_by(call.caller))
         .ok_or(error::NOT_FOUND)?;
     let index = input.index.get() as usize;
     let meta = row

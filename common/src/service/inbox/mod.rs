@@ -112,7 +112,7 @@ async fn find(call: &Call<'_>, scope: &str, target: &Target) -> Result<Row, ApiE
         Target::MessageId(mid) => mail_store::by_message_id(call.ctx, scope, mid, None).await?,
         Target::Thread(_) => None,
     };
-    row.filter(|r| call.caller.covers(&r.mailbox))
+    row.filter(|r| r.readable_by(call.caller))
         .ok_or(error::NOT_FOUND.into())
 }
 
@@ -121,7 +121,7 @@ async fn find(call: &Call<'_>, scope: &str, target: &Target) -> Result<Row, ApiE
 async fn find_thread(call: &Call<'_>, scope: &str, thread: &str) -> Result<Thread, ApiError> {
     mail_store::thread(call.ctx, scope, thread)
         .await?
-        .filter(|t| call.caller.covers(&t.mailbox))
+        .filter(|t| t.readable_by(call.caller))
         .ok_or(error::NOT_FOUND.into())
 }
 

@@ -188,7 +188,9 @@ async fn read_thread_rows(
         mail_store::page::<Row>(ctx, pk.clone(), false, cursor, THREAD_PAGE)
     );
     let mut summary = summary?;
-    let (rows, next_cursor) = page?;
+    let (mut rows, next_cursor) = page?;
+    // Owner-only mail that joined a thread stays the owner's.
+    rows.retain(|r| r.readable_by(call.caller));
     let unread_here = rows.iter().filter(|r| r.unread).count() as i64;
     if call.peek {
         return Ok(ThreadView {
@@ -241,7 +243,7 @@ async fn search_scope(
     let mut hits: Vec<Row> = inbound?
         .into_iter()
         .chain(outbound?)
-        .filter(|r| folder.is_none_or(|f| r.folder() == f) && call.caller.covers(&r.mailbox) && r.matches(&needle))
+        .filter(|r| folder.is_none_or(|f| r.folder() == f) && r.readable_by(call.caller) && r.matches(&needle))
         .collect();
     hits.sort_by(|a, b| b.id.cmp(&a.id));
     hits.truncate(limit);
@@ -466,6 +468,7 @@ mod tests {
             authentication: None,
             quarantine: None,
             ttl: None,
+            owner_only: false,
         }
     }
 

@@ -45,6 +45,11 @@ pub struct Summary {
     /// when (it is kept 30 days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<Quarantined>,
+    /// Mail the service sent the account's owner (an access code, an approval
+    /// request): read by the account key and people signed in, never by a
+    /// scoped key; omitted otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owner_only: bool,
     /// A sent row's delivery: the overall status (the one that needs
     /// attention first) and each recipient's, as GET /outbox has them; omitted
     /// on received mail.
@@ -94,6 +99,7 @@ impl From<&Row> for Summary {
             delivery: None,
             authentication: r.authentication.as_ref().map(Authentication::compact),
             quarantine: r.quarantine.clone(),
+            owner_only: r.owner_only,
         }
     }
 }
@@ -143,6 +149,8 @@ pub(super) struct StoredSummary<'a> {
     authentication: Option<CompactAuthentication>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     quarantine: Option<&'a RawValue>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    owner_only: bool,
 }
 
 /// [`Authentication::compact`] as a list page reads it from the stored row.

@@ -55,7 +55,7 @@ async fn watch(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) 
         };
         let mut hits: Vec<Row> = rows
             .into_iter()
-            .filter(|r| filter.admits(r) && call.caller.covers(&r.mailbox))
+            .filter(|r| filter.admits(r) && r.readable_by(call.caller))
             .collect();
         if !hits.is_empty() {
             hits.sort_by(|a, b| b.id.cmp(&a.id));

@@ -186,7 +186,17 @@ fn new_row(
         authentication: m.authentication.cloned(),
         ttl: kept.then(|| now.timestamp() + QUARANTINE_DAYS * 86_400),
         quarantine,
+        // What the service mails an owner comes from its noreply address; a
+        // stranger who forges that From only hides their mail from agents.
+        owner_only: !outbound && from_the_service(ctx, m.from),
     }
+}
+
+/// Whether `from` is the service's own noreply address (any case).
+fn from_the_service(ctx: &Context, from: &str) -> bool {
+    from.rsplit_once('@').is_some_and(|(local, domain)| {
+        local.eq_ignore_ascii_case("noreply") && domain.eq_ignore_ascii_case(ctx.config.service_domain.as_str())
+    })
 }
 
 /// Writes the row's copies and its thread's summary in one transaction,
@@ -297,6 +307,7 @@ fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
             outbound_count: outbound,
             unread_count: i64::from(row.unread),
             folder: Folder::Inbox,
+            owner_only: row.owner_only,
             version: 1,
             last_ms: ms,
         },

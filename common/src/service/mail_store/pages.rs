@@ -113,7 +113,10 @@ pub fn covered<'c>(caller: &'c crate::auth::Caller, field: &'static str) -> impl
         caller.scope().is_none()
             || serde_json::from_slice::<serde_json::Value>(&item.json)
                 .ok()
-                .and_then(|v| v.get(field)?.as_str().map(|m| caller.covers(m)))
+                .and_then(|v| {
+                    let owner_only = v.get("ownerOnly").and_then(serde_json::Value::as_bool) == Some(true);
+                    v.get(field)?.as_str().map(|m| caller.covers(m) && !owner_only)
+                })
                 .unwrap_or(false)
     }
 }

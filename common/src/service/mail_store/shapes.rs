@@ -148,9 +148,20 @@ pub struct Row {
     /// Epoch seconds after which the store may drop it (quarantined rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<i64>,
+    /// Mail the service itself sent the account's owner (an access code, an
+    /// approval request): only the account key and people signed in read it,
+    /// never a scoped key, and it fires no webhook.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owner_only: bool,
 }
 
 impl Row {
+    /// Whether `caller` may read this row: its mailbox is in the caller's
+    /// scope, and owner-only mail goes to no scoped key.
+    pub fn readable_by(&self, caller: &crate::auth::Caller) -> bool {
+        caller.covers(&self.mailbox) && (!self.owner_only || caller.scope().is_none())
+    }
+
     pub fn outbound(&self) -> bool {
         self.direction == Direction::Outbound
     }
@@ -211,6 +222,9 @@ pub struct Thread {
     pub outbound_count: i64,
     pub unread_count: i64,
     pub folder: Folder,
+    /// Started by owner-only mail (see the row's): no scoped key lists it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owner_only: bool,
     #[serde(skip_serializing)]
     #[schemars(skip)]
     #[serde(default)]
@@ -233,6 +247,11 @@ struct StoredThread<'a> {
 }
 
 impl Thread {
+    /// Whether `caller` may see this thread, as [`Row::readable_by`].
+    pub fn readable_by(&self, caller: &crate::auth::Caller) -> bool {
+        caller.covers(&self.mailbox) && (!self.owner_only || caller.scope().is_none())
+    }
+
     pub(super) fn stored_item(&self, key: &Key) -> crate::store::Item {
         item(
             key,
