@@ -45,9 +45,10 @@ function url(path, query) {
   return q ? `${path}?${q}` : path;
 }
 
-async function send(method, path, { query, body } = {}) {
+// `anonymous`: without the signed-in credential (a hold decided by its code).
+async function send(method, path, { query, body, anonymous } = {}) {
   const headers = {};
-  if (credential) headers.Authorization = `Bearer ${credential}`;
+  if (credential && !anonymous) headers.Authorization = `Bearer ${credential}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   try {
     return await fetch(url(path, query), {

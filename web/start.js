@@ -1,12 +1,13 @@
 // Getting in: sign in with a key or an identity token, or request access,
-// enter the emailed code and keep the key shown once.
+// enter the emailed code and keep the key shown once. And, with no key at
+// all, deciding a send an agent's key held, by the code its owner was mailed.
 
 import * as api from './api.js';
-import { h, field, input, form, copyButton, section, showError } from './ui.js';
+import { h, field, input, form, busy, copyButton, section, showError } from './ui.js';
 
 export function startPage({ onSignedIn, error }) {
   const view = h('div', { class: 'page start', 'data-page': 'start' });
-  view.append(h('h1', { text: 'Hosted mailboxes and mail sending' }), signInCard(onSignedIn, error), requestCard(onSignedIn));
+  view.append(h('h1', { text: 'Hosted mailboxes and mail sending' }), signInCard(onSignedIn, error), requestCard(onSignedIn), holdCard());
   const local = document.querySelector('meta[name=mailhost-local-sign-in]');
   if (local && local.content === 'on') view.append(operatorCard(onSignedIn));
   return view;
@@ -40,6 +41,31 @@ function operatorCard(onSignedIn) {
       code.focus();
     }),
     step,
+  );
+}
+
+// A held send decided by the 8-digit code mailed to the account's owner:
+// POST /holds/approve or /holds/deny with no credential at all.
+function holdCard() {
+  const hold = input({ name: 'holdId', placeholder: 'snd_…', autocomplete: 'off' });
+  const code = input({ name: 'holdCode', inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: 8 });
+  const result = h('p', { class: 'notice', role: 'status' });
+  const decide = (path, done) => async () => {
+    const res = await api.call('POST', path, { body: { holdId: hold.value.trim(), code: code.value.trim() }, anonymous: true });
+    result.textContent = done(res.hold);
+  };
+  const deny = h('button', { type: 'button', class: 'danger', text: 'Deny it' });
+  const decision = form({ 'aria-label': 'Decide a held send' }, [
+    field('Hold', hold, 'From the approval email: the line "Hold: snd_…".'),
+    field('Approval code', code),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Approve and send' }), deny),
+  ], decide('/holds/approve', (held) => (held.kind === 'scheduled' ? `Approved: “${held.subject}” goes out at ${held.dueAt}.` : `Approved: “${held.subject}” was sent.`)));
+  deny.addEventListener('click', () => busy(deny, decide('/holds/deny', (held) => `Denied: “${held.subject}” will not be sent.`), deny));
+  return section(
+    'A send waiting for you',
+    h('p', { class: 'hint', text: 'A key you gave an agent may hold a send for your approval; the email it sent you has the hold and an 8-digit code. No key is needed here.' }),
+    decision,
+    result,
   );
 }
 

@@ -86,6 +86,8 @@ async fn harness(app: Shared) -> String {
     let router = Router::new()
         .route("/code", get(code))
         .route("/sign-in-code", get(sign_in_code))
+        .route("/approval-code", get(approval_code))
+        .route("/next-minute", post(next_minute))
         .route("/dns", post(publish))
         .route("/deliver", post(deliver))
         .route("/apply", post(apply))
@@ -104,6 +106,22 @@ async fn code(State(h): State<Shared>, Query(q): Query<std::collections::HashMap
 /// The newest operator sign-in code mailed to `to`.
 async fn sign_in_code(State(h): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
     sign_in_code_in(h.app.outbox_for(&q["to"]).last().expect("a sign-in mail"))
+}
+
+/// Moves the service's clock a minute on: a new send-rate window.
+async fn next_minute(State(h): State<Shared>) -> Json<Value> {
+    h.app.ctx.clock.advance(61);
+    Json(json!({ "ok": true }))
+}
+
+/// The newest hold approval code mailed to `to`.
+async fn approval_code(State(h): State<Shared>, Query(q): Query<std::collections::HashMap<String, String>>) -> String {
+    let mail = h.app.outbox_for(&q["to"]).pop().expect("an approval mail");
+    let line = mail
+        .lines()
+        .find(|l| l.starts_with("Approval code: "))
+        .expect("the code line");
+    line.trim_start_matches("Approval code: ").trim().to_string()
 }
 
 fn sign_in_code_in(message: &str) -> String {
