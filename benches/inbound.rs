@@ -3,8 +3,12 @@
 //! server (embedded store) and its quick poller. Beside it, in the same run,
 //! the baseline: the filing work alone (the poller run and the list read,
 //! with no tick to wait for), so the figure splits into waiting and working.
-//! Run: `cargo bench --bench inbound`; `MESSAGES=n` sets the count,
-//! `MAILHOST_INBOUND_POLL_MS` the quick poller's interval (default 250).
+//! Then the same again while the server is busy: `wrk` (apt-get install wrk)
+//! reads GET /inbox pages as fast as 8 connections can, while messages are
+//! dropped and listed (each arrival changes the page, so most reads encode
+//! rows afresh); skipped when wrk is missing.
+//! Run: `cargo bench --bench inbound`; `MESSAGES=n` sets the count (per
+//! phase), `MAILHOST_INBOUND_POLL_MS` the quick poller's interval.
 
 use std::time::{Duration, Instant};
 
@@ -20,9 +24,41 @@ async fn main() {
     let (direct, direct_ctx) = server(Some(0)).await;
     let interval = quick_ctx.config.inbound_poll_ms;
 
-    let mut listed = Vec::with_capacity(messages);
-    let mut filing = Vec::with_capacity(messages);
-    for i in 0..messages {
+    println!("messages: {messages} per phase, quick poller every {interval} ms");
+    let (listed, filing) = phase(&quick, &direct, &direct_ctx, interval, 0..messages).await;
+    report("idle", listed, filing);
+    let Some(mut wrk) = busy(&quick) else {
+        println!("wrk missing (apt-get install wrk): no busy phase");
+        return;
+    };
+    let (started, cpu) = (Instant::now(), cpu_time());
+    let (listed, filing) = phase(&quick, &direct, &direct_ctx, interval, messages..2 * messages).await;
+    let cores = (cpu_time() - cpu).as_secs_f64() / started.elapsed().as_secs_f64();
+    wrk.kill().ok();
+    let out = wrk.wait_with_output().unwrap();
+    report(
+        &format!("busy: wrk -c8 on GET /inbox, this process used {cores:.2} cores"),
+        listed,
+        filing,
+    );
+    if !out.status.success() && out.stdout.is_empty() {
+        println!("wrk: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    println!("load average {}", loadavg());
+}
+
+/// Drops messages `range` and times each until GET /inbox lists it, then the
+/// baseline for the same message (filing alone, on the second server).
+async fn phase(
+    quick: &Server,
+    direct: &Server,
+    direct_ctx: &common::context::Context,
+    interval: u64,
+    range: std::ops::Range<usize>,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let mut listed = Vec::with_capacity(range.len());
+    let mut filing = Vec::with_capacity(range.len());
+    for i in range {
         // Dropped at a random point of the poller's interval, as mail arrives.
         tokio::time::sleep(Duration::from_millis(rand::random::<u64>() % interval.max(1))).await;
         let started = Instant::now();
@@ -37,16 +73,48 @@ async fn main() {
 
         let started = Instant::now();
         mailhost::deliver(&direct.data_dir, raw(i)).await.unwrap();
-        common::service::poller::run_once(&direct_ctx).await.unwrap();
+        common::service::poller::run_once(direct_ctx).await.unwrap();
         assert!(direct.listed(i).await);
         filing.push(started.elapsed());
     }
+    (listed, filing)
+}
+
+fn report(what: &str, mut listed: Vec<Duration>, mut filing: Vec<Duration>) {
     let (l50, l95, lmax) = stats(&mut listed);
     let (f50, f95, fmax) = stats(&mut filing);
-    println!("messages: {messages}, quick poller every {interval} ms");
-    println!("drop to listed:        p50 {l50:>7.1} ms  p95 {l95:>7.1} ms  max {lmax:>7.1} ms");
-    println!("filing alone (base):   p50 {f50:>7.1} ms  p95 {f95:>7.1} ms  max {fmax:>7.1} ms");
-    println!("ratio p50 drop-to-listed / filing alone: {:.1}x", l50 / f50.max(0.001));
+    println!("{what}");
+    println!("  drop to listed:        p50 {l50:>7.1} ms  p95 {l95:>7.1} ms  max {lmax:>7.1} ms");
+    println!("  filing alone (base):   p50 {f50:>7.1} ms  p95 {f95:>7.1} ms  max {fmax:>7.1} ms");
+    println!("  ratio p50 drop-to-listed / filing alone: {:.1}x", l50 / f50.max(0.001));
+}
+
+/// wrk reading the quick server's inbox list until killed, or `None` when
+/// wrk is not installed.
+fn busy(quick: &Server) -> Option<std::process::Child> {
+    std::process::Command::new("wrk")
+        .args(["-t1", "-c8", "-d3600s", "-H"])
+        .arg(format!("Authorization: Bearer {}", quick.key))
+        .arg(quick.base.replace("limit=1", "limit=25"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()
+}
+
+/// CPU time of the whole process (the server, its poller and the clients).
+fn cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec it is given.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0);
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 struct Server {
