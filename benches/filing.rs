@@ -45,10 +45,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let rounds: usize = std::env::var("ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
+    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let corpus = corpus();
     let bytes: usize = corpus.iter().map(|(_, m)| m.len()).sum();
     assert!(!corpus.is_empty(), "no corpus found");

@@ -86,7 +86,10 @@ fn report(what: &str, mut listed: Vec<Duration>, mut filing: Vec<Duration>) {
     println!("{what}");
     println!("  drop to listed:        p50 {l50:>7.1} ms  p95 {l95:>7.1} ms  max {lmax:>7.1} ms");
     println!("  filing alone (base):   p50 {f50:>7.1} ms  p95 {f95:>7.1} ms  max {fmax:>7.1} ms");
-    println!("  ratio p50 drop-to-listed / filing alone: {:.1}x", l50 / f50.max(0.001));
+    println!(
+        "  ratio p50 drop-to-listed / filing alone: {:.1}x",
+        l50 / f50.max(0.001)
+    );
 }
 
 /// wrk reading the quick server's inbox list until killed, or `None` when

@@ -49,6 +49,9 @@ pub struct Context {
     pub signers: std::sync::Mutex<std::collections::HashMap<String, Arc<crate::mail::message::Signer>>>,
     /// The inbox list's encoded summaries, by the row text they came from.
     pub summaries: crate::memo::EncodingMemo,
+    /// Held by the inbound poller's run: runs of one process take turns
+    /// (the local server's quick tick and its job interval both run it).
+    pub poller_runs: tokio::sync::Mutex<()>,
 }
 
 /// What a build produced besides the context: a key created on this start,
@@ -122,6 +125,7 @@ impl Context {
             clock: Clock::default(),
             signers: Default::default(),
             summaries: Default::default(),
+            poller_runs: Default::default(),
         });
         Ok(Built { context, new_agent_key })
     }

@@ -32,15 +32,16 @@ pub fn contact_writes(owner: &str, recipients: &[String], at: &str) -> Vec<Write
         .collect()
 }
 
-/// Remembers the sender of received mail.
-pub async fn heard_from(ctx: &Context, owner: &str, address: &str) -> Result<(), ApiError> {
-    let Some(address) = crate::values::email(address) else {
-        return Ok(());
-    };
+/// The write that remembers the sender of received mail (none for a sender
+/// that is no address), for the filing's transaction.
+pub fn heard_from_write(ctx: &Context, owner: &str, address: &str) -> Option<Write> {
+    let address = crate::values::email(address)?;
     let at = iso(ctx.clock.now());
-    let row = item(
-        &keys::contact(owner, &address),
-        &json!({ "address": address, "at": at }),
-    );
-    Ok(ctx.store.put(row, None).await?)
+    Some(Write::Put {
+        item: item(
+            &keys::contact(owner, &address),
+            &json!({ "address": address, "at": at }),
+        ),
+        cond: None,
+    })
 }

@@ -7,6 +7,8 @@
 //! and only then is the raw file moved: to `inbound/done/`, or to
 //! `inbound/failed/` with a `.reason` text beside it.
 
+use futures::StreamExt;
+
 use crate::blob::BlobError;
 use crate::context::Context;
 use crate::error::ApiError;
@@ -60,10 +62,19 @@ fn waited_ms(name: &str) -> i64 {
     dropped.map_or(-1, |ms| (chrono::Utc::now().timestamp_millis() - ms).max(0))
 }
 
-/// One pass over `inbound/pending/`. A file whose filing fails for a reason
+/// How many spool files one run files at once. Each file waits on a chain of
+/// storage requests (a DynamoDB or S3 round trip each, in AWS and in the soak),
+/// so one at a time left the store idle most of the time: the soak's poller
+/// filed 1.7 messages a second against 10.7 dropped. On the embedded store the
+/// files' transactions share commits (group commit).
+pub const CONCURRENT_FILES: usize = 16;
+
+/// One pass over `inbound/pending/`, [`CONCURRENT_FILES`] files at a time
+/// (one run at a time per process). A file whose filing fails for a reason
 /// other than its content (the store is down) stays pending for the next run,
 /// and the run goes on with the others.
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
+    let _one_run = ctx.poller_runs.lock().await;
     let mut outcome = Outcome::default();
     let mut filed = Vec::new();
     let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
@@ -71,17 +82,32 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
         found: pending.len(),
         ..Spool::default()
     };
-    for key in pending {
-        match one(ctx, &key, &mut outcome, &mut filed).await {
-            Ok(Some(true)) => spool.done.push(waited_ms(&key[PENDING.len()..])),
-            Ok(Some(false)) => spool.refused += 1,
+    let mut runs = futures::stream::iter(pending)
+        .map(|key| async move {
+            let result = one(ctx, &key).await;
+            (key, result)
+        })
+        .buffer_unordered(CONCURRENT_FILES);
+    while let Some((key, result)) = runs.next().await {
+        match result {
             Ok(None) => {}
+            Ok(Some(File::Filed(new, duplicates))) => {
+                spool.done.push(waited_ms(&key[PENDING.len()..]));
+                outcome.filed += new.len();
+                outcome.duplicates += duplicates;
+                filed.extend(new);
+            }
+            Ok(Some(File::Failed)) => {
+                spool.refused += 1;
+                outcome.failed += 1;
+            }
             Err(e) => {
                 tracing::error!(error = %e, file = %key, "filing an inbound message failed; it stays pending");
                 outcome.pending += 1;
             }
         }
     }
+    drop(runs);
     // Counted once the files are moved, before the webhooks, which may take
     // seconds: every run records what it found, even nothing.
     spool.emit(ctx);
@@ -91,18 +117,20 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     Ok(outcome)
 }
 
+/// What became of one spool file.
+enum File {
+    /// Filed: the new copies with their scopes, and the copies already there.
+    Filed(Vec<(String, Row)>, usize),
+    /// Refused, with its reason beside it in `inbound/failed/`.
+    Failed,
+}
+
 fn blob_err(e: BlobError) -> ApiError {
     ApiError::internal(e.to_string())
 }
 
-/// Files one spool file: `Some(true)` filed (moved to done), `Some(false)`
-/// refused (moved to failed), `None` already gone (another run took it).
-async fn one(
-    ctx: &Context,
-    key: &str,
-    outcome: &mut Outcome,
-    filed: &mut Vec<(String, Row)>,
-) -> Result<Option<bool>, ApiError> {
+/// Files one spool file and moves it; `None` when it is gone already.
+async fn one(ctx: &Context, key: &str) -> Result<Option<File>, ApiError> {
     let Some(raw) = ctx.blobs.get(key).await.map_err(blob_err)? else {
         return Ok(None);
     };
@@ -116,16 +144,13 @@ async fn one(
             None => file(ctx, &message, &raw).await?,
         },
     };
-    let done = result.is_ok();
     match result {
         Ok((new, duplicates)) => {
             ctx.blobs
-                .put(&format!("{DONE}{name}"), raw, "message/rfc822")
+                .move_to(key, &format!("{DONE}{name}"), raw, "message/rfc822")
                 .await
                 .map_err(blob_err)?;
-            outcome.filed += new.len();
-            outcome.duplicates += duplicates;
-            filed.extend(new);
+            Ok(Some(File::Filed(new, duplicates)))
         }
         Err(reason) => {
             ctx.blobs
@@ -137,14 +162,12 @@ async fn one(
                 .await
                 .map_err(blob_err)?;
             ctx.blobs
-                .put(&format!("{FAILED}{name}"), raw, "message/rfc822")
+                .move_to(key, &format!("{FAILED}{name}"), raw, "message/rfc822")
                 .await
                 .map_err(blob_err)?;
-            outcome.failed += 1;
+            Ok(Some(File::Failed))
         }
     }
-    ctx.blobs.delete(key).await.map_err(blob_err)?;
-    Ok(Some(done))
 }
 
 /// The return path a copy was delivered to, when it is a report about our
@@ -248,21 +271,25 @@ async fn file_for(
             true => Some(Quarantine::Spoofed),
             false => lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &message.from).await?,
         };
+        // Someone who wrote here (genuinely) is no first contact to write
+        // back to: remembered in the filing's transaction.
+        let also = match quarantine.is_none() && !spoofed {
+            true => {
+                let owner = super::sent::owner_of(&mailbox.uid);
+                super::contacts::heard_from_write(ctx, &owner, &message.from)
+                    .into_iter()
+                    .collect()
+            }
+            false => Vec::new(),
+        };
         let filing = NewMessage {
             authentication: auth.as_ref(),
             quarantine,
+            also,
             ..as_new(message, &scope, &mailbox.address)
         };
         match mail_store::file(ctx, &filing).await? {
-            Some(row) => {
-                // Someone who wrote here (genuinely) is no first contact to
-                // write back to.
-                if filing.quarantine.is_none() && !spoofed {
-                    let owner = super::sent::owner_of(&mailbox.uid);
-                    super::contacts::heard_from(ctx, &owner, &message.from).await?;
-                }
-                new.push((scope, row))
-            }
+            Some(row) => new.push((scope, row)),
             None => duplicates += 1,
         }
     }
@@ -322,5 +349,6 @@ pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> New
         digest: Some(&message.digest),
         authentication: None,
         quarantine: None,
+        also: Vec::new(),
     }
 }

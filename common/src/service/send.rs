@@ -434,6 +434,7 @@ pub(crate) async fn file_on_thread(
         delivery: Some(sent.delivery),
         authentication: None,
         quarantine: None,
+        also: Vec::new(),
     };
     match mail_store::file(ctx, &new).await {
         Ok(Some(row)) => (Some(row.thread_id), row.attachments.len()),

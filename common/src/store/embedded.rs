@@ -1,11 +1,19 @@
 //! The embedded backend: one redb file (or memory), items stored as JSON.
 //!
-//! redb runs one write transaction at a time, so evaluating a condition and
-//! applying the write inside the same write transaction is atomic.
+//! Reads run where they are called. Writes go to the store's one writer
+//! thread, which takes every write waiting when it wakes and applies them in
+//! order, each checking its conditions against what the ones before it
+//! wrote, in one redb write transaction with one commit (group commit): the
+//! writes of concurrent requests and filings share a commit's fsync instead
+//! of queueing one fsync each. A write is answered only once its commit is
+//! durable; each write checks every condition and computes every item before
+//! it inserts anything, so a refused write leaves nothing behind in the
+//! shared transaction, and a write that fails inside redb fails its whole
+//! batch (nothing of it is committed).
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -21,9 +29,121 @@ const HIGHEST: &str = "\u{10FFFF}";
 
 #[derive(Clone)]
 pub struct EmbeddedStore {
-    db: Arc<OnceCell<Arc<Database>>>,
+    db: Arc<OnceCell<Opened>>,
     /// The file [`EmbeddedStore::open_at_first_use`] opens.
     path: Option<PathBuf>,
+}
+
+/// An open database and its writer thread's queue (the thread ends when the
+/// last clone of the store is dropped).
+struct Opened {
+    db: Arc<Database>,
+    writes: mpsc::Sender<Job>,
+}
+
+impl Opened {
+    fn new(db: Database) -> Opened {
+        let db = Arc::new(db);
+        let (writes, queue) = mpsc::channel();
+        let for_writer = db.clone();
+        std::thread::Builder::new()
+            .name("redb-writer".into())
+            .spawn(move || writer(&for_writer, &queue))
+            .expect("spawning the store's writer thread");
+        Opened { db, writes }
+    }
+}
+
+/// The most writes one commit takes.
+const BATCH: usize = 128;
+
+/// What a write gives the writer thread: run inside the batch's transaction
+/// (or, with `None`, not run because its batch failed first), it answers
+/// with a function that sends its result once the commit's outcome is known.
+type Job = Box<dyn FnOnce(Option<&mut Txn<'_>>) -> Finish + Send>;
+type Finish = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+/// The writer thread: one transaction and one commit for every write
+/// waiting, until the store is dropped.
+fn writer(db: &Database, queue: &mpsc::Receiver<Job>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        commit_batch(db, batch);
+    }
+}
+
+fn commit_batch(db: &Database, batch: Vec<Job>) {
+    let txn = match db.begin_write() {
+        Ok(txn) => txn,
+        Err(e) => return fail(batch, &e.to_string()),
+    };
+    let mut finishes = Vec::with_capacity(batch.len());
+    let broken = {
+        let table = match txn.open_table(ITEMS) {
+            Ok(table) => table,
+            Err(e) => return fail(batch, &e.to_string()),
+        };
+        let mut t = Txn { table, broken: false };
+        for job in batch {
+            if t.broken {
+                finishes.push(job(None));
+                continue;
+            }
+            // A write that panics leaves the transaction in a state no one
+            // knows: the batch is given up (its sender was dropped, so its
+            // caller hears the writer went away).
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(Some(&mut t)))) {
+                Ok(finish) => finishes.push(finish),
+                Err(_) => t.broken = true,
+            }
+        }
+        t.broken
+    };
+    let outcome = match broken {
+        // Dropped uncommitted: nothing of the batch is written.
+        true => Err("a write of its batch failed inside the store; nothing was written".to_string()),
+        false => txn.commit().map_err(|e| e.to_string()),
+    };
+    for finish in finishes {
+        finish(outcome.clone());
+    }
+}
+
+fn fail(batch: Vec<Job>, why: &str) {
+    for job in batch {
+        job(None)(Err(why.to_string()));
+    }
+}
+
+/// The batch's table. `broken` is set when redb fails during an insert or a
+/// removal: what the transaction holds is then unknown, and it is dropped.
+struct Txn<'t> {
+    table: Table<'t>,
+    broken: bool,
+}
+
+impl Txn<'_> {
+    fn get(&self, key: &Key) -> StoreResult<Option<Item>> {
+        read(&self.table, key)
+    }
+
+    fn insert(&mut self, key: &Key, bytes: &[u8]) -> StoreResult<()> {
+        let done = self.table.insert((key.pk.as_str(), key.sk.as_str()), bytes);
+        self.broken |= done.is_err();
+        done.map(drop).map_err(backend)
+    }
+
+    fn remove(&mut self, key: &Key) -> StoreResult<()> {
+        let done = self.table.remove((key.pk.as_str(), key.sk.as_str()));
+        self.broken |= done.is_err();
+        done.map(drop).map_err(backend)
+    }
 }
 
 fn backend<E: std::fmt::Display>(e: E) -> StoreError {
@@ -55,19 +175,19 @@ impl EmbeddedStore {
 
     fn opened(db: Database) -> Self {
         Self {
-            db: Arc::new(OnceCell::new_with(Some(Arc::new(db)))),
+            db: Arc::new(OnceCell::new_with(Some(Opened::new(db)))),
             path: None,
         }
     }
 
-    async fn db(&self) -> StoreResult<&Arc<Database>> {
+    async fn opened_db(&self) -> StoreResult<&Opened> {
         self.db
             .get_or_try_init(|| async {
                 let path = self.path.clone().ok_or_else(|| backend("the store has no file"))?;
                 let db = tokio::task::spawn_blocking(move || create(&path))
                     .await
                     .map_err(backend)??;
-                Ok(Arc::new(db))
+                Ok(Opened::new(db))
             })
             .await
     }
@@ -77,15 +197,35 @@ impl EmbeddedStore {
     /// hand-off to a blocking thread would cost. Queries too: the services
     /// read pages of at most a few hundred items.
     async fn read_now<T>(&self, f: impl FnOnce(&Database) -> StoreResult<T>) -> StoreResult<T> {
-        f(self.db().await?)
+        f(&self.opened_db().await?.db)
     }
 
-    async fn blocking<T: Send + 'static>(
+    /// A write, made by the writer thread in the next batch; answered once
+    /// that batch's commit is durable.
+    async fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Database) -> StoreResult<T> + Send + 'static,
+        f: impl FnOnce(&mut Txn<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let db = self.db().await?.clone();
-        tokio::task::spawn_blocking(move || f(&db)).await.map_err(backend)?
+        let opened = self.opened_db().await?;
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |txn: Option<&mut Txn<'_>>| {
+            let result = match txn {
+                Some(txn) => f(txn),
+                None => Err(backend(
+                    "a write of its batch failed inside the store; nothing was written",
+                )),
+            };
+            Box::new(move |commit: Result<(), String>| {
+                let _ = answer.send(match (result, commit) {
+                    (Ok(value), Ok(())) => Ok(value),
+                    (Ok(_), Err(e)) => Err(StoreError::Backend(e)),
+                    (Err(refused), _) => Err(refused),
+                });
+            })
+        });
+        let gone = || backend("the store's writer stopped");
+        opened.writes.send(job).map_err(|_| gone())?;
+        answered.await.map_err(|_| gone())?
     }
 }
 
@@ -182,21 +322,13 @@ fn check(cond: Option<&Cond>, current: Option<&Item>) -> StoreResult<()> {
     }
 }
 
-fn write_item(table: &mut Table<'_>, item: &Item) -> StoreResult<()> {
-    let key = key_parts(item)?;
-    table
-        .insert((key.pk.as_str(), key.sk.as_str()), encode(item)?.as_slice())
-        .map_err(backend)?;
-    Ok(())
-}
-
-fn apply_update(table: &mut Table<'_>, key: &Key, update: &Update, cond: Option<&Cond>) -> StoreResult<Item> {
-    let current = read(table, key)?;
-    check(cond, current.as_ref())?;
+/// The item an update makes of what is stored, checked against the limits
+/// (nothing is written yet).
+fn updated(txn: &Txn<'_>, key: &Key, update: &Update) -> StoreResult<Item> {
+    let current = txn.get(key)?;
     limits::update(key, update, current.as_ref())?;
     let item = update.apply(key, current);
     limits::item(&item)?;
-    write_item(table, &item)?;
     Ok(item)
 }
 
@@ -217,15 +349,11 @@ impl Store for EmbeddedStore {
 
     async fn put(&self, item: Item, cond: Option<Cond>) -> StoreResult<()> {
         limits::item(&item)?;
-        self.blocking(move |db| {
-            let txn = db.begin_write().map_err(backend)?;
-            {
-                let mut table = txn.open_table(ITEMS).map_err(backend)?;
-                let current = read(&table, &key_parts(&item)?)?;
-                check(cond.as_ref(), current.as_ref())?;
-                write_item(&mut table, &item)?;
-            }
-            txn.commit().map_err(backend)
+        let key = key_parts(&item)?;
+        let bytes = encode(&item)?;
+        self.write(move |txn| {
+            check(cond.as_ref(), txn.get(&key)?.as_ref())?;
+            txn.insert(&key, &bytes)
         })
         .await
     }
@@ -233,13 +361,10 @@ impl Store for EmbeddedStore {
     async fn update(&self, key: &Key, update: Update, cond: Option<Cond>) -> StoreResult<Item> {
         limits::key(key)?;
         let key = key.clone();
-        self.blocking(move |db| {
-            let txn = db.begin_write().map_err(backend)?;
-            let item = {
-                let mut table = txn.open_table(ITEMS).map_err(backend)?;
-                apply_update(&mut table, &key, &update, cond.as_ref())?
-            };
-            txn.commit().map_err(backend)?;
+        self.write(move |txn| {
+            check(cond.as_ref(), txn.get(&key)?.as_ref())?;
+            let item = updated(txn, &key, &update)?;
+            txn.insert(&key, &encode(&item)?)?;
             Ok(item)
         })
         .await
@@ -248,17 +373,11 @@ impl Store for EmbeddedStore {
     async fn delete(&self, key: &Key, cond: Option<Cond>) -> StoreResult<Option<Item>> {
         limits::key(key)?;
         let key = key.clone();
-        self.blocking(move |db| {
-            let txn = db.begin_write().map_err(backend)?;
-            let old = {
-                let mut table = txn.open_table(ITEMS).map_err(backend)?;
-                let current = read(&table, &key)?;
-                check(cond.as_ref(), current.as_ref())?;
-                table.remove((key.pk.as_str(), key.sk.as_str())).map_err(backend)?;
-                current
-            };
-            txn.commit().map_err(backend)?;
-            Ok(old)
+        self.write(move |txn| {
+            let current = txn.get(&key)?;
+            check(cond.as_ref(), current.as_ref())?;
+            txn.remove(&key)?;
+            Ok(current)
         })
         .await
     }
@@ -301,35 +420,107 @@ impl Store for EmbeddedStore {
 
     async fn transact(&self, writes: Vec<Write>) -> StoreResult<()> {
         limits::transaction(&writes)?;
-        self.blocking(move |db| {
-            let txn = db.begin_write().map_err(backend)?;
-            {
-                let mut table = txn.open_table(ITEMS).map_err(backend)?;
-                // Evaluate every condition before writing anything, so a failure
-                // leaves no partial write even before the abort.
-                for write in &writes {
-                    let (key, cond) = match write {
-                        Write::Put { item, cond } => (key_parts(item)?, cond.as_ref()),
-                        Write::Update { key, cond, .. } | Write::Delete { key, cond } => (key.clone(), cond.as_ref()),
-                        Write::Check { key, cond } => (key.clone(), Some(cond)),
-                    };
-                    check(cond, read(&table, &key)?.as_ref())?;
-                }
-                for write in &writes {
-                    match write {
-                        Write::Put { item, .. } => write_item(&mut table, item)?,
-                        Write::Update { key, update, .. } => {
-                            apply_update(&mut table, key, update, None)?;
-                        }
-                        Write::Delete { key, .. } => {
-                            table.remove((key.pk.as_str(), key.sk.as_str())).map_err(backend)?;
-                        }
-                        Write::Check { .. } => {}
+        self.write(move |txn| {
+            // Every condition first, then every item made (`limits` holds
+            // one write per key, so each is made from what was stored), and
+            // only then anything written: a refusal leaves nothing behind.
+            for write in &writes {
+                let (key, cond) = match write {
+                    Write::Put { item, cond } => (key_parts(item)?, cond.as_ref()),
+                    Write::Update { key, cond, .. } | Write::Delete { key, cond } => (key.clone(), cond.as_ref()),
+                    Write::Check { key, cond } => (key.clone(), Some(cond)),
+                };
+                check(cond, txn.get(&key)?.as_ref())?;
+            }
+            let mut made: Vec<(Key, Option<Vec<u8>>)> = Vec::with_capacity(writes.len());
+            for write in &writes {
+                match write {
+                    Write::Put { item, .. } => made.push((key_parts(item)?, Some(encode(item)?))),
+                    Write::Update { key, update, .. } => {
+                        made.push((key.clone(), Some(encode(&updated(txn, key, update)?)?)));
                     }
+                    Write::Delete { key, .. } => made.push((key.clone(), None)),
+                    Write::Check { .. } => {}
                 }
             }
-            txn.commit().map_err(backend)
+            for (key, bytes) in made {
+                match bytes {
+                    Some(bytes) => txn.insert(&key, &bytes)?,
+                    None => txn.remove(&key)?,
+                }
+            }
+            Ok(())
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::item;
+
+    /// Writes made at once share commits, and each is all or nothing on its
+    /// own: a refused write in a batch leaves nothing behind, and its
+    /// neighbours are written.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn writes_sharing_a_commit_each_succeed_or_fail_whole() {
+        let dir = std::env::temp_dir().join(format!("mh-group-{:x}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = EmbeddedStore::open(&dir.join("store.redb")).unwrap();
+        let counter = Key::new("C", "c");
+        store
+            .put(item(&counter, &json!({"n": 0, "label": "text"})), None)
+            .await
+            .unwrap();
+        let writes = (0..200).map(|i| {
+            let store = store.clone();
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let row = Write::Put {
+                    item: item(&Key::new("R", format!("{i:03}")), &json!({"i": i})),
+                    cond: None,
+                };
+                let second = match i % 3 {
+                    // Counted: every third write adds one.
+                    0 => Write::Update {
+                        key: counter,
+                        update: Update::new().add("n", 1),
+                        cond: None,
+                    },
+                    // Refused by its condition, after a put it must not keep.
+                    1 => Write::Check {
+                        key: counter,
+                        cond: Cond::eq("n", -1),
+                    },
+                    // Refused by the limits (ADD on text) once its put is made.
+                    _ => Write::Update {
+                        key: counter,
+                        update: Update::new().add("label", 1),
+                        cond: None,
+                    },
+                };
+                (i, store.transact(vec![row, second]).await)
+            })
+        });
+        let results = futures::future::join_all(writes).await;
+        for result in results {
+            let (i, result) = result.unwrap();
+            let kept = store.get(&Key::new("R", format!("{i:03}"))).await.unwrap();
+            match i % 3 {
+                0 => assert!(result.is_ok() && kept.is_some(), "{i}: {result:?}"),
+                1 => assert!(
+                    matches!(result, Err(StoreError::ConditionFailed)) && kept.is_none(),
+                    "{i}"
+                ),
+                _ => assert!(matches!(result, Err(StoreError::Invalid(_))) && kept.is_none(), "{i}"),
+            }
+        }
+        let n = store.get(&counter).await.unwrap().unwrap()["n"].as_i64();
+        assert_eq!(n, Some(67));
+        drop(store);
+        std::fs::remove_dir_all(dir).ok();
     }
 }

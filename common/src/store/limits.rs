@@ -48,10 +48,28 @@ pub fn size(item: &Item) -> usize {
             name.len()
                 + match value {
                     Value::String(s) => s.len(),
-                    other => other.to_string().len(),
+                    other => json_len(other),
                 }
         })
         .sum()
+}
+
+/// The length of a value's JSON text, counted as it is written (no copy).
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 pub fn item(item: &Item) -> StoreResult<()> {

@@ -43,6 +43,9 @@ pub struct NewMessage<'a> {
     pub authentication: Option<&'a Authentication>,
     /// Keep it out of the inbox, for this reason (see [`Quarantine`]).
     pub quarantine: Option<Quarantine>,
+    /// Other writes made in the filing's own transaction, only if it files
+    /// the message (the poller's: its sender, remembered as a contact).
+    pub also: Vec<Write>,
 }
 
 /// What filing finds already there for a message's Message-ID.
@@ -210,7 +213,8 @@ async fn index(
     ms: i64,
 ) -> Result<Option<Row>, ApiError> {
     for _ in 0..RETRIES {
-        let writes = filing_writes(m.scope, &row, existing.as_ref(), ms);
+        let mut writes = filing_writes(m.scope, &row, existing.as_ref(), ms);
+        writes.extend(m.also.iter().cloned());
         match ctx.store.transact(writes).await {
             Ok(()) => return Ok(Some(row)),
             Err(StoreError::ConditionFailed) => {
@@ -240,13 +244,15 @@ async fn index(
 }
 
 /// The row's copies and its thread's summary and list copy: at most 7 writes
-/// (a quarantined row's two copies alone).
+/// (a quarantined row's two copies alone), before the message's own `also`.
 fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> Vec<Write> {
-    let mut writes: Vec<Write> = row
-        .copies(scope)
+    // The row is encoded once; each copy is that item under its own key.
+    let copies = row.copies(scope);
+    let whole = item(&copies[0], row);
+    let mut writes: Vec<Write> = copies
         .into_iter()
         .map(|key| Write::Put {
-            item: item(&key, row),
+            item: rekeyed(&whole, &key),
             cond: Some(Cond::NotExists),
         })
         .collect();
@@ -255,8 +261,9 @@ fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> 
     }
     let thread = summary_with(row, existing, ms);
     let summary = keys::thread_summary(scope, &row.thread_id);
+    let stored = thread.stored_item(&summary);
     writes.push(Write::Put {
-        item: thread.stored_item(&summary),
+        item: stored.clone(),
         cond: Some(match existing {
             Some(t) => Cond::eq("version", t.version),
             None => Cond::NotExists,
@@ -267,10 +274,18 @@ fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> 
         writes.push(Write::Delete { key: old, cond: None });
     }
     writes.push(Write::Put {
-        item: thread.stored_item(&list),
+        item: rekeyed(&stored, &list),
         cond: None,
     });
     writes
+}
+
+/// An item's copy under another key.
+fn rekeyed(item: &crate::store::Item, key: &crate::store::Key) -> crate::store::Item {
+    let mut copy = item.clone();
+    copy.insert(crate::store::PK.into(), key.pk.clone().into());
+    copy.insert(crate::store::SK.into(), key.sk.clone().into());
+    copy
 }
 
 /// The thread's summary with the row filed on it (a new thread's first).
