@@ -15,7 +15,7 @@
 //!   takes, what `benches/inbound.rs` measures).
 //!
 //! Run: `cargo bench --bench bounce`; `SENDS=n` sets the count (default 40),
-//! `MAILHOST_INBOUND_POLL_MS` the quick poller's interval (default 250).
+//! `MAILHOST_INBOUND_POLL_MS` the quick poller's interval (default 100).
 //! The agent key sends; its rate windows (5 a minute, 50 a day) are passed by
 //! moving the server's clock a day ahead before each sample's two sends.
 

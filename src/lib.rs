@@ -92,8 +92,9 @@ async fn self_apply(ctx: &Context, summary: &serde_json::Value) {
     }
 }
 
-/// The inbound poller's quick runs (every 250 ms by default), so a dropped
-/// message is listed well within a second; the same job as on the poll interval.
+/// The inbound poller's quick runs (every 100 ms by default), so a dropped
+/// message is listed within a tenth of a second; the same job as on the poll
+/// interval.
 async fn run_poller(ctx: Arc<Context>) {
     if ctx.config.inbound_poll_ms == 0 {
         return;

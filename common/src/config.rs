@@ -123,9 +123,9 @@ pub struct Config {
     #[arg(long, env = "MAILHOST_POLL_INTERVAL", default_value_t = 5)]
     pub poll_interval: u64,
     /// Milliseconds between the quick runs of the inbound poller (local mode),
-    /// so dropped mail is listed well within a second (a run over an empty
-    /// spool is one directory read); 0: only on the poll interval.
-    #[arg(long, env = "MAILHOST_INBOUND_POLL_MS", default_value_t = 250)]
+    /// so dropped mail is listed within a tenth of a second (a run over an
+    /// empty spool is one directory read); 0: only on the poll interval.
+    #[arg(long, env = "MAILHOST_INBOUND_POLL_MS", default_value_t = 100)]
     pub inbound_poll_ms: u64,
     /// JWKS for identity tokens; unset: the local signing key in the data directory.
     #[arg(long, env = "MAILHOST_JWKS_URL")]
@@ -203,7 +203,7 @@ impl Config {
             trusted_arc_sealers: vars.list("MAILHOST_TRUSTED_ARC_SEALERS", ""),
             webhook_ca_file: var("MAILHOST_WEBHOOK_CA_FILE").map(PathBuf::from),
             poll_interval: vars.parsed("MAILHOST_POLL_INTERVAL", "5")?,
-            inbound_poll_ms: vars.parsed("MAILHOST_INBOUND_POLL_MS", "250")?,
+            inbound_poll_ms: vars.parsed("MAILHOST_INBOUND_POLL_MS", "100")?,
             jwks_url: var("MAILHOST_JWKS_URL"),
             token_issuer: vars.text("MAILHOST_TOKEN_ISSUER", LOCAL_ISSUER),
             token_audience: vars.text("MAILHOST_TOKEN_AUDIENCE", LOCAL_AUDIENCE),
