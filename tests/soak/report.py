@@ -1,9 +1,11 @@
 """What the soak prints and writes: the invariants, then throughput, p50/p99
 per route, errors by kind and the faults injected (JSON and Markdown)."""
 
+import calendar
 import json
 import os
 import platform
+import re
 import time
 
 
@@ -83,7 +85,36 @@ def build(run, results):
         "invariants": {name: {"holds": not bad, "violations": bad[:50]} for name, (bad, _) in results.items()},
         "memory": results["memory (RSS) roughly flat"][1],
         "drop to listed": drop_to_listed(run.probe.samples),
+        "server-side latency": server_side(run.server.log, run.t0, run.t_end),
+        "cpu seconds during the load": getattr(getattr(run, "cpu", None), "summary", None),
+        "storage requests per request": getattr(run, "storage", None),
     }
+
+
+LOG_LINE = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z .*\brequest method="(\w+)" '
+                      r'route="([^"]*)" status=(\d+) latency_us=(\d+)')
+
+
+def server_side(log_path, t0, t_end):
+    """p50/p99 per route as the server measured them (its request log: from
+    the request's arrival to its answer), for the load's requests answered
+    below 500. GET /inbox mixes every kind of read, waits included."""
+    by = {}
+    try:
+        lines = open(log_path, errors="replace")
+    except OSError:
+        return {}
+    with lines:
+        for line in lines:
+            m = LOG_LINE.match(line)
+            if not m:
+                continue
+            at = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) + float(m.group(2) or 0)
+            if not t0 <= at <= t_end or int(m.group(5)) >= 500:
+                continue
+            by.setdefault(f"{m.group(3)} {m.group(4)}", []).append(int(m.group(6)) / 1000)
+    return {route: {"requests": len(v), "p50 ms": round(percentile(v, 50), 2), "p99 ms": round(percentile(v, 99), 2)}
+            for route, v in sorted(by.items()) if len(v) >= 20}
 
 
 def drop_to_listed(samples):
@@ -114,6 +145,11 @@ def markdown(s):
              "| route | requests | per s | p50 ms | p99 ms |", "|---|---:|---:|---:|---:|"]
     for route, r in s["routes"].items():
         lines.append(f"| {route} | {r['requests']} | {r['per second']} | {r['p50 ms']} | {r['p99 ms']} |")
+    if s.get("server-side latency"):
+        lines += ["", "As the server timed them (its request log, arrival to answer; GET /inbox is every kind of read):",
+                  "", "| route | requests | p50 ms | p99 ms |", "|---|---:|---:|---:|"]
+        lines += [f"| {route} | {r['requests']} | {r['p50 ms']} | {r['p99 ms']} |"
+                  for route, r in s["server-side latency"].items()]
     lines += ["", "| answer | count |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in s["answers by kind"].items()]
     lines += ["", "Faults played: " + ", ".join(f"{w['kind']} at +{w['at']}s for {w['seconds']}s"
@@ -121,8 +157,17 @@ def markdown(s):
               f"DynamoDB proxy: {s['dynamodb proxy']}; S3 proxy: {s['s3 proxy']}; relay copies: {s['relay']}; "
               f"webhook posts by receiver mode: {s['webhook posts']}.",
               f"Sends: {s['sends']}.", f"Inbound: {s['inbound']}.",
-              f"Drop to listed (a probe message read by its Message-ID every 20 ms): {s['drop to listed']}.", f"Memory: {s['memory']}.", "",
-              "| invariant | holds |", "|---|---|"]
+              f"Drop to listed (a probe message read by its Message-ID every 20 ms): {s['drop to listed']}.", f"Memory: {s['memory']}.",
+              f"CPU seconds during the load: {s['cpu seconds during the load']}.", ""]
+    if s.get("storage requests per request"):
+        lines += ["Storage requests per request (DynamoDB calls at the proxy, one route at a time):", "",
+                  "| route | requests | per request | docs/data-model.md |", "|---|---:|---|---|"]
+        for route, r in s["storage requests per request"].items():
+            documented = "" if "expected" not in r else ("as documented" if r["as documented"]
+                                                          else f"documented: {r['expected']}")
+            lines.append(f"| {route} | {r['requests']} | {r['per request']} | {documented} |")
+        lines.append("")
+    lines += ["| invariant | holds |", "|---|---|"]
     lines += [f"| {name} | {'yes' if v['holds'] else 'NO: ' + '; '.join(v['violations'][:3])} |"
               for name, v in s["invariants"].items()]
     return "\n".join(lines) + "\n"

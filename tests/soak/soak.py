@@ -29,6 +29,7 @@ import faults  # noqa: E402
 import load  # noqa: E402
 import report  # noqa: E402
 import standins  # noqa: E402
+import storage  # noqa: E402
 from server import Server, dynamodb_local, moto  # noqa: E402
 
 SERVICE_DOMAIN = "svc.soak.test"
@@ -61,6 +62,53 @@ def aws_env(dynamo_url, s3_url):
     return {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
             "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
             "AWS_ENDPOINT_URL": s3_url, "AWS_ENDPOINT_URL_DYNAMODB": dynamo_url}
+
+
+class CpuMeter:
+    """CPU seconds each process of the soak used during the load (a process
+    started again is counted from its new start), the soak's own (its
+    threads: agents, stand-ins), and the whole machine's, from /proc."""
+
+    def __init__(self, processes, deadline):
+        self.processes, self.deadline = processes, deadline
+        self.used = {name: 0.0 for name in processes}
+        self.last = {}
+        self.started = time.time()
+        self.own0, self.machine0 = os.times(), machine_busy()
+
+    def run(self):
+        while True:
+            for name, proc in self.processes.items():
+                p = proc()
+                pid = getattr(p, "pid", None)
+                cpu = standins.process_cpu_seconds(pid) if pid else None
+                if cpu is None:
+                    continue
+                last_pid, last_cpu = self.last.get(name, (None, None))
+                if last_pid == pid and cpu >= last_cpu:
+                    self.used[name] += cpu - last_cpu
+                self.last[name] = (pid, cpu)
+            if time.time() >= self.deadline:
+                break
+            time.sleep(1)
+        own = os.times()
+        self.summary = {name: round(v, 1) for name, v in self.used.items()}
+        self.summary["soak (load, stand-ins)"] = round(own.user + own.system - self.own0.user - self.own0.system, 1)
+        self.summary["mailhost deliver and killed servers"] = round(
+            own.children_user + own.children_system - self.own0.children_user - self.own0.children_system, 1)
+        busy, total = machine_busy()
+        self.summary["machine (all processes, both cores)"] = round(busy - self.machine0[0], 1)
+        self.summary["machine capacity"] = round(total - self.machine0[1], 1)
+        self.summary["seconds"] = round(time.time() - self.started, 1)
+
+
+def machine_busy():
+    """(busy, total) CPU seconds of the machine since boot."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / hz, sum(fields[:8]) / hz
 
 
 class Run:
@@ -135,6 +183,10 @@ class Run:
             print(f"    +{start:7.1f}s  {kind:16s} {length:5.1f}s", flush=True)
         self.t0 = time.time()
         deadline = self.t0 + seconds
+        self.cpu = CpuMeter({"mailhost": lambda: self.server.process.proc, "dynamodb-local": lambda: self.ddb.proc,
+                             "moto": lambda: self.moto.proc, "dynamodb proxy": lambda: self.dynamo_proxy.process,
+                             "s3 proxy": lambda: self.s3_proxy.process}, deadline)
+        threading.Thread(target=self.cpu.run, daemon=True).start()
         self.sends = []
         rate = args.inbound_rate if args.inbound_rate is not None else max(1.0, args.agents / 4)
         self.inbound = load.Inbound(self.server, self.bucket, self.accounts, f"inbox@{SERVICE_DOMAIN}",
@@ -193,6 +245,18 @@ class Run:
         results["memory (RSS) roughly flat"] = checks.memory(self.server.rss, self.t0, self.t_end)
         return results
 
+    def count_storage(self):
+        """Storage requests per request of each route, one at a time (storage.py),
+        on the server started again with its jobs far apart."""
+        operator = self.server.token(OPERATOR, operator=True)
+        fresh = load.onboard(self.client, self.server, self.dns, operator, len(self.accounts))
+        self.server.kill()
+        self.server.process.env = dict(self.server.env, MAILHOST_POLL_INTERVAL="3600")
+        self.server.start()
+        time.sleep(1)
+        log("storage requests per request, one route at a time:")
+        self.storage = storage.measure(self.client, self.dynamo_proxy, self.accounts[0], fresh, log)
+
     def stop(self):
         for proc in reversed(self.children):
             proc.stop()
@@ -208,6 +272,9 @@ def main():
         run.play()
         run.settle()
         results = run.check()
+        run.count_storage()
+        results["storage requests per send and per read as docs/data-model.md lists them"] = storage.check(
+            run.storage)
         failed = report.print_invariants(results)
         summary = report.build(run, results)
         path = args.report or os.path.join(run.work, "soak-report.json")

@@ -11,6 +11,7 @@ import email
 import email.policy
 import http.client
 import json
+import multiprocessing
 import os
 import random
 import socket
@@ -256,90 +257,155 @@ class FaultProxy:
     """An HTTP/1.1 proxy in front of DynamoDB Local or moto. While `mode`
     names a fault, a share `rate` of the requests get it instead of the
     upstream's answer: DynamoDB's throttling and 500 bodies (the __type the
-    SDK reads), S3's 503 SlowDown, or `latency` seconds added."""
+    SDK reads), S3's 503 SlowDown, or `latency` seconds added.
+
+    It runs in a process of its own: in the soak's process every call it
+    forwards would wait for the interpreter lock behind the agents' threads
+    (50 of them, and the other stand-ins), which added that wait to every
+    storage request the server made. `mode`, `rate` and `latency` are shared
+    memory the fault player sets; `counts` asks the process (calls passed and
+    faults played, and the passed calls by operation: DynamoDB's
+    X-Amz-Target, S3's method)."""
+
+    MODES = ["ok", "mixed", "latency", "throughput", "throttling", "500", "slowdown"]
 
     def __init__(self, upstream_port, flavor):
-        self.upstream_port = upstream_port
         self.flavor = flavor  # "dynamodb" or "s3"
-        self.mode, self.rate, self.latency = "ok", 0.0, 0.0
-        self.counts = {}
-        self.lock = threading.Lock()
         self.port = free_port()
-        owner = self
-        local = threading.local()
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _any(self):
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else b""
-                fault = owner.pick()
-                if fault == "latency":
-                    time.sleep(owner.latency)
-                elif fault:
-                    return self._fail(fault)
-                status, headers, data = owner.forward(local, self.command, self.path, self.headers, body)
-                self.send_response_only(status)
-                for name, value in headers:
-                    if name.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
-                        self.send_header(name, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-
-            def _fail(self, fault):
-                status, ctype, data = owner.fault_body(fault)
-                self.send_response_only(status)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _any
-
-            def log_message(self, *_):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.server.handle_error = quiet
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        mp = multiprocessing.get_context("spawn")
+        self._mode, self._rate, self._latency = mp.Value("i", 0), mp.Value("d", 0.0), mp.Value("d", 0.0)
+        self._control, child = mp.Pipe()
+        self._lock = threading.Lock()
+        self.process = mp.Process(target=_serve_proxy, daemon=True, name=f"{flavor}-proxy",
+                                  args=(upstream_port, flavor, self.port, self._mode, self._rate, self._latency, child))
+        self.process.start()
+        wait_port(self.port, f"the {flavor} fault proxy", 30)
 
     @property
     def url(self):
         return f"http://127.0.0.1:{self.port}"
 
-    def pick(self):
-        mode = self.mode
-        if mode == "ok" or random.random() >= self.rate:
-            self._count("passed")
+    @property
+    def mode(self):
+        return self.MODES[self._mode.value]
+
+    @mode.setter
+    def mode(self, value):
+        self._mode.value = self.MODES.index(value)
+
+    @property
+    def rate(self):
+        return self._rate.value
+
+    @rate.setter
+    def rate(self, value):
+        self._rate.value = value
+
+    @property
+    def latency(self):
+        return self._latency.value
+
+    @latency.setter
+    def latency(self, value):
+        self._latency.value = value
+
+    @property
+    def counts(self):
+        """Calls passed and faults played (what the report shows)."""
+        return {k: v for k, v in self.all_counts().items() if not k.startswith(("op ", "item "))}
+
+    def operations(self):
+        """Calls passed to the upstream, by operation."""
+        return {k[3:]: v for k, v in self.all_counts().items() if k.startswith("op ")}
+
+    def items(self):
+        """DynamoDB calls passed to the upstream, by operation and the kinds
+        of item they name."""
+        return {k[5:]: v for k, v in self.all_counts().items() if k.startswith("item ")}
+
+    def all_counts(self):
+        with self._lock:
+            self._control.send("counts")
+            return self._control.recv()
+
+    def cpu_seconds(self):
+        """CPU time the proxy's process has used (user + system)."""
+        return process_cpu_seconds(self.process.pid)
+
+
+def partitions(body):
+    """The kinds of item a DynamoDB request names: each partition key's prefix
+    (`KEY`, `ACCT`, `MAIL`...), sorted, from its Key, Item or Keys, or a
+    Query's key value."""
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return ["?"]
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            pk = value.get("pk")
+            if isinstance(pk, dict) and isinstance(pk.get("S"), str):
+                found.append(pk["S"].split("#", 1)[0])
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk({k: v for k, v in request.items() if k != "ExpressionAttributeValues"})
+    if not found:
+        for v in (request.get("ExpressionAttributeValues") or {}).values():
+            if isinstance(v, dict) and "#" in str(v.get("S", "")):
+                found.append(v["S"].split("#", 1)[0])
+                break
+    return sorted(found)
+
+
+def process_cpu_seconds(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _serve_proxy(upstream_port, flavor, port, mode, rate, latency, control):
+    """The proxy's process: serves until the soak ends (it is a daemon)."""
+    counts = {}
+    lock = threading.Lock()
+    local = threading.local()
+
+    def count(what):
+        with lock:
+            counts[what] = counts.get(what, 0) + 1
+
+    def pick():
+        name = FaultProxy.MODES[mode.value]
+        if name == "ok" or random.random() >= rate.value:
+            count("passed")
             return None
-        if mode == "mixed":
-            mode = random.choice(["throughput", "throttling", "500", "latency"] if self.flavor == "dynamodb"
+        if name == "mixed":
+            name = random.choice(["throughput", "throttling", "500", "latency"] if flavor == "dynamodb"
                                  else ["slowdown", "500", "latency"])
-        self._count(mode)
-        return mode
+        count(name)
+        return name
 
-    def _count(self, what):
-        with self.lock:
-            self.counts[what] = self.counts.get(what, 0) + 1
-
-    def fault_body(self, fault):
-        if self.flavor == "dynamodb":
+    def fault_body(fault):
+        if flavor == "dynamodb":
             status, kind, message = DYNAMO_FAULTS[fault]
             return status, "application/x-amz-json-1.0", json.dumps({"__type": kind, "message": message}).encode()
         code, status = ("SlowDown", 503) if fault == "slowdown" else ("InternalError", 500)
         body = f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>soak fault</Message></Error>"
         return status, "application/xml", body.encode()
 
-    def forward(self, local, method, path, headers, body):
+    def forward(method, path, headers, body):
         for attempt in range(2):
             conn = getattr(local, "conn", None)
             if conn is None:
-                conn = local.conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
+                conn = local.conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
             try:
                 conn.request(method, path, body=body, headers={k: v for k, v in headers.items()
                                                                if k.lower() != "connection"})
@@ -352,3 +418,56 @@ class FaultProxy:
                 if attempt:
                     raise
         raise RuntimeError("unreachable")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _any(self):
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else b""
+            fault = pick()
+            if fault == "latency":
+                time.sleep(latency.value)
+            elif fault:
+                return self._fail(fault)
+            if flavor == "dynamodb":
+                op = (self.headers.get("x-amz-target") or "?").rsplit(".", 1)[-1]
+                count("op " + op)
+                count("item " + op + " " + ",".join(partitions(body)))
+            else:
+                count("op " + self.command)
+            status, headers, data = forward(self.command, self.path, self.headers, body)
+            self.send_response_only(status)
+            for name, value in headers:
+                if name.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
+                    self.send_header(name, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def _fail(self, fault):
+            status, ctype, data = fault_body(fault)
+            self.send_response_only(status)
+            self.send_header("content-type", ctype)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _any
+
+        def log_message(self, *_):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    server.handle_error = quiet
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    while True:
+        try:
+            control.recv()
+        except EOFError:
+            return
+        with lock:
+            control.send(dict(counts))

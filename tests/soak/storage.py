@@ -1,0 +1,100 @@
+"""Storage requests per request, counted where the server makes them: at the
+DynamoDB fault proxy, which sees every call. One route at a time, from one
+client, after the load, on a server started with its scheduled jobs far
+apart (so nothing else calls DynamoDB meanwhile); a quiet interval as long
+as the routes' is counted too, and must be empty.
+
+What each route should make is what docs/data-model.md lists for it."""
+
+import time
+import urllib.parse
+
+# docs/data-model.md, "Storage requests per route", for what the soak's
+# agents do: a keyed route's one GetItem `KEY#` (standard keys), then the
+# route's own. A list read of rows already read, a thread already read and
+# a mark that changes a flag are the steady state the soak drives.
+EXPECTED = {
+    "GET /credits": {"GetItem": 1, "BatchGetItem": 1},
+    "GET /inbox (list)": {"GetItem": 1, "Query": 1},
+    "GET /inbox (threads)": {"GetItem": 1, "Query": 1},
+    "GET /inbox (thread, read before)": {"GetItem": 2, "Query": 1},
+    # KEY# and the account; the switches; the windows; the sender (the
+    # account's domains, then its one domain's mailboxes); the send lists;
+    # the suppressions; the credit; the delivery record; the audit row.
+    "POST /sendMail": {"GetItem": 2, "BatchGetItem": 2, "TransactWriteItems": 2, "Query": 3, "UpdateItem": 1,
+                       "PutItem": 1},
+}
+
+
+def measure(client, dynamo, account, fresh, log):
+    """{route: {"requests": n, "per request": {operation: calls / n}, "items": {operation and
+    item kinds: calls / n}, "expected": ...}}."""
+    key = account["key"]
+    # The server was just started again: the client's kept connection is gone.
+    listed = None
+    for _ in range(20):
+        record, listed = client.call("GET", "/inbox?limit=25", key, route="count")
+        if record["status"] == 200:
+            break
+        time.sleep(0.5)
+    threads = [m["threadId"] for m in (listed or {}).get("messages", []) if m.get("threadId")]
+    thread = threads[0] if threads else None
+    out = {}
+
+    def run(name, n, once):
+        before, before_items = dynamo.operations(), dynamo.items()
+        started = time.time()
+        statuses = {}
+        for i in range(n):
+            record, _ = once(i)
+            statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+        seconds = time.time() - started
+        time.sleep(0.5)  # the last request's calls have all reached the proxy
+        after, after_items = dynamo.operations(), dynamo.items()
+        calls = {op: after.get(op, 0) - before.get(op, 0) for op in after}
+        per = {op: round(c / n, 2) for op, c in sorted(calls.items()) if c}
+        items = {k: round((v - before_items.get(k, 0)) / n, 2) for k, v in sorted(after_items.items())
+                 if v - before_items.get(k, 0)}
+        entry = {"requests": n, "statuses": statuses, "per request": per, "items": items,
+                 "seconds": round(seconds, 2)}
+        if name in EXPECTED:
+            entry["expected"] = EXPECTED[name]
+            entry["as documented"] = per == {k: float(v) for k, v in EXPECTED[name].items()}
+        out[name] = entry
+        log(f"  {name}: {per}" + ("" if name not in EXPECTED else
+                                   ("  (as documented)" if entry["as documented"] else
+                                    f"  (docs/data-model.md: {EXPECTED[name]})")))
+        log(f"      by item: {items}")
+
+    def get(path, k=key):
+        return lambda _i: client.call("GET", path, k, route="count")
+
+    quiet_start = dynamo.operations()
+    time.sleep(2)
+    quiet = {op: n - quiet_start.get(op, 0) for op, n in dynamo.operations().items() if n - quiet_start.get(op, 0)}
+    out["nothing (2 s)"] = {"requests": 0, "per request": quiet}
+    log(f"  nothing for 2 s: {quiet or 'no call'}")
+    run("GET /credits", 20, get("/credits"))
+    run("GET /inbox (list)", 20, get("/inbox?limit=25"))
+    run("GET /inbox (threads)", 20, get("/inbox?view=threads"))
+    if thread:
+        path = "/inbox?" + urllib.parse.urlencode({"thread": thread})
+        client.call("GET", path, key, route="count")
+        run("GET /inbox (thread, read before)", 20, get(path))
+        run("POST /inbox (mark)", 10, lambda i: client.call(
+            "POST", "/inbox", key, {"thread": thread, "unread": i % 2 == 0}, route="count"))
+        run("POST /inbox (move)", 10, lambda i: client.call(
+            "POST", "/inbox", key, {"thread": thread, "folder": ["archive", "inbox"][i % 2]}, route="count"))
+    # A fresh account: its sends are within the minute's five.
+    run("POST /sendMail", 4, lambda i: client.call(
+        "POST", "/sendMail", fresh["key"], {"to": f"count{i}@remote.soak.test", "subject": f"count {i}",
+                                            "text": "Counting storage requests."}, route="count"))
+    return out
+
+
+def check(counted):
+    """The invariant: every route with a documented count made exactly it."""
+    bad = [f"{route}: {r['per request']} ({r['items']}), documented {r['expected']}"
+           for route, r in counted.items() if "expected" in r and not r["as documented"]]
+    missing = [f"{route} was not counted" for route in EXPECTED if route not in counted]
+    return bad + missing, sum(1 for r in counted.values() if "expected" in r)
