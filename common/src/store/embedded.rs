@@ -34,11 +34,14 @@ pub struct EmbeddedStore {
     path: Option<PathBuf>,
 }
 
-/// An open database and its writer thread's queue (the thread ends when the
-/// last clone of the store is dropped).
+/// An open database and its writer thread's queue. Dropping the last clone
+/// of the store ends the thread and waits for it, so the file is released
+/// when the drop returns (another process, or another store in this one,
+/// may open it next).
 struct Opened {
     db: Arc<Database>,
-    writes: mpsc::Sender<Job>,
+    writes: Option<mpsc::Sender<Job>>,
+    writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Opened {
@@ -46,11 +49,28 @@ impl Opened {
         let db = Arc::new(db);
         let (writes, queue) = mpsc::channel();
         let for_writer = db.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("redb-writer".into())
             .spawn(move || writer(&for_writer, &queue))
             .expect("spawning the store's writer thread");
-        Opened { db, writes }
+        Opened {
+            db,
+            writes: Some(writes),
+            writer: Some(writer),
+        }
+    }
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        // The closed queue ends the writer's loop; it then drops its handle
+        // on the database.
+        self.writes.take();
+        if let Some(writer) = self.writer.take()
+            && writer.thread().id() != std::thread::current().id()
+        {
+            let _ = writer.join();
+        }
     }
 }
 
@@ -224,7 +244,7 @@ impl EmbeddedStore {
             })
         });
         let gone = || backend("the store's writer stopped");
-        opened.writes.send(job).map_err(|_| gone())?;
+        opened.writes.as_ref().ok_or_else(gone)?.send(job).map_err(|_| gone())?;
         answered.await.map_err(|_| gone())?
     }
 }
@@ -461,6 +481,26 @@ mod tests {
 
     use super::*;
     use crate::store::item;
+
+    /// A dropped store has let go of its file when the drop returns: the
+    /// next opener (a Lambda function after another, a test reading what a
+    /// server wrote) finds it free at once, the write made before it kept.
+    #[tokio::test]
+    async fn a_dropped_store_releases_its_file_at_once() {
+        let dir = std::env::temp_dir().join(format!("mh-release-{:x}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("store.redb");
+        let key = Key::new("P", "s");
+        for round in 0..20 {
+            let store = EmbeddedStore::open(&path).expect("released by the round before");
+            store.put(item(&key, &json!({"round": round})), None).await.unwrap();
+            drop(store);
+        }
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(store.get(&key).await.unwrap().unwrap()["round"], 19);
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Writes made at once share commits, and each is all or nothing on its
     /// own: a refused write in a batch leaves nothing behind, and its
