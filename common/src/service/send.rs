@@ -297,10 +297,18 @@ impl Idempotency {
 async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
     let payer = Payer::of(caller);
-    payer::gate(ctx, &payer, payer::KeyCap::of(caller)).await?;
-
-    let input = input.parse()?;
-    let (from, domain) = sender(ctx, caller, input.from.as_deref()).await?;
+    // The sender is looked up while the gate runs (each is a few store round
+    // trips, and the lookup writes nothing); their answers are taken in the
+    // spec's order: the gate's refusal first, then the input's, then the sender's.
+    let prepared = async {
+        let input = input.parse()?;
+        let found = sender(ctx, caller, input.from.as_deref()).await;
+        Ok::<_, ApiError>((input, found))
+    };
+    let (gated, prepared) = tokio::join!(payer::gate(ctx, &payer, payer::KeyCap::of(caller)), prepared);
+    gated?;
+    let (input, found) = prepared?;
+    let (from, domain) = found?;
     let message_id = message::new_message_id(&domain.name);
     let draft = Draft {
         from: &from,

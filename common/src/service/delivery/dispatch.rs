@@ -42,8 +42,14 @@ pub struct Dispatched {
 /// The answer is an error only when no recipient was accepted.
 /// `payer` is `None` for a send paid when it was accepted (scheduled).
 pub async fn dispatch(ctx: &Context, payer: Option<&Payer>, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
-    lists::refuse_send(ctx, &out.owner, out.from, out.recipients).await?;
-    suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
+    // Two reads at once; a blocked or not-allowed recipient is named before
+    // a suppressed one.
+    let (listed, suppressed) = tokio::join!(
+        lists::refuse_send(ctx, &out.owner, out.from, out.recipients),
+        suppressions::refuse_listed(ctx, &out.owner, out.recipients)
+    );
+    listed?;
+    suppressed?;
     let real: Vec<usize> = (0..out.recipients.len())
         .filter(|&n| simulator::scenario(ctx, &out.recipients[n]).is_none())
         .collect();
