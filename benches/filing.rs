@@ -28,6 +28,8 @@
 #[path = "../tests/api/support/dns.rs"]
 #[allow(dead_code)]
 mod dns;
+#[path = "support/process.rs"]
+mod process;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,8 @@ use common::config::Config;
 use common::mail::inbound::{Envelope, drop_raw};
 use common::service::poller;
 use serde_json::json;
+
+use process::{cpu_time, loadavg};
 
 const CLIENT_IP: &str = "192.0.2.25";
 
@@ -340,19 +344,4 @@ fn envelope(pass: usize, raw: &[u8]) -> Envelope {
         client_address: Some(CLIENT_IP.into()),
         helo: Some(format!("mail.{domain}")),
     }
-}
-
-/// CPU time of the whole process, every thread.
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec it is given.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0);
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }

@@ -10,9 +10,13 @@
 //! Run: `cargo bench --bench inbound`; `MESSAGES=n` sets the count (per
 //! phase), `MAILHOST_INBOUND_POLL_MS` the quick poller's interval.
 
+#[path = "support/process.rs"]
+mod process;
+
 use std::time::{Duration, Instant};
 
 use common::config::Config;
+use process::{cpu_time, loadavg};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -103,21 +107,6 @@ fn busy(quick: &Server) -> Option<std::process::Child> {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .ok()
-}
-
-/// CPU time of the whole process (the server, its poller and the clients).
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec it is given.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0);
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 struct Server {
