@@ -88,6 +88,7 @@ def build(run, results):
         "server-side latency": server_side(run.server.log, run.t0, run.t_end),
         "cpu seconds during the load": getattr(getattr(run, "cpu", None), "summary", None),
         "storage requests per request": getattr(run, "storage", None),
+        "DynamoDB Local alone (the floor)": getattr(run, "floor", None),
     }
 
 
@@ -150,6 +151,12 @@ def markdown(s):
                   "", "| route | requests | p50 ms | p99 ms |", "|---|---:|---:|---:|"]
         lines += [f"| {route} | {r['requests']} | {r['p50 ms']} | {r['p99 ms']} |"
                   for route, r in s["server-side latency"].items()]
+    if s.get("DynamoDB Local alone (the floor)"):
+        lines += ["", "DynamoDB Local alone, through the same proxy, measured before the load (the floor: a route "
+                  "making n calls one after another cannot answer faster than about n of these):",
+                  "", "| call | per s | p50 ms | p99 ms |", "|---|---:|---:|---:|"]
+        lines += [f"| {what} | {r['per second']} | {r['p50 ms']} | {r['p99 ms']} |"
+                  for what, r in s["DynamoDB Local alone (the floor)"].items()]
     lines += ["", "| answer | count |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in s["answers by kind"].items()]
     lines += ["", "Faults played: " + ", ".join(f"{w['kind']} at +{w['at']}s for {w['seconds']}s"

@@ -26,6 +26,7 @@ from botocore.config import Config as BotoConfig  # noqa: E402
 
 import checks  # noqa: E402
 import faults  # noqa: E402
+import floor  # noqa: E402
 import load  # noqa: E402
 import report  # noqa: E402
 import standins  # noqa: E402
@@ -268,6 +269,8 @@ def main():
     run = Run(args)
     try:
         run.stand_up()
+        log("DynamoDB Local alone, through the proxy (the floor under the figures):")
+        run.floor = floor.measure(run.dynamo_proxy.url, args.agents, log)
         run.onboard()
         run.play()
         run.settle()
