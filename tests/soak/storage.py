@@ -18,6 +18,12 @@ EXPECTED = {
     "GET /inbox (list)": {"GetItem": 1, "Query": 1},
     "GET /inbox (threads)": {"GetItem": 1, "Query": 1},
     "GET /inbox (thread, read before)": {"GetItem": 2, "Query": 1},
+    # A thread marked: its summary, its rows, the summary's version, the
+    # change; then the answer's summary and rows.
+    "POST /inbox (mark)": {"GetItem": 4, "Query": 2, "TransactWriteItems": 1},
+    # A thread moved: its summary; the summary's version, the summary's
+    # change, the rows, their copies moved; then the answer's summary and rows.
+    "POST /inbox (move)": {"GetItem": 4, "Query": 2, "TransactWriteItems": 2},
     # KEY# and the account; the switches; the windows; the sender (the
     # account's domains, then its one domain's mailboxes); the send lists;
     # the suppressions; the credit; the delivery record; the audit row.
