@@ -449,9 +449,10 @@ const LOCAL_RECEIVER: &str = "https://localhost:9/mailhost-hook";
 /// A job's other events, invoked before its `scheduled.json`: the poller's
 /// S3 object-created event through EventBridge, after the test has dropped
 /// into the spool what a mail host would (`drop_into_spool`): a message for
-/// a service-domain mailbox, a real bounce and a real complaint about the
-/// agent key's send. The poller files whatever waits, whatever key the event
-/// names: one copy filed; the two reports applied, never filed.
+/// a service-domain mailbox and a real bounce about the agent key's send.
+/// The poller files whatever waits, whatever key the event names: one copy
+/// filed; the report applied, never filed. A real complaint about the same
+/// send is dropped before the scheduled run, which applies it.
 const JOB_EVENT_CASES: &[Case] = &[Case {
     function: "poller",
     event: "object-created.json",
@@ -499,7 +500,7 @@ fn summary_check(job: &str) -> fn(&Value) {
             assert_eq!(out["mailboxes"], PROTECTED_MAILBOXES.len(), "{out}");
         },
         "poller" => |out| {
-            // An empty spool: nothing to file, nothing failed or left.
+            // Only the complaint waits: applied, never filed; nothing failed or left.
             assert_eq!(
                 out,
                 &json!({ "filed": 0, "duplicates": 0, "failed": 0, "pending": 0 }),
@@ -802,6 +803,7 @@ fn lambda_functions_answer_the_sample_events() {
     let mut running: Option<Watch> = None;
     let mut started_functions = BTreeSet::new();
     let mut answers: BTreeMap<String, Value> = BTreeMap::new();
+    let mut complaint = None;
     for case in cases() {
         if running.as_ref().map(|w| w.function) != Some(case.function) {
             if let Some(done) = running.take() {
@@ -813,7 +815,7 @@ fn lambda_functions_answer_the_sample_events() {
                 case.function
             );
             if case.function == "poller" {
-                drop_into_spool(&scratch.path(data_dir_name("poller")), &hmac_secret);
+                complaint = Some(drop_into_spool(&scratch.path(data_dir_name("poller")), &hmac_secret));
             }
             running = Some(start_watch(case.function));
         }
@@ -833,6 +835,10 @@ fn lambda_functions_answer_the_sample_events() {
                 &port.to_string(),
             ])
             .args(["--data-file", &event, "--output-format", "json"]);
+        if case.function == "poller" && case.event == "scheduled.json" {
+            let raw = complaint.take().expect("the complaint, kept for the scheduled run");
+            drop_later(&scratch.path(data_dir_name("poller")), raw);
+        }
         let started = Instant::now();
         let out = output_within(invoke, Duration::from_secs(5 * 60), &event);
         let response: Value = match serde_json::from_slice(&out.stdout) {
@@ -985,12 +991,13 @@ fn metric_lines_are_emf(venv: &Path, scratch: &Scratch, functions: &[&'static st
 
 /// What a mail host drops for the poller's object-created case, as
 /// `mailhost deliver` does (envelope line first, named by the time of the
-/// drop): a message for `inbox@<service domain>`, then a real Postfix bounce
-/// and a real feedback report (tests/fixtures/dsn/ORIGIN.md) to the signed
-/// return path of the agent key's one send (its delivery read from the
-/// store, the return path signed with the functions' HMAC secret), in that
-/// order, as a complaint follows a bounce.
-fn drop_into_spool(data_dir: &Path, hmac_secret: &str) {
+/// drop): a message for `inbox@<service domain>` and a real Postfix bounce
+/// (tests/fixtures/dsn/ORIGIN.md) to the signed return path of the agent
+/// key's one send (its delivery read from the store, the return path signed
+/// with the functions' HMAC secret). Answers the real feedback report to the
+/// same return path, for the scheduled run after it: a complaint follows a
+/// bounce, and one run files its files concurrently, in no set order.
+fn drop_into_spool(data_dir: &Path, hmac_secret: &str) -> Vec<u8> {
     use common::mail::inbound::{Envelope, drop_raw};
     use common::store::{Query, Store};
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -1021,7 +1028,6 @@ fn drop_into_spool(data_dir: &Path, hmac_secret: &str) {
             String::new(),
             fixture("postfix-5.1.1-user-unknown.eml"),
         ),
-        (return_path, String::new(), fixture("arf-yahoo-abuse.eml")),
     ];
     let blobs = common::blob::fs::FsBlobStore::new(data_dir.join("blobs"));
     runtime.block_on(async {
@@ -1032,10 +1038,24 @@ fn drop_into_spool(data_dir: &Path, hmac_secret: &str) {
                 ..Default::default()
             };
             drop_raw(&blobs, envelope.prepend(&raw)).await.expect("dropped");
-            // A later drop sorts after: names start with the millisecond.
-            tokio::time::sleep(Duration::from_millis(2)).await;
         }
     });
+    let complaint = Envelope {
+        recipient: Some(return_path),
+        sender: Some(String::new()),
+        ..Default::default()
+    };
+    complaint.prepend(&fixture("arf-yahoo-abuse.eml"))
+}
+
+/// Drops `raw` (its envelope line first) into the poller's spool; the store
+/// may be open in the running function.
+fn drop_later(data_dir: &Path, raw: Vec<u8>) {
+    let blobs = common::blob::fs::FsBlobStore::new(data_dir.join("blobs"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(common::mail::inbound::drop_raw(&blobs, raw))
+        .expect("dropped");
 }
 
 /// A function under `cargo lambda watch`.
