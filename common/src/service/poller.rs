@@ -11,7 +11,7 @@ use futures::StreamExt;
 
 use crate::blob::BlobError;
 use crate::context::Context;
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
 use crate::mail::authenticate::{self, Authentication};
 use crate::mail::inbound::{self, DONE, FAILED, Inbound, Limits, PENDING};
 use crate::metrics;
@@ -70,44 +70,35 @@ fn waited_ms(name: &str) -> i64 {
 pub const CONCURRENT_FILES: usize = 16;
 
 /// One pass over `inbound/pending/`, [`CONCURRENT_FILES`] files at a time
-/// (one run at a time per process). A file whose filing fails for a reason
-/// other than its content (the store is down) stays pending for the next run,
-/// and the run goes on with the others.
+/// (one run at a time per process). A file that lost every race for its
+/// thread (many of one thread's messages at once) is filed again alone after
+/// the others. A file whose filing fails for a reason other than its content
+/// (the store is down) stays pending for the next run, and the run goes on
+/// with the others.
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     let _one_run = ctx.poller_runs.lock().await;
-    let mut outcome = Outcome::default();
-    let mut filed = Vec::new();
+    let mut tally = Tally::default();
     let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
-    let mut spool = Spool {
-        found: pending.len(),
-        ..Spool::default()
-    };
+    tally.spool.found = pending.len();
     let mut runs = futures::stream::iter(pending)
         .map(|key| async move {
             let result = one(ctx, &key).await;
             (key, result)
         })
         .buffer_unordered(CONCURRENT_FILES);
+    let mut busy = Vec::new();
     while let Some((key, result)) = runs.next().await {
         match result {
-            Ok(None) => {}
-            Ok(Some(File::Filed(new, duplicates))) => {
-                spool.done.push(waited_ms(&key[PENDING.len()..]));
-                outcome.filed += new.len();
-                outcome.duplicates += duplicates;
-                filed.extend(new);
-            }
-            Ok(Some(File::Failed)) => {
-                spool.refused += 1;
-                outcome.failed += 1;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, file = %key, "filing an inbound message failed; it stays pending");
-                outcome.pending += 1;
-            }
+            Err(e) if e.is(error::REQUEST_BUSY) => busy.push(key),
+            result => tally.add(&key, result),
         }
     }
     drop(runs);
+    for key in busy {
+        let result = one(ctx, &key).await;
+        tally.add(&key, result);
+    }
+    let Tally { outcome, spool, filed } = tally;
     // Counted once the files are moved, before the webhooks, which may take
     // seconds: every run records what it found, even nothing.
     spool.emit(ctx);
@@ -115,6 +106,36 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     // down or slow delays no message's filing.
     webhooks::announce(ctx, &filed).await;
     Ok(outcome)
+}
+
+/// What a run did so far.
+#[derive(Default)]
+struct Tally {
+    outcome: Outcome,
+    spool: Spool,
+    filed: Vec<(String, Row)>,
+}
+
+impl Tally {
+    fn add(&mut self, key: &str, result: Result<Option<File>, ApiError>) {
+        match result {
+            Ok(None) => {}
+            Ok(Some(File::Filed(new, duplicates))) => {
+                self.spool.done.push(waited_ms(&key[PENDING.len()..]));
+                self.outcome.filed += new.len();
+                self.outcome.duplicates += duplicates;
+                self.filed.extend(new);
+            }
+            Ok(Some(File::Failed)) => {
+                self.spool.refused += 1;
+                self.outcome.failed += 1;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, file = %key, "filing an inbound message failed; it stays pending");
+                self.outcome.pending += 1;
+            }
+        }
+    }
 }
 
 /// What became of one spool file.

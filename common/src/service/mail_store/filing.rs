@@ -238,9 +238,9 @@ async fn index(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(ApiError::internal(
-        "filing lost the race on its thread summary too many times",
-    ))
+    // Many of one thread's messages filed at once: the poller tries this one
+    // again alone.
+    Err(crate::error::REQUEST_BUSY.into())
 }
 
 /// The row's copies and its thread's summary and list copy: at most 7 writes
