@@ -159,6 +159,10 @@ pub struct Config {
     /// lines under Lambda; debug log lines locally).
     #[arg(long, env = "MAILHOST_METRICS_NAMESPACE", default_value = "mailhost")]
     pub metrics_namespace: String,
+    /// Bytes of memory each process may keep of inbox rows' encoded summaries
+    /// (a page read again answers from it); 0 keeps none.
+    #[arg(long, env = "MAILHOST_LIST_MEMO_BYTES", default_value_t = 8 << 20)]
+    pub list_memo_bytes: usize,
 }
 
 impl Config {
@@ -211,6 +215,7 @@ impl Config {
             mta_self_apply: vars.parsed("MAILHOST_MTA_SELF_APPLY", "true")?,
             docs_url: vars.text("MAILHOST_DOCS_URL", "https://mailhost.localhost/docs/openapi.json"),
             metrics_namespace: vars.text("MAILHOST_METRICS_NAMESPACE", "mailhost"),
+            list_memo_bytes: vars.parsed("MAILHOST_LIST_MEMO_BYTES", "8388608")?,
         })
     }
 
@@ -311,6 +316,7 @@ mod tests {
             ("MAILHOST_MTA_SELF_APPLY", "false"),
             ("MAILHOST_DOCS_URL", "https://docs.example.com/openapi.json"),
             ("MAILHOST_METRICS_NAMESPACE", "mailhost/prod"),
+            ("MAILHOST_LIST_MEMO_BYTES", "0"),
         ]);
         let mut args = Vec::new();
         for arg in Config::augment_args(Command::new("mailhost")).get_arguments() {

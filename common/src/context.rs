@@ -108,6 +108,7 @@ impl Context {
         };
         let (customer_mail, system_mail) = transports(&config, mode, aws.as_ref())?;
         let dns = Dns::new(config.dns_server.as_deref())?;
+        let summaries = crate::memo::EncodingMemo::with_budget(config.list_memo_bytes);
         let context = Arc::new(Context {
             config,
             secrets,
@@ -124,7 +125,7 @@ impl Context {
             identity,
             clock: Clock::default(),
             signers: Default::default(),
-            summaries: Default::default(),
+            summaries,
             poller_runs: Default::default(),
         });
         Ok(Built { context, new_agent_key })

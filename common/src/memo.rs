@@ -8,8 +8,9 @@
 //! changed has new text and is encoded again. The whole text decides a hit,
 //! never a hash of it, so what a hit answers is what encoding would.
 //!
-//! Each process keeps its own, up to a budget of bytes (text and encodings);
-//! past it the memo starts over empty. Every read still reads its rows from
+//! Each process keeps its own, up to a budget of bytes (text and encodings,
+//! `MAILHOST_LIST_MEMO_BYTES`); past it the memo starts over empty, and a
+//! budget of 0 keeps nothing (every page is encoded as on its first read). Every read still reads its rows from
 //! the store, so a row removed there is never answered from here.
 
 use std::collections::HashMap;
@@ -18,9 +19,6 @@ use std::sync::Mutex;
 use serde_json::value::RawValue;
 
 use crate::store::RawItem;
-
-/// Bytes of row text and encodings kept, about 2 000 rows of short mail.
-const BUDGET: usize = 8 << 20;
 
 pub struct EncodingMemo {
     budget: usize,
@@ -38,12 +36,6 @@ struct Encoded {
     text: Vec<u8>,
     encoding: Box<RawValue>,
     flagged: bool,
-}
-
-impl Default for EncodingMemo {
-    fn default() -> Self {
-        EncodingMemo::with_budget(BUDGET)
-    }
 }
 
 impl EncodingMemo {
@@ -108,7 +100,7 @@ impl EncodingMemo {
             flagged += usize::from(is_flagged);
             encodings.push(encoding);
         }
-        if !fresh.is_empty() {
+        if !fresh.is_empty() && self.budget > 0 {
             let mut memo = self.lock();
             for (key, encoded) in fresh {
                 memo.insert(key, encoded, self.budget);
@@ -167,7 +159,7 @@ mod tests {
 
     #[test]
     fn a_row_read_again_with_the_same_text_is_not_encoded_again() {
-        let cache = EncodingMemo::default();
+        let cache = EncodingMemo::with_budget(8 << 20);
         let calls = Cell::new(0);
         let page = || vec![item("2", r#"{"u":true}"#), item("1", r#"{"u":false}"#)];
         let (first, unread) = cache.page("P", page(), encoder(&calls)).unwrap();
@@ -181,7 +173,7 @@ mod tests {
 
     #[test]
     fn a_row_whose_text_changed_is_encoded_again() {
-        let cache = EncodingMemo::default();
+        let cache = EncodingMemo::with_budget(8 << 20);
         let calls = Cell::new(0);
         cache
             .page("P", vec![item("1", r#"{"u":true}"#)], encoder(&calls))
@@ -215,8 +207,19 @@ mod tests {
     }
 
     #[test]
+    fn a_budget_of_nothing_keeps_nothing() {
+        let cache = EncodingMemo::with_budget(0);
+        let calls = Cell::new(0);
+        let page = || vec![item("1", r#"{"u":true}"#)];
+        cache.page("P", page(), encoder(&calls)).unwrap();
+        let (again, unread) = cache.page("P", page(), encoder(&calls)).unwrap();
+        assert_eq!((texts(&again), unread, calls.get()), (vec![r#"{"u":true}"#], 1, 2));
+        assert!(cache.lock().rows.is_empty());
+    }
+
+    #[test]
     fn an_encoding_error_is_the_pages_and_nothing_is_kept() {
-        let cache = EncodingMemo::default();
+        let cache = EncodingMemo::with_budget(8 << 20);
         let refused = cache.page("P", vec![item("1", "{")], |text: &[u8]| {
             serde_json::from_slice::<Box<RawValue>>(text).map(|v| (v, false))
         });

@@ -143,11 +143,12 @@ class Agent:
     about every `send_every` seconds (the account may send 5 a minute), half
     with an Idempotency-Key; a keyed send is retried with the same key after
     a timeout, a dropped connection or a 5xx, some after a deliberately short
-    client timeout."""
+    client timeout. With `think` seconds it pauses that long (0.5x to 1.5x)
+    after each action."""
 
-    def __init__(self, account, client, sends, deadline, send_every, seed):
+    def __init__(self, account, client, sends, deadline, send_every, think, seed):
         self.account, self.client, self.sends, self.deadline = account, client, sends, deadline
-        self.send_every = send_every
+        self.send_every, self.think = send_every, think
         self.rng = random.Random(seed)
         self.n = 0
         self.next_send = time.time() + self.rng.uniform(0, send_every)
@@ -162,6 +163,8 @@ class Agent:
             action = self.rng.choices([self.list, self.wait, self.read_thread, self.mark, self.move, self.threads_view,
                                        self.credits], [30, 8, 10, 12, 6, 10, 4])[0]
             action()
+            if self.think:
+                time.sleep(self.rng.uniform(0.5, 1.5) * self.think)
 
     def get(self, query, route, timeout=30):
         return self.client.call("GET", "/inbox?" + urllib.parse.urlencode(query), self.account["key"],

@@ -66,7 +66,7 @@ def build(run, results):
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.t0)),
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, load average at the end {load}",
-        "seed": run.seed, "agents": len(run.accounts), "seconds": round(seconds, 1),
+        "seed": run.seed, "agents": len(run.accounts), "think seconds": run.args.think, "seconds": round(seconds, 1),
         "onboarding seconds": round(run.onboard_seconds, 1),
         "requests": len(calls), "requests per second": round(len(calls) / seconds, 1),
         "answered per second": round(sum(1 for c in calls if c["status"] is not None) / seconds, 1),
@@ -139,7 +139,10 @@ def write(summary, path):
 
 
 def markdown(s):
-    lines = [f"Soak of {s['date']}: {s['agents']} agents for {s['seconds']} s (seed {s['seed']}); {s['machine']}.", "",
+    pace = (f"each pausing about {s['think seconds']} s after an answer" if s.get("think seconds")
+            else "each in a closed loop")
+    lines = [f"Soak of {s['date']}: {s['agents']} agents ({pace}) for {s['seconds']} s (seed {s['seed']}); "
+             f"{s['machine']}.", "",
              f"{s['requests']} requests, {s['requests per second']}/s ({s['answered per second']}/s answered); "
              f"server started {s['server starts']} times "
              f"({s['server starts that exited (store unreachable)']} of them exited at once, the store unreachable).", "",

@@ -47,6 +47,9 @@ def arguments():
     p.add_argument("--agents", type=int, default=20)
     p.add_argument("--inbound-rate", type=float, default=None, help="messages dropped per second (default agents/4)")
     p.add_argument("--send-every", type=float, default=15.0, help="seconds between one agent's sends")
+    p.add_argument("--think", type=float, default=0.0,
+                   help="seconds an agent pauses after each answer (default 0: a closed loop that saturates the "
+                        "machine; a pause offers a bounded load, whose latencies are the service's, not a queue's)")
     p.add_argument("--kills", type=int, default=None, help="server SIGKILLs (default one a minute, at least 2)")
     p.add_argument("--no-faults", action="store_true")
     p.add_argument("--no-ddb-restart", action="store_true")
@@ -201,7 +204,8 @@ class Run:
                    threading.Thread(target=load.WebhookRegistrar(self.client, self.agent_key, self.webhook_url,
                                                                  deadline).run, daemon=True)]
         for n, account in enumerate(self.accounts):
-            agent = load.Agent(account, self.client, self.sends, deadline, args.send_every, self.seed + n)
+            agent = load.Agent(account, self.client, self.sends, deadline, args.send_every, args.think,
+                               self.seed + n)
             workers.append(threading.Thread(target=agent.run, daemon=True))
         for w in workers:
             w.start()
