@@ -15,6 +15,7 @@ on_both_backends!(
     entries_are_added_listed_and_removed_over_rest_and_mcp,
     bad_list_input_gets_a_precise_answer_and_changes_nothing,
     a_blocked_recipient_refuses_the_whole_send_with_no_credit_spent,
+    a_blocked_recipient_is_answered_after_the_sender_and_the_switches,
     an_allow_list_refuses_every_other_recipient,
     a_mailbox_entry_applies_only_to_that_mailbox,
     a_key_narrowed_to_a_mailbox_manages_only_its_entries,
@@ -342,6 +343,35 @@ async fn a_blocked_recipient_refuses_the_whole_send_with_no_credit_spent(app: Te
         .await;
     assert_eq!(res.status, 200, "{}", res.body);
     assert_eq!(credits(&app, &key).await, before - 1);
+}
+
+async fn a_blocked_recipient_is_answered_after_the_sender_and_the_switches(app: TestApp) {
+    let key = app.acme().await;
+    added(
+        &app,
+        &key,
+        json!({"direction": "send", "kind": "block", "entry": "spam.example"}),
+    )
+    .await;
+    let mail = json!({"from": "agent@acme.example", "to": "x@spam.example", "subject": "Hi", "text": "Hi"});
+    // The recipients are read beside the earlier checks but answered after
+    // them: a sender the account may not use, and sending paused, come first.
+    let mut foreign = mail.clone();
+    foreign["from"] = json!("agent@elsewhere.example");
+    let res = app.send_mail(Auth::Bearer(&key), foreign).await;
+    assert_eq!(
+        (res.status, res.error()),
+        (400, "from must be a hosted mailbox on your verified domain")
+    );
+    let operator = app.operator_token().await;
+    let pause = |enabled: bool| app.post("/credits", Auth::Bearer(&operator), json!({"sendingEnabled": enabled}));
+    assert_eq!(pause(false).await.status, 200);
+    let res = app.send_mail(Auth::Bearer(&key), mail.clone()).await;
+    assert_eq!((res.status, res.error()), (503, "Sending temporarily disabled"));
+    assert_eq!(pause(true).await.status, 200);
+
+    let res = app.send_mail(Auth::Bearer(&key), mail).await;
+    assert_eq!((res.status, &res.body["code"]), (400, &json!("recipient_blocked")));
 }
 
 async fn an_allow_list_refuses_every_other_recipient(app: TestApp) {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::accounts::{self, OPS_UID};
-use super::delivery::dispatch::{Outbound, dispatch};
+use super::delivery::dispatch::{self, Outbound};
 use super::domains::{self, DomainStatus};
 use super::mail_store::{self, Direction, NewMessage};
 use super::payer::{self, Payer};
@@ -297,17 +297,26 @@ impl Idempotency {
 async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
     let payer = Payer::of(caller);
-    // The sender is looked up while the gate runs (each is a few store round
-    // trips, and the lookup writes nothing); their answers are taken in the
-    // spec's order: the gate's refusal first, then the input's, then the sender's.
+    // The sender is looked up, and the recipients checked against the lists
+    // and suppressions, while the gate runs (each is a few store round trips,
+    // and neither writes); their answers are taken in the spec's order: the
+    // gate's refusal first, then the input's, then the sender's, and the
+    // recipients' once the send is accepted, to go now or to wait.
     let prepared = async {
         let input = input.parse()?;
         let found = sender(ctx, caller, input.from.as_deref()).await;
-        Ok::<_, ApiError>((input, found))
+        let checked = match &found {
+            Ok((from, domain)) => {
+                let owner = sent::owner_of(&domain.uid);
+                dispatch::check_recipients(ctx, &owner, from, &input.to.0).await
+            }
+            Err(_) => Ok(()),
+        };
+        Ok::<_, ApiError>((input, found, checked))
     };
     let (gated, prepared) = tokio::join!(payer::gate(ctx, &payer, payer::KeyCap::of(caller)), prepared);
     gated?;
-    let (input, found) = prepared?;
+    let (input, found, checked) = prepared?;
     let (from, domain) = found?;
     let message_id = message::new_message_id(&domain.name);
     let draft = Draft {
@@ -343,7 +352,9 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         credits_remaining: None,
     };
     let due_at = input.due_at(ctx.clock.now())?;
-    if let Some(wait) = pending::wait_for(call, &outbound.owner, &input.to.0, due_at).await? {
+    let wait = pending::wait_for(call, &outbound.owner, &input.to.0, due_at).await?;
+    checked?;
+    if let Some(wait) = wait {
         let kind = wait.kind;
         let accepted = pending::accept(call, wait, payer, &outbound, &input.text.0).await?;
         output.status = Some(kind);
@@ -352,7 +363,7 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         output.credits_remaining = accepted.credits_remaining;
         return Ok(output);
     }
-    let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
+    let dispatched = dispatch::dispatch_checked(ctx, Some(&payer), &outbound).await?;
     output.credits_remaining = dispatched.credits_remaining;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.

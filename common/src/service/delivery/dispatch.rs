@@ -42,14 +42,29 @@ pub struct Dispatched {
 /// The answer is an error only when no recipient was accepted.
 /// `payer` is `None` for a send paid when it was accepted (scheduled).
 pub async fn dispatch(ctx: &Context, payer: Option<&Payer>, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
-    // Two reads at once; a blocked or not-allowed recipient is named before
-    // a suppressed one.
+    check_recipients(ctx, &out.owner, out.from, out.recipients).await?;
+    dispatch_checked(ctx, payer, out).await
+}
+
+/// The recipients against the owner's allow and block lists and its
+/// suppressions: two reads at once, and nothing written, so a send may run
+/// them beside its own earlier checks and take the answer in its turn. A
+/// blocked or not-allowed recipient is named before a suppressed one.
+pub async fn check_recipients(ctx: &Context, owner: &str, from: &str, recipients: &[String]) -> Result<(), ApiError> {
     let (listed, suppressed) = tokio::join!(
-        lists::refuse_send(ctx, &out.owner, out.from, out.recipients),
-        suppressions::refuse_listed(ctx, &out.owner, out.recipients)
+        lists::refuse_send(ctx, owner, from, recipients),
+        suppressions::refuse_listed(ctx, owner, recipients)
     );
     listed?;
-    suppressed?;
+    suppressed
+}
+
+/// [`dispatch`] once [`check_recipients`] passed for these recipients.
+pub async fn dispatch_checked(
+    ctx: &Context,
+    payer: Option<&Payer>,
+    out: &Outbound<'_>,
+) -> Result<Dispatched, ApiError> {
     let real: Vec<usize> = (0..out.recipients.len())
         .filter(|&n| simulator::scenario(ctx, &out.recipients[n]).is_none())
         .collect();

@@ -160,7 +160,11 @@ pub struct Accepted {
 }
 
 /// Keeps the signed message and its record, charges a scheduled send, and
-/// mails a hold's approval request to the account's contact email.
+/// mails a hold's approval request to the account's contact email. The
+/// caller has checked the recipients ([`check_recipients`]); they are checked
+/// again when the send goes.
+///
+/// [`check_recipients`]: crate::service::delivery::dispatch::check_recipients
 pub async fn accept(
     call: &Call<'_>,
     wait: Wait,
@@ -169,8 +173,6 @@ pub async fn accept(
     text: &str,
 ) -> Result<Accepted, ApiError> {
     let ctx = call.ctx;
-    super::lists::refuse_send(ctx, &out.owner, out.from, out.recipients).await?;
-    super::suppressions::refuse_listed(ctx, &out.owner, out.recipients).await?;
     let account = call.account().await.ok();
     let now = ctx.clock.now();
     let code = (wait.kind == Kind::Held).then(|| format!("{:08}", rand::random_range(0..100_000_000u32)));
