@@ -152,8 +152,12 @@ async fn deliver(args: Deliver) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
+async fn serve(mut config: Config) -> anyhow::Result<()> {
     common::telemetry::init(false);
+    // Links in mail point at this server unless told otherwise.
+    config
+        .public_url
+        .get_or_insert_with(|| format!("http://{}", config.addr));
     let app = Application::build(config).await?;
     if let Some(key) = &app.new_agent_key {
         // Shown once, on the terminal only: the server keeps just its hash.

@@ -159,6 +159,11 @@ pub struct Config {
     /// lines under Lambda; debug log lines locally).
     #[arg(long, env = "MAILHOST_METRICS_NAMESPACE", default_value = "mailhost")]
     pub metrics_namespace: String,
+    /// The service's public base URL (scheme://host[/path]) for links in mail:
+    /// an approval request links to the web app's page of held sends. Unset:
+    /// the local server's own address; a function sends no link.
+    #[arg(long, env = "MAILHOST_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Bytes of memory each process may keep of inbox rows' encoded summaries
     /// (a page read again answers from it); 0 keeps none.
     #[arg(long, env = "MAILHOST_LIST_MEMO_BYTES", default_value_t = 8 << 20)]
@@ -215,8 +220,17 @@ impl Config {
             mta_self_apply: vars.parsed("MAILHOST_MTA_SELF_APPLY", "true")?,
             docs_url: vars.text("MAILHOST_DOCS_URL", "https://mailhost.localhost/docs/openapi.json"),
             metrics_namespace: vars.text("MAILHOST_METRICS_NAMESPACE", "mailhost"),
+            public_url: var("MAILHOST_PUBLIC_URL"),
             list_memo_bytes: vars.parsed("MAILHOST_LIST_MEMO_BYTES", "8388608")?,
         })
+    }
+
+    /// Where a link in mail to `path` (which starts with `/`) points, when
+    /// the public URL is known (an empty value, as a stack without one
+    /// passes, is none).
+    pub fn public_link(&self, path: &str) -> Option<String> {
+        let base = self.public_url.as_deref()?.trim().trim_end_matches('/');
+        (!base.is_empty()).then(|| format!("{base}{path}"))
     }
 
     pub fn is_operator_email(&self, email: &str) -> bool {
@@ -280,6 +294,24 @@ mod tests {
     }
 
     #[test]
+    fn a_link_in_mail_needs_a_public_url() {
+        let mut config = Config::from_vars(|_| None).unwrap();
+        assert_eq!(config.public_link("/#/guardrails"), None);
+        for (url, link) in [
+            ("", None),
+            (" ", None),
+            ("https://mail.example.com", Some("https://mail.example.com/#/x")),
+            (
+                "https://api.example.com/Prod/",
+                Some("https://api.example.com/Prod/#/x"),
+            ),
+        ] {
+            config.public_url = Some(url.into());
+            assert_eq!(config.public_link("/#/x").as_deref(), link, "{url:?}");
+        }
+    }
+
+    #[test]
     fn variables_read_as_the_flags_do() {
         // A value for every variable, none of them its default.
         let samples: HashMap<&str, &str> = HashMap::from([
@@ -316,6 +348,7 @@ mod tests {
             ("MAILHOST_MTA_SELF_APPLY", "false"),
             ("MAILHOST_DOCS_URL", "https://docs.example.com/openapi.json"),
             ("MAILHOST_METRICS_NAMESPACE", "mailhost/prod"),
+            ("MAILHOST_PUBLIC_URL", "https://mail.example.com/Prod"),
             ("MAILHOST_LIST_MEMO_BYTES", "0"),
         ]);
         let mut args = Vec::new();

@@ -655,6 +655,10 @@ async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
     let request = app.outbox_for("owner@acme.example").pop().expect("the approval mail");
     assert!(request.contains("outreach") && request.contains("new@partner.example"));
     assert!(request.contains("Shall we meet?"), "the body is shown to the owner");
+    assert!(
+        request.contains("Or signed in to the web app: https://mail.svc.test/#/guardrails\r\n"),
+        "a link to the held sends: {request}"
+    );
     let code = approval_code(&app, "owner@acme.example");
 
     // The agent cannot approve its own send: not with its key, not by guessing.

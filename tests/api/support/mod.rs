@@ -120,6 +120,8 @@ pub fn test_config(data_dir: &Path) -> Config {
     config.mta_self_apply = false;
     // tests/api/authentication.rs seals forwarded mail as this one.
     config.trusted_arc_sealers = vec!["trusted-forwarder.example".into()];
+    // Links in mail point here (tests/api/guardrails.rs reads one).
+    config.public_url = Some("https://mail.svc.test/".into());
     config
 }
 

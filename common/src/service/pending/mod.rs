@@ -318,13 +318,18 @@ async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: &str, text: &
          Approve: POST /api/holds/approve {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
          Deny:    POST /api/holds/deny {{\"holdId\": \"{id}\", \"code\": \"{code}\"}}\r\n\
          (on the service's API, {docs}), or with your account key and no code.\r\n\r\n\
-         The agent never sees this code: only you can approve.\r\n",
+         {page}The agent never sees this code: only you can approve.\r\n",
         expires = p.hold.expires_at.as_deref().unwrap_or_default(),
         from_addr = p.hold.from,
         to_list = p.hold.to.join(", "),
         subject = p.hold.subject,
         id = p.hold.id,
         docs = ctx.config.docs_url,
+        page = ctx
+            .config
+            .public_link("/#/guardrails")
+            .map(|link| format!("Or signed in to the web app: {link}\r\n\r\n"))
+            .unwrap_or_default(),
     );
     let mut message = crate::mail::plain_text(&from, to, &format!("Approve a send: {}", p.hold.subject), &body)?;
     message.envelope_from = from;
