@@ -275,20 +275,17 @@ async fn bad_list_input_gets_a_precise_answer_and_changes_nothing(app: TestApp) 
     assert!(account["listEntries"].as_i64().unwrap_or(0) == 0, "{account}");
 }
 
-async fn a_blocked_recipient_refuses_the_whole_send_with_no_credit_spent(app: TestApp) {
+/// The acme account's key, with these entries on its send block list.
+async fn acme_blocking(app: &TestApp, entries: &[&str]) -> String {
     let key = app.acme().await;
-    added(
-        &app,
-        &key,
-        json!({"direction": "send", "kind": "block", "entry": "spam.example"}),
-    )
-    .await;
-    added(
-        &app,
-        &key,
-        json!({"direction": "send", "kind": "block", "entry": "rival@partner.example"}),
-    )
-    .await;
+    for entry in entries {
+        added(app, &key, json!({"direction": "send", "kind": "block", "entry": entry})).await;
+    }
+    key
+}
+
+async fn a_blocked_recipient_refuses_the_whole_send_with_no_credit_spent(app: TestApp) {
+    let key = acme_blocking(&app, &["spam.example", "rival@partner.example"]).await;
     let before = credits(&app, &key).await;
     let mail = json!({
         "from": "agent@acme.example",
@@ -346,13 +343,7 @@ async fn a_blocked_recipient_refuses_the_whole_send_with_no_credit_spent(app: Te
 }
 
 async fn a_blocked_recipient_is_answered_after_the_sender_and_the_switches(app: TestApp) {
-    let key = app.acme().await;
-    added(
-        &app,
-        &key,
-        json!({"direction": "send", "kind": "block", "entry": "spam.example"}),
-    )
-    .await;
+    let key = acme_blocking(&app, &["spam.example"]).await;
     let mail = json!({"from": "agent@acme.example", "to": "x@spam.example", "subject": "Hi", "text": "Hi"});
     // The recipients are read beside the earlier checks but answered after
     // them: a sender the account may not use, and sending paused, come first.
