@@ -10,8 +10,9 @@
 //!
 //! Each process keeps its own, up to a budget of bytes (text and encodings,
 //! `MAILHOST_LIST_MEMO_BYTES`); past it the memo starts over empty, and a
-//! budget of 0 keeps nothing (every page is encoded as on its first read). Every read still reads its rows from
-//! the store, so a row removed there is never answered from here.
+//! budget of 0 keeps nothing (every page is encoded as on its first read).
+//! Every read still reads its rows from the store, so a row removed there is
+//! never answered from here.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

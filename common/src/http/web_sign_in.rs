@@ -39,6 +39,15 @@ struct SignIn {
     codes: Mutex<HashMap<String, Pending>>,
 }
 
+impl SignIn {
+    /// The live codes. A request that panicked while holding them leaves
+    /// nothing half-made a later request could trip on (an entry is
+    /// inserted, counted or removed whole), so the lock is taken back.
+    fn codes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.codes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 type Shared = Arc<SignIn>;
 
 /// The routes, or none when this server does not sign its own tokens.
@@ -80,7 +89,7 @@ async fn ask(State(state): State<Shared>, body: Bytes) -> Result<Json<Value>, Ap
             expires,
             tries: 0,
         };
-        state.codes.lock().expect("codes").insert(email, pending);
+        state.codes().insert(email, pending);
     }
     Ok(Json(json!({ "ok": true, "message": SENT })))
 }
@@ -103,7 +112,7 @@ async fn verify(State(state): State<Shared>, body: Bytes) -> Result<Json<Value>,
 /// Whether `code` is the live code of `email`: used up when right, counted
 /// when wrong, and gone after the last try or once expired.
 fn take(state: &SignIn, email: &str, code: &str) -> bool {
-    let mut codes = state.codes.lock().expect("codes");
+    let mut codes = state.codes();
     let Some(pending) = codes.get_mut(email) else {
         return false;
     };
