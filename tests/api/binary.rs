@@ -24,14 +24,21 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// The agent key a first start prints, once.
+    /// The agent key a first start prints, once. The server prints it before
+    /// it answers, but the threads reading its output may not have read it
+    /// yet on a busy machine (CI saw nothing read at all), so this waits.
     fn agent_key(&self) -> String {
-        let printed = self.output.lock().unwrap().clone();
-        printed
-            .split_whitespace()
-            .find(|w| w.starts_with("svc_"))
-            .unwrap_or_else(|| panic!("the agent key is printed on first start: {printed}"))
-            .to_string()
+        for _ in 0..200 {
+            let printed = self.output.lock().unwrap().clone();
+            if let Some(key) = printed.split_whitespace().find(|w| w.starts_with("svc_")) {
+                return key.to_string();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "the agent key is printed on first start: {}",
+            self.output.lock().unwrap()
+        )
     }
 }
 
