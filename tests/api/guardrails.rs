@@ -17,6 +17,7 @@ on_both_backends!(
     an_approval_code_never_lands_where_a_key_reads_mail,
     a_scoped_key_never_reads_the_access_code_that_would_replace_the_account_key,
     a_scheduled_send_goes_out_once_and_undo_returns_the_credit,
+    a_reply_that_waited_is_filed_on_its_thread_when_it_goes,
 );
 
 const LACKS_SEND: &str = "This API key lacks the send permission";
@@ -740,7 +741,16 @@ async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
     assert_eq!(statuses, ["expired", "denied", "sent", "sent"], "{}", listed.body);
     // What only the service reads stays in the store: whose, who pays, the code's digest.
     for hold in listed.body["holds"].as_array().unwrap() {
-        for private in ["codeDigest", "uid", "owner", "payer", "charged", "attempts", "listKey"] {
+        for private in [
+            "codeDigest",
+            "uid",
+            "owner",
+            "payer",
+            "charged",
+            "attempts",
+            "listKey",
+            "filedIn",
+        ] {
             assert!(hold.get(private).is_none(), "{private} shown: {hold}");
         }
     }
@@ -846,4 +856,90 @@ async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp
         assert_eq!(res.status, 400, "{extra}: {}", res.body);
     }
     assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
+}
+
+/// A reply that waits (scheduled, or held for approval) joins its
+/// conversation when it goes out, as a reply sent at once does: the thread
+/// shows it, its text and its attachment.
+async fn a_reply_that_waited_is_filed_on_its_thread_when_it_goes(app: TestApp) {
+    use common::service::pending;
+    let owner = app.acme().await;
+    app.receive("pal@partner.example", "agent@acme.example", "lunch").await;
+    let inbox = app.get("/inbox", Auth::Bearer(&owner)).await.body;
+    let received = inbox["messages"][0].clone();
+    let thread = received["threadId"].as_str().unwrap().to_string();
+    let rows = |body: Value| -> Vec<(String, String)> {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["box"].as_str().unwrap().into(), m["preview"].as_str().unwrap().into()))
+            .collect()
+    };
+    let path = format!("/inbox?thread={thread}");
+    let view = || app.get(&path, Auth::Bearer(&owner));
+    let reply = |text: &str| {
+        json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Re: lunch",
+               "text": text, "inReplyTo": received["messageId"]})
+    };
+
+    // Scheduled: not in the thread while it waits, in it once it went.
+    let mut later = reply("Thursday suits me");
+    later["undoSeconds"] = json!(30);
+    let res = app.send_mail(Auth::Bearer(&owner), later).await;
+    assert_eq!(
+        (res.status, res.body["status"].as_str()),
+        (202, Some("scheduled")),
+        "{}",
+        res.body
+    );
+    assert_eq!(rows(view().await.body).len(), 1);
+    app.ctx.clock.advance(31);
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap()["sent"], 1);
+    let shown = view().await.body;
+    assert_eq!(
+        rows(shown.clone())[1],
+        ("outbound".to_string(), "Thursday suits me".to_string()),
+        "{shown}"
+    );
+    assert_eq!(shown["messages"][1]["messageId"], res.body["messageId"]);
+    assert!(shown["messages"][1]["delivery"].is_object(), "{shown}");
+
+    // Held, then approved by the owner: filed with its attachment.
+    let (agent, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "careful", "permissions": ["send", "read"], "approval": "always",
+               "mailboxes": ["agent@acme.example"]}),
+    )
+    .await;
+    let mut held = reply("The menu is attached");
+    held["attachments"] = json!([{"filename": "menu.txt", "contentBase64": "U291cCBvZiB0aGUgZGF5"}]);
+    let res = app.send_mail(Auth::Bearer(&agent), held).await;
+    assert_eq!(
+        (res.status, res.body["status"].as_str()),
+        (202, Some("held")),
+        "{}",
+        res.body
+    );
+    assert_eq!(rows(view().await.body).len(), 2, "a hold is not in the thread");
+    let hold = res.body["holdId"].as_str().unwrap();
+    let res = app
+        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
+        .await;
+    assert_eq!(res.body["hold"]["status"], "sent", "{}", res.body);
+    let shown = view().await.body;
+    assert_eq!(rows(shown.clone())[2].1, "The menu is attached", "{shown}");
+    let attached = &shown["messages"][2]["attachments"];
+    assert_eq!(attached[0]["filename"], "menu.txt", "{shown}");
+    let file = app
+        .client
+        .get(format!("{}{}", app.base, attached[0]["downloadPath"].as_str().unwrap()))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(file.status(), 200);
+    assert_eq!(file.bytes().await.unwrap().as_ref(), b"Soup of the day");
+    assert_eq!(shown["thread"]["outboundCount"], 2, "{shown}");
 }

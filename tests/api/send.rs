@@ -362,6 +362,39 @@ async fn a_reply_is_filed_on_its_thread(app: TestApp) {
     let stranger = app.send_mail(Auth::Bearer(&key), json!({"to": "pal@partner.example", "subject": "Re", "text": "x", "inReplyTo": "<unknown@nowhere.example>"})).await;
     assert!(stranger.body.get("threadId").is_none());
     assert_eq!(stranger.body["attachmentsStored"], 0);
+
+    // A reply the mailbox submits over SMTP (the milter hands it over) joins
+    // the thread too, its text and attachment read from its bytes.
+    let raw = format!(
+        "From: tom@tom.example\r\nTo: pal@partner.example\r\nSubject: Re: Plans\r\nIn-Reply-To: {root}\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b\"\r\n\r\n\
+         --b\r\nContent-Type: text/plain\r\n\r\nSent from my client.\r\n\
+         --b\r\nContent-Type: image/png\r\nContent-Disposition: attachment; filename=\"map.png\"\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{}\r\n--b--\r\n",
+        b64(PNG)
+    );
+    let body = json!({
+        "login": "tom@tom.example",
+        "sender": "tom@tom.example",
+        "recipients": ["pal@partner.example"],
+        "raw": b64(raw.as_bytes()),
+    });
+    let res = app
+        .post("/mtaSubmission", Auth::Bearer(support::SYNC_TOKEN), body)
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let view = app
+        .get(&format!("/inbox?thread={thread}"), Auth::Bearer(&key))
+        .await
+        .body;
+    let last = view["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["messageId"], res.body["messageId"], "{view}");
+    assert_eq!(
+        (last["box"].as_str(), last["preview"].as_str()),
+        (Some("outbound"), Some("Sent from my client."))
+    );
+    assert_eq!(last["attachments"][0]["filename"], "map.png");
+    assert_eq!(last["attachments"][0]["contentType"], "image/png");
 }
 
 async fn bad_input_gets_a_precise_400_and_changes_nothing(app: TestApp) {

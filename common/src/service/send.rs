@@ -408,9 +408,69 @@ pub(crate) struct Sent<'a> {
     pub attachments: Vec<(&'a str, &'a str, &'a [u8])>,
 }
 
+/// What went out, as its own bytes say it: a submission over SMTP, a send
+/// that waited for its time or its approval.
+pub(crate) struct SentBytes<'a> {
+    pub delivery: &'a str,
+    pub from: &'a str,
+    pub message_id: &'a str,
+    pub to: &'a [String],
+    pub parsed: &'a mail_parser::Message<'a>,
+}
+
+/// [`file_on_thread`] for a message known by its bytes: its In-Reply-To,
+/// References, text and attachments are read from them.
+pub(crate) async fn file_bytes_on_thread(
+    ctx: &Context,
+    scope: &str,
+    mailbox: &str,
+    sent: &SentBytes<'_>,
+) -> (Option<String>, usize) {
+    use mail_parser::MimeHeaders;
+    let parsed = sent.parsed;
+    let ids = |value| -> Vec<String> {
+        crate::mail::inbound::message_ids(value)
+            .iter()
+            .filter_map(|id| message_id(id))
+            .collect()
+    };
+    let in_reply_to = ids(parsed.in_reply_to());
+    let references = ids(parsed.references());
+    let text = parsed.body_text(0).unwrap_or_default();
+    let attachments = parsed
+        .attachments()
+        .map(|part| {
+            let content_type = part
+                .content_type()
+                .map(|ct| format!("{}/{}", ct.ctype(), ct.subtype().unwrap_or("octet-stream")))
+                .unwrap_or_else(|| "application/octet-stream".into());
+            (
+                part.attachment_name().unwrap_or("attachment").to_string(),
+                content_type,
+                part.contents(),
+            )
+        })
+        .collect::<Vec<_>>();
+    let filed = Sent {
+        delivery: sent.delivery,
+        from: sent.from,
+        message_id: sent.message_id,
+        to: sent.to,
+        subject: parsed.subject().unwrap_or_default(),
+        text: &text,
+        in_reply_to: &in_reply_to,
+        references: &references,
+        attachments: attachments
+            .iter()
+            .map(|(name, content_type, bytes)| (name.as_str(), content_type.as_str(), *bytes))
+            .collect(),
+    };
+    file_on_thread(ctx, scope, mailbox, &filed).await
+}
+
 /// Where a caller's sent reply is filed: (reading scope, mailbox). The agent
 /// key and operators read a service-domain mailbox; a customer its account.
-fn reply_scope(ctx: &Context, caller: &Caller, from: &str) -> (String, String) {
+pub(crate) fn reply_scope(ctx: &Context, caller: &Caller, from: &str) -> (String, String) {
     let service_inbox = || format!("inbox@{}", ctx.config.service_domain);
     match caller {
         Caller::Standard(key) => (keys::inbox_account_scope(&key.uid), from.to_string()),

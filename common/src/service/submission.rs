@@ -12,7 +12,7 @@
 //! the same transport as `POST /sendMail`. The milter discards its own copy.
 
 use base64::Engine;
-use mail_parser::{Address, MessageParser, MimeHeaders};
+use mail_parser::{Address, MessageParser};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -20,12 +20,11 @@ use serde_json::Value;
 use super::accounts::OPS_UID;
 use super::delivery::dispatch::{Outbound, dispatch};
 use super::payer::{self, Payer};
-use super::send::{self, Sent};
+use super::send::{self, SentBytes};
 use super::{Call, domains, mailboxes};
 use crate::context::Context;
 use crate::error::Problem;
 use crate::error::{self, ApiError};
-use crate::mail::inbound;
 use crate::mail::message;
 use crate::validate::{Later, Slot};
 use crate::values::EmailAddress;
@@ -155,15 +154,15 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         source: "smtp",
     };
     let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
-    file_reply(
-        ctx,
-        &mailbox,
-        &parsed,
-        &input.recipients.0,
-        &message_id,
-        &dispatched.delivery,
-    )
-    .await;
+    let scope = mailbox.reading_scope(&ctx.config.service_domain);
+    let sent = SentBytes {
+        delivery: &dispatched.delivery,
+        from: &mailbox.address,
+        message_id: &message_id,
+        to: &input.recipients.0,
+        parsed: &parsed,
+    };
+    send::file_bytes_on_thread(ctx, &scope, &mailbox.address, &sent).await;
     Ok(SubmissionOutput {
         ok: true,
         message_id,
@@ -183,57 +182,6 @@ fn written_by(parsed: &mail_parser::Message<'_>, address: &str) -> bool {
         addresses.len() == 1 && addresses[0].trim().eq_ignore_ascii_case(address)
     };
     only_the_mailbox(parsed.from()) && (parsed.sender().is_none() || only_the_mailbox(parsed.sender()))
-}
-
-/// Files a submitted reply on its stored conversation, as sendMail does
-/// (nothing when it threads onto none).
-async fn file_reply(
-    ctx: &Context,
-    mailbox: &mailboxes::Mailbox,
-    parsed: &mail_parser::Message<'_>,
-    recipients: &[String],
-    message_id: &str,
-    delivery: &str,
-) {
-    let ids = |value| -> Vec<String> {
-        inbound::message_ids(value)
-            .iter()
-            .filter_map(|id| send::message_id(id))
-            .collect()
-    };
-    let in_reply_to = ids(parsed.in_reply_to());
-    let references = ids(parsed.references());
-    let text = parsed.body_text(0).unwrap_or_default();
-    let attachments = parsed
-        .attachments()
-        .map(|part| {
-            let content_type = part
-                .content_type()
-                .map(|ct| format!("{}/{}", ct.ctype(), ct.subtype().unwrap_or("octet-stream")))
-                .unwrap_or_else(|| "application/octet-stream".into());
-            (
-                part.attachment_name().unwrap_or("attachment").to_string(),
-                content_type,
-                part.contents(),
-            )
-        })
-        .collect::<Vec<_>>();
-    let sent = Sent {
-        delivery,
-        from: &mailbox.address,
-        message_id,
-        to: recipients,
-        subject: parsed.subject().unwrap_or_default(),
-        text: &text,
-        in_reply_to: &in_reply_to,
-        references: &references,
-        attachments: attachments
-            .iter()
-            .map(|(name, content_type, bytes)| (name.as_str(), content_type.as_str(), *bytes))
-            .collect(),
-    };
-    let scope = mailbox.reading_scope(&ctx.config.service_domain);
-    send::file_on_thread(ctx, &scope, &mailbox.address, &sent).await;
 }
 
 /// The mailbox that logged in, with the domain that signs for it and who

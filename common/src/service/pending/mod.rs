@@ -85,6 +85,17 @@ pub struct Pending {
     pub attempts: i64,
     #[serde(default)]
     pub list_key: String,
+    /// Where it is filed once it goes out, when it answers a stored
+    /// conversation: as sendMail files a reply that goes at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filed_in: Option<FiledIn>,
+}
+
+/// A reading scope and one of its mailboxes ([`crate::service::send::reply_scope`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FiledIn {
+    pub scope: String,
+    pub mailbox: String,
 }
 
 /// A waiting send, as GET /holds, the decisions and a cancel show it.
@@ -222,6 +233,7 @@ fn record(
 ) -> Pending {
     let now = call.ctx.clock.now();
     let id = format!("snd_{}", hex::encode(rand::random::<[u8; 8]>()));
+    let (scope, mailbox) = super::send::reply_scope(call.ctx, call.caller, out.from);
     Pending {
         list_key: format!("{:013}-{id}", now.timestamp_millis()),
         hold: Hold {
@@ -246,6 +258,7 @@ fn record(
         charged: false,
         code_digest: code.map(|c| call.ctx.hasher.digest("hold", c)),
         attempts: 0,
+        filed_in: Some(FiledIn { scope, mailbox }),
     }
 }
 
@@ -359,6 +372,9 @@ pub async fn release(ctx: &Context, id: &str) -> Result<Pending, ApiError> {
     };
     let payer = (!taken.charged).then_some(&taken.payer);
     let sent = dispatch(ctx, payer, &out).await;
+    if let (Ok(d), Some(place)) = (&sent, &taken.filed_in) {
+        file_sent(ctx, &taken, place, &raw, &d.delivery).await;
+    }
     let (status, update) = match &sent {
         Ok(d) => (PendingStatus::Sent, Update::new().set("delivery", d.delivery.clone())),
         Err(e) => (PendingStatus::Failed, Update::new().set("error", e.error.to_string())),
@@ -372,6 +388,23 @@ pub async fn release(ctx: &Context, id: &str) -> Result<Pending, ApiError> {
     let _ = ctx.blobs.delete(&blob(id)).await;
     sent?;
     Ok(ctx.store.read(&keys::pending(id)).await?.unwrap_or(taken))
+}
+
+/// Files a reply that went out on its stored conversation, from the signed
+/// message it kept (nothing when it answers none).
+async fn file_sent(ctx: &Context, taken: &Pending, place: &FiledIn, raw: &[u8], delivery: &str) {
+    let Some(parsed) = mail_parser::MessageParser::default().parse(raw) else {
+        tracing::error!(send = %taken.hold.id, "a waiting send's message could not be read to file it");
+        return;
+    };
+    let sent = super::send::SentBytes {
+        delivery,
+        from: &taken.hold.from,
+        message_id: &taken.hold.message_id,
+        to: &taken.hold.to,
+        parsed: &parsed,
+    };
+    super::send::file_bytes_on_thread(ctx, &place.scope, &place.mailbox, &sent).await;
 }
 
 /// Moves a send from waiting to sending: the one write that decides who
