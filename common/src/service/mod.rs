@@ -30,6 +30,7 @@ pub mod pending;
 pub mod poller;
 pub mod recheck;
 pub mod removal;
+pub mod replies;
 pub mod send;
 pub mod sent;
 pub mod submission;

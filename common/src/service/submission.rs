@@ -20,7 +20,8 @@ use serde_json::Value;
 use super::accounts::OPS_UID;
 use super::delivery::dispatch::{Outbound, dispatch};
 use super::payer::{self, Payer};
-use super::send::{self, SentBytes};
+use super::replies::{self, SentBytes};
+use super::send;
 use super::{Call, domains, mailboxes};
 use crate::context::Context;
 use crate::error::Problem;
@@ -162,7 +163,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         to: &input.recipients.0,
         parsed: &parsed,
     };
-    send::file_bytes_on_thread(ctx, &scope, &mailbox.address, &sent).await;
+    replies::file_bytes_on_thread(ctx, &scope, &mailbox.address, &sent).await;
     Ok(SubmissionOutput {
         ok: true,
         message_id,

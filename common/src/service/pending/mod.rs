@@ -91,7 +91,7 @@ pub struct Pending {
     pub filed_in: Option<FiledIn>,
 }
 
-/// A reading scope and one of its mailboxes ([`crate::service::send::reply_scope`]).
+/// A reading scope and one of its mailboxes ([`crate::service::replies::reply_scope`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FiledIn {
     pub scope: String,
@@ -233,7 +233,7 @@ fn record(
 ) -> Pending {
     let now = call.ctx.clock.now();
     let id = format!("snd_{}", hex::encode(rand::random::<[u8; 8]>()));
-    let (scope, mailbox) = super::send::reply_scope(call.ctx, call.caller, out.from);
+    let (scope, mailbox) = super::replies::reply_scope(call.ctx, call.caller, out.from);
     Pending {
         list_key: format!("{:013}-{id}", now.timestamp_millis()),
         hold: Hold {
@@ -397,14 +397,14 @@ async fn file_sent(ctx: &Context, taken: &Pending, place: &FiledIn, raw: &[u8], 
         tracing::error!(send = %taken.hold.id, "a waiting send's message could not be read to file it");
         return;
     };
-    let sent = super::send::SentBytes {
+    let sent = super::replies::SentBytes {
         delivery,
         from: &taken.hold.from,
         message_id: &taken.hold.message_id,
         to: &taken.hold.to,
         parsed: &parsed,
     };
-    super::send::file_bytes_on_thread(ctx, &place.scope, &place.mailbox, &sent).await;
+    super::replies::file_bytes_on_thread(ctx, &place.scope, &place.mailbox, &sent).await;
 }
 
 /// Moves a send from waiting to sending: the one write that decides who
