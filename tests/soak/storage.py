@@ -24,10 +24,11 @@ EXPECTED = {
     # A thread moved: its summary; the summary's version, the summary's
     # change, the rows, their copies moved; then the answer's summary and rows.
     "POST /inbox (move)": {"GetItem": 4, "Query": 2, "TransactWriteItems": 2},
-    # KEY# and the account; the switches; the windows; the sender (the
-    # account's domains, then its one domain's mailboxes); the send lists;
-    # the suppressions; the credit; the delivery record; the audit row.
-    "POST /sendMail": {"GetItem": 2, "BatchGetItem": 2, "TransactWriteItems": 2, "Query": 3, "UpdateItem": 1,
+    # KEY# and the account; the windows, on condition of the switches; the
+    # sender (the account's domains, then its one domain's mailboxes); the
+    # send lists; the suppressions; the credit; the delivery record; the
+    # audit row.
+    "POST /sendMail": {"GetItem": 2, "BatchGetItem": 1, "TransactWriteItems": 2, "Query": 3, "UpdateItem": 1,
                        "PutItem": 1},
 }
 
@@ -85,12 +86,16 @@ def measure(client, dynamo, account, fresh, log):
     run("GET /inbox (threads)", 20, get("/inbox?view=threads"))
     if thread:
         path = "/inbox?" + urllib.parse.urlencode({"thread": thread})
-        client.call("GET", path, key, route="count")
+        _, viewed = client.call("GET", path, key, route="count")
+        # Each move goes to the folder the thread is not in (a move to its own
+        # folder writes nothing); the agents may have left it in either.
+        current = ((viewed or {}).get("thread") or {}).get("folder", "inbox")
+        folders = ["inbox", "archive"] if current != "inbox" else ["archive", "inbox"]
         run("GET /inbox (thread, read before)", 20, get(path))
         run("POST /inbox (mark)", 10, lambda i: client.call(
             "POST", "/inbox", key, {"thread": thread, "unread": i % 2 == 0}, route="count"))
         run("POST /inbox (move)", 10, lambda i: client.call(
-            "POST", "/inbox", key, {"thread": thread, "folder": ["archive", "inbox"][i % 2]}, route="count"))
+            "POST", "/inbox", key, {"thread": thread, "folder": folders[i % 2]}, route="count"))
     # A fresh account: its sends are within the minute's five.
     run("POST /sendMail", 4, lambda i: client.call(
         "POST", "/sendMail", fresh["key"], {"to": f"count{i}@remote.soak.test", "subject": f"count {i}",
