@@ -68,7 +68,15 @@ pub async fn hit(store: &dyn Store, bucket: &str, limit: Limit, now: i64) -> Res
 
 /// Counts one hit in every window at once, or in none: a transaction, so a
 /// refused call never uses up the others. The 429 waits for the longest full one.
-pub async fn hit_all(store: &dyn Store, windows: &[(&str, Limit)], now: i64) -> Result<(), ApiError> {
+/// `checks` must hold too (they write nothing): a failed check is also a 429
+/// here (waiting 1 s when no window is full), which the caller, knowing what
+/// it checked, answers in its own words first.
+pub async fn hit_all(
+    store: &dyn Store,
+    windows: &[(&str, Limit)],
+    checks: &[(Key, Cond)],
+    now: i64,
+) -> Result<(), ApiError> {
     let keyed: Vec<(Key, i64, Limit)> = windows
         .iter()
         .map(|(bucket, limit)| {
@@ -76,17 +84,19 @@ pub async fn hit_all(store: &dyn Store, windows: &[(&str, Limit)], now: i64) -> 
             (key, end, *limit)
         })
         .collect();
-    let writes = keyed
-        .iter()
-        .map(|(key, end, limit)| {
-            let (update, under) = count(*end, *limit);
-            Write::Update {
-                key: key.clone(),
-                update,
-                cond: Some(under),
-            }
-        })
-        .collect();
+    let counts = keyed.iter().map(|(key, end, limit)| {
+        let (update, under) = count(*end, *limit);
+        Write::Update {
+            key: key.clone(),
+            update,
+            cond: Some(under),
+        }
+    });
+    let checked = checks.iter().map(|(key, cond)| Write::Check {
+        key: key.clone(),
+        cond: cond.clone(),
+    });
+    let writes = counts.chain(checked).collect();
     match store.transact(writes).await {
         Ok(()) => Ok(()),
         Err(StoreError::ConditionFailed) => {

@@ -110,6 +110,20 @@ async fn checks_run_in_the_spec_order_and_spend_nothing_before_the_credit(app: T
     assert!(limited.body["retryAfter"].as_u64().unwrap() <= 60);
     assert_eq!(app.agent_credits().await, 96);
     assert_eq!(app.outbox().len(), 5, "the operator's send and four agent sends");
+
+    // A freeze ends at its time, to the second.
+    app.ctx.clock.advance(60);
+    let until = common::clock::iso_epoch(app.ctx.clock.epoch() + 30);
+    app.post("/credits", agent, json!({"frozenUntil": until})).await;
+    app.ctx.clock.advance(29);
+    assert_eq!(
+        app.send_mail(agent, mail("a@example.org")).await.error(),
+        "Agent key disabled"
+    );
+    app.ctx.clock.advance(1);
+    let thawed = app.send_mail(agent, mail("a@example.org")).await;
+    assert_eq!(thawed.status, 200, "{}", thawed.body);
+    assert_eq!(app.agent_credits().await, 95);
 }
 
 async fn credits_never_go_below_zero_even_in_parallel(app: TestApp) {

@@ -90,6 +90,12 @@ pub fn enabled_of(found: Option<&Item>) -> bool {
         .unwrap_or(true)
 }
 
+/// [`enabled_of`] as a condition on the switch's item, so a transaction
+/// counting a send fails while sending is paused.
+pub fn enabled_cond() -> Cond {
+    Cond::ne("enabled", false)
+}
+
 pub struct AgentSwitch {
     pub disabled: bool,
     pub frozen_until: Option<DateTime<Utc>>,
@@ -112,6 +118,19 @@ impl AgentSwitch {
 
     pub fn frozen(&self, now: DateTime<Utc>) -> bool {
         self.disabled || self.frozen_until.is_some_and(|t| t > now)
+    }
+
+    /// Not [`frozen`](Self::frozen) at `now`, as a condition on the
+    /// switch's item: `frozenUntil` is always written by `iso`, so its text
+    /// sorts as its time.
+    pub fn unfrozen_cond(now: DateTime<Utc>) -> Cond {
+        Cond::And(vec![
+            Cond::ne("disabled", true),
+            Cond::Or(vec![
+                Cond::missing("frozenUntil"),
+                Cond::TextAtMost("frozenUntil".into(), iso(now)),
+            ]),
+        ])
     }
 }
 
@@ -304,4 +323,50 @@ pub async fn control(call: &Call<'_>, control: Control) -> Result<CreditsPayload
         call.touched(details);
     }
     payload(ctx, caller).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(v: Value) -> Item {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn the_switch_conditions_say_what_the_switches_say() {
+        for found in [
+            None,
+            Some(item(json!({"enabled": true}))),
+            Some(item(json!({"enabled": false}))),
+            Some(item(json!({"enabled": "no"}))),
+        ] {
+            assert_eq!(
+                enabled_cond().holds(found.as_ref()),
+                enabled_of(found.as_ref()),
+                "{found:?}"
+            );
+        }
+        let now = DateTime::parse_from_rfc3339("2026-11-27T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let at = |secs: i64| iso(now + chrono::Duration::seconds(secs));
+        for found in [
+            None,
+            Some(item(json!({"disabled": true}))),
+            Some(item(json!({"disabled": false}))),
+            Some(item(json!({"frozenUntil": at(-1)}))),
+            Some(item(json!({"frozenUntil": at(0)}))),
+            Some(item(json!({"frozenUntil": at(1)}))),
+            Some(item(json!({"frozenUntil": at(86_400 * 400)}))),
+            Some(item(json!({"disabled": true, "frozenUntil": at(-60)}))),
+            Some(item(json!({"disabled": false, "frozenUntil": at(60)}))),
+        ] {
+            assert_eq!(
+                AgentSwitch::unfrozen_cond(now).holds(found.as_ref()),
+                !AgentSwitch::of(found.as_ref()).frozen(now),
+                "{found:?}"
+            );
+        }
+    }
 }

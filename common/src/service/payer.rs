@@ -74,8 +74,30 @@ impl KeyCap {
 /// global kill switch, the agent key's freeze (its sends only), the rate
 /// windows (and a scoped key's own cap, in the same transaction). Nothing
 /// here spends a credit.
+///
+/// The switches are conditions of the windows' transaction, so a send that
+/// passes waits for one store round trip; they are read only to say why a
+/// refused one was refused.
 pub async fn gate(ctx: &Context, payer: &Payer, cap: Option<KeyCap>) -> Result<(), ApiError> {
-    // The sending switch and (for the agent key) its own, in one request.
+    let mut checks = vec![(keys::sending_switch(), credits::enabled_cond())];
+    if matches!(payer, Payer::Agent) {
+        checks.push((
+            keys::agent_switch(),
+            credits::AgentSwitch::unfrozen_cond(ctx.clock.now()),
+        ));
+    }
+    match rate_limit(ctx, &payer.rate_bucket(), cap, &checks).await {
+        Err(refused) if refused.status == 429 => {
+            switched_off(ctx, payer).await?;
+            Err(refused)
+        }
+        passed => passed,
+    }
+}
+
+/// The switches' refusal, in the spec's order: sending paused, then the
+/// agent key frozen.
+async fn switched_off(ctx: &Context, payer: &Payer) -> Result<(), ApiError> {
     let mut switches = vec![keys::sending_switch()];
     if matches!(payer, Payer::Agent) {
         switches.push(keys::agent_switch());
@@ -90,7 +112,7 @@ pub async fn gate(ctx: &Context, payer: &Payer, cap: Option<KeyCap>) -> Result<(
     {
         return Err(error::AGENT_KEY_DISABLED.into());
     }
-    rate_limit(ctx, &payer.rate_bucket(), cap).await
+    Ok(())
 }
 
 /// Takes the payer's credit (none for a person): the remaining balance.
@@ -122,7 +144,12 @@ const SEND_DAY: Limit = Limit {
 
 /// Counts one send in every window (the account's two, a scoped key's
 /// day), or in none. A full key window is named as such.
-async fn rate_limit(ctx: &Context, bucket: &str, cap: Option<KeyCap>) -> Result<(), ApiError> {
+async fn rate_limit(
+    ctx: &Context,
+    bucket: &str,
+    cap: Option<KeyCap>,
+    checks: &[(crate::store::Key, crate::store::Cond)],
+) -> Result<(), ApiError> {
     let (minute, day) = (format!("send:{bucket}:{MINUTE}"), format!("send:{bucket}:{DAY}"));
     let mut windows = vec![(minute.as_str(), SEND_MINUTE), (day.as_str(), SEND_DAY)];
     let key_window = cap.as_ref().map(|cap| {
@@ -136,7 +163,7 @@ async fn rate_limit(ctx: &Context, bucket: &str, cap: Option<KeyCap>) -> Result<
         windows.push((bucket.as_str(), *limit));
     }
     let now = ctx.clock.epoch();
-    match ratelimit::hit_all(ctx.store.as_ref(), &windows, now).await {
+    match ratelimit::hit_all(ctx.store.as_ref(), &windows, checks, now).await {
         Err(refused) if refused.status == 429 => match &key_window {
             Some((bucket, limit)) if ratelimit::full(ctx.store.as_ref(), bucket, *limit, now).await? => Err(ApiError {
                 retry_after: refused.retry_after,

@@ -19,6 +19,10 @@ pub enum Cond {
     Lt(String, i64),
     Le(String, i64),
     Ge(String, i64),
+    /// A string attribute that sorts at or before the value, byte by byte
+    /// (ISO times written alike compare as times); false when the attribute
+    /// is absent or not a string.
+    TextAtMost(String, String),
     And(Vec<Cond>),
     Or(Vec<Cond>),
 }
@@ -48,6 +52,7 @@ impl Cond {
             Cond::Lt(a, n) => num(a).is_some_and(|x| x < *n),
             Cond::Le(a, n) => num(a).is_some_and(|x| x <= *n),
             Cond::Ge(a, n) => num(a).is_some_and(|x| x >= *n),
+            Cond::TextAtMost(a, t) => attr(a).and_then(Value::as_str).is_some_and(|x| x <= t.as_str()),
             Cond::And(all) => all.iter().all(|c| c.holds(item)),
             Cond::Or(any) => any.iter().any(|c| c.holds(item)),
         }

@@ -140,7 +140,19 @@ pub async fn put_get_and_conditions(store: &dyn Store) {
         )
         .await
         .unwrap();
-    assert_eq!(store.get(&key).await.unwrap(), Some(changed));
+    assert_eq!(store.get(&key).await.unwrap(), Some(changed.clone()));
+    // Text compares byte by byte; a number or an absent attribute is never at most a text.
+    for (cond, holds) in [
+        (Cond::TextAtMost("s".into(), "z".into()), true),
+        (Cond::TextAtMost("s".into(), "zz".into()), true),
+        (Cond::TextAtMost("s".into(), "y".into()), false),
+        (Cond::TextAtMost("n".into(), "9".into()), false),
+        (Cond::TextAtMost("nope".into(), "z".into()), false),
+    ] {
+        let put = store.put(changed.clone(), Some(cond.clone())).await;
+        assert_eq!(put.is_ok(), holds, "{cond:?}: {put:?}");
+        assert_eq!(cond.holds(Some(&changed)), holds, "{cond:?} as the reference reads it");
+    }
 }
 
 pub async fn update_adds_atomically_and_creates(store: &dyn Store) {

@@ -70,6 +70,7 @@ impl Expr {
             Cond::Lt(a, n) => compare(self, a, "<", *n),
             Cond::Le(a, n) => compare(self, a, "<=", *n),
             Cond::Ge(a, n) => compare(self, a, ">=", *n),
+            Cond::TextAtMost(a, t) => format!("{} <= {}", self.name(a), self.value(AttributeValue::S(t.clone()))),
             // Expressions have no literal true or false; these always hold or fail.
             Cond::And(all) if all.is_empty() => {
                 let pk = self.name(PK);
