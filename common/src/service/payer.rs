@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::ratelimit::{self, DAY, Limit, MINUTE};
+use crate::store::{Cond, Key};
 
 /// Whose switches, rate windows and balance a send counts against (kept
 /// with a waiting send, which is charged later or refunded).
@@ -88,7 +89,7 @@ pub async fn gate(ctx: &Context, payer: &Payer, cap: Option<KeyCap>) -> Result<(
     }
     match rate_limit(ctx, &payer.rate_bucket(), cap, &checks).await {
         Err(refused) if refused.status == 429 => {
-            switched_off(ctx, payer).await?;
+            switched_off(ctx, &checks).await?;
             Err(refused)
         }
         passed => passed,
@@ -96,12 +97,9 @@ pub async fn gate(ctx: &Context, payer: &Payer, cap: Option<KeyCap>) -> Result<(
 }
 
 /// The switches' refusal, in the spec's order: sending paused, then the
-/// agent key frozen.
-async fn switched_off(ctx: &Context, payer: &Payer) -> Result<(), ApiError> {
-    let mut switches = vec![keys::sending_switch()];
-    if matches!(payer, Payer::Agent) {
-        switches.push(keys::agent_switch());
-    }
+/// agent key frozen (read from the items `gate` checked, in its order).
+async fn switched_off(ctx: &Context, checks: &[(Key, Cond)]) -> Result<(), ApiError> {
+    let switches: Vec<Key> = checks.iter().map(|(key, _)| key.clone()).collect();
     let mut found = ctx.store.get_many(&switches).await?.into_iter();
     if !credits::enabled_of(found.next().flatten().as_ref()) {
         return Err(error::SENDING_PAUSED.into());
@@ -144,12 +142,7 @@ const SEND_DAY: Limit = Limit {
 
 /// Counts one send in every window (the account's two, a scoped key's
 /// day), or in none. A full key window is named as such.
-async fn rate_limit(
-    ctx: &Context,
-    bucket: &str,
-    cap: Option<KeyCap>,
-    checks: &[(crate::store::Key, crate::store::Cond)],
-) -> Result<(), ApiError> {
+async fn rate_limit(ctx: &Context, bucket: &str, cap: Option<KeyCap>, checks: &[(Key, Cond)]) -> Result<(), ApiError> {
     let (minute, day) = (format!("send:{bucket}:{MINUTE}"), format!("send:{bucket}:{DAY}"));
     let mut windows = vec![(minute.as_str(), SEND_MINUTE), (day.as_str(), SEND_DAY)];
     let key_window = cap.as_ref().map(|cap| {
