@@ -54,6 +54,16 @@ pub enum Summary {
     None,
 }
 
+impl Summary {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Summary::Pass => "pass",
+            Summary::Fail => "fail",
+            Summary::None => "none",
+        }
+    }
+}
+
 /// SPF of the envelope sender (or of the HELO name when the sender is empty).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

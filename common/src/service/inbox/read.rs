@@ -130,8 +130,7 @@ async fn quarantine_page(
 fn encode_stored(text: &[u8]) -> Result<(Box<RawValue>, bool), ApiError> {
     let text = std::str::from_utf8(text).map_err(ApiError::internal)?;
     let summary: StoredSummary<'_> = serde_json::from_str(text).map_err(ApiError::internal)?;
-    let encoded = serde_json::value::to_raw_value(&summary).map_err(ApiError::internal)?;
-    Ok((encoded, summary.unread))
+    Ok((summary.encode(), summary.unread))
 }
 
 async fn threads_page(
@@ -529,6 +528,19 @@ mod tests {
                 false,
             ),
             judged(),
+            Row {
+                owner_only: true,
+                direction: Direction::Outbound,
+                quarantine: None,
+                authentication: judged()
+                    .authentication
+                    .map(|a| crate::mail::authenticate::Authentication {
+                        summary: crate::mail::authenticate::Summary::Pass,
+                        spoofed: false,
+                        ..a
+                    }),
+                ..row(None, Some(Folder::Trash), vec![], true)
+            },
         ];
         for r in rows {
             let item = store::item(&Key::new("MAIL#S#in", &r.id), &r);
@@ -548,6 +560,22 @@ mod tests {
             if r.attachments.is_empty() && r.quarantine.is_none() {
                 assert_eq!(text, from_row);
             }
+        }
+    }
+
+    /// The names the summary writes by hand are the ones serde writes.
+    #[test]
+    fn the_names_written_by_hand_are_serdes() {
+        use crate::mail::authenticate::Summary as AuthSummary;
+        let quoted = |name: &str| format!("\"{name}\"");
+        for f in Folder::ALL {
+            assert_eq!(serde_json::to_string(&f).unwrap(), quoted(f.as_str()));
+        }
+        for d in [Direction::Inbound, Direction::Outbound] {
+            assert_eq!(serde_json::to_string(&d).unwrap(), quoted(d.as_str()));
+        }
+        for s in [AuthSummary::Pass, AuthSummary::Fail, AuthSummary::None] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), quoted(s.as_str()));
         }
     }
 }

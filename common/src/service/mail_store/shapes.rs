@@ -46,13 +46,20 @@ pub enum Direction {
     Outbound,
 }
 
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Inbound => "inbound",
+            Direction::Outbound => "outbound",
+        }
+    }
+}
+
 impl crate::values::Value for Direction {
     fn parse(text: &str) -> Option<Direction> {
-        match text.trim() {
-            "inbound" => Some(Direction::Inbound),
-            "outbound" => Some(Direction::Outbound),
-            _ => None,
-        }
+        [Direction::Inbound, Direction::Outbound]
+            .into_iter()
+            .find(|d| d.as_str() == text.trim())
     }
 }
 
