@@ -7,6 +7,10 @@ use std::path::PathBuf;
 /// The issuer and audience of the tokens the local server signs.
 pub const LOCAL_ISSUER: &str = "mailhost-local";
 pub const LOCAL_AUDIENCE: &str = "mailhost";
+/// Where the API description is served, under the service's base URL.
+pub const DOCS_PATH: &str = "/docs/openapi.json";
+/// The docs link when no base URL is known.
+pub const LOCAL_DOCS_URL: &str = "https://mailhost.localhost/docs/openapi.json";
 
 use clap::{Args, ValueEnum};
 
@@ -149,12 +153,9 @@ pub struct Config {
     #[arg(long, env = "MAILHOST_MTA_SELF_APPLY", default_value_t = true, action = clap::ArgAction::Set)]
     pub mta_self_apply: bool,
     /// Public URL of the API documentation, returned in the credits payload.
-    #[arg(
-        long,
-        env = "MAILHOST_DOCS_URL",
-        default_value = "https://mailhost.localhost/docs/openapi.json"
-    )]
-    pub docs_url: String,
+    /// Unset: the public URL's (or the API's own address's) /docs/openapi.json.
+    #[arg(long, env = "MAILHOST_DOCS_URL")]
+    pub docs_url: Option<String>,
     /// CloudWatch namespace of the business metrics (embedded metric format
     /// lines under Lambda; debug log lines locally).
     #[arg(long, env = "MAILHOST_METRICS_NAMESPACE", default_value = "mailhost")]
@@ -218,7 +219,7 @@ impl Config {
             token_audience: vars.text("MAILHOST_TOKEN_AUDIENCE", LOCAL_AUDIENCE),
             protected_local_parts: vars.list("MAILHOST_PROTECTED_ADDRESSES", "inbox,noreply,postmaster,abuse"),
             mta_self_apply: vars.parsed("MAILHOST_MTA_SELF_APPLY", "true")?,
-            docs_url: vars.text("MAILHOST_DOCS_URL", "https://mailhost.localhost/docs/openapi.json"),
+            docs_url: var("MAILHOST_DOCS_URL"),
             metrics_namespace: vars.text("MAILHOST_METRICS_NAMESPACE", "mailhost"),
             public_url: var("MAILHOST_PUBLIC_URL"),
             list_memo_bytes: vars.parsed("MAILHOST_LIST_MEMO_BYTES", "8388608")?,

@@ -219,6 +219,12 @@ const HTTP_CASES: &[Case] = &[
             assert_eq!(body["credits"]["initial"], 100, "{body}");
             assert_eq!(body["agentKey"]["last4"], &AGENT_KEY[AGENT_KEY.len() - 4..], "{body}");
             assert_eq!(body["canControl"], true, "{body}");
+            // No PublicUrl in the stack: the docs link is the API's own
+            // address, as the event's requestContext gives it.
+            assert_eq!(
+                body["docs"], "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/docs/openapi.json",
+                "{body}"
+            );
         },
     },
     Case {

@@ -7,7 +7,7 @@
 use axum::body::Body;
 use axum::http::request::Parts;
 
-use super::extract::{client_ip, discard, read_body, request_id};
+use super::extract::{client_ip, discard, gateway_origin, read_body, request_id};
 use crate::auth::{Access, Authenticated, Caller, IdentityUser, Presented, Via, keys};
 use crate::context::Context;
 use crate::error::{self, ApiError};
@@ -29,6 +29,7 @@ pub struct Received {
     pub body: Vec<u8>,
     ip: String,
     request_id: String,
+    origin: Option<String>,
 }
 
 impl Received {
@@ -37,6 +38,7 @@ impl Received {
         let mut call = Call::new(ctx, &self.auth.caller, self.auth.via, &self.ip);
         call.request_id = self.request_id.clone();
         call.surface = surface;
+        call.origin = self.origin.as_deref();
         call
     }
 }
@@ -75,6 +77,7 @@ pub async fn receive(
         body,
         ip: client_ip(parts),
         request_id: request_id(parts),
+        origin: gateway_origin(parts),
     })
 }
 

@@ -196,10 +196,11 @@ fn bucket_of(caller: &Caller) -> String {
 /// account's balance and key; the agent key and identity users see the agent
 /// key's.
 pub async fn get_credits(call: &Call<'_>, _: NoInput) -> Result<CreditsPayload, ApiError> {
-    payload(call.ctx, call.caller).await
+    payload(call).await
 }
 
-async fn payload(ctx: &Context, caller: &Caller) -> Result<CreditsPayload, ApiError> {
+async fn payload(call: &Call<'_>) -> Result<CreditsPayload, ApiError> {
+    let (ctx, caller) = (call.ctx, call.caller);
     let now = ctx.clock.now();
     let bucket = bucket_of(caller);
     // The balance, the sending switch and (for the agent key) its switch, in
@@ -253,7 +254,7 @@ async fn payload(ctx: &Context, caller: &Caller) -> Result<CreditsPayload, ApiEr
         sending: Sending { enabled },
         can_control: matches!(caller, Caller::Agent) || caller.is_operator(),
         can_pause_all: caller.is_operator(),
-        docs: ctx.config.docs_url.clone(),
+        docs: call.docs_url(),
     })
 }
 
@@ -322,7 +323,7 @@ pub async fn control(call: &Call<'_>, control: Control) -> Result<CreditsPayload
         });
         call.touched(details);
     }
-    payload(ctx, caller).await
+    payload(call).await
 }
 
 #[cfg(test)]

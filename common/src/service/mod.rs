@@ -82,6 +82,8 @@ pub struct Call<'a> {
     pub request_id: String,
     /// Which transport carried the call: `rest` or `mcp`.
     pub surface: &'static str,
+    /// Where the request came in, as API Gateway tells it (none locally).
+    pub origin: Option<&'a str>,
     /// What the change touched, beyond its input (an operator's removal:
     /// the mailboxes it took): the audit row carries it.
     details: std::sync::Mutex<Vec<serde_json::Map<String, serde_json::Value>>>,
@@ -98,8 +100,30 @@ impl<'a> Call<'a> {
             account: tokio::sync::OnceCell::new(),
             request_id: String::new(),
             surface: "rest",
+            origin: None,
             details: Default::default(),
         }
+    }
+
+    /// Where a link in mail to `path` (which starts with `/`) points: the
+    /// configured public URL, else the API's own address this request came
+    /// in on (so a stack links to itself from its first deploy).
+    pub fn public_link(&self, path: &str) -> Option<String> {
+        self.ctx
+            .config
+            .public_link(path)
+            .or_else(|| self.origin.map(|origin| format!("{origin}{path}")))
+    }
+
+    /// The API description's URL: the configured one, else the public
+    /// link's, else the local default.
+    pub fn docs_url(&self) -> String {
+        self.ctx
+            .config
+            .docs_url
+            .clone()
+            .or_else(|| self.public_link(crate::config::DOCS_PATH))
+            .unwrap_or_else(|| crate::config::LOCAL_DOCS_URL.into())
     }
 
     /// Adds what this change touched to its audit row.

@@ -210,7 +210,7 @@ pub async fn accept(
         return Err(e.into());
     }
     if let (Some(code), Some(account)) = (&code, &account)
-        && let Err(e) = mail_approval(ctx, &account.email, &pending, code, text).await
+        && let Err(e) = mail_approval(call, &account.email, &pending, code, text).await
     {
         tracing::error!(error = %e, hold = %id, "the approval request was not mailed");
     }
@@ -312,7 +312,8 @@ fn blob(id: &str) -> String {
 }
 
 /// The approval request: what, to whom, by which key, the text, the code.
-async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: &str, text: &str) -> anyhow::Result<()> {
+async fn mail_approval(call: &Call<'_>, to: &str, p: &Pending, code: &str, text: &str) -> anyhow::Result<()> {
+    let ctx = call.ctx;
     let transport = ctx
         .customer_mail
         .as_ref()
@@ -337,9 +338,8 @@ async fn mail_approval(ctx: &Context, to: &str, p: &Pending, code: &str, text: &
         to_list = p.hold.to.join(", "),
         subject = p.hold.subject,
         id = p.hold.id,
-        docs = ctx.config.docs_url,
-        page = ctx
-            .config
+        docs = call.docs_url(),
+        page = call
             .public_link("/#/guardrails")
             .map(|link| format!("Or signed in to the web app: {link}\r\n\r\n"))
             .unwrap_or_default(),
