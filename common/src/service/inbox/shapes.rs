@@ -176,18 +176,19 @@ impl StoredSummary<'_> {
         out.raw("date", self.date.map_or("null", RawValue::get));
         out.raw("ingestedAt", self.ingested_at.map_or("null", RawValue::get));
         out.raw("unread", if self.unread { "true" } else { "false" });
-        out.text("folder", self.folder.as_str());
+        out.name("folder", self.folder.as_str());
         out.raw("source", self.source.get());
-        out.text("box", self.direction.as_str());
+        out.name("box", self.direction.as_str());
         out.raw("threadId", self.thread_id.get());
         out.raw("attachments", self.attachments.get());
         if self.message_id_conflict {
             out.raw("messageIdConflict", "true");
         }
         if let Some(auth) = &self.authentication {
-            out.0.push_str(",\"authentication\":{\"summary\":\"");
-            out.0.push_str(auth.summary.as_str());
-            out.0.push_str(if auth.spoofed {
+            let value = out.key("authentication");
+            value.push_str("{\"summary\":\"");
+            value.push_str(auth.summary.as_str());
+            value.push_str(if auth.spoofed {
                 "\",\"spoofed\":true}"
             } else {
                 "\",\"spoofed\":false}"
@@ -208,19 +209,25 @@ impl StoredSummary<'_> {
 struct Members(String);
 
 impl Members {
-    fn raw(&mut self, key: &str, json: &str) {
+    /// Starts a member: the separator and the key; its value goes next.
+    fn key(&mut self, key: &str) -> &mut String {
         self.0.push(if self.0.is_empty() { '{' } else { ',' });
         self.0.push('"');
         self.0.push_str(key);
         self.0.push_str("\":");
-        self.0.push_str(json);
+        &mut self.0
     }
 
-    /// A value that is one of our own names (no character to escape).
-    fn text(&mut self, key: &str, name: &str) {
-        self.raw(key, "\"");
-        self.0.push_str(name);
-        self.0.push('"');
+    fn raw(&mut self, key: &str, json: &str) {
+        self.key(key).push_str(json);
+    }
+
+    /// A string value that is one of our own names (no character to escape).
+    fn name(&mut self, key: &str, name: &str) {
+        let value = self.key(key);
+        value.push('"');
+        value.push_str(name);
+        value.push('"');
     }
 
     fn finish(mut self) -> Box<RawValue> {
