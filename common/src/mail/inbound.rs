@@ -206,6 +206,8 @@ pub struct Inbound {
     pub from: String,
     pub to: Vec<String>,
     pub cc: Vec<String>,
+    /// The display names written beside the addresses (search reads them).
+    pub names: Names,
     pub subject: String,
     /// RFC 3339, when the Date header parsed.
     pub date: Option<String>,
@@ -214,6 +216,25 @@ pub struct Inbound {
     pub text: String,
     pub html: Option<String>,
     pub attachments: Vec<Attachment>,
+}
+
+/// The display names of a message's From, To and Cc, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    pub from: Vec<String>,
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+}
+
+/// The display names of an address header, at most `max`.
+fn names(list: Option<&mail_parser::Address<'_>>, max: usize) -> Vec<String> {
+    list.into_iter()
+        .flat_map(|a| a.iter())
+        .filter_map(|a| a.name())
+        .map(|n| cut(n.trim(), MAX_SUBJECT))
+        .filter(|n| !n.is_empty())
+        .take(max)
+        .collect()
 }
 
 /// Why a message cannot be filed: the reason written beside it in `failed/`.
@@ -313,6 +334,11 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
             .unwrap_or_default(),
         to: received::addresses(message.to(), MAX_IDS),
         cc: received::addresses(message.cc(), MAX_IDS),
+        names: Names {
+            from: names(message.from(), 1),
+            to: names(message.to(), MAX_IDS),
+            cc: names(message.cc(), MAX_IDS),
+        },
         subject: cut(message.subject().unwrap_or_default().trim(), MAX_SUBJECT),
         date: message.date().map(|d| d.to_rfc3339()),
         in_reply_to: message_ids(message.in_reply_to()),

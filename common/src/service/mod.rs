@@ -31,6 +31,7 @@ pub mod poller;
 pub mod recheck;
 pub mod removal;
 pub mod replies;
+pub mod search;
 pub mod send;
 pub mod sent;
 pub mod submission;

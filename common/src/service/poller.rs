@@ -105,6 +105,14 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     // Only newly stored copies are announced, after filing: a receiver that is
     // down or slow delays no message's filing.
     webhooks::announce(ctx, &filed).await;
+    // The search index of each scope filed into, written into a segment
+    // when enough waits (and any index flagged due): a failure here files
+    // nothing less, and the next run tries again.
+    let scopes: Vec<String> = filed.into_iter().map(|(scope, _)| scope).collect();
+    let now = ctx.clock.now().timestamp_millis();
+    if let Err(e) = crate::search::maintain(&*ctx.store, &*ctx.blobs, now, &scopes).await {
+        tracing::error!(error = %e, "the search index could not be compacted");
+    }
     Ok(outcome)
 }
 
@@ -353,6 +361,8 @@ pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> New
         message_id: &message.message_id,
         from: &message.from,
         to: &message.to,
+        cc: &message.cc,
+        names: Some(&message.names),
         subject: &message.subject,
         date: message.date.clone(),
         in_reply_to: &message.in_reply_to,

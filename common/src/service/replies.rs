@@ -117,6 +117,8 @@ pub(crate) async fn file_on_thread(
         message_id: sent.message_id,
         from: sent.from,
         to: sent.to,
+        cc: &[],
+        names: None,
         subject: sent.subject,
         date: Some(iso(ctx.clock.now())),
         in_reply_to: sent.in_reply_to,

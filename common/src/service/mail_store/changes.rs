@@ -7,8 +7,9 @@ use crate::keys;
 use crate::store::{Cond, StoreError, Update, Write, item};
 
 /// Rows that change in one transaction, with their thread's two summary
-/// writes: 4 writes per inbound row and 2 more stay under 100.
-const FLIPS_PER_TRANSACTION: usize = 24;
+/// writes: 5 writes per inbound row (its 4 copies and its search state) and
+/// 2 more stay under 100.
+const FLIPS_PER_TRANSACTION: usize = 19;
 
 /// Sets the unread flag of these rows of one thread (outbound rows stay read).
 /// Each row changes at most once however many requests race: its copies and
@@ -72,6 +73,7 @@ fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool) -> 
                 cond: Some(cond),
             });
         }
+        writes.push(super::searchable::unread_write(scope, row, unread));
     }
     let counts = Update::new().add("unreadCount", delta).add("version", 1);
     writes.push(Write::Update {
@@ -212,5 +214,6 @@ fn move_writes(scope: &str, row: &Row, folder: Folder) -> Vec<Write> {
             });
         }
     }
+    writes.push(super::searchable::folder_write(scope, row, folder));
     writes
 }

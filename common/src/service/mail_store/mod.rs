@@ -31,9 +31,10 @@ mod filing;
 mod ids;
 mod pages;
 mod purge;
+mod searchable;
 mod shapes;
 
-pub use blobs::{blob_prefix, body, preview};
+pub use blobs::{blob_prefix, body, preview, whole_text};
 pub use changes::{loaded_rows, move_thread, set_unread};
 pub use filing::{NewMessage, file};
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
