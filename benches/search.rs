@@ -226,7 +226,8 @@ fn make(i: usize, base: &Inbound, vocabulary: &Vocabulary, rng: &mut StdRng) -> 
     let head: String = base.text.chars().take(1500).collect();
     let words = rng.random_range(30..600);
     let body = format!("{head}\n\n{}\n", vocabulary.sentence(rng, words));
-    let subject = format!("{} {}", base.subject, vocabulary.sentence(rng, rng.random_range(1..4)));
+    let subject_words = rng.random_range(1..4);
+    let subject = format!("{} {}", base.subject, vocabulary.sentence(rng, subject_words));
     let mut filenames: Vec<String> = base.attachments.iter().map(|a| a.filename.clone()).collect();
     if rng.random_bool(0.12) {
         filenames.push(format!(

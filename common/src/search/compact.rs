@@ -313,18 +313,19 @@ async fn once(
     let mut state_key = old.state.clone();
     let mut folded_overrides = Vec::new();
     if state_changed {
-        let mut bytes = Vec::new();
-        for (_, state) in &segments {
-            bytes.extend_from_slice(state);
-        }
-        let key = format!("{prefix}/state/{}", new_id());
-        if let Err(e) = blobs.put(&key, bytes, OCTETS).await {
-            delete_all(blobs, &written).await;
-            return Err(ApiError::internal(e));
-        }
-        written.push(key.clone());
         replaced.extend(old.state.iter().cloned());
-        state_key = Some(key);
+        // With no segment left there is no state to keep.
+        state_key = None;
+        if !segments.is_empty() {
+            let bytes: Vec<u8> = segments.iter().flat_map(|(_, state)| state.iter().copied()).collect();
+            let key = format!("{prefix}/state/{}", new_id());
+            if let Err(e) = blobs.put(&key, bytes, OCTETS).await {
+                delete_all(blobs, &written).await;
+                return Err(ApiError::internal(e));
+            }
+            written.push(key.clone());
+            state_key = Some(key);
+        }
         folded_overrides = stored
             .overrides
             .iter()
