@@ -349,6 +349,7 @@ impl Bench {
         let mut batch_rows: Vec<Write> = Vec::new();
         let mut batch_docs: Vec<Write> = Vec::new();
         let mut packed = 0usize;
+        let mut ids = Vec::with_capacity(n);
         for i in 0..n {
             let base = &corpus[i % corpus.len()];
             let made = make(i, base, vocabulary, &mut rng);
@@ -359,6 +360,7 @@ impl Bench {
                 Direction::Inbound
             };
             let id = mail_store::new_id(ms, direction);
+            ids.push(id.clone());
             let (row, doc) = row_and_doc(&id, &made, base);
             if row.text_in_blob {
                 let key = format!("{}/body.txt", row.blob_prefix);
@@ -398,16 +400,31 @@ impl Bench {
                 eprintln!("  {} messages filed, {:.0} s", i + 1, started.elapsed().as_secs_f64());
             }
         }
+        // Recent changes not yet folded, as a live mailbox has: 150 read flags
+        // and moves.
+        let mut changes = Vec::new();
+        for i in 0..150usize {
+            let id = &ids[(i * 7919) % ids.len()];
+            changes.push(if i % 3 == 0 {
+                items::folder_write(SCOPE, id, search::Folder::Archive)
+            } else {
+                items::unread_write(SCOPE, id, i % 2 == 0)
+            });
+            if changes.len() == 50 {
+                store.transact(std::mem::take(&mut changes)).await.unwrap();
+            }
+        }
         let stored = items::read(store, SCOPE).await.unwrap();
         let index_bytes: u64 = stored.manifest.segments.iter().map(|s| s.bytes).sum();
         format!(
-            "index: {} messages in {} segments ({:.1} MB of blobs, {} buckets), {} fresh in the store; built in {:.0} s; \
+            "index: {} messages in {} segments ({:.1} MB of blobs, {} buckets), {} fresh and {} changes in the store; built in {:.0} s; \
              search items averaged {} bytes; compactions wrote {} blobs ({:.1} MB) and deleted {}, {:.3} blob writes per message",
             stored.manifest.segments.iter().map(|s| s.docs).sum::<usize>(),
             stored.manifest.segments.len(),
             index_bytes as f64 / 1e6,
             stored.manifest.segments.iter().map(|s| s.k.max(1)).sum::<u32>(),
             stored.docs.len(),
+            stored.overrides.len(),
             started.elapsed().as_secs_f64(),
             packed / n.max(1),
             self.blobs.puts.load(Ordering::Relaxed),

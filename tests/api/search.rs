@@ -20,6 +20,8 @@ on_both_backends!(
     a_query_that_cannot_be_read_is_400_naming_the_part,
     the_inbox_search_reads_whole_bodies,
     search_mail_answers_through_the_official_mcp_sdk,
+    mail_filed_before_the_index_existed_is_indexed_by_the_poller,
+    compactions_racing_each_other_filings_and_marks_lose_nothing,
 );
 
 const DAY: i64 = 86_400;
@@ -914,4 +916,154 @@ async fn search_mail_answers_through_the_official_mcp_sdk(app: TestApp) {
     assert_eq!(found["total"], 1);
     assert_eq!(calls[1]["structured"]["messages"], json!([]), "{out}");
     assert_eq!(calls[2]["rpcError"]["data"]["status"], 400, "{out}");
+}
+
+/// Mail filed before search existed (here: its index items removed) is not
+/// found at first, and the answer says indexing is under way; the poller
+/// then indexes it, a page at a time, and every message is found.
+async fn mail_filed_before_the_index_existed_is_indexed_by_the_poller(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let scope = common::keys::inbox_account_scope(&uid_of(&app, "tom@tom.example").await);
+    for i in 0..230 {
+        let raw = format!(
+            "From: old{i}@example.org\r\nTo: me@tom.example\r\nSubject: Old {i}\r\nMessage-ID: <old{i}@example.org>\r\n\r\n\
+             an archived heron\r\n"
+        );
+        mailhost::deliver(&app.data_dir, raw.into_bytes()).await.unwrap();
+    }
+    file_all(&app).await;
+    let deleted = common::store::StoreExt::delete_partition(&*app.ctx.store, &search::items::partition(&scope))
+        .await
+        .unwrap();
+    assert!(deleted > 0);
+    app.ctx
+        .store
+        .delete(&search::items::due_key(&scope), None)
+        .await
+        .unwrap();
+    for blob in app.ctx.blobs.list(&search::load::blob_prefix(&scope)).await.unwrap() {
+        app.ctx.blobs.delete(&blob).await.unwrap();
+    }
+    // One more, filed with the index.
+    let raw = b"From: new@example.org\r\nTo: me@tom.example\r\nSubject: New\r\nMessage-ID: <new@example.org>\r\n\r\na fresh heron\r\n";
+    file_one(&app, &key, raw).await.expect("filed");
+
+    let first = search(&app, &key, "heron", "").await;
+    assert_eq!(first["total"], 1, "{first}");
+    assert_eq!(first["indexing"], true, "{first}");
+    // The poller's runs index the rest (a run flags the next).
+    for _ in 0..5 {
+        common::service::poller::run_once(&app.ctx).await.unwrap();
+    }
+    let after = search(&app, &key, "heron", "").await;
+    assert_eq!(after["total"], 231, "{after}");
+    assert!(after.get("indexing").is_none(), "{after}");
+    assert_eq!(all_ids(&app, &key, "archived heron", "", 50).await.len(), 230);
+    // Their folders and flags are the rows'.
+    assert_eq!(search(&app, &key, "is:unread heron", "").await["total"], 231);
+}
+
+/// Four compactions at once, beside filings and read flags at once: the
+/// manifest's condition lets one win each round, the losers delete their
+/// blobs, and afterwards the index answers exactly what the rows say.
+async fn compactions_racing_each_other_filings_and_marks_lose_nothing(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let scope = common::keys::inbox_account_scope(&uid_of(&app, "tom@tom.example").await);
+    let drop = |from: usize, to: usize| {
+        let app = &app;
+        async move {
+            for i in from..to {
+                let raw = format!(
+                    "From: s{i}@example.org\r\nTo: me@tom.example\r\nSubject: Race {i}\r\n\
+                     Message-ID: <race{i}@example.org>\r\n\r\na racing kestrel\r\n"
+                );
+                mailhost::deliver(&app.data_dir, raw.into_bytes()).await.unwrap();
+            }
+        }
+    };
+    drop(0, 150).await;
+    file_all(&app).await;
+    let ids = all_ids(&app, &key, "kestrel", "", 50).await;
+    assert_eq!(ids.len(), 150);
+    drop(150, 230).await;
+    let now = app.ctx.clock.now().timestamp_millis();
+    let compact = |force: bool, grace_ms: Option<i64>| {
+        let app = &app;
+        let scope = &scope;
+        async move {
+            let options = search::compact::Options { force, grace_ms };
+            search::compact::compact(&*app.ctx.store, &*app.ctx.blobs, scope, now, options)
+                .await
+                .unwrap()
+        }
+    };
+    let marks = async {
+        for id in ids.iter().step_by(3) {
+            let res = app
+                .post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": false}))
+                .await;
+            assert_eq!(res.status, 200, "{}", res.body);
+        }
+    };
+    let moves = async {
+        for id in ids.iter().skip(1).step_by(5) {
+            let res = app
+                .post("/inbox", Auth::Bearer(&key), json!({"id": id, "folder": "archive"}))
+                .await;
+            assert_eq!(res.status, 200, "{}", res.body);
+        }
+    };
+    tokio::join!(
+        compact(true, None),
+        compact(false, None),
+        compact(true, None),
+        compact(true, None),
+        marks,
+        moves,
+        file_all(&app)
+    );
+    // Once more, everything into segments, and what waited deleted.
+    compact(true, Some(0)).await;
+    let rows: Vec<mail_store::Row> = common::store::StoreExt::all_records(
+        &*app.ctx.store,
+        common::store::Query::partition(common::keys::mail_partition(&scope, false)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 230);
+    let count = |f: &dyn Fn(&mail_store::Row) -> bool| rows.iter().filter(|r| f(r)).count() as u64;
+    for (q, want) in [
+        ("kestrel", count(&|_| true)),
+        ("kestrel is:unread", count(&|r| r.unread)),
+        ("kestrel is:read", count(&|r| !r.unread)),
+        (
+            "kestrel in:archive",
+            count(&|r| r.folder() == mail_store::Folder::Archive),
+        ),
+        (
+            "kestrel in:inbox is:unread",
+            count(&|r| r.folder() == mail_store::Folder::Inbox && r.unread),
+        ),
+    ] {
+        assert_eq!(search(&app, &key, q, "").await["total"], want, "{q}");
+    }
+    let stored = search::items::read(&*app.ctx.store, &scope).await.unwrap();
+    assert!(stored.docs.is_empty() && stored.overrides.is_empty(), "all folded");
+    // No blob the manifest does not name is left behind.
+    let mut named: Vec<String> = stored
+        .manifest
+        .segments
+        .iter()
+        .flat_map(|seg| {
+            let prefix = search::load::blob_prefix(&scope);
+            let mut keys = vec![search::load::head_key(&prefix, &seg.id)];
+            keys.extend((0..seg.k).map(|b| search::load::bucket_key(&prefix, &seg.id, b)));
+            keys
+        })
+        .chain(stored.manifest.state.clone())
+        .collect();
+    named.sort();
+    let mut present = app.ctx.blobs.list(&search::load::blob_prefix(&scope)).await.unwrap();
+    present.sort();
+    assert_eq!(present, named);
 }

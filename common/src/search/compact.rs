@@ -19,7 +19,7 @@ use super::segment::{self, Bucket, Built, Head, Meta, Postings, PostingsBuf, buc
 use super::{MERGE_FACTOR, OVERRIDE_LIMIT, TAIL_LIMIT, cache};
 use crate::blob::BlobStore;
 use crate::error::ApiError;
-use crate::store::{Cond, Store, StoreError, item};
+use crate::store::{Cond, Store, StoreError, StoreExt, item};
 
 /// How long what a compaction replaced stays readable.
 pub const GRACE_MS: i64 = 60_000;
@@ -299,6 +299,12 @@ async fn once(
     .await;
     if let Err(e) = result {
         delete_all(blobs, &written).await;
+        // A blob gone under a merge: another compaction moved on, past its
+        // grace. Read again.
+        let now: Option<Manifest> = store.read(&items::manifest_key(scope)).await?;
+        if now.is_some_and(|m| m.version != old.version) {
+            return Ok(None);
+        }
         return Err(e);
     }
 

@@ -47,6 +47,10 @@ pub struct Found {
     pub next: Option<String>,
     /// Every match the caller may see (all pages).
     pub total: usize,
+    /// Every row filed before the index existed is indexed too.
+    pub backfilled: bool,
+    /// The oldest message the index holds.
+    pub oldest: Option<String>,
 }
 
 // ------------------------------------------------------------ bit sets
@@ -552,7 +556,11 @@ fn page(mut hits: Vec<Hit>, limit: usize, cursor_of: impl Fn(&Hit) -> String) ->
     let more = hits.len() > limit;
     hits.truncate(limit);
     let next = more.then(|| hits.last().map(cursor_of)).flatten();
-    Found { hits, next, total: 0 }
+    Found {
+        hits,
+        next,
+        ..Found::default()
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 //! - `o#<id>`: a message's folder (`f`) or unread flag (`u`) changed since
 //!   the state blob was written, set in the change's own transaction, with a
 //!   token (`t`) a fold deletes it on;
-//! - `x#<mailbox>`: every message of a purged mailbox up to an id (`upTo`).
+//! - `x#<mailbox>`: every message of a purged mailbox up to an id (`upTo`);
+//! - `b`: how far the indexing of mail filed before the index existed has
+//!   come (`done`, or the last row id of each direction indexed).
 //!
 //! And `SIDXDUE/<scope>`: a scope whose index wants compacting (`at`: not
 //! before then), which the poller's runs look at.
@@ -25,6 +27,7 @@ const MANIFEST: &str = "m";
 const DOC: &str = "d#";
 const OVERRIDE: &str = "o#";
 const TOMBSTONE: &str = "x#";
+const BACKFILL: &str = "b";
 
 pub fn partition(scope: &str) -> String {
     format!("SIDX#{scope}")
@@ -44,6 +47,10 @@ pub fn override_key(scope: &str, id: &str) -> Key {
 
 pub fn tombstone_key(scope: &str, mailbox: &str) -> Key {
     Key::new(partition(scope), format!("{TOMBSTONE}{mailbox}"))
+}
+
+pub fn backfill_key(scope: &str) -> Key {
+    Key::new(partition(scope), BACKFILL)
 }
 
 pub fn due_key(scope: &str) -> Key {
@@ -125,6 +132,21 @@ pub struct Stored {
     pub overrides: Vec<Override>,
     /// (mailbox, every id up to this one is gone).
     pub tombstones: Vec<(String, String)>,
+    pub backfill: Backfill,
+}
+
+/// How far the indexing of mail filed before the index existed has come.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Backfill {
+    /// Every row of the scope is indexed.
+    #[serde(default)]
+    pub done: bool,
+    /// The last row id indexed, oldest first, of each direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_in: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_out: Option<String>,
 }
 
 impl Stored {
@@ -153,6 +175,8 @@ pub async fn read(store: &dyn Store, scope: &str) -> Result<Stored, ApiError> {
                 unread: item.get("u").and_then(Value::as_bool),
                 token: item.get("t").and_then(Value::as_str).unwrap_or_default().to_string(),
             });
+        } else if sk == BACKFILL {
+            out.backfill = crate::store::record(item)?;
         } else if let Some(mailbox) = sk.strip_prefix(TOMBSTONE) {
             let up_to = item.get("upTo").and_then(Value::as_str).unwrap_or_default();
             out.tombstones.push((mailbox.to_string(), up_to.to_string()));
@@ -231,16 +255,25 @@ pub async fn purge(store: &dyn Store, scope: &str, mailbox: &str, up_to: &str) -
     }
 }
 
-/// Asks the poller to compact a scope's index, not before `at` (epoch ms);
-/// a request already there stands.
-pub async fn flag_due(store: &dyn Store, scope: &str, at: i64) -> Result<(), ApiError> {
-    let key = due_key(scope);
-    let mut item = Item::new();
-    item.insert(PK.into(), key.pk.into());
-    item.insert(SK.into(), key.sk.into());
-    item.insert("at".into(), at.into());
-    store.put_new(item).await?;
+/// Records how far a scope's backfill has come.
+pub async fn save_backfill(store: &dyn Store, scope: &str, backfill: &Backfill) -> Result<(), ApiError> {
+    store
+        .put(crate::store::item(&backfill_key(scope), backfill), None)
+        .await?;
     Ok(())
+}
+
+/// Asks the poller to compact a scope's index, not before `at` (epoch ms);
+/// a request already there for sooner stands.
+pub async fn flag_due(store: &dyn Store, scope: &str, at: i64) -> Result<(), ApiError> {
+    let sooner = Cond::Or(vec![Cond::missing("at"), Cond::Ge("at".into(), at.saturating_add(1))]);
+    match store
+        .update(&due_key(scope), Update::new().set("at", at), Some(sooner))
+        .await
+    {
+        Ok(_) | Err(crate::store::StoreError::ConditionFailed) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Scopes whose index is due, at most `n`: (scope, at).

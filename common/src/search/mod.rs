@@ -127,7 +127,7 @@ pub async fn search(
             continue;
         };
         let purged = |mailbox: &str, id: &str| loaded.stored.purged(mailbox, id);
-        return exec::run(
+        let mut found = exec::run(
             &loaded.views,
             &buckets,
             request.query,
@@ -136,21 +136,30 @@ pub async fn search(
             request.sort,
             request.cursor,
             request.limit,
-        );
+        )?;
+        found.backfilled = loaded.stored.backfill.done;
+        found.oldest = loaded
+            .views
+            .iter()
+            .filter(|v| v.head.n > 0)
+            .map(|v| v.head.id(0).to_string())
+            .min();
+        return Ok(found);
     }
     Err(ApiError::internal("the search index changed under every read"))
 }
 
 /// After the poller filed mail: compacts the scopes it filed into whose fresh
-/// messages are due, then the scopes flagged due. Returns how many it
-/// compacted.
+/// messages are due, then the scopes flagged due. Returns the scopes flagged
+/// due whose mail filed before the index existed is still to index (the
+/// poller's to do: it knows the rows).
 pub async fn maintain(
     store: &dyn Store,
     blobs: &dyn BlobStore,
     now_ms: i64,
     touched: &[String],
-) -> Result<usize, ApiError> {
-    let mut done = 0;
+) -> Result<Vec<String>, ApiError> {
+    let mut backfills = Vec::new();
     let mut seen = HashSet::new();
     for scope in touched {
         if !seen.insert(scope.as_str()) {
@@ -166,7 +175,6 @@ pub async fn maintain(
         let unfolded = stored.docs.iter().filter(|d| !folded.contains(d.id.as_str())).count();
         if compact::due(&stored, unfolded) {
             compact::compact(store, blobs, scope, now_ms, compact::Options::default()).await?;
-            done += 1;
         }
     }
     for (scope, at) in items::due(store, 100).await? {
@@ -179,7 +187,9 @@ pub async fn maintain(
             items::flag_due(store, &scope, now_ms).await?;
             return Err(e);
         }
-        done += 1;
+        if !items::read(store, &scope).await?.backfill.done {
+            backfills.push(scope);
+        }
     }
-    Ok(done)
+    Ok(backfills)
 }

@@ -110,8 +110,16 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     // nothing less, and the next run tries again.
     let scopes: Vec<String> = filed.into_iter().map(|(scope, _)| scope).collect();
     let now = ctx.clock.now().timestamp_millis();
-    if let Err(e) = crate::search::maintain(&*ctx.store, &*ctx.blobs, now, &scopes).await {
-        tracing::error!(error = %e, "the search index could not be compacted");
+    match crate::search::maintain(&*ctx.store, &*ctx.blobs, now, &scopes).await {
+        // Mail filed before the index existed, indexed a page at a time.
+        Ok(backfills) => {
+            for scope in backfills {
+                if let Err(e) = mail_store::backfill(ctx, &scope).await {
+                    tracing::error!(error = %e, "older mail could not be indexed for search");
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "the search index could not be compacted"),
     }
     Ok(outcome)
 }

@@ -42,6 +42,7 @@ pub use pages::{
     FILTER_SCAN, by_id, by_message_id, covered, newest, page, page_raw, page_raw_where, quarantined, thread,
 };
 pub use purge::purge;
+pub use searchable::{backfill, backfilled};
 pub use shapes::{AttachmentInfo, Direction, Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
 
 /// The most of a body kept on the row (and searched); the whole body is then a

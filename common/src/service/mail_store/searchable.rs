@@ -75,3 +75,109 @@ pub(super) async fn purged(ctx: &Context, scope: &str, newest: &[(String, String
     search::compact::compact(&*ctx.store, &*ctx.blobs, scope, now, options).await?;
     Ok(())
 }
+
+/// Rows of each direction one backfill step reads.
+const BACKFILL_PAGE: usize = 200;
+
+/// The index's message of a stored row (mail filed before the index
+/// existed): its whole body read back, its display names and Cc unknown.
+async fn doc_of_row(ctx: &Context, row: &Row) -> Result<search::Doc, ApiError> {
+    let (text, html) = super::body(ctx, row).await?;
+    let texts = doc::texts(&search::Message {
+        subject: &row.subject,
+        from: &row.from,
+        to: &row.to,
+        text: &text,
+        html: html.as_deref(),
+        filenames: row.attachments.iter().map(|a| a.filename.as_str()).collect(),
+        ..search::Message::default()
+    });
+    let mut flags = 0;
+    if row.outbound() {
+        flags |= doc::OUTBOUND;
+    }
+    if !row.attachments.is_empty() {
+        flags |= doc::ATTACHMENT;
+    }
+    if row.owner_only {
+        flags |= doc::OWNER_ONLY;
+    }
+    let state = search::State::new(folder(row.folder()), row.unread);
+    let mut doc = search::Doc::new(&row.id, &row.mailbox, flags, state, &texts);
+    doc.fit(items::MAX_PACKED);
+    Ok(doc)
+}
+
+/// One step of indexing the mail a scope held before its index existed: a
+/// page of each direction's rows, oldest first, those the index lacks
+/// written as fresh messages. Returns whether every row is indexed; if not,
+/// the scope is flagged due for the next step.
+pub async fn backfill(ctx: &Context, scope: &str) -> Result<bool, ApiError> {
+    let store = &*ctx.store;
+    let now = ctx.clock.now().timestamp_millis();
+    let stored = items::read(store, scope).await?;
+    if stored.backfill.done {
+        return Ok(true);
+    }
+    let Some(loaded) = search::load::load_from(&*ctx.blobs, scope, stored).await? else {
+        items::flag_due(store, scope, now).await?;
+        return Ok(false);
+    };
+    let mut progress = loaded.stored.backfill.clone();
+    let indexed = |id: &str| loaded.views.iter().any(|v| v.head.find(id).is_some());
+    for outbound in [false, true] {
+        let after = if outbound {
+            &mut progress.after_out
+        } else {
+            &mut progress.after_in
+        };
+        let pk = crate::keys::mail_partition(scope, outbound);
+        let (rows, next) = super::page::<Row>(ctx, pk, false, after.as_deref(), BACKFILL_PAGE).await?;
+        let mut writes = Vec::new();
+        for row in rows.iter().filter(|r| !indexed(&r.id) && r.quarantine.is_none()) {
+            let doc = doc_of_row(ctx, row).await?;
+            // A filing of the same row cannot race this one: its row is
+            // already stored, and with it its index item.
+            if let Write::Put { item, .. } = items::filing_write(scope, &doc) {
+                writes.push(Write::Put { item, cond: None });
+            }
+        }
+        for chunk in writes.chunks(25) {
+            store.transact(chunk.to_vec()).await?;
+        }
+        if let Some(last) = rows.last() {
+            *after = Some(last.id.clone());
+        }
+        if next.is_some() {
+            items::save_backfill(store, scope, &progress).await?;
+            items::flag_due(store, scope, now).await?;
+            return Ok(false);
+        }
+    }
+    progress.done = true;
+    items::save_backfill(store, scope, &progress).await?;
+    Ok(true)
+}
+
+/// Whether every row of a scope is indexed, as far as a search can tell:
+/// none older than the oldest message the index holds. When so, it is
+/// recorded once; if not, the poller is asked to index them.
+pub async fn backfilled(ctx: &Context, scope: &str, oldest_indexed: Option<&str>) -> Result<bool, ApiError> {
+    for outbound in [false, true] {
+        let pk = crate::keys::mail_partition(scope, outbound);
+        let (rows, _) = super::page::<Row>(ctx, pk, false, None, 1).await?;
+        if rows
+            .first()
+            .is_some_and(|r| oldest_indexed.is_none_or(|o| r.id.as_str() < o))
+        {
+            items::flag_due(&*ctx.store, scope, ctx.clock.now().timestamp_millis()).await?;
+            return Ok(false);
+        }
+    }
+    let done = items::Backfill {
+        done: true,
+        ..items::Backfill::default()
+    };
+    items::save_backfill(&*ctx.store, scope, &done).await?;
+    Ok(true)
+}

@@ -133,6 +133,10 @@ pub struct SearchResults {
     /// attachment names are wrapped in this response's random delimiter.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub envelope: Option<Envelope>,
+    /// Present (true) while mail filed before search existed is still being
+    /// indexed: older matches may be missing; they are found within minutes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub indexing: bool,
 }
 
 /// Snippets read at once (each may read a body from the blob store).
@@ -168,6 +172,7 @@ pub async fn search(call: &Call<'_>, input: SearchInput) -> Result<SearchResults
         now_ms: now,
     };
     let found = index::search(&*ctx.store, &*ctx.blobs, &scope, &request).await?;
+    let indexing = !found.backfilled && !mail_store::backfilled(ctx, &scope, found.oldest.as_deref()).await?;
 
     // The rows, as they are now (one batch read).
     let keys: Vec<Key> = found
@@ -229,5 +234,6 @@ pub async fn search(call: &Call<'_>, input: SearchInput) -> Result<SearchResults
         total: found.total,
         next_cursor: found.next,
         envelope: boundary.map(|b| b.describe(None)),
+        indexing,
     })
 }
