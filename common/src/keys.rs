@@ -58,6 +58,11 @@ pub fn allowlisted(domain: &str) -> Key {
 
 pub const ALLOWLIST: &str = "ALLOW#domains";
 
+/// `SIGNIN#<email>/C`: the local server's live sign-in code of an operator.
+pub fn sign_in_code(email: &str) -> Key {
+    Key::new(format!("SIGNIN#{email}"), "C")
+}
+
 // ----------------------------------------------------------------- domains
 
 /// `ACCT#<uid>/DOMAIN#<name>`: a domain record.

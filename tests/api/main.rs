@@ -19,6 +19,7 @@ mod hardening;
 mod inbox;
 mod lambda_functions;
 mod lists;
+mod local_edges;
 mod mail_host;
 mod mail_host_delivery;
 mod mailboxes;

@@ -24,6 +24,7 @@ pub mod mailbox;
 pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;
+pub mod operator_sign_in;
 pub mod outbox;
 pub mod payer;
 pub mod pending;
