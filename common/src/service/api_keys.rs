@@ -57,12 +57,12 @@ crate::input! {
         /// A label for the key (at most 64 characters).
         pub name: Line<64> = (error::KEY_NAME_REQUIRED, error::KEY_NAME_INVALID),
         /// What it may do: read, send, draft, manage (at least one).
-        pub permissions: List<Permission, 4> = (
+        pub permissions: List<Permission, 4, 1> = (
             error::KEY_PERMISSIONS_INVALID,
             (error::KEY_PERMISSIONS_INVALID, error::KEY_PERMISSIONS_INVALID)
         ),
         /// The account's mailbox addresses it may use; omitted means all.
-        pub mailboxes: Option<List<EmailAddress, MAX_KEY_MAILBOXES>> =
+        pub mailboxes: Option<List<EmailAddress, MAX_KEY_MAILBOXES, 1>> =
             (error::KEY_MAILBOXES_INVALID, error::KEY_MAILBOXES_INVALID),
         /// Sends per UTC day, 1 to 50 (the account's own limit is 50).
         pub daily_send_cap: Option<Bounded<1, 50>> = error::KEY_CAP_INVALID,
@@ -157,8 +157,8 @@ fn create_writes(uid: &str, digest: &str, view: &KeyView) -> Vec<Write> {
 async fn scope_of(
     call: &Call<'_>,
     uid: &str,
-    permissions: List<Permission, 4>,
-    mailboxes: Option<List<EmailAddress, MAX_KEY_MAILBOXES>>,
+    permissions: List<Permission, 4, 1>,
+    mailboxes: Option<List<EmailAddress, MAX_KEY_MAILBOXES, 1>>,
 ) -> Result<Scope, ApiError> {
     let mut wanted: Vec<Permission> = Vec::new();
     for p in permissions.0 {
@@ -166,13 +166,9 @@ async fn scope_of(
             wanted.push(p);
         }
     }
-    if wanted.is_empty() {
-        return Err(error::KEY_PERMISSIONS_INVALID.into());
-    }
     wanted.sort_by_key(|p| Permission::ALL.iter().position(|q| q == p));
     let mailboxes = match mailboxes {
         None => None,
-        Some(List(list)) if list.is_empty() => return Err(error::KEY_MAILBOXES_INVALID.into()),
         Some(List(list)) => {
             let mut addresses: Vec<String> = list.into_iter().map(EmailAddress::into_string).collect();
             addresses.dedup();

@@ -138,7 +138,7 @@ impl Mailbox {
 }
 
 /// Where mail to an address goes (spec 2.7).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Delivery {
     /// Stored in the mailbox (hosted and both).
@@ -147,7 +147,7 @@ pub struct Delivery {
     pub virtual_alias: Option<Alias>,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Alias {
     pub address: String,
     /// For `both`, the mailbox's own address first.
