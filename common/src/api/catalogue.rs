@@ -1209,7 +1209,9 @@ pub static DELIVERY: Section = Section {
             description: "{holdId, code?}. With the account key (or an operator token) no code is needed; with \
                           no credential, the 8-digit code emailed to the account's owner decides (5 wrong codes \
                           lock it). The mail goes out now, or at its sendAt, exactly once however many approvals \
-                          arrive; the credit is taken then. Holds lapse after 24 hours.",
+                          arrive; the credit is taken then. While sending is paused (or the agent key frozen) an \
+                          approved hold waits as a scheduled send and goes when they allow, within 24 hours. Holds \
+                          lapse after 24 hours.",
             errors: &[
                 HOLD_ID_REQUIRED,
                 HOLD_ID_INVALID,
@@ -1262,6 +1264,21 @@ pub static DELIVERY: Section = Section {
                           409.",
             errors: &[INBOX_MESSAGE_ID_INVALID, WAITING_SEND_NOT_FOUND, HOLD_DECIDED],
             io: io!(pending::cancel, pending::CancelInput, pending::Cancelled),
+        },
+        Operation {
+            id: "listWaitingSends",
+            rest: get("/outbox/waiting"),
+            tool: tool("list_waiting_sends", Hints::READ),
+            access: Owner,
+            permission: None,
+            summary: "Every send not yet gone out: held for approval or scheduled",
+            description: "{ok, sends, nextCursor?}: newest first, every send of the account still waiting, by any of \
+                          its keys, each {id, kind (held, scheduled), status, messageId, from, to, subject, preview, \
+                          requestedBy, createdAt, dueAt?, expiresAt?}. Cancel one with POST /outbox/cancel and its \
+                          messageId. limit 1 to 100 (default 50). A scheduled send that sending being paused kept \
+                          from going expires 24 hours past its dueAt. The account key or an operator only.",
+            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID, SETUP_INCOMPLETE],
+            io: io!(pending::list_waiting, pending::WaitingQuery, pending::WaitingSends),
         },
     ],
 };
@@ -1319,8 +1336,9 @@ pub static GUARDRAILS: Section = Section {
             access: Owner,
             permission: None,
             summary: "Revoke a scoped key at once",
-            description: "id (key_ and 12 hex digits, from GET /keys). The key's next request is 401. {ok, revoked}. \
-                          The account key or an operator only.",
+            description: "id (key_ and 12 hex digits, from GET /keys). The key's next request is 401, and every \
+                          send it asked for that has not gone out (held or scheduled) is cancelled, its credit back. \
+                          {ok, revoked, cancelledSends}. The account key or an operator only.",
             errors: &[ID_REQUIRED, KEY_ID_INVALID, KEY_NOT_FOUND, SETUP_INCOMPLETE],
             io: io!(api_keys::revoke, api_keys::RevokeKeyInput, api_keys::RevokedKey),
         },

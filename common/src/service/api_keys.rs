@@ -238,10 +238,14 @@ pub struct RevokedKey {
     pub ok: bool,
     /// The key as it was; it stopped working with this answer.
     pub revoked: KeyView,
+    /// How many of its sends that had not gone out (held or scheduled)
+    /// were cancelled with it, each one's credit back.
+    pub cancelled_sends: usize,
 }
 
 /// Revokes a scoped key at once: its record and listing row go in one
-/// transaction, so the next request with it is 401.
+/// transaction, so the next request with it is 401; then the sends it asked
+/// for that still wait are cancelled.
 pub async fn revoke(call: &Call<'_>, input: RevokeKeyInput) -> Result<RevokedKey, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
@@ -265,10 +269,23 @@ pub async fn revoke(call: &Call<'_>, input: RevokeKeyInput) -> Result<RevokedKey
     match ctx.store.transact(writes).await {
         Ok(()) => Ok(RevokedKey {
             ok: true,
+            cancelled_sends: cancel_its_sends(ctx, &account.uid, &listed.view.id).await,
             revoked: listed.view,
         }),
         // Another revoke of the same key won.
         Err(StoreError::ConditionFailed) => Err(error::KEY_NOT_FOUND.into()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Cancels the sends a revoked key asked for that still wait. A failure is
+/// logged, not returned: the key is revoked either way, and a send of a
+/// revoked key never goes out (it is cancelled when it would).
+async fn cancel_its_sends(ctx: &crate::context::Context, uid: &str, key_id: &str) -> usize {
+    super::pending::cancel_asked_by(ctx, uid, key_id)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e.error, key = %key_id, "a revoked key's waiting sends were not all cancelled");
+            0
+        })
 }
