@@ -26,7 +26,7 @@ on_both_backends!(
 
 const LACKS_SEND: &str = "This API key lacks the send permission";
 
-async fn mint(app: &TestApp, owner: &str, body: Value) -> (String, Value) {
+pub(crate) async fn mint(app: &TestApp, owner: &str, body: Value) -> (String, Value) {
     let res = app.post("/keys", Auth::Bearer(owner), body).await;
     assert_eq!(res.status, 200, "{}", res.body);
     let key = res.body["apiKey"].as_str().unwrap().to_string();
@@ -34,7 +34,7 @@ async fn mint(app: &TestApp, owner: &str, body: Value) -> (String, Value) {
     (key, res.body["key"].clone())
 }
 
-async fn tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> crate::support::Response {
+pub(crate) async fn tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> crate::support::Response {
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
     app.post("/mcp", Auth::Bearer(key), body).await
@@ -485,7 +485,7 @@ async fn the_audit_log_names_each_change_and_its_actor(app: TestApp) {
 }
 
 /// The approval code in the newest approval mail to `owner`.
-fn approval_code(app: &TestApp, owner: &str) -> String {
+pub(crate) fn approval_code(app: &TestApp, owner: &str) -> String {
     let mail = app.outbox_for(owner).pop().expect("an approval mail");
     let line = mail
         .lines()
@@ -643,10 +643,6 @@ async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
     .await;
     let res = app.send_mail(Auth::Bearer(&agent), mail("known@partner.example")).await;
     assert_eq!(res.status, 200, "a known contact goes at once: {}", res.body);
-    // Someone who wrote in is known too.
-    app.receive("pal@partner.example", "boss@acme.example", "hello").await;
-    let res = app.send_mail(Auth::Bearer(&agent), mail("pal@partner.example")).await;
-    assert_eq!(res.status, 200, "a sender heard from goes at once: {}", res.body);
     app.ctx.clock.advance(61);
     let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
 

@@ -39,6 +39,7 @@ const MAILBOX_ERRORS: &[crate::error::Problem] = &[
     FORWARDING_BUSY,
     KEY_MAILBOX_OUT_OF_SCOPE,
     KEY_OWNER_MAILBOX,
+    KEY_OWNER_GUARDRAIL,
 ];
 
 /// Every section, in the order of `tools/list` and the API description.
@@ -520,13 +521,17 @@ pub static MAILBOXES: Section = Section {
             permission: Some(Permission::Manage),
             summary: "Issue or reset a mailbox's IMAP/SMTP app password",
             description: "Returns the password once (only its SHA512-CRYPT hash is kept) with the IMAP and SMTP \
-                          settings; a new call replaces the old password. Refused for forward-only mailboxes.",
+                          settings; a new call replaces the old password. Refused for forward-only mailboxes. A \
+                          scoped key needs read as well as manage, and its password carries its scope: each SMTP \
+                          submission needs its send permission, counts in its daily cap and waits for approval as \
+                          its sends do; revoking the key takes the password away.",
             errors: &[
                 ADDRESS_REQUIRED,
                 MAILBOX_ADDRESS_INVALID,
                 SETUP_INCOMPLETE,
                 NOT_FOUND,
                 FORWARD_ONLY_NO_LOGIN,
+                KEY_LACKS_READ,
                 KEY_MAILBOX_OUT_OF_SCOPE,
                 KEY_OWNER_MAILBOX,
             ],
@@ -662,8 +667,10 @@ pub static SEND: Section = Section {
             description: "The mail host's sync token only: its milter hands over each message a mailbox's app password \
                           submits (login, envelope sender, recipients, the raw message in base64). It is checked and \
                           sent like POST /sendMail (kill switch, freeze, rate windows, at most 5 recipients, the \
-                          sender must be that mailbox, one credit), DKIM-signed with the domain's key. The milter \
-                          answers the client with the result.",
+                          sender must be that mailbox, one credit), DKIM-signed with the domain's key. A password a \
+                          scoped key issued acts as that key (its send permission, mailboxes, daily cap and approval \
+                          rule: a held message answers 202 with holdId); once the key is revoked it sends nothing. \
+                          The milter answers the client with the result.",
             errors: &[
                 SUBMISSION_FIELDS,
                 SUBMISSION_UNREADABLE,
@@ -681,9 +688,14 @@ pub static SEND: Section = Section {
                 RECIPIENT_NOT_ALLOWED,
                 SEND_FAILED,
                 NO_OUTBOUND_HOST,
+                KEY_LACKS_SEND,
+                KEY_EXPIRED,
+                KEY_MAILBOX_OUT_OF_SCOPE,
+                KEY_DAILY_CAP,
+                PASSWORD_KEY_REVOKED,
             ],
             io: io!(
-                submission::submit,
+                accepted submission::submit,
                 Later<submission::SubmissionInput>,
                 submission::SubmissionOutput
             ),
@@ -1163,8 +1175,14 @@ pub static DELIVERY: Section = Section {
             access: Mail,
             permission: Some(Permission::Manage),
             summary: "Let mail go to a suppressed address again",
-            description: "address in the query or the body: {ok, removed}. 404 when it is not listed.",
-            errors: &[ADDRESS_REQUIRED, SUPPRESSION_ADDRESS_INVALID, SUPPRESSION_NOT_FOUND],
+            description: "address in the query or the body: {ok, removed}. 404 when it is not listed. The account \
+                          key's alone: a scoped key may add suppressions, not remove them.",
+            errors: &[
+                ADDRESS_REQUIRED,
+                SUPPRESSION_ADDRESS_INVALID,
+                SUPPRESSION_NOT_FOUND,
+                KEY_OWNER_GUARDRAIL,
+            ],
             io: io!(suppressions::remove, suppressions::RemoveQuery, suppressions::Removed),
         },
         // The mail host's side: what its delivery log says.
@@ -1336,8 +1354,9 @@ pub static GUARDRAILS: Section = Section {
             access: Owner,
             permission: None,
             summary: "Revoke a scoped key at once",
-            description: "id (key_ and 12 hex digits, from GET /keys). The key's next request is 401, and every \
-                          send it asked for that has not gone out (held or scheduled) is cancelled, its credit back. \
+            description: "id (key_ and 12 hex digits, from GET /keys). The key's next request is 401, the mailbox \
+                          passwords it issued stop working (gone from the next mail-server export), and every send \
+                          it asked for that has not gone out (held or scheduled) is cancelled, its credit back. \
                           {ok, revoked, cancelledSends}. The account key or an operator only.",
             errors: &[ID_REQUIRED, KEY_ID_INVALID, KEY_NOT_FOUND, SETUP_INCOMPLETE],
             io: io!(api_keys::revoke, api_keys::RevokeKeyInput, api_keys::RevokedKey),
@@ -1392,7 +1411,7 @@ pub static GUARDRAILS: Section = Section {
                           subdomains), mailbox?: one active mailbox of the account (default: all of them)}. {ok, \
                           entry, added}; an entry already there answers added false. A block wins over an allow; \
                           once an allow list holds an entry, only what it names passes. At most 500 entries per \
-                          account.",
+                          account. A scoped key may add block entries only (addedBy names it).",
             errors: &[
                 LIST_DIRECTION_REQUIRED,
                 LIST_DIRECTION_INVALID,
@@ -1404,6 +1423,7 @@ pub static GUARDRAILS: Section = Section {
                 LIST_MAILBOX_UNKNOWN,
                 LIST_MAILBOX_NEEDED,
                 KEY_MAILBOX_OUT_OF_SCOPE,
+                KEY_OWNER_GUARDRAIL,
                 LIST_FULL,
                 SETUP_INCOMPLETE,
             ],
@@ -1417,7 +1437,7 @@ pub static GUARDRAILS: Section = Section {
             permission: Some(Permission::Manage),
             summary: "Take an entry off an allow or block list",
             description: "direction, kind, entry and mailbox? as added (in the query or the body): {ok, removed}. 404 \
-                          when the entry is not there.",
+                          when the entry is not there. A scoped key removes only the entries it added.",
             errors: &[
                 LIST_DIRECTION_REQUIRED,
                 LIST_DIRECTION_INVALID,
@@ -1428,6 +1448,7 @@ pub static GUARDRAILS: Section = Section {
                 LIST_MAILBOX_INVALID,
                 LIST_MAILBOX_NEEDED,
                 KEY_MAILBOX_OUT_OF_SCOPE,
+                KEY_OWNER_GUARDRAIL,
                 LIST_ENTRY_NOT_FOUND,
                 SETUP_INCOMPLETE,
             ],

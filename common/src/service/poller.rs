@@ -292,21 +292,9 @@ async fn file_for(
             true => Some(Quarantine::Spoofed),
             false => lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &message.from).await?,
         };
-        // Someone who wrote here (genuinely) is no first contact to write
-        // back to: remembered in the filing's transaction.
-        let also = match quarantine.is_none() && !spoofed {
-            true => {
-                let owner = super::sent::owner_of(&mailbox.uid);
-                super::contacts::heard_from_write(ctx, &owner, &message.from)
-                    .into_iter()
-                    .collect()
-            }
-            false => Vec::new(),
-        };
         let filing = NewMessage {
             authentication: auth.as_ref(),
             quarantine,
-            also,
             ..as_new(message, &scope, &mailbox.address)
         };
         match mail_store::file(ctx, &filing).await? {

@@ -10,6 +10,12 @@
 //! envelope sender and `From:` must be that mailbox; at most 5 recipients),
 //! the credit; then it is signed with the domain's DKIM key and sent through
 //! the same transport as `POST /sendMail`. The milter discards its own copy.
+//!
+//! A password a scoped key issued acts as that key: its send permission
+//! and mailboxes are checked with the login, its daily cap is counted with
+//! the windows, and its approval rule holds the message for the owner as
+//! it would hold the key's `sendMail` (202; the client reads 250). Once the
+//! key is revoked the password sends nothing.
 
 use base64::Engine;
 use mail_parser::{Address, MessageParser};
@@ -18,11 +24,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::accounts::OPS_UID;
-use super::delivery::dispatch::{Outbound, dispatch};
+use super::delivery::dispatch::{self, Outbound, dispatch};
 use super::payer::{self, Payer};
 use super::replies::{self, SentBytes};
 use super::send;
-use super::{Call, domains, mailboxes};
+use super::{Call, api_keys, domains, mailboxes, pending};
+use crate::auth::{Caller, Permission};
 use crate::context::Context;
 use crate::error::Problem;
 use crate::error::{self, ApiError};
@@ -107,16 +114,31 @@ impl Field for RawMessage {
     }
 }
 
-/// What the milter answers the client with: the message went out.
+/// What the milter answers the client with: the message went out, or waits
+/// for the owner's approval (202).
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubmissionOutput {
     pub ok: bool,
-    /// The Message-ID it went out with (the client's, or one given here).
+    /// held: the password's key sends only with the owner's approval, and
+    /// this one waits for it (202); absent when it went out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<pending::Kind>,
+    /// A held message's id, for POST /holds/approve and /holds/deny.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold_id: Option<String>,
+    /// The Message-ID it went out (or waits) with (the client's, or one given here).
     pub message_id: String,
     /// Credits left on the balance that paid (none for a person's mailbox).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credits_remaining: Option<i64>,
+}
+
+impl SubmissionOutput {
+    /// Accepted to wait (HTTP 202), not sent.
+    pub fn accepted(&self) -> bool {
+        self.status.is_some()
+    }
 }
 
 /// Sends one submitted message, in the send path's order of checks.
@@ -127,7 +149,8 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     };
     let login = EmailAddress::pick(fields, "login", LOGIN)?;
     let (mailbox, domain, payer) = sending_mailbox(ctx, &login).await?;
-    payer::gate(ctx, &payer, None).await?;
+    let issuer = issuing_key(ctx, &mailbox).await?;
+    payer::gate(ctx, &payer, issuer.as_ref().and_then(payer::KeyCap::of)).await?;
 
     let input = input.parse()?;
     if !input.sender.unwrap_or_default().eq_ignore_ascii_case(&mailbox.address) {
@@ -154,6 +177,22 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         raw: &signed,
         source: "smtp",
     };
+    if let Some(key) = &issuer {
+        let as_key = Call::new(ctx, key, call.via, call.ip);
+        if let Some(wait) = pending::wait_for(&as_key, &outbound.owner, outbound.recipients, None).await? {
+            dispatch::check_recipients(ctx, &outbound.owner, outbound.from, outbound.recipients).await?;
+            let text = parsed.body_text(0).unwrap_or_default();
+            let kind = wait.kind;
+            let accepted = pending::accept(&as_key, wait, payer, &outbound, &text).await?;
+            return Ok(SubmissionOutput {
+                ok: true,
+                status: Some(kind),
+                hold_id: Some(accepted.id),
+                message_id,
+                credits_remaining: accepted.credits_remaining,
+            });
+        }
+    }
     let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
     let scope = mailbox.reading_scope(&ctx.config.service_domain);
     let sent = SentBytes {
@@ -166,9 +205,35 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     replies::file_bytes_on_thread(ctx, &scope, &mailbox.address, &sent).await;
     Ok(SubmissionOutput {
         ok: true,
+        status: None,
+        hold_id: None,
         message_id,
         credits_remaining: dispatched.credits_remaining,
     })
+}
+
+/// The scoped key whose password logged in, as a caller of its own: its
+/// send permission and mailboxes checked here, its cap and approval rule
+/// by the send path as for its API sends. None for the owner's password;
+/// refused once the key is revoked or expired.
+async fn issuing_key(ctx: &Context, mailbox: &mailboxes::Mailbox) -> Result<Option<Caller>, ApiError> {
+    let Some(id) = &mailbox.credential_key else {
+        return Ok(None);
+    };
+    let key = api_keys::scoped(ctx, &mailbox.uid, id)
+        .await?
+        .ok_or(error::PASSWORD_KEY_REVOKED)?;
+    if key
+        .scope
+        .as_ref()
+        .is_some_and(|s| s.expired(&crate::clock::iso(ctx.clock.now())))
+    {
+        return Err(error::KEY_EXPIRED.into());
+    }
+    let key = Caller::Standard(key);
+    key.permits(Permission::Send)?;
+    key.may_use(&mailbox.address)?;
+    Ok(Some(key))
 }
 
 /// Whether the message's From (and Sender, when it has one) is the mailbox

@@ -67,7 +67,20 @@ pub struct Suppression {
     /// The Message-ID of the mail that caused it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
+    /// The mailbox whose mail caused it (absent when added by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     pub created_at: String,
+}
+
+impl Suppression {
+    /// Whether the caller sees it: a key narrowed to some mailboxes sees the
+    /// entries added by hand (they judge its sends too) and those its own
+    /// mailboxes' mail caused, not whom the account's other mailboxes mail.
+    fn seen_by(&self, caller: &crate::auth::Caller) -> bool {
+        let narrowed = caller.scope().is_some_and(|s| s.mailboxes.is_some());
+        !narrowed || self.reason == Reason::Manual || self.from.as_deref().is_some_and(|f| caller.covers(f))
+    }
 }
 
 /// A listed recipient as stored: the entry, and where it sits in the list
@@ -148,6 +161,7 @@ pub async fn after_change(ctx: &Context, sent: &SentMessage, recipient: &Recipie
         note: None,
         reply: recipient.reply.clone(),
         message_id: Some(sent.message_id.clone()),
+        from: Some(sent.from.to_ascii_lowercase()),
         created_at: iso(ctx.clock.now()),
     };
     add(ctx, &sent.owner, entry).await.map(drop)
@@ -258,22 +272,25 @@ pub struct SuppressionList {
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<SuppressionList, ApiError> {
     let owner = owner_of_caller(call.caller);
     if let Some(address) = input.address {
-        let found = call.ctx.store.read(&keys::suppression(&owner, &address)).await?;
+        let found: Option<Suppression> = call.ctx.store.read(&keys::suppression(&owner, &address)).await?;
         return Ok(SuppressionList {
             ok: true,
-            suppressions: found.into_iter().collect(),
+            suppressions: found.into_iter().filter(|s| s.seen_by(call.caller)).collect(),
             next_cursor: None,
         });
     }
     let limit = input.limit.map_or(25, Bounded::get) as usize;
-    let (suppressions, next_cursor) = super::mail_store::page::<Suppression>(
+    let seen = |item: &crate::store::RawItem| item.record::<Suppression>().is_ok_and(|s| s.seen_by(call.caller));
+    let (items, next_cursor) = super::mail_store::page_raw_where(
         call.ctx,
         keys::suppression_list(&owner),
         true,
         input.cursor.as_deref(),
         limit,
+        seen,
     )
     .await?;
+    let suppressions = items.iter().map(|i| i.record()).collect::<Result<_, _>>()?;
     Ok(SuppressionList {
         ok: true,
         suppressions,
@@ -306,6 +323,7 @@ pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<Suppression
         note: input.reason.map(Line::into_string),
         reply: None,
         message_id: None,
+        from: None,
         created_at: iso(call.ctx.clock.now()),
     };
     let address = entry.address.clone();
@@ -342,7 +360,9 @@ pub struct Removed {
 }
 
 /// Takes an address off the list (and its run of soft bounces with it).
+/// The account key's alone: a removal loosens a guardrail.
 pub async fn remove(call: &Call<'_>, input: RemoveQuery) -> Result<Removed, ApiError> {
+    call.caller.may_loosen()?;
     let owner = owner_of_caller(call.caller);
     let ctx = call.ctx;
     let key = keys::suppression(&owner, &input.address);
