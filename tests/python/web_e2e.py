@@ -558,6 +558,55 @@ def quarantine(page, watch):
     shot(page, "quarantine")
     page.get_by_role("button", name="← Back").click()
     expect(page.get_by_role("list", name="Mail kept out of the inbox")).to_be_visible()
+    # Issue 40: bank.example beside a stranger's address is judged too, and
+    # the note names every sender.
+    harness("/deliver", raw=(
+        "Delivered-To: ann@newco.example\r\nFrom: CEO <ceo@bank.example>, x@attacker.example\r\n"
+        "To: ann@newco.example\r\nSubject: Wire it twice\r\nMessage-ID: <spoof-2@bank.example>\r\n\r\nNow.\r\n"))
+    page.get_by_role("tab", name="Inbox").click()
+    page.get_by_role("tab", name="Quarantine").click()
+    kept = page.get_by_role("list", name="Mail kept out of the inbox")
+    kept.locator("li", has_text="Wire it twice").get_by_role("link").click()
+    trust = page.locator("article.message .trust")
+    expect(trust).to_have_attribute("data-trust", "spoofed")
+    expect(trust).to_contain_text("Not from bank.example")
+    expect(trust).to_contain_text("It names 2 senders, each judged: ceo@bank.example, x@attacker.example.")
+    page.get_by_role("button", name="← Back").click()
+    watch.check()
+
+
+def bidi(page, watch):
+    """Issue 40: a right-to-left override never turns a name around: not in
+    what the service stored, and not in what the app shows or saves."""
+    harness("/deliver", raw=(
+        "Delivered-To: ann@newco.example\r\nFrom: Bill <bill@vendor.example>\r\nTo: ann@newco.example\r\n"
+        "Subject: Invoice \u202efdp.exe\r\nMessage-ID: <rlo@vendor.example>\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nSee the file.\r\n'
+        "--b\r\nContent-Type: application/octet-stream\r\n"
+        "Content-Disposition: attachment; filename*=UTF-8''receipt_%E2%80%AEfdp.exe\r\n\r\nMZ\r\n--b--\r\n"))
+    nav(page, "Mail")
+    page.get_by_role("tab", name="Inbox").click()
+    row = page.locator("ul.threads li[data-thread]", has_text="Invoice fdp.exe")
+    expect(row).to_be_visible()
+    assert "\u202e" not in row.inner_text()
+    row.get_by_role("link").click()
+    button = page.get_by_role("button", name="Download receipt_fdp.exe")
+    expect(button).to_be_visible()
+    with page.expect_download() as dl:
+        button.click()
+    assert dl.value.suggested_filename == "receipt_fdp.exe", dl.value.suggested_filename
+    # What the app shows goes without the controls whatever the API gives
+    # (mail stored before the service removed them).
+    shown = page.evaluate(
+        """async () => {
+            const ui = await import(document.querySelector('script[type=module]').src.replace('main.js', 'ui.js'));
+            const el = ui.h('span', { text: 'receipt_\\u202efdp.exe', title: 'a\\u2066b\\u2069' }, 'c\\u200fd');
+            return [el.textContent, el.title, ui.plain('x\\u061cy\\u202a\\u202bz')];
+        }"""
+    )
+    assert shown == ["receipt_fdp.exec" + "d", "ab", "xyz"], shown
+    page.get_by_role("button", name="Trash").click()
+    expect(page.get_by_role("list", name="Threads in inbox")).not_to_contain_text("Invoice")
     watch.check()
 
 
@@ -895,6 +944,7 @@ def main():
         webmail(page, watch)
         malicious(page, watch)
         quarantine(page, watch)
+        bidi(page, watch)
         sent_mail(page, watch)
         guardrails(page, watch)
         account_settings(page, watch)

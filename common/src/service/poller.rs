@@ -290,7 +290,7 @@ async fn file_for(
         let spoofed = auth.as_ref().is_some_and(|a| a.spoofed);
         let quarantine = match spoofed && !mailbox.accept_spoofed {
             true => Some(Quarantine::Spoofed),
-            false => lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &message.from).await?,
+            false => listed(ctx, &mailbox, message).await?,
         };
         // Someone who wrote here (genuinely) is no first contact to write
         // back to: remembered in the filing's transaction.
@@ -320,6 +320,26 @@ async fn file_for(
     Ok(Ok((new, duplicates)))
 }
 
+/// What the mailbox's receive lists say of a message: judged by each address
+/// its From headers name, the first that keeps it out wins (a message naming
+/// a blocked sender beside an allowed one stays out).
+async fn listed(
+    ctx: &Context,
+    mailbox: &mailboxes::Mailbox,
+    message: &Inbound,
+) -> Result<Option<Quarantine>, ApiError> {
+    let mut authors = message.judged_authors();
+    if authors.is_empty() {
+        authors.push(message.from.clone());
+    }
+    for author in authors {
+        if let Some(kept) = lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &author).await? {
+            return Ok(Some(kept));
+        }
+    }
+    Ok(None)
+}
+
 /// The verdicts on a received message: checked here, through the service's
 /// resolver, on the bytes after the mail host's envelope and trace lines.
 /// A resolver that cannot be built makes every check `temperror`.
@@ -337,6 +357,7 @@ async fn authentication(ctx: &Context, message: &Inbound, raw: &[u8]) -> Authent
         resolver,
         body,
         envelope,
+        &message.judged_authors(),
         &ctx.config.mail_host,
         &ctx.config.trusted_arc_sealers,
     )

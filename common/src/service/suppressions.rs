@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Call;
+use super::boundary::{Boundary, Envelope};
 use super::sent::{Recipient, Reply, SentMessage, Status, owner_of_caller};
 use super::webhooks;
 use crate::clock::iso;
@@ -68,6 +69,19 @@ pub struct Suppression {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
     pub created_at: String,
+}
+
+impl Suppression {
+    /// The entry with its remote reply inside `boundary`'s envelope.
+    fn for_agent(self, boundary: Option<&Boundary>) -> Suppression {
+        match boundary {
+            Some(b) => Suppression {
+                reply: self.reply.map(|r| b.reply(r)),
+                ..self
+            },
+            None => self,
+        }
+    }
 }
 
 /// A listed recipient as stored: the entry, and where it sits in the list
@@ -253,16 +267,23 @@ pub struct SuppressionList {
     pub suppressions: Vec<Suppression>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// The MCP tool: each remote reply's text and host (a stranger's) is
+    /// wrapped in this response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<SuppressionList, ApiError> {
     let owner = owner_of_caller(call.caller);
+    let boundary = Boundary::for_tool(call);
+    let envelope = boundary.as_ref().map(|b| b.describe(None));
     if let Some(address) = input.address {
-        let found = call.ctx.store.read(&keys::suppression(&owner, &address)).await?;
+        let found: Option<Suppression> = call.ctx.store.read(&keys::suppression(&owner, &address)).await?;
         return Ok(SuppressionList {
             ok: true,
-            suppressions: found.into_iter().collect(),
+            suppressions: found.into_iter().map(|s| s.for_agent(boundary.as_ref())).collect(),
             next_cursor: None,
+            envelope,
         });
     }
     let limit = input.limit.map_or(25, Bounded::get) as usize;
@@ -276,8 +297,12 @@ pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<SuppressionList, 
     .await?;
     Ok(SuppressionList {
         ok: true,
-        suppressions,
+        suppressions: suppressions
+            .into_iter()
+            .map(|s| s.for_agent(boundary.as_ref()))
+            .collect(),
         next_cursor,
+        envelope,
     })
 }
 
@@ -296,6 +321,10 @@ pub struct SuppressionView {
     pub suppression: Suppression,
     /// false when the address was already listed (the entry shown is the first).
     pub added: bool,
+    /// The MCP tool, for an entry a bounce made: its remote reply wrapped in
+    /// this response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<SuppressionView, ApiError> {
@@ -314,17 +343,20 @@ pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<Suppression
             ok: true,
             suppression: added,
             added: true,
+            envelope: None,
         });
     }
-    let first = call
+    let first: Suppression = call
         .ctx
         .store
         .read(&keys::suppression(&owner, &address))
         .await?
         .ok_or_else(|| ApiError::internal("a listed address vanished"))?;
+    let boundary = Boundary::for_tool(call);
     Ok(SuppressionView {
         ok: true,
-        suppression: first,
+        envelope: boundary.as_ref().map(|b| b.describe(None)),
+        suppression: first.for_agent(boundary.as_ref()),
         added: false,
     })
 }
@@ -339,6 +371,10 @@ crate::input! {
 pub struct Removed {
     pub ok: bool,
     pub removed: Suppression,
+    /// The MCP tool: the removed entry's remote reply wrapped in this
+    /// response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 /// Takes an address off the list (and its run of soft bounces with it).
@@ -356,8 +392,10 @@ pub async fn remove(call: &Call<'_>, input: RemoveQuery) -> Result<Removed, ApiE
     ctx.store
         .delete(&keys::soft_bounces(&owner, &input.address), None)
         .await?;
+    let boundary = Boundary::for_tool(call);
     Ok(Removed {
         ok: true,
-        removed: removed.entry,
+        envelope: boundary.as_ref().map(|b| b.describe(None)),
+        removed: removed.entry.for_agent(boundary.as_ref()),
     })
 }
