@@ -45,7 +45,6 @@ DOMAIN = "newco.example"
 # A receiver's DMARC aggregate report (RFC 7489) about the person's domain,
 # as mailed to the address the DMARC record names: 5 passing, 3 failing.
 DMARC_REPORT = (
-    "Delivered-To: dmarc@svc.test\r\n"
     "From: noreply-dmarc@receiver.example\r\nTo: dmarc@svc.test\r\n"
     "Subject: Report domain: newco.example Submitter: receiver.example Report-ID: web-42\r\n"
     "Message-ID: <report-web-42@receiver.example>\r\nMIME-Version: 1.0\r\n"
@@ -79,6 +78,23 @@ DMARC_REPORT = (
 """.replace("\n", "\r\n")
     + "\r\n--b1--\r\n"
 )
+
+
+def dkim_signed(raw, domain, selector):
+    """`raw` signed by dkimpy for `domain`, its key published on the test DNS
+    server (tests/api/support/dkim_sign.py)."""
+    import base64
+    import subprocess
+    import tempfile
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "support", "dkim_sign.py")
+    with tempfile.NamedTemporaryFile(suffix=".eml") as f:
+        f.write(raw.encode())
+        f.flush()
+        out = subprocess.run([sys.executable, script, f.name, domain, selector], check=True, capture_output=True)
+    answer = json.loads(out.stdout)
+    harness("/dns", body=[{"type": "TXT", "host": f"{selector}._domainkey.{domain}", "value": answer["record"]}])
+    return base64.b64decode(answer["signed"]).decode()
 
 
 def harness(path, body=None, raw=None):
@@ -288,13 +304,24 @@ def domain(page, watch):
     expect(page.locator("[data-domain-status]")).to_have_text("verified")
     expect(page.locator(".next-step")).not_to_contain_text("verifyDomain")
     expect(page.locator(".dmarc-summary")).to_contain_text("No reports yet")
-    # A receiver's report, mailed to the service, shows on the domain page.
-    harness("/deliver", raw=DMARC_REPORT)
+    # A receiver's report, mailed to the service (signed by the receiver,
+    # whose DMARC passes), shows on the domain page.
+    harness("/dns", body=[{"type": "TXT", "host": "_dmarc.receiver.example", "value": "v=DMARC1; p=none"}])
+    harness("/deliver", raw="Delivered-To: dmarc@svc.test\r\n" + dkim_signed(DMARC_REPORT, "receiver.example", "rep"))
+    # A forged one in its name (unsigned: DMARC fails) is listed, marked, and
+    # left out of the summary (issue 40).
+    forged = (DMARC_REPORT.replace("web-42", "web-43").replace("<org_name>receiver.example", "<org_name>Google Inc.")
+              .replace("<count>3</count>", "<count>1983969000</count>"))
+    harness("/deliver", raw="Delivered-To: dmarc@svc.test\r\n" + forged)
     nav(page, "Mailboxes")
     nav(page, "Domain")
     expect(page.locator(".dmarc-summary")).to_have_text("8 messages: 5 passing, 3 failing.")
     expect(page.locator(".failing-sources")).to_have_text("203.0.113.7: 3 failing")
-    expect(page.locator("tr[data-report]")).to_contain_text("receiver.example")
+    expect(page.locator("tr[data-report]").first).to_contain_text("receiver.example")
+    expect(page.locator(".dmarc-unproven")).to_have_text(
+        "1 more report is left out: its mail does not prove who sent it.")
+    expect(page.locator("tr[data-report]", has_text="Google Inc.")).to_contain_text(
+        "not proven: mailed from noreply-dmarc@receiver.example")
     shot(page, "domain")
     watch.check()
 

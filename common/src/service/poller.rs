@@ -159,7 +159,7 @@ async fn one(ctx: &Context, key: &str) -> Result<Option<File>, ApiError> {
     let result = match inbound::parse(&raw, &Limits::default()) {
         Err(refused) => Err(refused.0),
         // DMARC reports first: no mailbox, whoever holds the address, sees them.
-        Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &raw).await?,
+        Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &message, &raw).await?,
         Ok(message) => match report_to(ctx, &message) {
             Some(return_path) => report(ctx, &message, &return_path, &raw).await?,
             None => file(ctx, &message, &raw).await?,
@@ -204,11 +204,16 @@ fn to_dmarc(ctx: &Context, message: &Inbound) -> bool {
     recipient.is_some_and(|r| dmarc::addressed_to_us(ctx, r))
 }
 
-/// Keeps a DMARC aggregate report (never filed as mail); one that cannot be
-/// read, or costs too much to, is kept as failed with the reason.
-async fn dmarc_report(ctx: &Context, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
+/// Keeps a DMARC aggregate report (never filed as mail) with its mail's
+/// verdicts, judged as any received mail is; one that cannot be read, or
+/// costs too much to, is kept as failed with the reason.
+async fn dmarc_report(ctx: &Context, message: &Inbound, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
     let (_, body) = inbound::Envelope::split(raw);
-    Ok(match dmarc::consume(ctx, body).await? {
+    let mail = dmarc::ReportMail {
+        from: message.from.clone(),
+        authentication: authentication(ctx, message, raw).await,
+    };
+    Ok(match dmarc::consume(ctx, body, mail).await? {
         Intake::Refused(reason) => Err(reason),
         done => {
             tracing::info!(outcome = ?done, "a DMARC report was read");
