@@ -986,11 +986,13 @@ async fn compactions_racing_each_other_filings_and_marks_lose_nothing(app: TestA
     let ids = all_ids(&app, &key, "kestrel", "", 50).await;
     assert_eq!(ids.len(), 150);
     drop(150, 230).await;
-    let now = app.ctx.clock.now().timestamp_millis();
     let compact = |force: bool, grace_ms: Option<i64>| {
         let app = &app;
         let scope = &scope;
         async move {
+            // Now as each starts: the poller's compactions meanwhile stamp
+            // what they replaced with their own now.
+            let now = app.ctx.clock.now().timestamp_millis();
             let options = search::compact::Options { force, grace_ms };
             search::compact::compact(&*app.ctx.store, &*app.ctx.blobs, scope, now, options)
                 .await
@@ -1048,7 +1050,13 @@ async fn compactions_racing_each_other_filings_and_marks_lose_nothing(app: TestA
         assert_eq!(search(&app, &key, q, "").await["total"], want, "{q}");
     }
     let stored = search::items::read(&*app.ctx.store, &scope).await.unwrap();
-    assert!(stored.docs.is_empty() && stored.overrides.is_empty(), "all folded");
+    assert!(
+        stored.docs.is_empty() && stored.overrides.is_empty(),
+        "all folded: {:?} {:?} {:?}",
+        stored.docs.iter().map(|d| &d.id).collect::<Vec<_>>(),
+        stored.overrides,
+        stored.manifest.pending
+    );
     // No blob the manifest does not name is left behind.
     let mut named: Vec<String> = stored
         .manifest
