@@ -22,6 +22,7 @@ on_both_backends!(
     search_mail_answers_through_the_official_mcp_sdk,
     mail_filed_before_the_index_existed_is_indexed_by_the_poller,
     compactions_racing_each_other_filings_and_marks_lose_nothing,
+    a_merge_that_cascades_reads_the_segments_it_just_wrote,
 );
 
 const DAY: i64 = 86_400;
@@ -1074,4 +1075,73 @@ async fn compactions_racing_each_other_filings_and_marks_lose_nothing(app: TestA
     let mut present = app.ctx.blobs.list(&search::load::blob_prefix(&scope)).await.unwrap();
     present.sort();
     assert_eq!(present, named);
+}
+
+/// 1 024 long messages filed 64 at a time, compacted after each batch as
+/// the poller does: the sixteenth batch's segment merges with three others
+/// into a fourth of the next size, which at once merges with three more.
+/// Those segments' postings are in bucket blobs, which the second merge
+/// reads: a compaction must not delete the segment it just wrote before
+/// merging it (it did, and every scope failed to compact past 1 024
+/// messages).
+async fn a_merge_that_cascades_reads_the_segments_it_just_wrote(app: TestApp) {
+    let scope = "mailbox:cascade@svc.example";
+    let store = &*app.ctx.store;
+    let blobs = &*app.ctx.blobs;
+    let mut seed: u64 = 7;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize
+    };
+    let start = app.ctx.clock.now().timestamp_millis() - 2_000_000;
+    let mut batch = Vec::new();
+    for i in 0..1024usize {
+        let body: Vec<String> = (0..900).map(|_| format!("w{}", next() % 20_000)).collect();
+        let body = format!("cascade {}", body.join(" "));
+        let subject = format!("Message {i}");
+        let texts = doc::texts(&search::Message {
+            subject: &subject,
+            from: "someone@example.org",
+            text: &body,
+            ..search::Message::default()
+        });
+        let id = mail_store::new_id(start + i as i64 * 1000, mail_store::Direction::Inbound);
+        let mut d = search::Doc::new(&id, "cascade@svc.example", 0, search::State::default(), &texts);
+        d.fit(search::items::MAX_PACKED);
+        batch.push(search::items::filing_write(scope, &d));
+        if batch.len() == search::TAIL_LIMIT {
+            store.transact(std::mem::take(&mut batch)).await.unwrap();
+            let options = search::compact::Options {
+                force: false,
+                grace_ms: Some(0),
+            };
+            let now = app.ctx.clock.now().timestamp_millis();
+            search::compact::compact(store, blobs, scope, now, options)
+                .await
+                .unwrap_or_else(|e| panic!("compaction after {} messages: {e:?}", i + 1));
+        }
+    }
+    let stored = search::items::read(store, scope).await.unwrap();
+    let segments = &stored.manifest.segments;
+    assert_eq!(segments.iter().map(|s| s.docs).sum::<usize>(), 1024);
+    assert_eq!(segments.len(), 1, "{segments:?}");
+    assert!(segments[0].k > 0, "its postings are in bucket blobs: {segments:?}");
+    let now = app.ctx.clock.now().timestamp_millis();
+    let query = search::grammar::parse("cascade", now).unwrap();
+    let everyone = |_: &str| true;
+    let request = search::Request {
+        query: &query,
+        reader: search::Reader {
+            covers: &everyone,
+            owner: true,
+        },
+        sort: search::Sort::Newest,
+        cursor: None,
+        limit: 10,
+        now_ms: now,
+    };
+    let found = search::search(store, blobs, scope, &request).await.unwrap();
+    assert_eq!(found.total, 1024);
 }

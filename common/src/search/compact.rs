@@ -270,6 +270,12 @@ async fn once(
                     bytes: seg.bytes,
                 });
             }
+            let refs: Vec<&View> = input_views.iter().collect();
+            let merged = merge(blobs, &prefix, &refs, &|v, d| {
+                !stored.purged(v.head.mailbox_of(d), v.head.id(d))
+            })
+            .await?;
+            // Only once merged: the merge reads the inputs' buckets.
             for (seg, _) in &inputs {
                 if old.segments.iter().any(|s| s.id == seg.id) {
                     replaced.extend(segment_blobs(&prefix, seg));
@@ -282,11 +288,6 @@ async fn once(
                     written.retain(|w| !keys.contains(w));
                 }
             }
-            let refs: Vec<&View> = input_views.iter().collect();
-            let merged = merge(blobs, &prefix, &refs, &|v, d| {
-                !stored.purged(v.head.mailbox_of(d), v.head.id(d))
-            })
-            .await?;
             if let Some((seg, state, keys)) = merged {
                 written.extend(keys);
                 outcome.segments_written += 1;
