@@ -20,6 +20,7 @@ mod inbox;
 mod lambda_functions;
 mod lists;
 mod local_edges;
+mod local_zone;
 mod mail_host;
 mod mail_host_delivery;
 mod mailboxes;
