@@ -181,7 +181,7 @@ export async function recordsCard(name, refresh, mayManage) {
     h('h2', { text: `DNS records for ${name}` }),
     h('p', {}, 'Status: ', state, checked),
     reason,
-    table(['What', 'Type', 'Host', 'Priority', 'Value', 'Check'], rows, 'Publish these records at your DNS provider; the page checks them every few seconds while it waits.'),
+    table(['What', 'Type', 'Host', 'Priority', 'Value', 'Check'], rows, res.domain.status === 'verified' ? 'The records your DNS provider publishes.' : 'Publish these records at your DNS provider; the page checks them every few seconds while it waits.'),
     mayManage ? h('div', { class: 'actions' }, check) : null,
   );
 }
