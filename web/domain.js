@@ -44,6 +44,13 @@ export async function domainPage(view, who) {
   await main.ready;
 }
 
+// Who sent a report: its organisation, and, when its mail proved nothing,
+// the address it came from.
+function reporter(r) {
+  const name = (r.reporter && (r.reporter.orgName || r.reporter.email)) || 'unknown';
+  return r.authenticated ? name : `${name} (not proven: mailed from ${(r.mail && r.mail.from) || 'an unknown sender'})`;
+}
+
 // The DMARC aggregate reports receivers sent about the domain: what they
 // add up to, the sources failing most, and each report.
 async function dmarcReports(name) {
@@ -58,14 +65,18 @@ async function dmarcReports(name) {
     h(
       'tr',
       { 'data-report': r.id },
-      h('td', { 'data-label': 'Reporter', text: (r.reporter && (r.reporter.orgName || r.reporter.email)) || 'unknown' }),
+      h('td', { 'data-label': 'Reporter', text: reporter(r) }),
       h('td', { 'data-label': 'Period', text: r.period ? `${when(r.period.begin)} to ${when(r.period.end)}` : '' }),
       h('td', { 'data-label': 'Messages', text: String(r.messages ?? '') }),
       h('td', { 'data-label': 'Failing', text: String(r.failing ?? '') }),
     ),
   );
+  const unproven = s.unauthenticated ?? 0;
   return [
     h('p', { class: 'dmarc-summary', text: `${s.messages ?? 0} messages: ${s.passing ?? 0} passing, ${s.failing ?? 0} failing.` }),
+    unproven
+      ? h('p', { class: 'dmarc-unproven', text: `${unproven} more ${unproven === 1 ? 'report is' : 'reports are'} left out: ${unproven === 1 ? 'its mail does' : 'their mail does'} not prove who sent ${unproven === 1 ? 'it' : 'them'}.` })
+      : null,
     failing.length ? h('ul', { class: 'failing-sources', 'aria-label': 'Sources failing most' }, ...failing) : null,
     table(['Reporter', 'Period', 'Messages', 'Failing'], rows, 'Aggregate reports, newest first.'),
   ];

@@ -68,6 +68,11 @@ pub struct Mailbox {
     /// SHA512-CRYPT hash of the app password; never the password.
     #[serde(default)]
     pub password_hash: Option<String>,
+    /// The scoped key (its id) that issued the app password, when one did:
+    /// its submissions carry that key's scope, and it dies with the key
+    /// (revoking clears the hash, and keeps this to say why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -112,6 +117,7 @@ impl Mailbox {
             mta_applied: false,
             mta_applied_at: None,
             password_hash: None,
+            credential_key: None,
             created_at: now.into(),
             updated_at: now.into(),
         }

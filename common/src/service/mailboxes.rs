@@ -161,6 +161,15 @@ crate::input! {
 }
 
 impl MailboxInput {
+    /// Accepting spoofed mail loosens the quarantine, which is the owner's
+    /// guardrail: a scoped key may only turn it off.
+    fn refuse_loosening(&self, call: &Call<'_>) -> Result<(), ApiError> {
+        match self.accept_spoofed {
+            Some(true) => call.caller.may_loosen(),
+            _ => Ok(()),
+        }
+    }
+
     /// `mailboxId` fills the local part, and the domain when it has one.
     fn by_mailbox_id(mut self, _: &Fields) -> Result<Self, ApiError> {
         if let Some(id) = self.mailbox_id.take() {
@@ -197,6 +206,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
     let address = format!("{local}@{}", domain.name);
     call.caller.may_use(&address)?;
     refuse_owner_mailbox(call, &account, &address)?;
+    input.refuse_loosening(call)?;
     if domain.status != DomainStatus::Verified {
         return Err(error::DOMAIN_NOT_VERIFIED.into());
     }
@@ -306,6 +316,7 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
     let account = call.account().await?;
     let mode = input.mode.ok_or(error::MODE_INVALID)?;
     let mailbox = owned_mailbox(call, &account, input.domain_id.as_ref(), input.local_part.as_deref()).await?;
+    input.refuse_loosening(call)?;
     if mailbox.protected && mode != Mode::Hosted {
         return Err(error::PROTECTED_MODE.into());
     }
@@ -518,8 +529,12 @@ pub struct CredentialOutput {
 }
 
 /// Issues (or resets) the IMAP/SMTP app password: returned once, stored hashed.
+/// A scoped key's password carries its scope: it reads over IMAP, so the key
+/// needs the read permission too; each submission is judged as the key's
+/// send (`submission`); revoking the key takes it away.
 pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result<CredentialOutput, ApiError> {
     let ctx = call.ctx;
+    call.caller.permits(crate::auth::Permission::Read)?;
     let account = call.account().await?;
     let address = &input.address;
     let mailbox = owned_mailbox(call, &account, Some(address.domain()), Some(address.local())).await?;
@@ -530,28 +545,48 @@ pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result
     let hash = crate::auth::keys::sha512_crypt(&password);
     let now = iso(ctx.clock.now());
     let seq = next_seq(ctx).await?;
-    let update = changed(
-        Update::new()
-            .set("passwordHash", hash)
-            .set("credentialIssuedAt", now.clone()),
-        seq,
-        &now,
-    );
+    let issuer = call.caller.scoped_key();
+    let update = Update::new()
+        .set("passwordHash", hash)
+        .set("credentialIssuedAt", now.clone());
+    let update = match issuer {
+        Some(key) => update.set("credentialKey", key.key_id.clone()),
+        None => update.remove("credentialKey"),
+    };
     let still = Cond::And(vec![
         Cond::eq("status", MailboxStatus::Active),
         Cond::ne("mode", Mode::Forward),
     ]);
-    match ctx
-        .store
-        .update(
-            &keys::mailbox(&mailbox.domain_id, &mailbox.local_part),
-            update,
-            Some(still),
-        )
-        .await
-    {
-        Ok(_) => {}
-        Err(StoreError::ConditionFailed) => return Err(error::NOT_FOUND.into()),
+    let key = keys::mailbox(&mailbox.domain_id, &mailbox.local_part);
+    let update = changed(update, seq, &now);
+    let written = match issuer {
+        None => ctx.store.update(&key, update, Some(still)).await.map(drop),
+        // Only while the key is held and no revoke of it has begun, so a
+        // revoke either finds this password or refuses it.
+        Some(issuer) => {
+            let writes = vec![
+                Write::Update {
+                    key,
+                    update,
+                    cond: Some(still),
+                },
+                crate::auth::keys::may_issue_password(&issuer.uid, &issuer.key_id),
+            ];
+            ctx.store.transact(writes).await
+        }
+    };
+    match written {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed) => {
+            let active = get(ctx, &mailbox.domain_id, &mailbox.local_part)
+                .await?
+                .is_some_and(|m| m.is_active() && m.mode.stores());
+            // The mailbox is as it was: the key is revoked, or being revoked.
+            return Err(match (issuer, active) {
+                (Some(_), true) => error::INVALID_KEY.into(),
+                _ => error::NOT_FOUND.into(),
+            });
+        }
         Err(e) => return Err(e.into()),
     }
     let endpoint = |port, security| Endpoint {
@@ -569,6 +604,37 @@ pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result
         mta_applied: false,
         message: messages::PASSWORD_SHOWN_ONCE.as_str(),
     })
+}
+
+/// Takes away the app passwords a scoped key issued on these domains'
+/// mailboxes, as the key is revoked: the hash goes (the next export drops
+/// the login), `credentialKey` stays to say why a submission the mail host
+/// still let through is refused. A password issued anew meanwhile (by the
+/// owner, or no longer this key's) is left alone. The addresses it took.
+pub async fn drop_key_passwords(ctx: &Context, domains: &[String], key_id: &str) -> Result<Vec<String>, ApiError> {
+    let mut dropped = Vec::new();
+    for domain in domains {
+        for mailbox in of_domain(ctx, domain).await? {
+            if mailbox.credential_key.as_deref() != Some(key_id) || mailbox.password_hash.is_none() {
+                continue;
+            }
+            let now = iso(ctx.clock.now());
+            let seq = next_seq(ctx).await?;
+            let update = changed(
+                Update::new().remove("passwordHash").remove("credentialIssuedAt"),
+                seq,
+                &now,
+            );
+            let theirs = Cond::eq("credentialKey", key_id);
+            let key = keys::mailbox(&mailbox.domain_id, &mailbox.local_part);
+            match ctx.store.update(&key, update, Some(theirs)).await {
+                Ok(_) => dropped.push(mailbox.address),
+                Err(StoreError::ConditionFailed) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(dropped)
 }
 
 /// A protected hosted mailbox on the service domain, created once.

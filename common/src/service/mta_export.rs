@@ -383,6 +383,7 @@ mod tests {
             mta_applied: false,
             mta_applied_at: None,
             password_hash: hash.map(String::from),
+            credential_key: None,
             created_at: String::new(),
             updated_at: String::new(),
         }
