@@ -632,6 +632,7 @@ fn mail_store_new(m: &Inbound) -> NewMessage<'_> {
             .iter()
             .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
             .collect(),
+        content_ids: m.attachments.iter().map(|a| a.content_id.as_deref()).collect(),
         source: "smtp",
         only_on_existing_thread: false,
         digest: Some(&m.digest),
@@ -669,6 +670,7 @@ fn row_and_doc(id: &str, made: &Made, base: &Inbound) -> (Row, search::Doc) {
             content_type: "application/octet-stream".into(),
             size: 1000,
             download_path: format!("/attachment?id={id}&index={index}"),
+            content_id: None,
         })
         .collect();
     let text_in_blob = made.body.len() > mail_store::TEXT_ON_ROW;
