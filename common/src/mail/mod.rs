@@ -4,10 +4,14 @@ pub mod attachments;
 pub mod authenticate;
 pub mod codes;
 pub mod dsn;
+pub mod html;
 pub mod inbound;
 pub mod message;
+pub mod people;
+pub mod quote;
 pub mod received;
 pub mod ses;
+pub mod shown;
 pub mod smtp;
 pub mod spool;
 

@@ -10,6 +10,7 @@ pub mod api_keys;
 pub mod audit;
 pub mod bootstrap;
 pub mod contacts;
+pub mod conversation;
 pub mod credits;
 pub mod delivery;
 pub mod dkim;
