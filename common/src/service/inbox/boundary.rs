@@ -1,5 +1,5 @@
 //! The agent boundary: what a stranger wrote (subject, preview, text, html,
-//! attachment names) handed to an agent inside an envelope the stranger
+//! attachment names, display names) handed to an agent inside an envelope the stranger
 //! cannot forge. Each response draws a random delimiter; every occurrence of
 //! it in the content is neutralised before the content is wrapped, so no
 //! message can close the envelope early; and the provenance (the sender, the
@@ -69,6 +69,11 @@ impl Boundary {
         s.preview = self.wrap(&s.preview);
         for a in &mut s.attachments {
             a.filename = self.wrap(&a.filename);
+        }
+        // Display names are the sender's words too.
+        s.from_name = s.from_name.map(|name| self.wrap(&name));
+        for name in s.names.values_mut() {
+            *name = self.wrap(name);
         }
         s
     }

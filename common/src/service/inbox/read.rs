@@ -165,6 +165,7 @@ async fn read_thread(
         Some(b) => ThreadView {
             thread: Thread {
                 subject: b.wrap(&view.thread.subject),
+                names: view.thread.names.iter().map(|(a, n)| (a.clone(), b.wrap(n))).collect(),
                 ..view.thread
             },
             messages: view.messages.into_iter().map(|s| b.summary(s)).collect(),

@@ -332,15 +332,24 @@ fn rekeyed(item: &crate::store::Item, key: &crate::store::Key) -> crate::store::
 /// The thread's summary with the row filed on it (a new thread's first).
 fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
     let mut participants = existing.map(|t| t.participants.clone()).unwrap_or_default();
+    let mut names = existing.map(|t| t.names.clone()).unwrap_or_default();
     for who in std::iter::once(&row.from).chain(row.to.iter()).chain(row.cc.iter()) {
         if participants.len() < MAX_PARTICIPANTS && !who.is_empty() && !participants.contains(who) {
             participants.push(who.clone());
+        }
+        let name = match who == &row.from {
+            true => row.from_name.as_ref(),
+            false => row.names.get(who),
+        };
+        if let Some(name) = name.filter(|_| participants.contains(who)) {
+            names.entry(who.clone()).or_insert_with(|| name.clone());
         }
     }
     let (inbound, outbound) = if row.outbound() { (0, 1) } else { (1, 0) };
     match existing {
         Some(t) => Thread {
             participants,
+            names,
             last_activity: row.ingested_at.clone(),
             message_count: t.message_count + 1,
             inbound_count: t.inbound_count + inbound,
@@ -357,6 +366,7 @@ fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
             mailbox: row.mailbox.clone(),
             subject: row.subject.clone(),
             participants,
+            names,
             last_activity: row.ingested_at.clone(),
             message_count: 1,
             inbound_count: inbound,

@@ -243,6 +243,10 @@ pub struct Thread {
     pub subject: String,
     /// Senders and recipients seen on it, first seen first.
     pub participants: Vec<String>,
+    /// The display names its messages gave its participants, by address;
+    /// omitted when none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
     pub last_activity: String,
     pub message_count: i64,
     pub inbound_count: i64,
