@@ -135,13 +135,11 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             _ => Some((403, SETUP)),
         },
         ("POST", "/sendMail" | "/reply" | "/forward" | "/outbox/cancel")
-        | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => {
-            match class {
-                AgentBearer | AgentHeader | Standard | Operator => None,
-                Identity => Some((403, "This mailbox requires an operator account")),
-                _ => Some((401, INVALID_KEY)),
-            }
-        }
+        | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => match class {
+            AgentBearer | AgentHeader | Standard | Operator => None,
+            Identity => Some((403, "This mailbox requires an operator account")),
+            _ => Some((401, INVALID_KEY)),
+        },
         (_, "/drafts") => match class {
             Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),

@@ -8,8 +8,8 @@
 //! a real SMTP server and the real mail host.
 
 use crate::support::{ALLOWED_DOMAIN, Auth, TestApp};
-use common::store::StoreExt;
 use base64::Engine;
+use common::store::StoreExt;
 use mail_parser::{MessageParser, MimeHeaders};
 use serde_json::{Value, json};
 
@@ -81,7 +81,10 @@ fn named(list: Option<&mail_parser::Address<'_>>) -> Vec<(String, String)> {
 
 async fn thread(app: &TestApp, key: &str, thread: &Value) -> Value {
     let res = app
-        .get(&format!("/inbox?thread={}", thread.as_str().unwrap()), Auth::Bearer(key))
+        .get(
+            &format!("/inbox?thread={}", thread.as_str().unwrap()),
+            Auth::Bearer(key),
+        )
         .await;
     assert_eq!(res.status, 200, "{}", res.body);
     res.body
@@ -119,7 +122,11 @@ async fn a_reply_goes_to_the_sender_by_name_quotes_it_and_joins_its_thread(app: 
     assert!(m.cc().is_none());
     assert_eq!(m.subject(), Some("Re: Plans"));
     assert_eq!(named(m.from())[0].1, "tom@tom.example");
-    assert!(copies[0].contains("In-Reply-To: <plans-1@partner.example>"), "{}", copies[0]);
+    assert!(
+        copies[0].contains("In-Reply-To: <plans-1@partner.example>"),
+        "{}",
+        copies[0]
+    );
     assert!(
         copies[0].contains("References: <root-0@partner.example> <plans-1@partner.example>"),
         "{}",
@@ -194,7 +201,10 @@ async fn reply_all_answers_everyone_but_the_mailbox_each_once(app: TestApp) {
         res.body
     );
     assert_eq!(res.body["cc"], json!(["bob@partner.example"]), "{}", res.body);
-    assert!(copies_to(&app, "tom@tom.example").is_empty(), "never the mailbox itself");
+    assert!(
+        copies_to(&app, "tom@tom.example").is_empty(),
+        "never the mailbox itself"
+    );
     for who in ["pal@partner.example", "ann@partner.example", "bob@partner.example"] {
         let copies = copies_to(&app, who);
         assert_eq!(copies.len(), 1, "{who}");
@@ -207,17 +217,18 @@ async fn reply_all_answers_everyone_but_the_mailbox_each_once(app: TestApp) {
             ],
             "{who}"
         );
-        assert_eq!(
-            named(m.cc()),
-            [("Bob".to_string(), "bob@partner.example".to_string())]
-        );
+        assert_eq!(named(m.cc()), [("Bob".to_string(), "bob@partner.example".to_string())]);
         assert!(!copies[0].to_lowercase().contains("tom@tom.example>,"), "{}", copies[0]);
     }
     assert_eq!(app.outbox().len(), 3);
     // The sent row keeps who was on To and who on Cc.
     let view = thread(&app, &key, &row["threadId"]).await;
     let sent = &view["messages"][1];
-    assert_eq!(sent["to"], json!(["pal@partner.example", "ann@partner.example"]), "{view}");
+    assert_eq!(
+        sent["to"],
+        json!(["pal@partner.example", "ann@partner.example"]),
+        "{view}"
+    );
     assert_eq!(sent["cc"], json!(["bob@partner.example"]), "{view}");
     assert!(
         view["thread"]["participants"]
@@ -262,10 +273,18 @@ async fn cc_and_bcc_reach_everyone_and_bcc_is_in_no_copy(app: TestApp) {
     assert_eq!(sent["bcc"], json!(["boss@tom-corp.example"]), "{view}");
     assert_eq!(sent["cc"], json!(["bob@partner.example"]), "{view}");
     let read = app
-        .get(&format!("/inbox?id={}", sent["id"].as_str().unwrap()), Auth::Bearer(&key))
+        .get(
+            &format!("/inbox?id={}", sent["id"].as_str().unwrap()),
+            Auth::Bearer(&key),
+        )
         .await;
     assert_eq!(read.body["message"]["bcc"], json!(["boss@tom-corp.example"]));
-    assert!(read.body["message"]["html"].as_str().unwrap().contains("<p>Thursday.</p>"));
+    assert!(
+        read.body["message"]["html"]
+            .as_str()
+            .unwrap()
+            .contains("<p>Thursday.</p>")
+    );
 
     // Five recipients across to, cc and bcc, no more; nothing spent.
     app.ctx.clock.advance(61);
@@ -280,7 +299,10 @@ async fn cc_and_bcc_reach_everyone_and_bcc_is_in_no_copy(app: TestApp) {
     for (body, error) in [
         (json!({"cc": 5}), "cc must be a string or an array of addresses"),
         (json!({"bcc": [7]}), "bcc must be addresses"),
-        (json!({"cc": "not an address"}), "Invalid recipient address: not an address"),
+        (
+            json!({"cc": "not an address"}),
+            "Invalid recipient address: not an address",
+        ),
         (json!({"html": {"p": 1}}), "html must be a string"),
     ] {
         let mut send = json!({"to": "a@x.example", "subject": "s", "text": "t"});
@@ -338,10 +360,15 @@ async fn a_forward_carries_the_original_inline_with_its_files(app: TestApp) {
     assert!(copy.contains("References: <r-1@partner.example>"), "{copy}");
     let text = m.body_text(0).unwrap();
     assert!(
-        text.starts_with("FYI, see below.\n\n---------- Forwarded message ---------\nFrom: Pal <pal@partner.example>\n"),
+        text.starts_with(
+            "FYI, see below.\n\n---------- Forwarded message ---------\nFrom: Pal <pal@partner.example>\n"
+        ),
         "{text}"
     );
-    assert!(text.contains("Subject: Report\nTo: tom@tom.example\n\nThe numbers are in."), "{text}");
+    assert!(
+        text.contains("Subject: Report\nTo: tom@tom.example\n\nThe numbers are in."),
+        "{text}"
+    );
     let html = m.body_html(0).unwrap();
     assert!(html.contains("<b>numbers</b>") && !html.contains("script"), "{html}");
     assert!(html.contains("FYI, see below."), "{html}");
@@ -394,9 +421,7 @@ async fn a_forward_carries_the_original_inline_with_its_files(app: TestApp) {
             .starts_with("---------- Forwarded message ---------"),
         "{copy}"
     );
-    let res = app
-        .post("/forward", Auth::Bearer(&key), json!({"id": row["id"]}))
-        .await;
+    let res = app.post("/forward", Auth::Bearer(&key), json!({"id": row["id"]})).await;
     assert_eq!(
         (res.status, res.error()),
         (400, "to is required: the addresses to forward the message to")
@@ -422,7 +447,11 @@ async fn replies_and_forwards_keep_every_guardrail_of_a_send(app: TestApp) {
         .await;
     for path in ["/reply", "/forward"] {
         let res = app.post(path, Auth::Bearer(&key), json!({})).await;
-        assert_eq!((res.status, res.error()), (503, "Sending temporarily disabled"), "{path}");
+        assert_eq!(
+            (res.status, res.error()),
+            (503, "Sending temporarily disabled"),
+            "{path}"
+        );
     }
     app.post("/credits", Auth::Bearer(&op), json!({"sendingEnabled": true}))
         .await;
@@ -432,9 +461,19 @@ async fn replies_and_forwards_keep_every_guardrail_of_a_send(app: TestApp) {
     for (path, body, status, error) in [
         ("/reply", json!({"text": "x"}), 400, "id or messageId is required"),
         ("/reply", json!({"id": id}), 400, "text is required"),
-        ("/reply", json!({"id": id, "text": "x", "all": "yes"}), 400, "all must be a boolean"),
+        (
+            "/reply",
+            json!({"id": id, "text": "x", "all": "yes"}),
+            400,
+            "all must be a boolean",
+        ),
         ("/reply", json!({"id": "nope", "text": "x"}), 404, "Message not found"),
-        ("/forward", json!({"id": id, "to": "a@x.example", "includeAttachments": 1}), 400, "includeAttachments must be a boolean"),
+        (
+            "/forward",
+            json!({"id": id, "to": "a@x.example", "includeAttachments": 1}),
+            400,
+            "includeAttachments must be a boolean",
+        ),
     ] {
         let res = app.post(path, Auth::Bearer(&key), body).await;
         assert_eq!((res.status, res.error()), (status, error), "{path}: {}", res.body);
@@ -470,14 +509,30 @@ async fn replies_and_forwards_keep_every_guardrail_of_a_send(app: TestApp) {
     )
     .await;
     let res = app.post("/reply", Auth::Bearer(&reader), reply.clone()).await;
-    assert_eq!((res.status, res.error()), (403, "This API key lacks the send permission"));
-    let res = app.post("/forward", Auth::Bearer(&sender), json!({"id": id, "to": "x@else.example"})).await;
     assert_eq!(
         (res.status, res.error()),
-        (403, "This API key lacks the read permission (inbox, attachments, outbox, threads)")
+        (403, "This API key lacks the send permission")
+    );
+    let res = app
+        .post(
+            "/forward",
+            Auth::Bearer(&sender),
+            json!({"id": id, "to": "x@else.example"}),
+        )
+        .await;
+    assert_eq!(
+        (res.status, res.error()),
+        (
+            403,
+            "This API key lacks the read permission (inbox, attachments, outbox, threads)"
+        )
     );
     let res = app.post("/reply", Auth::Bearer(&sales), reply.clone()).await;
-    assert_eq!((res.status, res.error()), (404, "Message not found"), "another mailbox's mail");
+    assert_eq!(
+        (res.status, res.error()),
+        (404, "Message not found"),
+        "another mailbox's mail"
+    );
     assert_eq!(credits().await, 100);
 
     // Idempotency: the same key and body answer once; another body is refused.
@@ -501,9 +556,18 @@ async fn replies_and_forwards_keep_every_guardrail_of_a_send(app: TestApp) {
 
     // Undo: accepted to wait (202), goes out when due, filed then.
     let res = app
-        .post("/reply", Auth::Bearer(&key), json!({"id": id, "text": "Later.", "undoSeconds": 30}))
+        .post(
+            "/reply",
+            Auth::Bearer(&key),
+            json!({"id": id, "text": "Later.", "undoSeconds": 30}),
+        )
         .await;
-    assert_eq!((res.status, res.body["status"].as_str()), (202, Some("scheduled")), "{}", res.body);
+    assert_eq!(
+        (res.status, res.body["status"].as_str()),
+        (202, Some("scheduled")),
+        "{}",
+        res.body
+    );
     assert_eq!(credits().await, 98, "a scheduled send is charged when accepted");
     app.ctx.clock.advance(31);
     assert_eq!(common::service::pending::run_due(&app.ctx).await.unwrap().sent, 1);
@@ -512,7 +576,8 @@ async fn replies_and_forwards_keep_every_guardrail_of_a_send(app: TestApp) {
 
     // No credits left: the spec's 429.
     let uid = uid_of(&app, &key).await;
-    app.set_credits(&common::service::credits::account_bucket(&uid), 0).await;
+    app.set_credits(&common::service::credits::account_bucket(&uid), 0)
+        .await;
     app.ctx.clock.advance(61);
     let res = app.post("/reply", Auth::Bearer(&key), reply).await;
     assert_eq!((res.status, res.error()), (429, "Insufficient credits"));
@@ -553,7 +618,12 @@ async fn a_held_forward_is_released_and_filed_with_its_bcc(app: TestApp) {
             json!({"id": row["id"], "text": "All of us.", "all": true}),
         )
         .await;
-    assert_eq!((res.status, res.body["status"].as_str()), (202, Some("held")), "{}", res.body);
+    assert_eq!(
+        (res.status, res.body["status"].as_str()),
+        (202, Some("held")),
+        "{}",
+        res.body
+    );
     let reply_hold = res.body["holdId"].as_str().unwrap().to_string();
     let res = app
         .post(
@@ -562,7 +632,12 @@ async fn a_held_forward_is_released_and_filed_with_its_bcc(app: TestApp) {
             json!({"id": row["id"], "to": "desk@else.example", "bcc": "boss@tom-corp.example"}),
         )
         .await;
-    assert_eq!((res.status, res.body["status"].as_str()), (202, Some("held")), "{}", res.body);
+    assert_eq!(
+        (res.status, res.body["status"].as_str()),
+        (202, Some("held")),
+        "{}",
+        res.body
+    );
     let forward_hold = res.body["holdId"].as_str().unwrap().to_string();
     assert!(copies_to(&app, "pal@partner.example").is_empty(), "held: nothing sent");
     for hold in [&reply_hold, &forward_hold] {
@@ -579,7 +654,11 @@ async fn a_held_forward_is_released_and_filed_with_its_bcc(app: TestApp) {
     let view = thread(&app, &key, &row["threadId"]).await;
     let messages = view["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 3, "{view}");
-    assert_eq!(messages[1]["to"], json!(["pal@partner.example", "ann@partner.example"]), "{view}");
+    assert_eq!(
+        messages[1]["to"],
+        json!(["pal@partner.example", "ann@partner.example"]),
+        "{view}"
+    );
     assert_eq!(messages[1]["cc"], json!(["bob@partner.example"]), "{view}");
     assert_eq!(messages[1]["names"]["ann@partner.example"], "Lee, Ann", "{view}");
     assert_eq!(messages[2]["to"], json!(["desk@else.example"]), "{view}");
@@ -602,7 +681,10 @@ async fn received_mail_carries_the_names_written_beside_its_addresses(app: TestA
         json!({"tom@tom.example": "Renée", "john@partner.example": "Jöhn Dœ", "desk@partner.example": "Desk"})
     );
     let read = app
-        .get(&format!("/inbox?id={}", row["id"].as_str().unwrap()), Auth::Bearer(&key))
+        .get(
+            &format!("/inbox?id={}", row["id"].as_str().unwrap()),
+            Auth::Bearer(&key),
+        )
         .await;
     assert_eq!(read.body["message"]["fromName"], "Mallory gnip");
     // A reply goes to the Reply-To, by its name.
@@ -615,7 +697,12 @@ async fn received_mail_carries_the_names_written_beside_its_addresses(app: TestA
         named(parsed(&copy).to()),
         [("Desk".to_string(), "desk@partner.example".to_string())]
     );
-    assert!(parsed(&copy).body_text(0).unwrap().contains("Mallory gnip <mal@partner.example> wrote:"));
+    assert!(
+        parsed(&copy)
+            .body_text(0)
+            .unwrap()
+            .contains("Mallory gnip <mal@partner.example> wrote:")
+    );
     // An agent reads the names inside the envelope: a stranger wrote them.
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                       "params": {"name": "get_message", "arguments": {"id": row["id"]}}});
@@ -668,7 +755,10 @@ async fn the_tools_reply_and_forward_as_the_routes_do(app: TestApp) {
     };
     assert!(schema("reply_to_message")["properties"].get("attachments").is_none());
     for field in ["cc", "bcc", "html"] {
-        assert!(schema("send_mail")["properties"].get(field).is_some(), "send_mail takes {field}");
+        assert!(
+            schema("send_mail")["properties"].get(field).is_some(),
+            "send_mail takes {field}"
+        );
     }
     let (failed, got) = tool(
         &app,
@@ -678,7 +768,11 @@ async fn the_tools_reply_and_forward_as_the_routes_do(app: TestApp) {
     )
     .await;
     assert!(!failed, "{got}");
-    assert_eq!(got["to"], json!(["pal@partner.example", "ann@partner.example"]), "{got}");
+    assert_eq!(
+        got["to"],
+        json!(["pal@partner.example", "ann@partner.example"]),
+        "{got}"
+    );
     assert_eq!(got["cc"], json!(["bob@partner.example"]));
     assert_eq!(got["threadId"], row["threadId"]);
     let (failed, got) = tool(
@@ -714,7 +808,10 @@ async fn the_tools_reply_and_forward_as_the_routes_do(app: TestApp) {
     // Over MCP, 404 is a tool error as the spec's 4.12 says.
     let (failed, got) = tool(&app, &key, "reply_to_message", json!({"id": "nope", "text": "x"})).await;
     assert!(failed);
-    assert_eq!((got["status"].as_i64(), got["error"].as_str()), (Some(404), Some("Message not found")));
+    assert_eq!(
+        (got["status"].as_i64(), got["error"].as_str()),
+        (Some(404), Some("Message not found"))
+    );
     let view = thread(&app, &key, &row["threadId"]).await;
     assert_eq!(view["thread"]["outboundCount"], 2, "the reply and the forward: {view}");
 }

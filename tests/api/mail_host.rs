@@ -930,3 +930,117 @@ async fn a_scoped_keys_password_is_held_capped_refused_and_dies_with_the_key() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(sink.messages().len(), 1, "only the approved message went out");
 }
+
+/// Issue 40, finding 1, through the real Postfix on port 25: with
+/// `_dmarc.bank.test` at p=reject, each way of naming bank.test beside
+/// another address (two addresses, two From headers, a group), or with the
+/// obsolete spaces, is filed in the quarantine as spoofed, never the inbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spoofed_from_variants_from_outside_stay_out_of_the_inbox() {
+    let Some(rig) = rig(|_| {}).await else {
+        return;
+    };
+    let (app, key) = (&rig.app, &rig.key);
+    app.dns.set_txt("_dmarc.bank.test", &["v=DMARC1; p=reject"]);
+    app.dns.set_txt("bank.test", &["v=spf1 ip4:192.0.2.0/24 -all"]);
+    rig.start().await;
+    let variants = [
+        "From: CEO <ceo@bank.test>, x@attacker.test\r\n",
+        "From: x@attacker.test\r\nFrom: CEO <ceo@bank.test>\r\n",
+        "From: Bank: ceo@bank.test, x@attacker.test;\r\n",
+        "From: ceo @ bank.test\r\n",
+    ];
+    for (n, from_lines) in variants.iter().enumerate() {
+        let raw = format!(
+            "{from_lines}To: me@tom.example\r\nSubject: Wire {n}\r\nMessage-ID: <wire-{n}@attacker.test>\r\n\r\nPay now.\r\n"
+        );
+        smtp_raw(
+            rig.host.smtp_port,
+            "x@attacker.test",
+            &["me@tom.example".into()],
+            raw.as_bytes(),
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!(file_copies(app, variants.len()).await, variants.len());
+    assert_eq!(all_rows(app, key).await, Vec::<Value>::new(), "none in the inbox");
+    let kept = app.get("/inbox?view=quarantine", Auth::Bearer(key)).await.body;
+    let kept = kept["messages"].as_array().unwrap();
+    assert_eq!(kept.len(), variants.len(), "{kept:?}");
+    for row in kept {
+        assert_eq!(
+            row["authentication"],
+            json!({"summary": "fail", "spoofed": true}),
+            "{row}"
+        );
+        let id = row["id"].as_str().unwrap();
+        let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(key)).await.body;
+        let dmarc = &read["message"]["authentication"]["dmarc"];
+        assert_eq!(
+            (&dmarc["domain"], &dmarc["result"]),
+            (&json!("bank.test"), &json!("fail")),
+            "{read}"
+        );
+    }
+}
+
+/// Issue 40, finding 7, through the real Postfix's submission port and the
+/// milter: `From: ceo@beta.test` above `From: me@tom.example` went out
+/// signed for tom.example with both headers. More than one From or Sender
+/// header, or a Sender naming several addresses, is refused at SMTP time and
+/// nothing goes out; one From and one Sender naming the mailbox are sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailbox_password_never_sends_a_second_from_or_sender() {
+    let Some(rig) = rig(|_| {}).await else {
+        return;
+    };
+    rig.start().await;
+    let (password, sink) = (&rig.password, &rig.sink);
+    let message = |headers: &str, subject: &str| {
+        format!("{headers}To: pal@elsewhere.test\r\nSubject: {subject}\r\n\r\nFrom a mail client.\r\n")
+    };
+    for headers in [
+        "From: ceo@beta.test\r\nFrom: me@tom.example\r\n",
+        "From: me@tom.example\r\nFrom: me@tom.example\r\n",
+        "From: me@tom.example\r\nSender: me@tom.example, ceo@beta.test\r\n",
+        "From: me@tom.example\r\nSender: ceo@beta.test\r\nSender: me@tom.example\r\n",
+    ] {
+        let refused = submit(
+            rig.submission_port,
+            "me@tom.example",
+            password,
+            "me@tom.example",
+            &["pal@elsewhere.test"],
+            &message(headers, "Two authors"),
+        )
+        .await
+        .expect_err("a second author is refused");
+        assert!(
+            refused.contains("sends only as its own address"),
+            "{headers}: {refused}"
+        );
+        assert!(refused.contains("550") || refused.starts_with("permanent"), "{refused}");
+    }
+    submit(
+        rig.submission_port,
+        "me@tom.example",
+        password,
+        "me@tom.example",
+        &["pal@elsewhere.test"],
+        &message("From: Me <me@tom.example>\r\nSender: me@tom.example\r\n", "One author"),
+    )
+    .await
+    .unwrap();
+    let got = sink.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.messages().len(), 1, "only the one author went out");
+    let text = got[0].text();
+    assert!(text.contains("Subject: One author"), "{text}");
+    assert_eq!(
+        text.matches("\nFrom: ").count() + usize::from(text.starts_with("From: ")),
+        1,
+        "{text}"
+    );
+    assert!(dkim_verify(&got[0].raw, rig.app.dns.addr), "{text}");
+}

@@ -380,7 +380,11 @@ mod tests {
         let four = vec![file("a.txt", "text/plain", b"a"); 4];
         assert!(carried(four).unwrap_err().is(error::TOO_MANY_ATTACHMENTS));
         let big = vec![b'a'; MAX_EACH + 1];
-        assert!(carried(vec![file("a.txt", "text/plain", &big)]).unwrap_err().is(error::ATTACHMENT_TOO_LARGE));
+        assert!(
+            carried(vec![file("a.txt", "text/plain", &big)])
+                .unwrap_err()
+                .is(error::ATTACHMENT_TOO_LARGE)
+        );
     }
 
     #[test]

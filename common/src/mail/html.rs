@@ -8,7 +8,17 @@
 /// Attributes every element keeps beside ammonia's defaults: mail is laid
 /// out with them (CSS in an attribute runs no script in any mail client).
 const PRESENTATION: &[&str] = &[
-    "style", "align", "valign", "bgcolor", "color", "width", "height", "border", "cellpadding", "cellspacing", "dir",
+    "style",
+    "align",
+    "valign",
+    "bgcolor",
+    "color",
+    "width",
+    "height",
+    "border",
+    "cellpadding",
+    "cellspacing",
+    "dir",
 ];
 
 /// `html` with everything that runs removed; links open without a referrer.
@@ -55,7 +65,17 @@ mod tests {
             <table cellpadding="4"><tr><td align="right" bgcolor="#eee">cell</td></tr></table>
             <svg><script>alert(2)</script></svg><img src="cid:logo@x">"##;
         let clean = sanitize(dirty);
-        for gone in ["script", "onclick", "onerror", "javascript:", "iframe", "<form", "<input", "<style", "alert"] {
+        for gone in [
+            "script",
+            "onclick",
+            "onerror",
+            "javascript:",
+            "iframe",
+            "<form",
+            "<input",
+            "<style",
+            "alert",
+        ] {
             assert!(!clean.to_lowercase().contains(gone), "{gone} in {clean}");
         }
         for kept in [
@@ -73,7 +93,10 @@ mod tests {
 
     #[test]
     fn text_becomes_inert_html() {
-        assert_eq!(escape(r#"<b>"a" & 'b'</b>"#), "&lt;b&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/b&gt;");
+        assert_eq!(
+            escape(r#"<b>"a" & 'b'</b>"#),
+            "&lt;b&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/b&gt;"
+        );
         assert_eq!(
             from_text("one <x>\ntwo"),
             "<div style=\"white-space:pre-wrap\">one &lt;x&gt;<br>\ntwo</div>"

@@ -74,8 +74,9 @@ const MAX_SUBJECT: usize = 998;
 const MAX_TEXT: usize = 2 * 1024 * 1024;
 const MAX_IDS: usize = 100;
 
-use super::{people, received};
+use super::authors::Authors;
 pub use super::received::Attachment;
+use super::{people, received, shown};
 
 /// The SMTP envelope of one delivered copy, as the mail host saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,7 +206,13 @@ pub struct Inbound {
     /// The SHA-256 (hex) of the message's bytes (after the envelope and
     /// trace lines): what tells a second copy from a different message.
     pub digest: String,
+    /// The address it is shown from: the one author, else the first address
+    /// its From headers name (see [`super::authors`]).
     pub from: String,
+    /// Every address its From headers name, when that is not one address in
+    /// one header (several headers, several addresses, a group); else empty.
+    /// The checks judge each of their domains.
+    pub authors: Vec<String>,
     pub to: Vec<String>,
     pub cc: Vec<String>,
     /// The display name written beside `from`.
@@ -222,6 +229,18 @@ pub struct Inbound {
     pub text: String,
     pub html: Option<String>,
     pub attachments: Vec<Attachment>,
+}
+
+impl Inbound {
+    /// The addresses whose domains the checks judge: every one its From
+    /// headers name (the one it is shown from among them).
+    pub fn judged_authors(&self) -> Vec<String> {
+        match (self.authors.is_empty(), self.from.is_empty()) {
+            (false, _) => self.authors.clone(),
+            (true, false) => vec![self.from.clone()],
+            (true, true) => Vec::new(),
+        }
+    }
 }
 
 /// Why a message cannot be filed: the reason written beside it in `failed/`.
@@ -318,20 +337,25 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
             .chain(&people::people(message.cc(), MAX_IDS))
             .chain(&reply_to),
     );
+    let authors = Authors::of(&message);
     let mut inbound = Inbound {
         envelope,
         message_id,
         digest,
-        from: received::addresses(message.from(), 1)
-            .into_iter()
-            .next()
-            .unwrap_or_default(),
+        from: authors.shown().to_string(),
+        authors: match authors.single() {
+            Some(_) => Vec::new(),
+            None => authors.addresses,
+        },
         to: received::addresses(message.to(), MAX_IDS),
         cc: received::addresses(message.cc(), MAX_IDS),
         from_name: None,
         reply_to: reply_to.into_iter().map(|p| p.address).collect(),
         names,
-        subject: cut(message.subject().unwrap_or_default().trim(), MAX_SUBJECT),
+        subject: cut(
+            &shown::neutral(message.subject().unwrap_or_default().trim()),
+            MAX_SUBJECT,
+        ),
         date: message.date().map(|d| d.to_rfc3339()),
         in_reply_to: message_ids(message.in_reply_to()),
         references: message_ids(message.references()),

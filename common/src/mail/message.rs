@@ -291,7 +291,7 @@ mod tests {
             Person::bare("carl@y.org"),
         ];
         let bcc = vec!["hidden@z.org".to_string()];
-        let files = vec![Attachment {
+        let files = [Attachment {
             filename: "n.txt".into(),
             content_type: "text/plain".into(),
             bytes: b"notes".to_vec(),
@@ -310,7 +310,10 @@ mod tests {
                 attachments,
             };
             let out = build(&draft, &new_message_id("example.com"), None).unwrap();
-            assert_eq!(out.recipients, ["alice@x.org", "zoe@y.org", "carl@y.org", "hidden@z.org"]);
+            assert_eq!(
+                out.recipients,
+                ["alice@x.org", "zoe@y.org", "carl@y.org", "hidden@z.org"]
+            );
             let raw = String::from_utf8_lossy(&out.raw).to_string();
             assert!(!raw.to_lowercase().contains("hidden"), "{raw}");
             assert!(!raw.to_lowercase().contains("bcc"), "{raw}");

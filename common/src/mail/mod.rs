@@ -2,6 +2,7 @@
 
 pub mod attachments;
 pub mod authenticate;
+pub mod authors;
 pub mod codes;
 pub mod dsn;
 pub mod html;

@@ -158,7 +158,10 @@ mod tests {
         assert_eq!(display_name(Some("  "), "b@x.example"), None);
         assert_eq!(display_name(None, "b@x.example"), None);
         let long = "n".repeat(500);
-        assert_eq!(display_name(Some(&long), "b@x.example").unwrap().chars().count(), MAX_NAME);
+        assert_eq!(
+            display_name(Some(&long), "b@x.example").unwrap().chars().count(),
+            MAX_NAME
+        );
         // RFC 6532: a name written in raw UTF-8.
         let m = parsed("From: Jöhn Dœ <john@x.example>\r\n");
         assert_eq!(people(m.from(), 1)[0].name.as_deref(), Some("Jöhn Dœ"));

@@ -83,9 +83,20 @@ impl Original<'_> {
         let quoted: Vec<String> = self
             .text()
             .lines()
-            .map(|line| if line.is_empty() { ">".to_string() } else { format!("> {line}") })
+            .map(|line| {
+                if line.is_empty() {
+                    ">".to_string()
+                } else {
+                    format!("> {line}")
+                }
+            })
             .collect();
-        format!("{}\n\n{}\n{}\n", reply.trim_end(), self.attribution(), quoted.join("\n"))
+        format!(
+            "{}\n\n{}\n{}\n",
+            reply.trim_end(),
+            self.attribution(),
+            quoted.join("\n")
+        )
     }
 
     /// A reply's HTML, not yet sanitised: the reply, then the original in a
@@ -157,7 +168,10 @@ mod tests {
         let html = html::sanitize(&o.reply_html("<p>Yes.</p>"));
         assert!(html.starts_with("<p>Yes.</p>"), "{html}");
         assert!(html.contains("Alice Chen &lt;alice@x.example&gt; wrote:"), "{html}");
-        assert!(html.contains("<blockquote") && html.contains("See you &lt;soon&gt;"), "{html}");
+        assert!(
+            html.contains("<blockquote") && html.contains("See you &lt;soon&gt;"),
+            "{html}"
+        );
         // The original's own HTML is quoted, cleaned with the rest.
         let o = original("t", Some("<b>bold</b><script>x()</script>"), &[]);
         let html = html::sanitize(&o.reply_html("r"));
@@ -175,7 +189,10 @@ mod tests {
         );
         assert!(o.forward_text(None).starts_with("---------- Forwarded message"));
         let html = html::sanitize(&o.forward_html(None));
-        assert!(html.contains("To: Me &lt;me@y.example&gt;") && html.contains("Body line"), "{html}");
+        assert!(
+            html.contains("To: Me &lt;me@y.example&gt;") && html.contains("Body line"),
+            "{html}"
+        );
     }
 
     #[test]

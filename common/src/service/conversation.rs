@@ -296,10 +296,7 @@ fn reply_addressees(row: &Row, all: bool) -> Result<Addressees, ApiError> {
 fn prefixed(prefix: &str, subject: &str) -> String {
     // A stored subject is one line already; a control character never
     // reaches a header.
-    let subject: String = subject
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let subject: String = subject.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let subject = subject.trim();
     let lower = subject.to_lowercase();
     let already = match prefix {
@@ -408,7 +405,10 @@ mod tests {
         let all = reply_addressees(&row(Direction::Inbound), true).unwrap();
         assert_eq!(
             addresses(&all.to),
-            [(Some("Pal Smith"), "pal@partner.example"), (Some("Ann"), "ann@partner.example")]
+            [
+                (Some("Pal Smith"), "pal@partner.example"),
+                (Some("Ann"), "ann@partner.example")
+            ]
         );
         assert_eq!(addresses(&all.cc), [(None, "bob@partner.example")]);
         // Reply-To wins over From.
@@ -422,11 +422,19 @@ mod tests {
         // Nobody left to answer.
         let mut alone = row(Direction::Inbound);
         alone.from = "me@tom.example".into();
-        assert!(reply_addressees(&alone, false).unwrap_err().is(error::REPLY_NO_RECIPIENT));
+        assert!(
+            reply_addressees(&alone, false)
+                .unwrap_err()
+                .is(error::REPLY_NO_RECIPIENT)
+        );
         // Six people on a reply-all are too many.
         let mut crowd = row(Direction::Inbound);
         crowd.cc = (0..5).map(|i| format!("c{i}@partner.example")).collect();
-        assert!(reply_addressees(&crowd, true).unwrap_err().is(error::TOO_MANY_RECIPIENTS));
+        assert!(
+            reply_addressees(&crowd, true)
+                .unwrap_err()
+                .is(error::TOO_MANY_RECIPIENTS)
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod allowlist;
 pub mod api_keys;
 pub mod audit;
 pub mod bootstrap;
+pub mod boundary;
 pub mod contacts;
 pub mod conversation;
 pub mod credits;

@@ -65,10 +65,7 @@ pub(crate) async fn file_bytes_on_thread(
     let in_reply_to = ids(parsed.in_reply_to());
     let references = ids(parsed.references());
     let max = sent.to.len().max(crate::values::MAX_RECIPIENTS);
-    let (to, cc) = (
-        people::people(parsed.to(), max),
-        people::people(parsed.cc(), max),
-    );
+    let (to, cc) = (people::people(parsed.to(), max), people::people(parsed.cc(), max));
     let named = |list: &[people::Person]| -> Vec<String> {
         list.iter()
             .map(|p| p.address.clone())
@@ -83,10 +80,11 @@ pub(crate) async fn file_bytes_on_thread(
         .cloned()
         .collect();
     let text = parsed.body_text(0).unwrap_or_default();
-    let has_html = parsed
-        .html_body
-        .iter()
-        .any(|id| parsed.part(*id).is_some_and(|p| matches!(p.body, mail_parser::PartType::Html(_))));
+    let has_html = parsed.html_body.iter().any(|id| {
+        parsed
+            .part(*id)
+            .is_some_and(|p| matches!(p.body, mail_parser::PartType::Html(_)))
+    });
     let html = parsed.body_html(0).filter(|_| has_html);
     let attachments = parsed
         .attachments()

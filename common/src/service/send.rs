@@ -359,10 +359,12 @@ impl Idempotency {
             return Ok(Begun::Fresh(None));
         };
         // Each key's own: another key of the account replays nothing of it.
-        Ok(match Self::claim(call.ctx, &call.caller.holder(), &key, fields, operation).await? {
-            Claimed::Replay(first) => Begun::Replay(first),
-            Claimed::Fresh(claim) => Begun::Fresh(Some(claim)),
-        })
+        Ok(
+            match Self::claim(call.ctx, &call.caller.holder(), &key, fields, operation).await? {
+                Claimed::Replay(first) => Begun::Replay(first),
+                Claimed::Fresh(claim) => Begun::Fresh(Some(claim)),
+            },
+        )
     }
 
     async fn claim(
@@ -606,8 +608,13 @@ mod tests {
         let bad = send(Value::Null, json!("nope")).unwrap_err();
         assert_eq!(bad.error, "Invalid recipient address: nope");
         // HTML beside the text, cleaned; the text stays required.
-        let f = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "html": "<p onclick='x()'>Hi<script>1</script></p>"}));
-        assert_eq!(parse(&f, true).unwrap().plan().unwrap().html.as_deref(), Some("<p>Hi</p>"));
+        let f = fields(
+            json!({"to": "a@x.org", "subject": "s", "text": "t", "html": "<p onclick='x()'>Hi<script>1</script></p>"}),
+        );
+        assert_eq!(
+            parse(&f, true).unwrap().plan().unwrap().html.as_deref(),
+            Some("<p>Hi</p>")
+        );
         let f = fields(json!({"to": "a@x.org", "subject": "s", "html": "<p>Hi</p>"}));
         assert!(parse(&f, true).unwrap_err().is(error::SEND_REQUIRED));
         let f = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "html": ["x"]}));

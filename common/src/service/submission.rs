@@ -18,7 +18,7 @@
 //! key is revoked the password sends nothing.
 
 use base64::Engine;
-use mail_parser::{Address, MessageParser};
+use mail_parser::MessageParser;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -33,6 +33,7 @@ use crate::auth::{Caller, Permission};
 use crate::context::Context;
 use crate::error::Problem;
 use crate::error::{self, ApiError};
+use crate::mail::authors::Authors;
 use crate::mail::message;
 use crate::validate::{Later, Slot};
 use crate::values::EmailAddress;
@@ -159,11 +160,16 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     let parsed = MessageParser::default()
         .parse(&input.raw.0)
         .ok_or(error::SUBMISSION_UNREADABLE)?;
-    if !written_by(&parsed, &mailbox.address) {
-        return Err(error::SUBMISSION_SENDER.into());
-    }
     let (raw, message_id) = message::submitted(&input.raw.0, &domain.name, ctx.clock.now())
         .map_err(|_| ApiError::from(error::SUBMISSION_UNREADABLE))?;
+    // Judged on the bytes that are signed and sent: line ends made CRLF can
+    // split one header into two.
+    let ready = MessageParser::default()
+        .parse(&raw)
+        .ok_or(error::SUBMISSION_UNREADABLE)?;
+    if !written_by(&ready, &mailbox.address) {
+        return Err(error::SUBMISSION_SENDER.into());
+    }
     let signed = send::signer(ctx, &domain)
         .await?
         .sign(raw)
@@ -236,18 +242,14 @@ async fn issuing_key(ctx: &Context, mailbox: &mailboxes::Mailbox) -> Result<Opti
     Ok(Some(key))
 }
 
-/// Whether the message's From (and Sender, when it has one) is the mailbox
-/// that logged in, alone.
+/// Whether the message's author is the mailbox that logged in, alone: one
+/// From header naming that one address (no second address, no group, no
+/// second From), and at most one Sender header, naming it too. A recipient's
+/// DMARC judges what this checked, whichever From header it reads.
 fn written_by(parsed: &mail_parser::Message<'_>, address: &str) -> bool {
-    let only_the_mailbox = |list: Option<&Address<'_>>| {
-        let addresses: Vec<&str> = list
-            .into_iter()
-            .flat_map(|a| a.iter())
-            .filter_map(|a| a.address())
-            .collect();
-        addresses.len() == 1 && addresses[0].trim().eq_ignore_ascii_case(address)
-    };
-    only_the_mailbox(parsed.from()) && (parsed.sender().is_none() || only_the_mailbox(parsed.sender()))
+    let the_mailbox = |named: &Authors| named.single().is_some_and(|a| a.eq_ignore_ascii_case(address));
+    let sender = Authors::sender(parsed);
+    the_mailbox(&Authors::of(parsed)) && (sender.headers == 0 || the_mailbox(&sender))
 }
 
 /// The mailbox that logged in, with the domain that signs for it and who
@@ -270,4 +272,37 @@ async fn sending_mailbox(ctx: &Context, login: &str) -> Result<(mailboxes::Mailb
         .filter(|d| d.status == domains::DomainStatus::Verified)
         .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
     Ok((mailbox, domain, payer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(headers: &str) -> bool {
+        let raw = format!("{headers}To: pal@elsewhere.test\r\nSubject: Hi\r\n\r\nbody\r\n");
+        let now = chrono::Utc::now();
+        let (raw, _) = message::submitted(raw.as_bytes(), "acme.test", now).unwrap();
+        let parsed = MessageParser::default().parse(&raw).unwrap();
+        written_by(&parsed, "agent@acme.test")
+    }
+
+    #[test]
+    fn only_one_from_and_one_sender_naming_the_mailbox_alone_pass() {
+        assert!(ready("From: Agent <Agent@acme.test>\r\n"));
+        assert!(ready("From: agent@acme.test\r\nSender: agent@acme.test\r\n"));
+        for refused in [
+            "From: ceo@beta.test\r\nFrom: agent@acme.test\r\n",
+            "From: agent@acme.test\r\nFrom: agent@acme.test\r\n",
+            "From: agent@acme.test, ceo@beta.test\r\n",
+            "From: Team: agent@acme.test;\r\n",
+            "From: agent@acme.test\r\nSender: agent@acme.test, ceo@beta.test\r\n",
+            "From: agent@acme.test\r\nSender: ceo@beta.test\r\nSender: agent@acme.test\r\n",
+            "From: agent@acme.test\r\nSender: agent@acme.test\r\nSender: agent@acme.test\r\n",
+            // A lone CR becomes a line end on the way out: two From headers.
+            "From: agent@acme.test\rFrom: ceo@beta.test\r\n",
+            "Subject: no author\r\n",
+        ] {
+            assert!(!ready(refused), "{refused:?}");
+        }
+    }
 }

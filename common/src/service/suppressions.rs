@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Call;
+use super::boundary::{Boundary, Envelope};
 use super::sent::{Recipient, Reply, SentMessage, Status, owner_of_caller};
 use super::webhooks;
 use crate::clock::iso;
@@ -80,6 +81,17 @@ impl Suppression {
     fn seen_by(&self, caller: &crate::auth::Caller) -> bool {
         let narrowed = caller.scope().is_some_and(|s| s.mailboxes.is_some());
         !narrowed || self.reason == Reason::Manual || self.from.as_deref().is_some_and(|f| caller.covers(f))
+    }
+
+    /// The entry with its remote reply inside `boundary`'s envelope.
+    fn for_agent(self, boundary: Option<&Boundary>) -> Suppression {
+        match boundary {
+            Some(b) => Suppression {
+                reply: self.reply.map(|r| b.reply(r)),
+                ..self
+            },
+            None => self,
+        }
     }
 }
 
@@ -267,16 +279,27 @@ pub struct SuppressionList {
     pub suppressions: Vec<Suppression>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// The MCP tool: each remote reply's text and host (a stranger's) is
+    /// wrapped in this response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<SuppressionList, ApiError> {
     let owner = owner_of_caller(call.caller);
+    let boundary = Boundary::for_tool(call);
+    let envelope = boundary.as_ref().map(|b| b.describe(None));
     if let Some(address) = input.address {
         let found: Option<Suppression> = call.ctx.store.read(&keys::suppression(&owner, &address)).await?;
         return Ok(SuppressionList {
             ok: true,
-            suppressions: found.into_iter().filter(|s| s.seen_by(call.caller)).collect(),
+            suppressions: found
+                .into_iter()
+                .filter(|s| s.seen_by(call.caller))
+                .map(|s| s.for_agent(boundary.as_ref()))
+                .collect(),
             next_cursor: None,
+            envelope,
         });
     }
     let limit = input.limit.map_or(25, Bounded::get) as usize;
@@ -290,11 +313,15 @@ pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<SuppressionList, 
         seen,
     )
     .await?;
-    let suppressions = items.iter().map(|i| i.record()).collect::<Result<_, _>>()?;
+    let suppressions: Vec<Suppression> = items.iter().map(|i| i.record()).collect::<Result<_, _>>()?;
     Ok(SuppressionList {
         ok: true,
-        suppressions,
+        suppressions: suppressions
+            .into_iter()
+            .map(|s| s.for_agent(boundary.as_ref()))
+            .collect(),
         next_cursor,
+        envelope,
     })
 }
 
@@ -313,6 +340,10 @@ pub struct SuppressionView {
     pub suppression: Suppression,
     /// false when the address was already listed (the entry shown is the first).
     pub added: bool,
+    /// The MCP tool, for an entry a bounce made: its remote reply wrapped in
+    /// this response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<SuppressionView, ApiError> {
@@ -332,17 +363,20 @@ pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<Suppression
             ok: true,
             suppression: added,
             added: true,
+            envelope: None,
         });
     }
-    let first = call
+    let first: Suppression = call
         .ctx
         .store
         .read(&keys::suppression(&owner, &address))
         .await?
         .ok_or_else(|| ApiError::internal("a listed address vanished"))?;
+    let boundary = Boundary::for_tool(call);
     Ok(SuppressionView {
         ok: true,
-        suppression: first,
+        envelope: boundary.as_ref().map(|b| b.describe(None)),
+        suppression: first.for_agent(boundary.as_ref()),
         added: false,
     })
 }
@@ -357,6 +391,10 @@ crate::input! {
 pub struct Removed {
     pub ok: bool,
     pub removed: Suppression,
+    /// The MCP tool: the removed entry's remote reply wrapped in this
+    /// response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 /// Takes an address off the list (and its run of soft bounces with it).
@@ -376,8 +414,10 @@ pub async fn remove(call: &Call<'_>, input: RemoveQuery) -> Result<Removed, ApiE
     ctx.store
         .delete(&keys::soft_bounces(&owner, &input.address), None)
         .await?;
+    let boundary = Boundary::for_tool(call);
     Ok(Removed {
         ok: true,
-        removed: removed.entry,
+        envelope: boundary.as_ref().map(|b| b.describe(None)),
+        removed: removed.entry.for_agent(boundary.as_ref()),
     })
 }

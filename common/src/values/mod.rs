@@ -16,7 +16,9 @@ mod lists;
 mod message;
 
 pub use field::{Bounded, Field, List, Nullable, Origin, REST_ONLY, RestOnly, without_null};
-pub use lists::{Copies, MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients};
+pub use lists::{
+    Copies, MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients,
+};
 pub use message::{Body, DraftSubject, DraftText, Html, MAX_SUBJECT, MAX_TEXT_BYTES, Subject};
 
 /// A value read from one field's text, as sent (each type trims it, and
