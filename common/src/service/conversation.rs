@@ -119,7 +119,7 @@ fn named(id: &Option<RowId>, message_id: &Option<StoredMessageId>) -> Result<(),
 /// Replies to a stored message.
 pub async fn reply(call: &Call<'_>, input: Later<ReplyInput>) -> Result<SendOutput, ApiError> {
     call.caller.permits(Permission::Read)?;
-    let claim = match Idempotency::begin(call, input.fields(), Some("reply")).await? {
+    let claim = match Idempotency::begin(call, &input, Some("reply")).await? {
         Begun::Replay(first) => return Ok(first),
         Begun::Fresh(claim) => claim,
     };
@@ -129,7 +129,7 @@ pub async fn reply(call: &Call<'_>, input: Later<ReplyInput>) -> Result<SendOutp
 /// Forwards a stored message.
 pub async fn forward(call: &Call<'_>, input: Later<ForwardInput>) -> Result<SendOutput, ApiError> {
     call.caller.permits(Permission::Read)?;
-    let claim = match Idempotency::begin(call, input.fields(), Some("forward")).await? {
+    let claim = match Idempotency::begin(call, &input, Some("forward")).await? {
         Begun::Replay(first) => return Ok(first),
         Begun::Fresh(claim) => claim,
     };

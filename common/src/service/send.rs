@@ -313,7 +313,7 @@ impl SendOutput {
 /// Sends one plain-text message, in the spec's order of checks. The input is
 /// parsed only after the kill switch, the freeze and the rate limit.
 pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
-    let claim = match Idempotency::begin(call, input.fields(), None).await? {
+    let claim = match Idempotency::begin(call, &input, None).await? {
         Begun::Replay(first) => return Ok(first),
         Begun::Fresh(claim) => claim,
     };
@@ -350,7 +350,12 @@ impl Idempotency {
     /// Claims the request's `idempotencyKey`, when it has one. `operation`
     /// names a route beside sendMail (a reply, a forward), so the same body
     /// sent to two of them is two requests.
-    pub async fn begin(call: &Call<'_>, fields: Option<&Fields>, operation: Option<&str>) -> Result<Begun, ApiError> {
+    pub async fn begin<T: crate::validate::Input>(
+        call: &Call<'_>,
+        input: &Later<T>,
+        operation: Option<&str>,
+    ) -> Result<Begun, ApiError> {
+        let fields = input.fields();
         let key = fields
             .map(|f| <Option<IdempotencyKey>>::pick(f, "idempotencyKey", error::IDEMPOTENCY_KEY_INVALID))
             .transpose()?
