@@ -167,6 +167,7 @@ pub(crate) async fn file_on_thread(
         text: sent.text,
         html: sent.html,
         attachments: sent.attachments.clone(),
+        content_ids: Vec::new(),
         source: "send",
         only_on_existing_thread: true,
         digest: None,
