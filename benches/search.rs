@@ -577,14 +577,18 @@ impl Bench {
             let row = mail_store::file(&self.ctx, &new).await.unwrap().expect("filed");
             let requests = self.ctx.store_meter.counts().since(&before);
             assert_eq!(requests.transactions, 1);
+            let from_names: Vec<String> = m.from_name.iter().cloned().collect();
+            let named = |addresses: &[String]| -> Vec<String> {
+                addresses.iter().filter_map(|a| m.names.get(a).cloned()).collect()
+            };
             let texts = doc::texts(&search::Message {
                 subject: &m.subject,
                 from: &m.from,
-                from_names: &m.names.from,
+                from_names: &from_names,
                 to: &m.to,
-                to_names: &m.names.to,
+                to_names: &named(&m.to),
                 cc: &m.cc,
-                cc_names: &m.names.cc,
+                cc_names: &named(&m.cc),
                 text: &m.text,
                 html: m.html.as_deref(),
                 filenames: m.attachments.iter().map(|a| a.filename.as_str()).collect(),
@@ -612,35 +616,7 @@ impl Bench {
 
 /// What a NewMessage of a parsed message holds (as the poller files it).
 fn mail_store_new(m: &Inbound) -> NewMessage<'_> {
-    NewMessage {
-        scope: "mailbox:costs@svc.test",
-        mailbox: "costs@svc.test",
-        direction: Direction::Inbound,
-        message_id: &m.message_id,
-        from: &m.from,
-        to: &m.to,
-        cc: &m.cc,
-        names: Some(&m.names),
-        subject: &m.subject,
-        date: m.date.clone(),
-        in_reply_to: &[],
-        references: &[],
-        text: &m.text,
-        html: m.html.as_deref(),
-        attachments: m
-            .attachments
-            .iter()
-            .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
-            .collect(),
-        content_ids: m.attachments.iter().map(|a| a.content_id.as_deref()).collect(),
-        source: "smtp",
-        only_on_existing_thread: false,
-        digest: Some(&m.digest),
-        delivery: None,
-        authentication: None,
-        quarantine: None,
-        also: Vec::new(),
-    }
+    common::service::poller::as_new(m, "mailbox:costs@svc.test", "costs@svc.test")
 }
 
 /// An item's size as DynamoDB counts it: attribute names and values.
@@ -709,6 +685,12 @@ fn row_and_doc(id: &str, made: &Made, base: &Inbound) -> (Row, search::Doc) {
         quarantine: None,
         ttl: None,
         owner_only: false,
+        from_name: Some(made.from_name.clone()),
+        cc: made.cc.clone(),
+        bcc: Vec::new(),
+        reply_to: Vec::new(),
+        names: Default::default(),
+        references: Vec::new(),
     };
     let names = vec![made.from_name.clone()];
     let texts = doc::texts(&search::Message {

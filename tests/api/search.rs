@@ -164,14 +164,17 @@ fn eml_files() -> Vec<std::path::PathBuf> {
 /// The texts a received message gives the index, as the filing computes them.
 fn received_texts(raw: &[u8]) -> [String; 6] {
     let m = common::mail::inbound::parse(raw, &common::mail::inbound::Limits::default()).unwrap();
+    let named =
+        |addresses: &[String]| -> Vec<String> { addresses.iter().filter_map(|a| m.names.get(a).cloned()).collect() };
+    let from_names: Vec<String> = m.from_name.iter().cloned().collect();
     doc::texts(&search::Message {
         subject: &m.subject,
         from: &m.from,
-        from_names: &m.names.from,
+        from_names: &from_names,
         to: &m.to,
-        to_names: &m.names.to,
+        to_names: &named(&m.to),
         cc: &m.cc,
-        cc_names: &m.names.cc,
+        cc_names: &named(&m.cc),
         text: &m.text,
         html: m.html.as_deref(),
         filenames: m.attachments.iter().map(|a| a.filename.as_str()).collect(),

@@ -2,6 +2,8 @@
 //! same transactions as the rows: a filed message's words, a changed folder
 //! or unread flag, and a purge. Quarantined mail is never indexed.
 
+use std::collections::BTreeMap;
+
 use super::{Folder, NewMessage, Row};
 use crate::context::Context;
 use crate::error::ApiError;
@@ -16,21 +18,38 @@ fn folder(f: Folder) -> search::Folder {
     }
 }
 
+/// The display names written beside a message's From, To and Cc.
+struct People {
+    from: Vec<String>,
+    to: Vec<String>,
+    cc: Vec<String>,
+}
+
+impl People {
+    fn of(from_name: Option<&str>, to: &[String], cc: &[String], names: &BTreeMap<String, String>) -> People {
+        let named = |addresses: &[String]| addresses.iter().filter_map(|a| names.get(a).cloned()).collect();
+        People {
+            from: from_name.map(str::to_string).into_iter().collect(),
+            to: named(to),
+            cc: named(cc),
+        }
+    }
+}
+
 /// The index item of a message being filed (none when it is quarantined).
 pub(super) fn filing_write(scope: &str, m: &NewMessage<'_>, row: &Row) -> Option<Write> {
     if row.quarantine.is_some() {
         return None;
     }
-    let none: &[String] = &[];
-    let names = m.names;
+    let people = People::of(m.named.from_name, m.to, m.named.cc, &m.named.names);
     let texts = doc::texts(&search::Message {
         subject: m.subject,
         from: m.from,
-        from_names: names.map_or(none, |n| &n.from),
+        from_names: &people.from,
         to: m.to,
-        to_names: names.map_or(none, |n| &n.to),
-        cc: m.cc,
-        cc_names: names.map_or(none, |n| &n.cc),
+        to_names: &people.to,
+        cc: m.named.cc,
+        cc_names: &people.cc,
         text: m.text,
         html: m.html,
         filenames: row.attachments.iter().map(|a| a.filename.as_str()).collect(),
@@ -80,17 +99,21 @@ pub(super) async fn purged(ctx: &Context, scope: &str, newest: &[(String, String
 const BACKFILL_PAGE: usize = 200;
 
 /// The index's message of a stored row (mail filed before the index
-/// existed): its whole body read back, its display names and Cc unknown.
+/// existed): its whole body read back.
 async fn doc_of_row(ctx: &Context, row: &Row) -> Result<search::Doc, ApiError> {
     let (text, html) = super::body(ctx, row).await?;
+    let people = People::of(row.from_name.as_deref(), &row.to, &row.cc, &row.names);
     let texts = doc::texts(&search::Message {
         subject: &row.subject,
         from: &row.from,
+        from_names: &people.from,
         to: &row.to,
+        to_names: &people.to,
+        cc: &row.cc,
+        cc_names: &people.cc,
         text: &text,
         html: html.as_deref(),
         filenames: row.attachments.iter().map(|a| a.filename.as_str()).collect(),
-        ..search::Message::default()
     });
     let mut flags = 0;
     if row.outbound() {
