@@ -22,6 +22,7 @@ mod lists;
 mod local_edges;
 mod mail_host;
 mod mail_host_delivery;
+mod mailbox_sync;
 mod mailboxes;
 mod mcp;
 mod mta_sync;
