@@ -145,7 +145,9 @@ impl Doveadm {
     pub fn text(&self, user: &str, folder: &str, uid: u32) -> anyhow::Result<Vec<u8>> {
         let uid = uid.to_string();
         let out = self.run(
-            &["-f", "pager", "fetch", "-u", user, "text", "mailbox", folder, "uid", &uid],
+            &[
+                "-f", "pager", "fetch", "-u", user, "text", "mailbox", folder, "uid", &uid,
+            ],
             None,
         )?;
         // The pager's form: `text:` then the message, then a form feed.
@@ -158,7 +160,10 @@ impl Doveadm {
     pub fn set_seen(&self, user: &str, folder: &str, uids: &[u32], seen: bool) -> anyhow::Result<()> {
         let verb = if seen { "add" } else { "remove" };
         for set in uid_sets(uids) {
-            self.run(&["flags", verb, "-u", user, "\\Seen", "mailbox", folder, "uid", &set], None)?;
+            self.run(
+                &["flags", verb, "-u", user, "\\Seen", "mailbox", folder, "uid", &set],
+                None,
+            )?;
         }
         Ok(())
     }
@@ -181,7 +186,18 @@ impl Doveadm {
     pub fn save(&self, user: &str, folder: &str, raw: &[u8], message_id: &str) -> anyhow::Result<()> {
         self.run(&["save", "-u", user, "-m", folder], Some(raw))?;
         self.run(
-            &["flags", "add", "-u", user, "\\Seen", "mailbox", folder, "header", "message-id", message_id],
+            &[
+                "flags",
+                "add",
+                "-u",
+                user,
+                "\\Seen",
+                "mailbox",
+                folder,
+                "header",
+                "message-id",
+                message_id,
+            ],
             None,
         )?;
         Ok(())

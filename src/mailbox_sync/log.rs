@@ -150,18 +150,27 @@ mod tests {
         .unwrap();
         assert_eq!(flag.user, "me@t.example");
         assert_eq!((flag.kind, flag.uid, flag.seen), (Kind::FlagChange, 1, true));
-        assert_eq!((flag.folder.as_str(), flag.message_id.as_str()), ("INBOX", "<one@b.example>"));
+        assert_eq!(
+            (flag.folder.as_str(), flag.message_id.as_str()),
+            ("INBOX", "<one@b.example>")
+        );
         let copy = parse(
             "Nov 28 02:32:30 imap(me@t.example)<2830><Wgj>: Info: copy from INBOX: box=Archive, uid=7, msgid=<one@b.example>, flags=()",
         )
         .unwrap();
-        assert_eq!((copy.kind, copy.folder.as_str(), copy.seen), (Kind::Copy, "Archive", false));
+        assert_eq!(
+            (copy.kind, copy.folder.as_str(), copy.seen),
+            (Kind::Copy, "Archive", false)
+        );
         // syslog's form, and a folder whose name looks like the fields.
         let odd = parse(
             "Nov 28 02:32:30 mx dovecot: imap(me@t.example)<1><s>: expunge: box=Reçus, uid=9, msgid=<x@y>, uid=3, msgid=<a@b>, flags=(\\Deleted)",
         )
         .unwrap();
-        assert_eq!((odd.kind, odd.folder.as_str(), odd.uid), (Kind::Expunge, "Reçus, uid=9, msgid=<x@y>", 3));
+        assert_eq!(
+            (odd.kind, odd.folder.as_str(), odd.uid),
+            (Kind::Expunge, "Reçus, uid=9, msgid=<x@y>", 3)
+        );
         assert_eq!(odd.message_id, "<a@b>");
     }
 
@@ -184,7 +193,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("dovecot.log");
         let line = |uid: u32| {
-            format!("Nov 28 02:32:30 imap(me@t.example)<1><s>: Info: flag_change: box=INBOX, uid={uid}, msgid=<m{uid}@x>, flags=()\n")
+            format!(
+                "Nov 28 02:32:30 imap(me@t.example)<1><s>: Info: flag_change: box=INBOX, uid={uid}, msgid=<m{uid}@x>, flags=()\n"
+            )
         };
         std::fs::write(&path, format!("{}{}partial", line(1), line(2))).unwrap();
         let first = read_new(&path, Position::default(), 1 << 20).unwrap();

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -164,11 +164,7 @@ pub struct Round {
 /// Runs until stopped (or once).
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build()?;
-    let agent = Agent {
-        client,
-        doveadm: Doveadm::new(&settings.doveadm),
-        settings: settings.clone(),
-    };
+    let agent = Agent::new(client, settings.clone());
     println!("mailbox-sync: running, reading {}", settings.dovecot_log.display());
     loop {
         let started = Instant::now();
@@ -197,9 +193,36 @@ pub struct Agent {
     client: reqwest::Client,
     doveadm: Doveadm,
     settings: Settings,
+    /// Messages whose IMAP state the agent set, looked at again a moment
+    /// later (see [`RECHECK_AFTER_MS`]).
+    rechecks: std::sync::Mutex<BTreeMap<(String, String), Recheck>>,
+}
+
+/// An IMAP session that had not yet seen the agent's change and then
+/// stores the flag it believes it lacks changes the message with no line in
+/// Dovecot's log (its own view did not change). So a message the agent set
+/// is looked at again this long after: a flag or folder other than the one
+/// set was a person's change, and is reported like a logged one.
+const RECHECK_AFTER_MS: i64 = 3000;
+
+/// What the agent set on a message.
+#[derive(Debug, Clone)]
+struct Recheck {
+    due_ms: i64,
+    seen: bool,
+    folder: &'static str,
 }
 
 impl Agent {
+    pub fn new(client: reqwest::Client, settings: Settings) -> Agent {
+        Agent {
+            client,
+            doveadm: Doveadm::new(&settings.doveadm),
+            settings,
+            rechecks: std::sync::Mutex::new(BTreeMap::new()),
+        }
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.settings.url.trim_end_matches('/'))
     }
@@ -233,11 +256,7 @@ impl Agent {
                     ..w.change.clone()
                 });
             }
-            let since: BTreeMap<i64, i64> = changes
-                .iter()
-                .zip(&waiting)
-                .map(|(c, w)| (c.seq, w.since_ms))
-                .collect();
+            let since: BTreeMap<i64, i64> = changes.iter().zip(&waiting).map(|(c, w)| (c.seq, w.since_ms)).collect();
             let unknown = self.report(&changes, round).await?;
             state.waiting = changes
                 .into_iter()
@@ -249,9 +268,11 @@ impl Agent {
                 .collect();
             state.save(path)?;
         }
+        let mut rechecked = self.rechecked()?;
         loop {
             let read = log::read_new(&self.settings.dovecot_log, state.position, READ_BUDGET)?;
             let mut changes = self.changes_of(&read.changes)?;
+            changes.append(&mut rechecked);
             for change in &mut changes {
                 state.seq += 1;
                 change.seq = state.seq;
@@ -272,6 +293,54 @@ impl Agent {
         }
         round.waiting = state.waiting.len();
         Ok(())
+    }
+
+    /// The messages due a second look whose IMAP state is not what the
+    /// agent set: a person's change Dovecot did not log, as changes.
+    fn rechecked(&self) -> anyhow::Result<Vec<Change>> {
+        let now = now_ms();
+        let due: Vec<((String, String), Recheck)> = {
+            let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+            let keys: Vec<(String, String)> = rechecks
+                .iter()
+                .filter(|(_, r)| r.due_ms <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.into_iter()
+                .filter_map(|k| rechecks.remove(&k).map(|r| (k, r)))
+                .collect()
+        };
+        let mut by_user: BTreeMap<&str, Vec<(&str, &Recheck)>> = BTreeMap::new();
+        for ((user, message_id), recheck) in &due {
+            by_user.entry(user).or_default().push((message_id, recheck));
+        }
+        let mut changes = Vec::new();
+        for (user, wanted) in by_user {
+            let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
+            let copies = self.doveadm.copies(user, &ids)?;
+            for (message_id, set) in wanted {
+                let Some(copy) = copies
+                    .iter()
+                    .find(|c| c.message_id == message_id && !app_own(place_of(&c.folder)))
+                else {
+                    continue;
+                };
+                let moved = copy.folder != set.folder
+                    && !(set.folder == ARCHIVE && matches!(place_of(&copy.folder), "own" | "junk"));
+                if copy.seen != set.seen || moved {
+                    changes.push(Change {
+                        seq: 0,
+                        mailbox: user.to_string(),
+                        message_id: message_id.to_string(),
+                        seen: Some(copy.seen),
+                        place: moved.then(|| place_of(&copy.folder).to_string()),
+                        direction: None,
+                        raw: None,
+                    });
+                }
+            }
+        }
+        Ok(changes)
     }
 
     /// The state each logged change left. Sent and Drafts are the app's own
@@ -358,10 +427,8 @@ impl Agent {
         let mut batches = Vec::new();
         for change in changes {
             // Appended bytes go one message a request.
-            if change.raw.is_some() || batch.len() == CHANGES_PER_REQUEST {
-                if !batch.is_empty() {
-                    batches.push(std::mem::take(&mut batch));
-                }
+            if (change.raw.is_some() || batch.len() == CHANGES_PER_REQUEST) && !batch.is_empty() {
+                batches.push(std::mem::take(&mut batch));
             }
             batch.push(change);
             if change.raw.is_some() {
@@ -387,7 +454,13 @@ impl Agent {
                 .context("reading the answer to IMAP changes")?;
             round.reported += batch.len();
             round.applied += answer["applied"].as_u64().unwrap_or(0);
-            unknown.extend(answer["unknown"].as_array().into_iter().flatten().filter_map(Value::as_i64));
+            unknown.extend(
+                answer["unknown"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_i64),
+            );
         }
         Ok(unknown)
     }
@@ -471,6 +544,26 @@ impl Agent {
         ids.dedup();
         let copies = self.doveadm.copies(user, &ids)?;
         let plan = plan(&states, &copies);
+        {
+            let due_ms = now_ms() + RECHECK_AFTER_MS;
+            let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+            for state in states.iter().filter(|s| s["direction"] == "inbound") {
+                let Some(message_id) = state["messageId"].as_str() else {
+                    continue;
+                };
+                let key = (user.to_string(), message_id.to_string());
+                if state["gone"] == true {
+                    rechecks.remove(&key);
+                    continue;
+                }
+                let recheck = Recheck {
+                    due_ms,
+                    seen: state["unread"] != true,
+                    folder: folder_of(state["folder"].as_str().unwrap_or("inbox")),
+                };
+                rechecks.insert(key, recheck);
+            }
+        }
         for ((folder, seen), uids) in &plan.flags {
             self.doveadm.set_seen(user, folder, uids, *seen)?;
         }
@@ -498,7 +591,11 @@ impl Agent {
             if answer.status() == reqwest::StatusCode::NOT_FOUND {
                 continue;
             }
-            let raw = answer.error_for_status().context("fetching a sent copy")?.bytes().await?;
+            let raw = answer
+                .error_for_status()
+                .context("fetching a sent copy")?
+                .bytes()
+                .await?;
             self.doveadm.save(user, SENT, &raw, message_id)?;
         }
         Ok(())
@@ -596,15 +693,6 @@ pub fn plan(states: &[&Value], copies: &[Copy]) -> Plan {
     plan
 }
 
-/// Nothing to check at start but the log's folder: a missing log is fine
-/// (Dovecot makes it), an unreadable one is not.
-pub fn check(settings: &Settings) -> anyhow::Result<()> {
-    match std::fs::metadata(&settings.dovecot_log) {
-        Ok(meta) if meta.is_dir() => bail!("{} is a directory", settings.dovecot_log.display()),
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,12 +732,17 @@ mod tests {
         assert_eq!(plan.moves[&("Reçus".to_string(), "Trash".to_string())], [5]);
         assert_eq!(plan.moves.len(), 2);
         assert_eq!(plan.expunges["Trash"], [9]);
-        assert_eq!(plan.expunges["Sent"], [2], "an inbound message's namesake in Sent stays");
+        assert_eq!(
+            plan.expunges["Sent"],
+            [2],
+            "an inbound message's namesake in Sent stays"
+        );
     }
 
     #[test]
     fn a_state_already_there_plans_nothing() {
-        let state = json!({"messageId": "<a@x>", "direction": "inbound", "folder": "inbox", "unread": true, "gone": false});
+        let state =
+            json!({"messageId": "<a@x>", "direction": "inbound", "folder": "inbox", "unread": true, "gone": false});
         let plan = plan(&[&state], &[copy("INBOX", 1, false, "<a@x>")]);
         assert_eq!(plan, Plan::default());
     }

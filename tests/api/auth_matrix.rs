@@ -127,13 +127,12 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             // A signed-in person without a ready account.
             _ => Some((403, SETUP)),
         },
-        ("POST", "/sendMail" | "/outbox/cancel") | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => {
-            match class {
-                AgentBearer | AgentHeader | Standard | Operator => None,
-                Identity => Some((403, "This mailbox requires an operator account")),
-                _ => Some((401, INVALID_KEY)),
-            }
-        }
+        ("POST", "/sendMail" | "/outbox/cancel")
+        | (_, "/inbox" | "/inbox/delete" | "/attachment" | "/outbox" | "/suppressions") => match class {
+            AgentBearer | AgentHeader | Standard | Operator => None,
+            Identity => Some((403, "This mailbox requires an operator account")),
+            _ => Some((401, INVALID_KEY)),
+        },
         (_, "/drafts") => match class {
             Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),
@@ -152,7 +151,11 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             Identity | Operator => Some((401, MCP_AGENT_KEY_ONLY)),
             _ => Some((401, INVALID_KEY)),
         },
-        (_, "/mtaMailboxExport" | "/mtaSubmission" | "/mtaDeliveryEvents") => match class {
+        (
+            _,
+            "/mtaMailboxExport" | "/mtaSubmission" | "/mtaDeliveryEvents" | "/mtaMailboxChanges" | "/mtaSentCopy"
+            | "/mtaImapChanges",
+        ) => match class {
             Sync => None,
             _ => Some((403, SYNC_ONLY)),
         },

@@ -666,7 +666,14 @@ async fn each_copy_is_filed_for_its_envelope_recipient_alone() {
 }
 
 /// Submits over the mail host's port 587: STARTTLS, AUTH as `login`.
-pub(crate) async fn submit(port: u16, login: &str, password: &str, from: &str, to: &[&str], raw: &str) -> Result<(), String> {
+pub(crate) async fn submit(
+    port: u16,
+    login: &str,
+    password: &str,
+    from: &str,
+    to: &[&str],
+    raw: &str,
+) -> Result<(), String> {
     use lettre::transport::smtp::authentication::Credentials;
     use lettre::transport::smtp::client::{Tls, TlsParameters};
     let tls = TlsParameters::builder("localhost".into())

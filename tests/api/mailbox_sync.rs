@@ -158,11 +158,7 @@ pub(crate) async fn receive(rig: &Rig, imap: &Imap, to: &str, subject: &str, mes
 }
 
 fn seen(copy: &Value) -> bool {
-    copy["flags"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f == "\\Seen")
+    copy["flags"].as_array().unwrap().iter().any(|f| f == "\\Seen")
 }
 
 async fn started(backend: Backend) -> Option<Rig> {
@@ -257,7 +253,11 @@ async fn flags_and_folders_agree_both_ways(backend: Backend) {
 
     // API -> IMAP: a move to trash moves the IMAP copy to Trash.
     let moved = app
-        .post("/inbox", Auth::Bearer(key), json!({"thread": b["threadId"], "folder": "trash"}))
+        .post(
+            "/inbox",
+            Auth::Bearer(key),
+            json!({"thread": b["threadId"], "folder": "trash"}),
+        )
         .await;
     assert_eq!(moved.status, 200, "{}", moved.body);
     eventually("an API move to trash reaches Trash", || async {
@@ -293,7 +293,11 @@ async fn flags_and_folders_agree_both_ways(backend: Backend) {
     let scoped = scoped.body["apiKey"].as_str().unwrap().to_string();
     let c = listed(app, key, "<sync-c@example.org>").await.unwrap();
     let moved = app
-        .post("/inbox", Auth::Bearer(&scoped), json!({"id": c["id"], "folder": "inbox", "unread": false}))
+        .post(
+            "/inbox",
+            Auth::Bearer(&scoped),
+            json!({"id": c["id"], "folder": "inbox", "unread": false}),
+        )
         .await;
     assert_eq!(moved.status, 200, "{}", moved.body);
     eventually("a scoped key's move and read reach IMAP", || async {
@@ -333,15 +337,22 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
         listed(app, key, "<sync-d@example.org>").await.is_none().then_some(())
     })
     .await;
-    let by_id = app.get(&format!("/inbox?id={}", d["id"].as_str().unwrap()), Auth::Bearer(key)).await;
+    let by_id = app
+        .get(&format!("/inbox?id={}", d["id"].as_str().unwrap()), Auth::Bearer(key))
+        .await;
     assert_eq!(by_id.status, 404, "{}", by_id.body);
     let thread = app
-        .get(&format!("/inbox?thread={}", d["threadId"].as_str().unwrap()), Auth::Bearer(key))
+        .get(
+            &format!("/inbox?thread={}", d["threadId"].as_str().unwrap()),
+            Auth::Bearer(key),
+        )
         .await;
     assert_eq!(thread.status, 404, "its thread is gone too: {}", thread.body);
 
     // The API's delete for good takes only what is in the trash.
-    let refused = app.post("/inbox/delete", Auth::Bearer(key), json!({"id": e["id"]})).await;
+    let refused = app
+        .post("/inbox/delete", Auth::Bearer(key), json!({"id": e["id"]}))
+        .await;
     assert_eq!(refused.status, 409, "{}", refused.body);
     assert!(imap.find("INBOX", "<sync-e@example.org>").await.is_some());
     let trashed = app
@@ -393,9 +404,16 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
     // A mail app's own submission: it saves its own Sent copy (APPEND);
     // the service keeps none of its own and files no row from the append.
     let raw = "From: me@tom.example\r\nTo: pal@elsewhere.test\r\nBcc: hidden@elsewhere.test\r\nSubject: From the app\r\nMessage-ID: <app-sub@tom.example>\r\n\r\nBy hand.\r\n";
-    submit(rig.submission_port, "me@tom.example", &rig.password, "me@tom.example", &["pal@elsewhere.test"], raw)
-        .await
-        .unwrap();
+    submit(
+        rig.submission_port,
+        "me@tom.example",
+        &rig.password,
+        "me@tom.example",
+        &["pal@elsewhere.test"],
+        raw,
+    )
+    .await
+    .unwrap();
     imap.one(json!({"op": "append", "box": "Sent", "flags": "(\\Seen)", "raw": raw.replace("Bcc: hidden@elsewhere.test\r\n", "")}))
         .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -405,7 +423,10 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
         1,
         "no second copy: {copies:?}"
     );
-    assert!(listed(app, key, "<app-sub@tom.example>").await.is_none(), "no inbound row");
+    assert!(
+        listed(app, key, "<app-sub@tom.example>").await.is_none(),
+        "no inbound row"
+    );
 
     // An APPEND of old mail into INBOX (a migration tool): filed, marked
     // appended, never believed authenticated, and in step after.
@@ -415,7 +436,9 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
     let row = eventually("appended mail is filed", || listed(app, key, "<old-2019@example.net>")).await;
     assert_eq!(row["source"], "appended", "{row}");
     assert_eq!(row["unread"], false, "{row}");
-    let read = app.get(&format!("/inbox?id={}", row["id"].as_str().unwrap()), Auth::Bearer(key)).await;
+    let read = app
+        .get(&format!("/inbox?id={}", row["id"].as_str().unwrap()), Auth::Bearer(key))
+        .await;
     let auth = &read.body["message"]["authentication"];
     assert!(auth.is_null(), "no verdicts for appended mail: {}", read.body);
     // The same append again (a migration tool's retry) files nothing new.
@@ -449,9 +472,14 @@ async fn a_flag_on_many_messages_at_once_syncs_every_one(backend: Backend) {
         let raw = format!(
             "From: ann@example.org\r\nTo: me@tom.example\r\nSubject: Many {i}\r\nMessage-ID: <many-{i}@example.org>\r\n\r\nOne of many.\r\n"
         );
-        crate::mail_host::smtp_raw(rig.host.smtp_port, "ann@example.org", &["me@tom.example".into()], raw.as_bytes())
-            .await
-            .unwrap();
+        crate::mail_host::smtp_raw(
+            rig.host.smtp_port,
+            "ann@example.org",
+            &["me@tom.example".into()],
+            raw.as_bytes(),
+        )
+        .await
+        .unwrap();
     }
     within(600, "every message filed and in IMAP", || async {
         let rows = app.get("/inbox?limit=1", Auth::Bearer(key)).await.body;
@@ -477,7 +505,12 @@ async fn a_flag_on_many_messages_at_once_syncs_every_one(backend: Backend) {
 }
 
 /// The state both sides show of one message: (read, folder), or gone.
-async fn both_sides(app: &TestApp, key: &str, imap: &Imap, message_id: &str) -> (Option<(bool, String)>, Option<(bool, String)>) {
+async fn both_sides(
+    app: &TestApp,
+    key: &str,
+    imap: &Imap,
+    message_id: &str,
+) -> (Option<(bool, String)>, Option<(bool, String)>) {
     let api = listed(app, key, message_id)
         .await
         .map(|r| (r["unread"] == false, r["folder"].as_str().unwrap().to_string()));
@@ -502,7 +535,11 @@ async fn concurrent_changes_end_equal(backend: Backend) {
     let row = receive(&rig, &imap, "me@tom.example", "India", "<sync-i@example.org>").await;
     let id = row["id"].as_str().unwrap().to_string();
     for round in 0..6 {
-        let imap_flag = if round % 2 == 0 { "+FLAGS (\\Seen)" } else { "-FLAGS (\\Seen)" };
+        let imap_flag = if round % 2 == 0 {
+            "+FLAGS (\\Seen)"
+        } else {
+            "-FLAGS (\\Seen)"
+        };
         let (api_folder, imap_folder) = match round % 3 {
             0 => ("archive", "Trash"),
             1 => ("inbox", "Archive"),
@@ -532,6 +569,45 @@ async fn concurrent_changes_end_equal(backend: Backend) {
         })
         .await;
     }
+    // A session that had not looked since the API's change stores the flag
+    // it thinks it lacks: Dovecot logs nothing (its own view did not
+    // change), and the agent's second look still carries it to the store.
+    let (_, now) = both_sides(app, key, &imap, "<sync-i@example.org>").await;
+    let (seen_now, folder_now) = now.unwrap();
+    let folder_now = match folder_now.as_str() {
+        "archive" => "Archive",
+        "trash" => "Trash",
+        _ => "INBOX",
+    };
+    let flip = if seen_now { "+FLAGS (\\Seen)" } else { "-FLAGS (\\Seen)" };
+    // One session: it looks, waits while the API flips the flag and the
+    // agent writes it to IMAP, then stores on its old view.
+    let stale_session = imap.run(json!([
+        {"op": "select", "box": folder_now},
+        {"op": "uid_of", "messageId": "<sync-i@example.org>"},
+        {"op": "sleep", "seconds": 5},
+        {"op": "store_uid", "flags": flip},
+    ]));
+    let api_flip = async {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let flipped = app
+            .post("/inbox", Auth::Bearer(key), json!({"id": id, "unread": seen_now}))
+            .await;
+        assert_eq!(flipped.status, 200);
+        eventually("the API's flip in IMAP", || async {
+            let (_, in_imap) = both_sides(app, key, &imap, "<sync-i@example.org>").await;
+            (in_imap?.0 != seen_now).then_some(())
+        })
+        .await;
+    };
+    let (answers, ()) = tokio::join!(stale_session, api_flip);
+    assert!(answers.iter().all(|a| a.get("error").is_none()), "{answers:?}");
+    eventually("the app's later store wins on both sides", || async {
+        let (api, in_imap) = both_sides(app, key, &imap, "<sync-i@example.org>").await;
+        (api.as_ref()?.0 == seen_now && api == in_imap).then_some(())
+    })
+    .await;
+
     // An expunge in the app against a flag from the API: gone on both sides.
     let (_, now) = both_sides(app, key, &imap, "<sync-i@example.org>").await;
     let from = match now.map(|(_, f)| f).as_deref() {
@@ -566,7 +642,7 @@ impl Mbsync {
         std::fs::write(
             &rc,
             format!(
-                "IMAPAccount me\nHost 127.0.0.1\nPort {port}\nUser {user}\nPass {password}\nSSLType STARTTLS\n\
+                "IMAPAccount me\nHost localhost\nPort {port}\nUser {user}\nPass {password}\nSSLType STARTTLS\n\
                  CertificateFile {ca}\n\nIMAPStore remote\nAccount me\n\nMaildirStore local\nPath {local}/\n\
                  Inbox {local}/INBOX\nSubFolders Verbatim\n\nChannel me\nFar :remote:\nNear :local:\nPatterns *\n\
                  Create Near\nSync All\nExpunge Both\nSyncState *\n",
@@ -658,7 +734,10 @@ async fn a_real_mail_app_syncs_the_whole_mailbox(backend: Backend) {
     eventually("the API's changes in IMAP", || async {
         let archived = imap.find("Archive", "<sync-g@example.org>").await.is_some();
         let saved = imap.find("Sent", &sent_id).await.is_some();
-        let read = imap.find("INBOX", "<sync-f@example.org>").await.is_some_and(|c| seen(&c));
+        let read = imap
+            .find("INBOX", "<sync-f@example.org>")
+            .await
+            .is_some_and(|c| seen(&c));
         (archived && saved && read).then_some(())
     })
     .await;
@@ -669,7 +748,10 @@ async fn a_real_mail_app_syncs_the_whole_mailbox(backend: Backend) {
         assert!(mail_app.local.join(folder).is_dir(), "{folder} synced");
     }
     let f_file = mail_app.file_of("INBOX", "<sync-f@example.org>").expect("F synced");
-    assert!(maildir_flags(&f_file).contains('S'), "read in the API, seen in the app: {f_file:?}");
+    assert!(
+        maildir_flags(&f_file).contains('S'),
+        "read in the API, seen in the app: {f_file:?}"
+    );
     let h_file = mail_app.file_of("INBOX", "<sync-h@example.org>").expect("H synced");
     assert!(!maildir_flags(&h_file).contains('S'));
     assert!(mail_app.file_of("Archive", "<sync-g@example.org>").is_some());
@@ -753,13 +835,21 @@ async fn a_change_shows_through_the_other_door_within_a_second(backend: Backend)
     );
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     for kind in ["api_to_imap", "imap_to_api", "api_baseline", "imap_baseline"] {
-        let ms: Vec<f64> = result[kind].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let ms: Vec<f64> = result[kind]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
         let (p50, p99, max) = (percentile(&ms, 50.0), percentile(&ms, 99.0), percentile(&ms, 100.0));
         let store = match backend {
             Backend::Embedded => "embedded",
             Backend::Dynamodb => "dynamodb",
         };
-        eprintln!("sync latency {store} {kind}: n={} p50={p50:.0} ms p99={p99:.0} ms max={max:.0} ms", ms.len());
+        eprintln!(
+            "sync latency {store} {kind}: n={} p50={p50:.0} ms p99={p99:.0} ms max={max:.0} ms",
+            ms.len()
+        );
         if !kind.ends_with("baseline") {
             assert!(p50 < 1000.0 && p99 < 5000.0, "{kind}: p50 {p50} ms, p99 {p99} ms");
         }

@@ -23,6 +23,7 @@ mod local_edges;
 mod mail_host;
 mod mail_host_delivery;
 mod mailbox_sync;
+mod mailbox_sync_faults;
 mod mailboxes;
 mod mcp;
 mod mta_sync;

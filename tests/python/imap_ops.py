@@ -9,7 +9,9 @@ Operations ({"op": ...}): list, lsub, messages {box} (uid, flags,
 messageId, subject of each), store {box, messageId, flags: "+FLAGS (\\Seen)"},
 store_all {box, flags} (every message of the folder at once), move {box,
 messageId, to}, expunge {box, messageId} (\\Deleted, then UID EXPUNGE), append
-{box, flags, raw}, create {name} (a folder, its name in UTF-8).
+{box, flags, raw}, create {name} (a folder, its name in UTF-8); and for a
+session that does not look again: select {box}, uid_of {messageId}, sleep
+{seconds}, store_uid {flags, uid (default: the last uid_of's)}.
 """
 
 import imaplib
@@ -93,7 +95,7 @@ def messages(c, box):
     return found
 
 
-def run(c, op):
+def run(c, op, seen):
     kind = op["op"]
     if kind in ("list", "lsub"):
         data = check(c.list() if kind == "list" else c.lsub())
@@ -123,6 +125,23 @@ def run(c, op):
     if kind == "append":
         data = check(c.append(quoted(op["box"]), op.get("flags", "()"), None, op["raw"].encode()))
         return data[0].decode() if data and data[0] else ""
+    # A session that does not look again: select, find a UID, wait, then
+    # store on what it saw (a stale view).
+    if kind == "select":
+        check(c.select(quoted(op["box"])))
+        return True
+    if kind == "uid_of":
+        data = check(c.uid("SEARCH", "HEADER", "Message-ID", op["messageId"]))
+        seen["uid"] = int(data[0].decode().split()[0])
+        return seen["uid"]
+    if kind == "sleep":
+        import time
+
+        time.sleep(op["seconds"])
+        return True
+    if kind == "store_uid":
+        check(c.uid("STORE", str(op.get("uid", seen.get("uid"))), *op["flags"].split(" ", 1)))
+        return True
     if kind == "create":
         check(c.create(quoted(op["name"])))
         return True
@@ -135,10 +154,10 @@ def main():
     c = Client("127.0.0.1", int(port))
     c.starttls(ssl_context=ssl.create_default_context(cafile=cafile))
     c.login(user, password)
-    answers = []
+    answers, seen = [], {}
     for op in ops:
         try:
-            answers.append({"ok": run(c, op)})
+            answers.append({"ok": run(c, op, seen)})
         except Exception as e:  # the test reads what the server answered
             answers.append({"error": str(e)})
     c.logout()

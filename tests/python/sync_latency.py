@@ -97,6 +97,9 @@ def main():
                     ms = until(lambda: rows(base, key)[mid]["unread"] == unread)
             else:
                 flag = "-FLAGS" if unread else "+FLAGS"
+                # A mail app in IDLE has seen the other door's last change
+                # (a stale session's store is mailbox_sync's recheck case).
+                app.noop()
                 app.uid("STORE", uids[mid], flag, "(\\Seen)")
                 if kind == "imap_to_api":
                     ms = until(lambda: rows(base, key)[mid]["unread"] == unread)

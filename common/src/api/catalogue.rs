@@ -8,8 +8,7 @@ use crate::auth::Permission;
 use crate::error::*;
 use crate::service::{
     account, admin, api_keys, audit, credits, delivery, dmarc, domains, drafts, inbox, lists, mailbox_sync, mailboxes,
-    mta_export,
-    onboarding, outbox, pending, removal, send, submission, suppressions, webhooks,
+    mta_export, onboarding, outbox, pending, removal, send, submission, suppressions, webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;

@@ -25,7 +25,11 @@ pub async fn delete_row(ctx: &Context, scope: &str, row: &Row) -> Result<bool, A
             None => thread(ctx, scope, &row.thread_id).await?,
         };
         let ms = ctx.clock.now().timestamp_millis();
-        match ctx.store.transact(delete_writes(scope, &row, summary.as_ref(), ms)).await {
+        match ctx
+            .store
+            .transact(delete_writes(scope, &row, summary.as_ref(), ms))
+            .await
+        {
             Ok(()) => {
                 deleted = true;
                 break;

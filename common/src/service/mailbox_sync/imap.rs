@@ -8,6 +8,7 @@
 //! with the mailbox login as the actor.
 
 use base64::Engine;
+use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -105,58 +106,91 @@ enum Outcome {
     Unknown,
 }
 
+/// Messages of one mailbox whose changes are applied at once (each
+/// message's own changes stay in order).
+const AT_ONCE: usize = 16;
+
 pub async fn report(call: &Call<'_>, input: ImapInput) -> Result<ImapApplied, ApiError> {
+    let ctx = call.ctx;
     let (mut applied, mut ignored, mut unknown) = (0, 0, Vec::new());
-    // What each mailbox's changes did, for one audit row per mailbox.
-    let mut audited: Vec<(String, String, Vec<Map<String, Value>>)> = Vec::new();
+    // Each mailbox's changes, in order.
+    let mut by_mailbox: Vec<(String, Vec<ImapChange>)> = Vec::new();
     for change in input.changes.0 {
         let address = change.mailbox.to_ascii_lowercase();
-        let Some(mailbox) = mailboxes::by_address(call.ctx, &address).await? else {
-            ignored += 1;
+        match by_mailbox.iter_mut().find(|(a, _)| *a == address) {
+            Some((_, list)) => list.push(change),
+            None => by_mailbox.push((address, vec![change])),
+        }
+    }
+    for (address, changes) in by_mailbox {
+        let Some(mailbox) = mailboxes::by_address(ctx, &address).await? else {
+            ignored += changes.len();
             continue;
         };
         if !mailbox.is_active() || !mailbox.mode.stores() {
-            ignored += 1;
+            ignored += changes.len();
             continue;
         }
         let seq_key = keys::mailbox_sync_seq(&mailbox.address);
-        let last = call
-            .ctx
+        let last = ctx
             .store
             .get(&seq_key)
             .await?
             .and_then(|i| i.get("seq").and_then(Value::as_i64))
             .unwrap_or(0);
-        if change.seq <= last {
-            ignored += 1;
+        let Some(highest) = changes.iter().map(|c| c.seq).max() else {
             continue;
-        }
-        let scope = mailbox.reading_scope(&call.ctx.config.service_domain);
-        match apply(call.ctx, &scope, &mailbox.address, &change).await? {
-            Outcome::Unknown => {
-                // Not numbered as applied: it comes again with a new number.
-                unknown.push(change.seq);
-                continue;
+        };
+        let (fresh, seen): (Vec<ImapChange>, Vec<ImapChange>) = changes.into_iter().partition(|c| c.seq > last);
+        ignored += seen.len();
+        // Each message's changes in order; different messages at once.
+        let mut by_message: Vec<Vec<ImapChange>> = Vec::new();
+        for change in fresh {
+            match by_message.iter_mut().find(|l| l[0].message_id == change.message_id) {
+                Some(list) => list.push(change),
+                None => by_message.push(vec![change]),
             }
-            Outcome::Ignored => ignored += 1,
-            Outcome::Applied(detail) => {
-                applied += 1;
-                match audited.iter_mut().find(|(a, _, _)| *a == mailbox.address) {
-                    Some((_, _, details)) => details.push(detail),
-                    None => audited.push((mailbox.address.clone(), mailbox.uid.clone(), vec![detail])),
+        }
+        let scope = mailbox.reading_scope(&ctx.config.service_domain);
+        let (scope, address) = (scope.as_str(), mailbox.address.as_str());
+        let outcomes: Vec<Result<Vec<(i64, Outcome)>, ApiError>> = futures::stream::iter(by_message)
+            .map(|list| async move {
+                let mut done = Vec::new();
+                for change in list {
+                    done.push((change.seq, apply(ctx, scope, address, &change).await?));
+                }
+                Ok(done)
+            })
+            .buffer_unordered(AT_ONCE)
+            .collect()
+            .await;
+        let mut details = Vec::new();
+        for outcome in outcomes {
+            for (seq, outcome) in outcome? {
+                match outcome {
+                    // Not applied: it comes again with a new number.
+                    Outcome::Unknown => unknown.push(seq),
+                    Outcome::Ignored => ignored += 1,
+                    Outcome::Applied(detail) => {
+                        applied += 1;
+                        details.push(detail);
+                    }
                 }
             }
         }
-        let numbered = Update::new().set("seq", change.seq);
-        let newer = Cond::Or(vec![Cond::NotExists, Cond::Lt("seq".into(), change.seq)]);
-        match call.ctx.store.update(&seq_key, numbered, Some(newer)).await {
+        // Numbered only once every change of the batch is applied: a batch
+        // cut short is applied again whole (each change sets a state).
+        let numbered = Update::new().set("seq", highest);
+        let newer = Cond::Or(vec![Cond::NotExists, Cond::Lt("seq".into(), highest)]);
+        match ctx.store.update(&seq_key, numbered, Some(newer)).await {
             Ok(_) | Err(StoreError::ConditionFailed) => {}
             Err(e) => return Err(e.into()),
         }
+        if !details.is_empty() {
+            audit(call, &mailbox.address, &mailbox.uid, details).await;
+        }
     }
-    for (address, uid, details) in audited {
-        audit(call, &address, &uid, details).await;
-    }
+    unknown.sort_unstable();
     Ok(ImapApplied {
         ok: true,
         applied,
@@ -199,7 +233,10 @@ async fn row_of(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) 
 
 async fn apply(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) -> Result<Outcome, ApiError> {
     let mut detail = Map::new();
-    detail.insert("messageId".into(), json!(change.message_id.chars().take(200).collect::<String>()));
+    detail.insert(
+        "messageId".into(),
+        json!(change.message_id.chars().take(200).collect::<String>()),
+    );
     let row = match row_of(ctx, scope, mailbox, change).await? {
         Some(row) => row,
         None => match (&change.raw, change.place.and_then(Place::folder)) {
