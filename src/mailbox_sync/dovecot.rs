@@ -20,7 +20,7 @@ pub const JUNK: &str = "Junk";
 const IDS_PER_SEARCH: usize = 50;
 /// Past this many Message-IDs of one mailbox, one pass over all its mail
 /// costs less than searches.
-const IDS_FOR_A_PASS: usize = 200;
+const IDS_FOR_A_PASS: usize = 100;
 
 /// One copy of a message in a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]

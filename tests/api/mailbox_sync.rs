@@ -556,13 +556,21 @@ async fn concurrent_changes_end_equal(backend: Backend) {
             {"op": "store", "box": from, "messageId": "<sync-i@example.org>", "flags": imap_flag},
             {"op": "move", "box": from, "messageId": "<sync-i@example.org>", "to": imap_folder},
         ]));
-        let api_side = app.post(
-            "/inbox",
-            Auth::Bearer(key),
-            json!({"id": id, "unread": round % 2 == 0, "folder": api_folder}),
-        );
-        let (_, answered) = tokio::join!(app_side, api_side);
+        let api_side = async {
+            // Sometimes the app goes first, sometimes the API.
+            tokio::time::sleep(Duration::from_millis(round as u64 * 60)).await;
+            app.post(
+                "/inbox",
+                Auth::Bearer(key),
+                json!({"id": id, "unread": round % 2 == 0, "folder": api_folder}),
+            )
+            .await
+        };
+        let (answers, answered) = tokio::join!(app_side, api_side);
         assert_eq!(answered.status, 200, "{}", answered.body);
+        // The app's commands found the message, or the API's move took it
+        // away first (then only the API's change happened).
+        assert!(answers.iter().all(|a| a.get("error").is_none()), "{from}: {answers:?}");
         eventually(&format!("round {round}: both sides equal"), || async {
             let (api, in_imap) = both_sides(app, key, &imap, "<sync-i@example.org>").await;
             (api.is_some() && api == in_imap).then_some(())
@@ -582,10 +590,11 @@ async fn concurrent_changes_end_equal(backend: Backend) {
     let flip = if seen_now { "+FLAGS (\\Seen)" } else { "-FLAGS (\\Seen)" };
     // One session: it looks, waits while the API flips the flag and the
     // agent writes it to IMAP, then stores on its old view.
+    let go = rig.host.dir.join("stale-go");
     let stale_session = imap.run(json!([
         {"op": "select", "box": folder_now},
         {"op": "uid_of", "messageId": "<sync-i@example.org>"},
-        {"op": "sleep", "seconds": 5},
+        {"op": "wait_file", "path": go},
         {"op": "store_uid", "flags": flip},
     ]));
     let api_flip = async {
@@ -599,6 +608,7 @@ async fn concurrent_changes_end_equal(backend: Backend) {
             (in_imap?.0 != seen_now).then_some(())
         })
         .await;
+        std::fs::write(&go, b"").unwrap();
     };
     let (answers, ()) = tokio::join!(stale_session, api_flip);
     assert!(answers.iter().all(|a| a.get("error").is_none()), "{answers:?}");
@@ -761,7 +771,19 @@ async fn a_real_mail_app_syncs_the_whole_mailbox(backend: Backend) {
     // reach the API.
     let seen_name = format!("{}S", h_file.display());
     std::fs::rename(&h_file, &seen_name).unwrap();
-    let trash = mail_app.local.join("Trash/cur").join(f_file.file_name().unwrap());
+    // Moved between folders, a file loses mbsync's UID (`,U=<n>`), as a
+    // maildir app moving it does.
+    let name = f_file.file_name().unwrap().to_string_lossy().to_string();
+    let name = match name.find(",U=") {
+        Some(at) => {
+            let end = name[at + 3..]
+                .find(|c: char| !c.is_ascii_digit())
+                .map_or(name.len(), |e| at + 3 + e);
+            format!("{}{}", &name[..at], &name[end..])
+        }
+        None => name,
+    };
+    let trash = mail_app.local.join("Trash/cur").join(name);
     std::fs::rename(&f_file, &trash).unwrap();
     mail_app.sync().await;
     eventually("the app's read and trash reach the API", || async {

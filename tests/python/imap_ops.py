@@ -10,8 +10,8 @@ messageId, subject of each), store {box, messageId, flags: "+FLAGS (\\Seen)"},
 store_all {box, flags} (every message of the folder at once), move {box,
 messageId, to}, expunge {box, messageId} (\\Deleted, then UID EXPUNGE), append
 {box, flags, raw}, create {name} (a folder, its name in UTF-8); and for a
-session that does not look again: select {box}, uid_of {messageId}, sleep
-{seconds}, store_uid {flags, uid (default: the last uid_of's)}.
+session that does not look again: select {box}, uid_of {messageId}, wait_file
+{path} (until the test makes it), store_uid {flags, uid (default: the last uid_of's)}.
 """
 
 import imaplib
@@ -134,10 +134,15 @@ def run(c, op, seen):
         data = check(c.uid("SEARCH", "HEADER", "Message-ID", op["messageId"]))
         seen["uid"] = int(data[0].decode().split()[0])
         return seen["uid"]
-    if kind == "sleep":
+    if kind == "wait_file":
+        import os
         import time
 
-        time.sleep(op["seconds"])
+        started = time.monotonic()
+        while not os.path.exists(op["path"]):
+            if time.monotonic() - started > 60:
+                raise TimeoutError(op["path"])
+            time.sleep(0.05)
         return True
     if kind == "store_uid":
         check(c.uid("STORE", str(op.get("uid", seen.get("uid"))), *op["flags"].split(" ", 1)))
