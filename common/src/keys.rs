@@ -157,6 +157,12 @@ pub fn holds(uid: &str) -> String {
 /// `DUE/<dueAt>#<id>`: the scheduled sends, in the order they are due.
 pub const DUE: &str = "DUE";
 
+/// `WAITING#<uid>`: an account's sends still waiting (held or scheduled),
+/// `<ms>-<id>` each: what its owner lists, and what revoking a key cancels.
+pub fn waiting_sends(uid: &str) -> String {
+    format!("WAITING#{uid}")
+}
+
 /// `CONTACT#<owner>/<address>`: someone the sender has mailed.
 pub fn contact(owner: &str, address: &str) -> Key {
     Key::new(format!("CONTACT#{owner}"), address.to_ascii_lowercase())
@@ -170,6 +176,12 @@ pub fn audit_log(owner: &str) -> String {
 /// `AUDIT#<owner>/<ms>-<hex>`: one change in an account's audit log.
 pub fn audit_change(owner: &str, sk: &str) -> Key {
     Key::new(audit_log(owner), sk)
+}
+
+/// `AUDITRUN#<owner>/<minute>#<digest>` {row}: the audit row that counts one
+/// actor's refusals of one kind in one minute.
+pub fn audit_run(owner: &str, minute: i64, digest: &str) -> Key {
+    Key::new(format!("AUDITRUN#{owner}"), format!("{minute}#{digest}"))
 }
 
 // ------------------------------------------------------------ stored mail

@@ -59,6 +59,10 @@ messages! {
     /// The DKIM record's host.
     DKIM_MISMATCH = "The DKIM record at {} does not match; copy the value from the instructions.";
     CLAIM_LAPSED = "Not verified within 7 days; the name was released.";
+
+    // ---------------------------------------------- why a waiting send did not go
+    SEND_KEY_REVOKED = "Cancelled: the key that asked for it was revoked.";
+    SEND_HELD_TOO_LONG = "Expired unsent: sending was paused (or the agent key frozen) until 24 hours past its time.";
 }
 
 #[cfg(test)]

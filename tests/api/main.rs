@@ -17,6 +17,7 @@ mod errors_seen;
 mod guardrails;
 mod hardening;
 mod inbox;
+mod key_scope;
 mod lambda_functions;
 mod lists;
 mod local_edges;

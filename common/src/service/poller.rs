@@ -159,7 +159,7 @@ async fn one(ctx: &Context, key: &str) -> Result<Option<File>, ApiError> {
     let result = match inbound::parse(&raw, &Limits::default()) {
         Err(refused) => Err(refused.0),
         // DMARC reports first: no mailbox, whoever holds the address, sees them.
-        Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &raw).await?,
+        Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &message, &raw).await?,
         Ok(message) => match report_to(ctx, &message) {
             Some(return_path) => report(ctx, &message, &return_path, &raw).await?,
             None => file(ctx, &message, &raw).await?,
@@ -204,11 +204,16 @@ fn to_dmarc(ctx: &Context, message: &Inbound) -> bool {
     recipient.is_some_and(|r| dmarc::addressed_to_us(ctx, r))
 }
 
-/// Keeps a DMARC aggregate report (never filed as mail); one that cannot be
-/// read, or costs too much to, is kept as failed with the reason.
-async fn dmarc_report(ctx: &Context, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
+/// Keeps a DMARC aggregate report (never filed as mail) with its mail's
+/// verdicts, judged as any received mail is; one that cannot be read, or
+/// costs too much to, is kept as failed with the reason.
+async fn dmarc_report(ctx: &Context, message: &Inbound, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
     let (_, body) = inbound::Envelope::split(raw);
-    Ok(match dmarc::consume(ctx, body).await? {
+    let mail = dmarc::ReportMail {
+        from: message.from.clone(),
+        authentication: authentication(ctx, message, raw).await,
+    };
+    Ok(match dmarc::consume(ctx, body, mail).await? {
         Intake::Refused(reason) => Err(reason),
         done => {
             tracing::info!(outcome = ?done, "a DMARC report was read");
@@ -290,23 +295,11 @@ async fn file_for(
         let spoofed = auth.as_ref().is_some_and(|a| a.spoofed);
         let quarantine = match spoofed && !mailbox.accept_spoofed {
             true => Some(Quarantine::Spoofed),
-            false => lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &message.from).await?,
-        };
-        // Someone who wrote here (genuinely) is no first contact to write
-        // back to: remembered in the filing's transaction.
-        let also = match quarantine.is_none() && !spoofed {
-            true => {
-                let owner = super::sent::owner_of(&mailbox.uid);
-                super::contacts::heard_from_write(ctx, &owner, &message.from)
-                    .into_iter()
-                    .collect()
-            }
-            false => Vec::new(),
+            false => listed(ctx, &mailbox, message).await?,
         };
         let filing = NewMessage {
             authentication: auth.as_ref(),
             quarantine,
-            also,
             ..as_new(message, &scope, &mailbox.address)
         };
         match mail_store::file(ctx, &filing).await? {
@@ -318,6 +311,26 @@ async fn file_for(
         return Ok(Err("no recipient is a mailbox of this service".into()));
     }
     Ok(Ok((new, duplicates)))
+}
+
+/// What the mailbox's receive lists say of a message: judged by each address
+/// its From headers name, the first that keeps it out wins (a message naming
+/// a blocked sender beside an allowed one stays out).
+async fn listed(
+    ctx: &Context,
+    mailbox: &mailboxes::Mailbox,
+    message: &Inbound,
+) -> Result<Option<Quarantine>, ApiError> {
+    let mut authors = message.judged_authors();
+    if authors.is_empty() {
+        authors.push(message.from.clone());
+    }
+    for author in authors {
+        if let Some(kept) = lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &author).await? {
+            return Ok(Some(kept));
+        }
+    }
+    Ok(None)
 }
 
 /// The verdicts on a received message: checked here, through the service's
@@ -337,6 +350,7 @@ async fn authentication(ctx: &Context, message: &Inbound, raw: &[u8]) -> Authent
         resolver,
         body,
         envelope,
+        &message.judged_authors(),
         &ctx.config.mail_host,
         &ctx.config.trusted_arc_sealers,
     )

@@ -110,6 +110,7 @@ async fn flat_page(
         messages,
         unread_in_page,
         next_cursor,
+        envelope: None,
     })
 }
 
@@ -147,6 +148,7 @@ async fn threads_page(
         ok: true,
         threads,
         next_cursor,
+        envelope: None,
     })
 }
 
@@ -163,10 +165,7 @@ async fn read_thread(
     Ok(match boundary {
         None => view,
         Some(b) => ThreadView {
-            thread: Thread {
-                subject: b.wrap(&view.thread.subject),
-                ..view.thread
-            },
+            thread: b.thread(view.thread),
             messages: view.messages.into_iter().map(|s| b.summary(s)).collect(),
             envelope: Some(b.describe(None)),
             ..view
@@ -288,7 +287,7 @@ pub(super) async fn read_message(
     let (message, envelope) = match boundary {
         None => (message, None),
         Some(b) => {
-            let envelope = b.describe(Some(&message.summary));
+            let envelope = b.describe_read(&message.summary);
             (b.message(message), Some(envelope))
         }
     };
@@ -333,10 +332,11 @@ crate::input! {
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    if input.view.is_some() {
-        return quarantine_page(call, &scope, input.cursor.as_deref(), limit).await;
-    }
-    flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await
+    let page = match input.view {
+        Some(_) => quarantine_page(call, &scope, input.cursor.as_deref(), limit).await?,
+        None => flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await?,
+    };
+    Boundary::new().list(page)
 }
 
 crate::input! {
@@ -388,14 +388,15 @@ crate::input! {
 pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<ThreadList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    threads_page(
+    let page = threads_page(
         call,
         &scope,
         input.folder.unwrap_or(Folder::Inbox),
         input.cursor.as_deref(),
         limit,
     )
-    .await
+    .await?;
+    Ok(Boundary::new().threads(page))
 }
 
 crate::input! {
@@ -432,7 +433,7 @@ crate::input! {
 pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    search_scope(call, &scope, &input.q, input.folder, limit).await
+    Boundary::new().list(search_scope(call, &scope, &input.q, input.folder, limit).await?)
 }
 
 #[cfg(test)]
@@ -498,6 +499,7 @@ mod tests {
                     by_arc: None,
                 }),
                 arc: None,
+                authors: None,
             }),
             quarantine: Some(mail_store::Quarantined {
                 reason: mail_store::Quarantine::Spoofed,

@@ -337,6 +337,8 @@ async fn audit(call: &Call<'_>, address: &str, uid: &str, details: Vec<Map<Strin
         target,
         status: 200,
         error: None,
+        count: None,
+        last_at: None,
         details: details.into_iter().take(100).collect(),
         via: "imap".into(),
         request_id: call.request_id.clone(),
