@@ -374,11 +374,11 @@ impl Agent {
                 Kind::Save if !app_own(place) => {
                     // Appended mail: its bytes, for a message the store
                     // does not hold (it files it as appended).
-                    let raw = match self.doveadm.text(&l.user, &l.folder, l.uid) {
-                        Ok(raw) if raw.len() <= APPENDED_LIMIT => {
+                    let raw = match self.appended_text(l)? {
+                        Some(raw) if raw.len() <= APPENDED_LIMIT => {
                             Some(base64::engine::general_purpose::STANDARD.encode(raw))
                         }
-                        Ok(raw) => {
+                        Some(raw) => {
                             eprintln!(
                                 "mailbox-sync: appended mail of {} bytes in {}'s {} stays in IMAP alone",
                                 raw.len(),
@@ -387,8 +387,8 @@ impl Agent {
                             );
                             None
                         }
-                        // Moved or expunged already: its later lines say where.
-                        Err(_) => None,
+                        // Expunged already: its later lines say so.
+                        None => None,
                     };
                     changes.push(Change {
                         raw,
@@ -417,6 +417,34 @@ impl Agent {
             }
         }
         Ok(changes)
+    }
+
+    /// The bytes of mail a client appended, wherever it is now: at its
+    /// folder and UID, or, moved on already (the app appended, then moved it
+    /// before this round), found by its Message-ID in the folders the store
+    /// mirrors. `None` once it is gone. An error is Dovecot's (down,
+    /// restarting): the round fails and reads these lines again, since
+    /// reporting the append without its bytes would leave the message in
+    /// IMAP alone.
+    fn appended_text(&self, l: &Logged) -> anyhow::Result<Option<Vec<u8>>> {
+        if let Ok(raw) = self.doveadm.text(&l.user, &l.folder, l.uid)
+            && !raw.is_empty()
+        {
+            return Ok(Some(raw));
+        }
+        if l.message_id.is_empty() {
+            return Ok(None);
+        }
+        for copy in self.doveadm.copies(&l.user, &[&l.message_id])? {
+            if app_own(place_of(&copy.folder)) {
+                continue;
+            }
+            let raw = self.doveadm.text(&l.user, &copy.folder, copy.uid)?;
+            if !raw.is_empty() {
+                return Ok(Some(raw));
+            }
+        }
+        Ok(None)
     }
 
     /// Reports changes; the numbers of those about messages the store does

@@ -237,6 +237,13 @@ async fn the_sync_loses_nothing_to_its_faults(backend: Backend) {
     for i in 9..11 {
         ops.push(json!({"op": "expunge", "box": "INBOX", "messageId": mid(i)}));
     }
+    // Old mail appended and moved on before the agent read its append: its
+    // bytes are found where it went.
+    let moved_on = "<fault-moved@example.org>";
+    ops.push(json!({"op": "append", "box": "INBOX", "flags": "()", "raw": format!(
+        "From: old@example.net\r\nTo: me@tom.example\r\nSubject: Moved on\r\nMessage-ID: {moved_on}\r\nDate: Mon, 7 Jan 2019 10:00:00 +0000\r\n\r\nOld.\r\n"
+    )}));
+    ops.push(json!({"op": "move", "box": "INBOX", "messageId": moved_on, "to": "Archive"}));
     for answer in imap.run(json!(ops)).await {
         assert!(answer.get("error").is_none(), "{answer}");
     }
@@ -287,7 +294,12 @@ async fn the_sync_loses_nothing_to_its_faults(backend: Backend) {
         (api == in_imap).then_some((api, in_imap))
     })
     .await;
-    assert_eq!(api.len(), 22, "24 received, 2 expunged: {api:?}");
+    assert_eq!(api.len(), 23, "24 received, 2 expunged, 1 appended: {api:?}");
+    assert_eq!(
+        api.iter().find(|(m, _, _)| m == moved_on),
+        Some(&(moved_on.to_string(), false, "archive".to_string())),
+        "appended, then moved before the agent looked: filed where it went"
+    );
     assert_eq!(api, in_imap);
     let state = |i: usize| api.iter().find(|(m, _, _)| *m == mid(i)).cloned();
     for i in (0..6).chain(11..15).chain([17]) {
