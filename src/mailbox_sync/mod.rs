@@ -70,8 +70,13 @@ pub struct Settings {
 
 /// Changes one request reports at most (the service's limit).
 const CHANGES_PER_REQUEST: usize = 100;
-/// Log bytes read at a time.
-const READ_BUDGET: u64 = 1 << 20;
+/// Log bytes read, reported and saved as done at a time: a round cut short
+/// (the service or Dovecot down, the agent killed) reports again at most
+/// this much (a few hundred changes), not the whole backlog.
+const READ_BUDGET: u64 = 64 << 10;
+/// Appended bytes (base64) one request carries beside other changes; a
+/// larger message goes alone.
+const RAW_PER_REQUEST: usize = 1 << 20;
 /// The largest appended message sent to the service (its submission
 /// limit); a larger one stays in IMAP alone.
 const APPENDED_LIMIT: usize = 4 * 1024 * 1024;
@@ -453,15 +458,17 @@ impl Agent {
         let mut unknown = Vec::new();
         let mut batch: Vec<&Change> = Vec::new();
         let mut batches = Vec::new();
+        let mut raw_bytes = 0;
         for change in changes {
-            // Appended bytes go one message a request.
-            if (change.raw.is_some() || batch.len() == CHANGES_PER_REQUEST) && !batch.is_empty() {
+            // Appended bytes share a request up to RAW_PER_REQUEST (the
+            // service files a request's messages side by side).
+            let raw = change.raw.as_ref().map_or(0, String::len);
+            if (batch.len() == CHANGES_PER_REQUEST || raw_bytes + raw > RAW_PER_REQUEST) && !batch.is_empty() {
                 batches.push(std::mem::take(&mut batch));
+                raw_bytes = 0;
             }
             batch.push(change);
-            if change.raw.is_some() {
-                batches.push(std::mem::take(&mut batch));
-            }
+            raw_bytes += raw;
         }
         if !batch.is_empty() {
             batches.push(batch);
