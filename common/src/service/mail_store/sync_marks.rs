@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Direction, Row};
+use super::{Direction, Row, blob_prefix};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
@@ -150,4 +150,53 @@ pub async fn clear(ctx: &Context, sk: &str, stamp: &str) -> Result<bool, ApiErro
 /// A mark as stored, by its sort key.
 pub async fn mark(ctx: &Context, sk: &str) -> Result<Option<Mark>, ApiError> {
     Ok(crate::store::StoreExt::read(&*ctx.store, &Key::new(keys::mailbox_sync_marks(), sk)).await?)
+}
+
+// ------------------------------------------------- sent copies
+
+/// The blob that holds a send's bytes until the mail host saved them.
+fn blob_key(from: &str, delivery: &str) -> String {
+    format!("{}sent-copies/{delivery}.eml", blob_prefix(from))
+}
+
+/// Whether a send keeps a copy for IMAP: sent through the API (`source`
+/// `api`), from a mailbox of a customer's domain (the service domain's
+/// senders are the service's own: access codes, the agent key).
+pub fn keeps_copy(ctx: &Context, source: &str, from: &str) -> bool {
+    let domain = crate::values::email_domain(from);
+    source == "api" && !domain.is_empty() && !domain.eq_ignore_ascii_case(ctx.config.service_domain.as_str())
+}
+
+/// Stores a send's bytes and gives the mark to write with its delivery
+/// record (none when it keeps no copy).
+pub async fn prepare_sent(
+    ctx: &Context,
+    source: &str,
+    from: &str,
+    message_id: &str,
+    delivery: &str,
+    raw: &[u8],
+) -> Result<Option<Write>, ApiError> {
+    if !keeps_copy(ctx, source, from) {
+        return Ok(None);
+    }
+    let blob = blob_key(from, delivery);
+    ctx.blobs
+        .put(&blob, raw.to_vec(), "message/rfc822")
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let ms = ctx.clock.now().timestamp_millis();
+    Ok(Some(sent_mark(from, message_id, delivery, &blob, ms)))
+}
+
+/// A send the relay refused whole went nowhere: no Sent copy.
+pub async fn withdraw_sent(ctx: &Context, source: &str, from: &str, delivery: &str) {
+    if !keeps_copy(ctx, source, from) {
+        return;
+    }
+    let key = Key::new(crate::keys::mailbox_sync_marks(), format!("s#{delivery}"));
+    if let Err(e) = ctx.store.delete(&key, None).await {
+        tracing::warn!(error = %e, delivery, "a refused send's Sent mark was not withdrawn");
+    }
+    let _ = ctx.blobs.delete(&blob_key(from, delivery)).await;
 }
