@@ -469,6 +469,12 @@ mod tests {
             quarantine: None,
             ttl: None,
             owner_only: false,
+            from_name: Some("Zoë \"Z\" \u{1}".into()),
+            cc: vec!["c@example.org".into()],
+            bcc: Vec::new(),
+            reply_to: vec!["r@example.org".into()],
+            names: [("c@example.org".to_string(), "Cé".to_string())].into(),
+            references: vec!["<root@example.org>".into()],
         }
     }
 
@@ -533,6 +539,9 @@ mod tests {
             judged(),
             Row {
                 owner_only: true,
+                bcc: vec!["hidden@example.org".into()],
+                from_name: None,
+                names: Default::default(),
                 direction: Direction::Outbound,
                 quarantine: None,
                 authentication: judged()
@@ -557,6 +566,7 @@ mod tests {
             let text = from_text.get();
             assert!(!text.contains("body") && !text.contains("blobPrefix") && !text.contains("\"pk\""));
             assert!(!text.contains("digest") && !text.contains("ttl") && !text.contains("dmarc"));
+            assert!(!text.contains("references"), "a list row carries no References");
             // Same fields in the same order: without attachments or a
             // quarantine (whose stored keys are sorted) the two encodings are
             // the same bytes.

@@ -40,7 +40,7 @@ pub mod sync_marks;
 pub use blobs::{blob_prefix, body, preview};
 pub use changes::{loaded_rows, move_thread, set_unread};
 pub use delete::{delete_row, delete_thread};
-pub use filing::{NewMessage, file};
+pub use filing::{Named, NewMessage, file};
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
 pub use pages::{
     FILTER_SCAN, by_id, by_message_id, covered, newest, page, page_raw, page_raw_where, quarantined, thread,
