@@ -25,6 +25,8 @@ mod local_edges;
 mod local_zone;
 mod mail_host;
 mod mail_host_delivery;
+mod mailbox_sync;
+mod mailbox_sync_faults;
 mod mailboxes;
 mod mcp;
 mod mta_sync;

@@ -26,6 +26,7 @@ use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, QuarantineView,
 
 mod attachment;
 mod boundary;
+mod delete;
 mod mark;
 mod read;
 mod shapes;
@@ -33,6 +34,7 @@ mod wait;
 
 pub use crate::service::boundary::{Boundary, Envelope, Provenance};
 pub use attachment::*;
+pub use delete::*;
 pub use mark::*;
 pub use read::*;
 pub use shapes::*;
