@@ -4,6 +4,8 @@
 pub mod maillog;
 pub mod milter;
 pub mod mta_sync;
+pub mod spam_training;
+pub mod verdict;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -9,6 +9,7 @@ pub mod message;
 pub mod received;
 pub mod ses;
 pub mod smtp;
+pub mod spam;
 pub mod spool;
 
 use async_trait::async_trait;

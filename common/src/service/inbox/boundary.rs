@@ -93,6 +93,7 @@ impl Boundary {
                 authentication: s.authentication.as_ref().map(|a| a.summary),
                 spoofed: s.authentication.as_ref().is_some_and(|a| a.spoofed),
                 quarantine: s.quarantine.as_ref().map(|q| q.reason),
+                spam: crate::service::spam::in_words(s),
             }),
         }
     }
@@ -129,6 +130,10 @@ pub struct Provenance {
     /// Why it is kept out of the inbox, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<Quarantine>,
+    /// The content verdict in words: judged spam and kept out, scanned and
+    /// filed in the inbox, or not scanned at all (received mail).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spam: Option<String>,
 }
 
 #[cfg(test)]
