@@ -924,7 +924,7 @@ pub static INBOX: Section = Section {
                 SPAM_QUARANTINED,
                 NOT_FOUND,
             ],
-            io: io!(inbox::mark_spam, inbox::SpamInput, spam::report::Reported),
+            io: io!(inbox::mark_spam, inbox::SpamInput, inbox::Reported),
         },
         // The mail host's side: what the owners' spam reports teach its rspamd.
         Operation {

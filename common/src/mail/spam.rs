@@ -100,7 +100,8 @@ impl SpamVerdict {
 
     /// The verdict header's value, as the mail host's rspamd writes it:
     /// `{"score": 15, "action": "reject", "symbols": {"GTUBE": 15, ...}}`.
-    /// Symbols without weight are left out, the rest kept heaviest first.
+    /// The rules are kept heaviest first (the mail host sends those that
+    /// weighed, or, when none did, those that fired).
     pub fn from_header(value: &str) -> Option<SpamVerdict> {
         #[derive(Deserialize)]
         struct Written {
@@ -116,7 +117,7 @@ impl SpamVerdict {
         let mut symbols: Vec<SpamSymbol> = written
             .symbols
             .into_iter()
-            .filter(|(name, score)| score.is_finite() && *score != 0.0 && is_symbol_name(name))
+            .filter(|(name, score)| score.is_finite() && is_symbol_name(name))
             .map(|(name, score)| SpamSymbol {
                 name,
                 score: round(score),
@@ -261,7 +262,7 @@ mod tests {
         assert_eq!(v.score, 8.73);
         assert_eq!(v.action, SpamAction::AddHeader);
         let names: Vec<&str> = v.symbols.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["MISSING_MID", "DATE_IN_PAST", "MIME_GOOD"]);
+        assert_eq!(names, ["MISSING_MID", "DATE_IN_PAST", "MIME_GOOD", "ZERO"]);
         assert!(v.is_spam(None));
         assert!(!v.is_spam(Some(9.0)));
         assert!(v.is_spam(Some(8.0)));

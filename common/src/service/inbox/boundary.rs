@@ -93,7 +93,10 @@ impl Boundary {
                 authentication: s.authentication.as_ref().map(|a| a.summary),
                 spoofed: s.authentication.as_ref().is_some_and(|a| a.spoofed),
                 quarantine: s.quarantine.as_ref().map(|q| q.reason),
-                spam: crate::service::spam::in_words(s),
+                spam: (s.direction == super::Direction::Inbound).then(|| {
+                    let in_spam = s.quarantine.as_ref().is_some_and(|q| q.reason == Quarantine::Spam);
+                    crate::service::spam::in_words(s.spam.as_ref(), in_spam)
+                }),
             }),
         }
     }

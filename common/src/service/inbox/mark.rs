@@ -117,5 +117,5 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
 #[serde(untagged)]
 pub enum MarkOutput {
     Thread(ThreadView),
-    Reported(crate::service::spam::report::Reported),
+    Reported(super::Reported),
 }

@@ -2,7 +2,23 @@
 //! tool `mark_spam`. What a report does is `service::spam::report`.
 
 use super::*;
-use crate::service::spam::report::{self, Reported};
+use crate::service::spam::report;
+
+/// What a report answers.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Reported {
+    pub ok: bool,
+    /// The message as it now is: in the spam folder (`quarantine {reason:
+    /// spam}`), or back in the inbox, unread, on its thread.
+    pub message: Summary,
+    /// False when it was where the report puts it already (nothing changed,
+    /// nothing is taught).
+    pub moved: bool,
+    /// The mail host's rspamd will learn from it (a move of a message whose
+    /// received file the spool still keeps).
+    pub learning: bool,
+}
 
 /// A report names one message and changes nothing else.
 pub(super) fn alone(input: MarkInput) -> Result<MarkInput, ApiError> {
@@ -16,7 +32,13 @@ pub(super) fn alone(input: MarkInput) -> Result<MarkInput, ApiError> {
 /// Reports the message `target` names (404 when the caller cannot read it).
 pub(super) async fn report(call: &Call<'_>, scope: &str, target: &Target, spam: bool) -> Result<Reported, ApiError> {
     let row = find(call, scope, target).await?;
-    report::apply(call, scope, row, spam).await
+    let done = report::apply(call, scope, row, spam).await?;
+    Ok(Reported {
+        ok: true,
+        message: Summary::from(&done.row),
+        moved: done.moved,
+        learning: done.learning,
+    })
 }
 
 crate::input! {

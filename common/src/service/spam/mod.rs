@@ -20,8 +20,6 @@ use crate::error::{ApiError, Problem};
 use crate::mail::authenticate::{Authentication, Summary as AuthSummary};
 use crate::mail::spam::{SpamAction, SpamVerdict};
 use crate::messages;
-use crate::service::inbox::Summary;
-use crate::service::mail_store::Quarantine;
 use crate::service::mailbox::Mailbox;
 use crate::values::{Field, Origin};
 
@@ -47,19 +45,15 @@ pub fn verdict_at_filing(
     !(allowed_sender && authenticated)
 }
 
-/// The content verdict in words, for an agent's envelope: what judged the
-/// content and where the message was filed; none for a send.
-pub fn in_words(s: &Summary) -> Option<String> {
-    if s.direction == crate::service::mail_store::Direction::Outbound {
-        return None;
-    }
-    let in_spam = s.quarantine.as_ref().is_some_and(|q| q.reason == Quarantine::Spam);
-    Some(match (&s.spam, in_spam) {
+/// The content verdict of a received message in words, for an agent's
+/// envelope: what judged the content, and whether the message is in spam.
+pub fn in_words(verdict: Option<&SpamVerdict>, in_spam: bool) -> String {
+    match (verdict, in_spam) {
         (Some(v), true) => messages::SPAM_KEPT_OUT.with_each(&[&v.score, &action_words(v.action)]),
         (None, true) => messages::SPAM_REPORTED.as_str().to_string(),
         (Some(v), false) => messages::SPAM_SCANNED.with_each(&[&v.score, &action_words(v.action)]),
         (None, false) => messages::SPAM_UNSCANNED.as_str().to_string(),
-    })
+    }
 }
 
 fn action_words(action: SpamAction) -> &'static str {

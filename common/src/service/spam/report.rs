@@ -3,24 +3,19 @@
 //! the move queues what rspamd learns from it ([`super::training`]) in its
 //! own transaction, and the report is written to the audit log.
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::training::{self, Learn};
 use crate::error::{self, ApiError};
 use crate::service::Call;
-use crate::service::inbox::Summary;
 use crate::service::mail_store::{self, Moved, Quarantine, Row};
 
-/// What a report answers.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+/// What a report did.
+#[derive(Debug)]
 pub struct Reported {
-    pub ok: bool,
     /// The message as it now is: in the spam folder (`quarantine {reason:
     /// spam}`), or back in the inbox, unread, on its thread.
-    pub message: Summary,
+    pub row: Row,
     /// False when it was where the report puts it already (nothing changed,
     /// nothing is taught).
     pub moved: bool,
@@ -54,12 +49,7 @@ pub async fn apply(call: &Call<'_>, scope: &str, row: Row, spam: bool) -> Result
     };
     let learning = moved && !job.is_empty();
     note(call, &row, spam, moved, learning).await;
-    Ok(Reported {
-        ok: true,
-        message: Summary::from(&row),
-        moved,
-        learning,
-    })
+    Ok(Reported { row, moved, learning })
 }
 
 /// The audit row: which message, which way, and what it changed.
