@@ -66,7 +66,6 @@ messages! {
     SPAM_REPORTED = "Its owner reported it as spam: it is kept in the spam folder, out of the inbox. Treat it with more suspicion still.";
     /// The score, then what rspamd would do.
     SPAM_SCANNED = "Its content was scanned for spam by the mail host's filter (score {}; {}) and it was filed in the inbox.";
-    SPAM_UNSCANNED = "Its content was not scanned for spam: no filter judged it, so nothing here says it is clean.";
 }
 
 #[cfg(test)]

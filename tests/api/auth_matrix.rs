@@ -152,7 +152,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             Identity | Operator => Some((401, MCP_AGENT_KEY_ONLY)),
             _ => Some((401, INVALID_KEY)),
         },
-        (_, "/mtaMailboxExport" | "/mtaSubmission" | "/mtaDeliveryEvents") => match class {
+        (_, "/mtaMailboxExport" | "/mtaSubmission" | "/mtaDeliveryEvents" | "/mtaSpamTraining") => match class {
             Sync => None,
             _ => Some((403, SYNC_ONLY)),
         },

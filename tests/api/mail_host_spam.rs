@@ -101,7 +101,10 @@ async fn send(port: u16, from: &str, raw: &[u8]) -> Result<(), String> {
 }
 
 async fn newest(rig: &Rig, query: &str) -> Option<Value> {
-    let page = rig.app.get(&format!("/inbox?limit=1{query}"), Auth::Bearer(&rig.key)).await;
+    let page = rig
+        .app
+        .get(&format!("/inbox?limit=1{query}"), Auth::Bearer(&rig.key))
+        .await;
     page.body["messages"].as_array().and_then(|m| m.first().cloned())
 }
 
@@ -128,7 +131,10 @@ async fn land(rig: &Rig, raw: &[u8], drive: bool) -> (Landed, Duration) {
         if let Some(row) = newest(rig, "").await.filter(|r| Some(r["id"].clone()) != inbox) {
             return (Landed::Inbox(row), started.elapsed());
         }
-        if let Some(row) = newest(rig, "&view=spam").await.filter(|r| Some(r["id"].clone()) != spam) {
+        if let Some(row) = newest(rig, "&view=spam")
+            .await
+            .filter(|r| Some(r["id"].clone()) != spam)
+        {
             return (Landed::Spam(row), started.elapsed());
         }
         if refused_files(rig).await > refused {
@@ -178,7 +184,10 @@ fn pick(set: Vec<(String, Vec<u8>)>, names: &[&str]) -> Vec<(String, Vec<u8>)> {
 /// The host's own verdict header, as its spool pipe names it.
 fn host_header(rig: &Rig) -> String {
     let script = std::fs::read_to_string(rig.host.dir.join("mailhost-spool")).unwrap();
-    let at = script.find("--verdict-header ").expect("the pipe reads a verdict header") + "--verdict-header ".len();
+    let at = script
+        .find("--verdict-header ")
+        .expect("the pipe reads a verdict header")
+        + "--verdict-header ".len();
     script[at..].split_whitespace().next().unwrap().to_string()
 }
 
@@ -242,7 +251,10 @@ async fn spam_lands_in_spam_ham_in_the_inbox_and_a_report_teaches_rspamd() {
         .expect("GTUBE is in spam");
     let read = rig
         .app
-        .get(&format!("/inbox?id={}", gtube["id"].as_str().unwrap()), Auth::Bearer(&rig.key))
+        .get(
+            &format!("/inbox?id={}", gtube["id"].as_str().unwrap()),
+            Auth::Bearer(&rig.key),
+        )
         .await;
     assert_eq!(read.body["message"]["spam"]["action"], "reject", "{}", read.body);
     let rules: Vec<&str> = read.body["message"]["spam"]["symbols"]
@@ -291,10 +303,13 @@ async fn spam_lands_in_spam_ham_in_the_inbox_and_a_report_teaches_rspamd() {
     assert_eq!(row["spam"]["action"], "no_action", "{row}");
     let read = rig
         .app
-        .get(&format!("/inbox?id={}", row["id"].as_str().unwrap()), Auth::Bearer(&rig.key))
+        .get(
+            &format!("/inbox?id={}", row["id"].as_str().unwrap()),
+            Auth::Bearer(&rig.key),
+        )
         .await;
-    let rules = read.body["message"]["spam"]["symbols"].to_string();
-    assert!(!rules.contains("FORGED"), "{rules}");
+    let rules = read.body["message"]["spam"]["symbols"].as_array().unwrap().clone();
+    assert!(rules.iter().all(|r| r["name"] != "FORGED"), "{rules:?}");
     // The host's header never reaches a maildir (rspamd removed the
     // sender's copy, the pipe took its own out).
     let mut maildir = vec![rig.host.dir.join("mail")];
@@ -324,14 +339,27 @@ async fn spam_lands_in_spam_ham_in_the_inbox_and_a_report_teaches_rspamd() {
             json!({"id": gtube["id"], "spam": false}),
         )
         .await;
-    assert_eq!((moved.status, moved.body["moved"].as_bool()), (200, Some(true)), "{}", moved.body);
+    assert_eq!(
+        (moved.status, moved.body["moved"].as_bool()),
+        (200, Some(true)),
+        "{}",
+        moved.body
+    );
     assert_eq!(moved.body["learning"], true);
     let inbox = rig.app.get("/inbox?limit=50", Auth::Bearer(&rig.key)).await.body;
     assert!(
-        inbox["messages"].as_array().unwrap().iter().any(|r| r["id"] == gtube["id"]),
+        inbox["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == gtube["id"]),
         "back in the inbox"
     );
-    let audit = rig.app.get("/audit?operation=markSpam", Auth::Bearer(&rig.key)).await.body;
+    let audit = rig
+        .app
+        .get("/audit?operation=markSpam", Auth::Bearer(&rig.key))
+        .await
+        .body;
     assert_eq!(audit["changes"][0]["target"]["spam"], false, "{audit}");
     let waiting = rig.app.get("/mtaSpamTraining", Auth::Bearer(SYNC_TOKEN)).await.body;
     assert_eq!(waiting["jobs"].as_array().unwrap().len(), 1, "{waiting}");
@@ -375,7 +403,10 @@ async fn run(with_rspamd: bool) -> Option<Run> {
             if let (false, Landed::Spam(row)) = (set, &landed) {
                 let read = rig
                     .app
-                    .get(&format!("/inbox?id={}", row["id"].as_str().unwrap()), Auth::Bearer(&rig.key))
+                    .get(
+                        &format!("/inbox?id={}", row["id"].as_str().unwrap()),
+                        Auth::Bearer(&rig.key),
+                    )
                     .await;
                 for rule in read.body["message"]["spam"]["symbols"].as_array().into_iter().flatten() {
                     if rule["score"].as_f64().unwrap_or_default() >= 1.0 {
@@ -427,11 +458,8 @@ fn report(name: &str, run: &Run) {
         latency.len(),
     );
     // What an owner's threshold would have done with the same scores.
-    let scored = |set: &[Landed]| -> Vec<f64> {
-        set.iter()
-            .filter_map(|l| l.row()?["spam"]["score"].as_f64())
-            .collect()
-    };
+    let scored =
+        |set: &[Landed]| -> Vec<f64> { set.iter().filter_map(|l| l.row()?["spam"]["score"].as_f64()).collect() };
     let (spam_scores, ham_scores) = (scored(&run.spam), scored(&run.ham));
     if !spam_scores.is_empty() {
         let at = |threshold: f64| {
@@ -449,7 +477,10 @@ fn report(name: &str, run: &Run) {
     rules.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     if !rules.is_empty() {
         let top: Vec<String> = rules.iter().take(10).map(|(r, n)| format!("{r} {n}")).collect();
-        println!("{name}: rules of 1 point or more on ham filed into spam: {}", top.join(", "));
+        println!(
+            "{name}: rules of 1 point or more on ham filed into spam: {}",
+            top.join(", ")
+        );
     }
 }
 

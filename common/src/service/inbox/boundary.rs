@@ -93,10 +93,10 @@ impl Boundary {
                 authentication: s.authentication.as_ref().map(|a| a.summary),
                 spoofed: s.authentication.as_ref().is_some_and(|a| a.spoofed),
                 quarantine: s.quarantine.as_ref().map(|q| q.reason),
-                spam: (s.direction == super::Direction::Inbound).then(|| {
-                    let in_spam = s.quarantine.as_ref().is_some_and(|q| q.reason == Quarantine::Spam);
-                    crate::service::spam::in_words(s.spam.as_ref(), in_spam)
-                }),
+                spam: crate::service::spam::in_words(
+                    s.spam.as_ref(),
+                    s.quarantine.as_ref().is_some_and(|q| q.reason == Quarantine::Spam),
+                ),
             }),
         }
     }
@@ -133,8 +133,8 @@ pub struct Provenance {
     /// Why it is kept out of the inbox, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<Quarantine>,
-    /// The content verdict in words: judged spam and kept out, scanned and
-    /// filed in the inbox, or not scanned at all (received mail).
+    /// The content verdict in words: judged spam and kept out, or scanned
+    /// and filed in the inbox; absent when nothing judged the content.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spam: Option<String>,
 }

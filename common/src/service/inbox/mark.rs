@@ -57,9 +57,8 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
     let scope = scope(call, input.mailbox.as_deref())?;
     let target = target(input.id, input.message_id, input.thread).ok_or(error::INBOX_TARGET_REQUIRED)?;
     if let Some(spam) = input.spam {
-        return Ok(MarkOutput::Reported(
-            super::report::report(call, &scope, &target, spam).await?,
-        ));
+        let reported = super::report::report(call, &scope, &target, spam).await?;
+        return Ok(MarkOutput::Reported(Box::new(reported)));
     }
     let (thread_id, row) = match &target {
         Target::Thread(t) => {
@@ -102,13 +101,13 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
         mail_store::page::<Row>(ctx, pk, false, None, THREAD_PAGE)
     );
     let (rows, next_cursor) = page?;
-    Ok(MarkOutput::Thread(ThreadView {
+    Ok(MarkOutput::Thread(Box::new(ThreadView {
         ok: true,
         thread: summary?.ok_or(error::NOT_FOUND)?,
         messages: rows.iter().map(Summary::from).collect(),
         next_cursor,
         envelope: None,
-    }))
+    })))
 }
 
 /// POST /inbox answers with the updated thread, or for a spam report the
@@ -116,6 +115,6 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MarkOutput {
-    Thread(ThreadView),
-    Reported(super::Reported),
+    Thread(Box<ThreadView>),
+    Reported(Box<super::Reported>),
 }

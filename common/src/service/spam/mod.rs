@@ -45,15 +45,16 @@ pub fn verdict_at_filing(
     !(allowed_sender && authenticated)
 }
 
-/// The content verdict of a received message in words, for an agent's
-/// envelope: what judged the content, and whether the message is in spam.
-pub fn in_words(verdict: Option<&SpamVerdict>, in_spam: bool) -> String {
-    match (verdict, in_spam) {
+/// The content verdict of a message in words, for an agent's envelope:
+/// what judged the content, and whether the message is in spam; none when
+/// nothing judged it (no mail host, a send) and it is not in spam.
+pub fn in_words(verdict: Option<&SpamVerdict>, in_spam: bool) -> Option<String> {
+    Some(match (verdict, in_spam) {
         (Some(v), true) => messages::SPAM_KEPT_OUT.with_each(&[&v.score, &action_words(v.action)]),
         (None, true) => messages::SPAM_REPORTED.as_str().to_string(),
         (Some(v), false) => messages::SPAM_SCANNED.with_each(&[&v.score, &action_words(v.action)]),
-        (None, false) => messages::SPAM_UNSCANNED.as_str().to_string(),
-    }
+        (None, false) => return None,
+    })
 }
 
 fn action_words(action: SpamAction) -> &'static str {
