@@ -322,7 +322,7 @@ async fn spam_lands_in_spam_ham_in_the_inbox_and_a_report_teaches_rspamd() {
 
     // Not spam after all: back in the inbox, audited, and taught to rspamd
     // by the next sync (GTUBE, at which rspamd stops, would teach nothing).
-    let reported = &in_spam["011"];
+    let reported = &in_spam["010"];
     let before = learned(&rig).await;
     let moved = rig
         .app

@@ -95,11 +95,18 @@ pub async fn to_inbox(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) 
     Err(error::REQUEST_BUSY.into())
 }
 
-/// The row's inbox copies gone (the main one conditioned on its flag as
-/// read, the others on still being there), its Message-ID copy rewritten as
-/// the spam row, and the spam copy put.
+/// The row's inbox copies gone (the main one conditioned on its flag and
+/// folder as read: a flag flip or a folder move meanwhile rewrites it), its
+/// Message-ID copy rewritten as the spam row, and the spam copy put.
 fn out_of_the_inbox(scope: &str, row: &Row, spam: &Row) -> Vec<Write> {
     let by_message_id = spam.copies(scope)[1].clone();
+    let as_read = Cond::And(vec![
+        Cond::eq("unread", row.unread),
+        match row.folder {
+            Some(folder) => Cond::eq("folder", folder.as_str()),
+            None => Cond::missing("folder"),
+        },
+    ]);
     let mut writes: Vec<Write> = row
         .copies(scope)
         .into_iter()
@@ -107,16 +114,13 @@ fn out_of_the_inbox(scope: &str, row: &Row, spam: &Row) -> Vec<Write> {
         .map(|(i, key)| match i {
             0 => Write::Delete {
                 key,
-                cond: Some(Cond::eq("unread", row.unread)),
+                cond: Some(as_read.clone()),
             },
             _ if key == by_message_id => Write::Put {
                 item: item(&key, spam),
                 cond: Some(Cond::Exists),
             },
-            _ => Write::Delete {
-                key,
-                cond: Some(Cond::Exists),
-            },
+            _ => Write::Delete { key, cond: None },
         })
         .collect();
     writes.push(Write::Put {
