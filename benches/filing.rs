@@ -279,12 +279,22 @@ impl Bench {
     async fn authentication_pass(&self, corpus: &[(PathBuf, Vec<u8>)]) -> Pass {
         let resolver = self.ctx.dns.authenticator().unwrap();
         let envelopes: Vec<Envelope> = corpus.iter().map(|(_, raw)| envelope(0, raw)).collect();
+        // The addresses each message's From headers name, read as filing reads them.
+        let authors: Vec<Vec<String>> = corpus
+            .iter()
+            .map(|(_, raw)| {
+                common::mail::inbound::parse(raw, &Default::default())
+                    .map(|m| m.judged_authors())
+                    .unwrap_or_default()
+            })
+            .collect();
         let (started, cpu) = (Instant::now(), cpu_time());
-        for ((_, raw), envelope) in corpus.iter().zip(&envelopes) {
+        for (((_, raw), envelope), authors) in corpus.iter().zip(&envelopes).zip(&authors) {
             let auth = common::mail::authenticate::authenticate(
                 resolver,
                 raw,
                 Some(envelope),
+                authors,
                 &self.ctx.config.mail_host,
                 &self.ctx.config.trusted_arc_sealers,
             )

@@ -1,6 +1,7 @@
 //! The local server: every route family in one process, on the embedded store
 //! by default, with the scheduled jobs on an interval. Tests start it on port 0.
 
+pub mod connections;
 pub mod maillog;
 pub mod milter;
 pub mod mta_sync;
@@ -15,28 +16,44 @@ use common::context::{Built, Context, Mode};
 use common::http;
 use common::jobs;
 use common::service::mta_export;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
+
+pub use connections::Limits;
 
 pub struct Application {
     pub context: Arc<Context>,
     pub addr: SocketAddr,
     /// The agent key created on this start, to be shown once.
     pub new_agent_key: Option<String>,
+    /// The connections' deadlines and cap (tests shorten them).
+    pub limits: Limits,
     listener: TcpListener,
 }
 
 impl Application {
-    /// Builds the context and binds the listener (port 0 picks a free port).
-    pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(config.addr).await?;
-        let addr = listener.local_addr()?;
+    /// Binds the address (port 0 picks a free port, which the configuration
+    /// then holds), builds the context and only then listens: a client that
+    /// can connect finds every secret the server made in place (a `mailhost
+    /// token` run as soon as the port answers signs with the server's key).
+    pub async fn build(mut config: Config) -> anyhow::Result<Self> {
+        let socket = match config.addr {
+            SocketAddr::V4(_) => TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => TcpSocket::new_v6()?,
+        };
+        // As TcpListener::bind does: a restart may take the port at once.
+        socket.set_reuseaddr(true)?;
+        socket.bind(config.addr)?;
+        let addr = socket.local_addr()?;
+        config.addr = addr;
         let Built { context, new_agent_key } = Context::build(config, Mode::Local).await?;
         common::service::bootstrap::run(&context).await?;
+        let listener = socket.listen(1024)?;
         Ok(Self {
             context,
             addr,
             new_agent_key,
+            limits: Limits::default(),
             listener,
         })
     }
@@ -52,11 +69,7 @@ impl Application {
         let router = http::local_router(self.context.clone());
         let _stop_jobs = AbortOnDrop(jobs);
         let _stop_poller = AbortOnDrop(poller);
-        axum::serve(
-            self.listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
+        connections::serve(self.listener, router, self.limits).await
     }
 }
 

@@ -6,7 +6,8 @@
 //!
 //! - sent: the milter discards Postfix's copy (the service sent its own,
 //!   checked, charged and DKIM-signed, through the relay account), and the
-//!   client reads 250;
+//!   client reads 250; so too when the service holds it for the owner's
+//!   approval (202: the password's scoped key sends only so);
 //! - refused: the service's sentence, with a 4xx reply for what may pass later
 //!   (paused, frozen, rate windows, credits, a service error) and a 5xx for what
 //!   will not (a forged sender, too many recipients).
@@ -138,14 +139,16 @@ impl Session {
         };
         let status = response.status().as_u16();
         let answer: Value = response.json().await.unwrap_or_default();
-        if status == 200 && answer["ok"] == true {
+        if matches!(status, 200 | 202) && answer["ok"] == true {
             println!(
-                "milter: {login} sent {} to {} recipient(s)",
+                "milter: {login} {} {} to {} recipient(s)",
+                if status == 202 { "held" } else { "sent" },
                 answer["messageId"].as_str().unwrap_or("?"),
                 self.recipients.len()
             );
-            // The service sent its own signed copy; Postfix's is dropped and
-            // the client reads 250.
+            // The service sent its own signed copy, or keeps it until the
+            // owner approves (202); Postfix's is dropped and the client
+            // reads 250.
             return Discard.into();
         }
         let sentence = answer["error"].as_str().unwrap_or("Send failed");

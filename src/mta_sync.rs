@@ -422,8 +422,27 @@ fn replace_if_changed(path: &Path, content: &str, mode: u32) -> anyhow::Result<b
     };
     let staged = path.with_extension("new");
     write_new(&staged, content, mode, owner)?;
+    if let Some(old) = live.as_ref().and_then(|m| m.modified().ok()) {
+        later_than(&staged, old)?;
+    }
     std::fs::rename(&staged, path).with_context(|| format!("installing {}", path.display()))?;
     Ok(true)
+}
+
+/// Dates the file at least one whole second after `old`: Dovecot rereads its
+/// passwd-file only when the size or the mtime in whole seconds changed, and
+/// a new password's line is as long as the one it replaces, so a second
+/// export within the same second would otherwise never be read.
+fn later_than(path: &Path, old: std::time::SystemTime) -> anyhow::Result<()> {
+    let whole = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let file = std::fs::File::options().write(true).open(path)?;
+    let now = file.metadata()?.modified()?;
+    if whole(now) <= whole(old) {
+        let next = std::time::UNIX_EPOCH + std::time::Duration::from_secs(whole(old) + 1);
+        file.set_modified(next)
+            .with_context(|| format!("dating {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Writes `content` to a file made new at `path` with its final mode (and
@@ -475,4 +494,34 @@ fn run_command(words: &str, extra: &[String]) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    fn whole_seconds(path: &Path) -> u64 {
+        let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+        modified.duration_since(UNIX_EPOCH).unwrap().as_secs()
+    }
+
+    #[test]
+    fn each_replacement_moves_the_mtime_on_by_a_whole_second() {
+        let dir = std::env::temp_dir().join(format!("mta-sync-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("passwd");
+        assert!(replace_if_changed(&path, "a@x:{SHA512-CRYPT}$6$one\n", 0o640).unwrap());
+        let mut seen = whole_seconds(&path);
+        // Same length each time, well within one second: what Dovecot compares.
+        for hash in ["two", "six", "ten"] {
+            assert!(replace_if_changed(&path, &format!("a@x:{{SHA512-CRYPT}}$6${hash}\n"), 0o640).unwrap());
+            let now = whole_seconds(&path);
+            assert!(now > seen, "{now} after {seen}");
+            seen = now;
+        }
+        assert!(!replace_if_changed(&path, "a@x:{SHA512-CRYPT}$6$ten\n", 0o640).unwrap());
+        assert_eq!(whole_seconds(&path), seen, "an unchanged file is left alone");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

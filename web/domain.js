@@ -38,7 +38,7 @@ async function dmarcCard(name) {
     h(
       'tr',
       { 'data-report': r.id },
-      h('td', { 'data-label': 'Reporter', text: r.reporter.orgName }),
+      h('td', { 'data-label': 'Reporter', text: r.authenticated ? r.reporter.orgName : `${r.reporter.orgName} (not proven: mailed from ${(r.mail && r.mail.from) || 'an unknown sender'})` }),
       h('td', { 'data-label': 'Period', text: `${when(r.period.begin)} to ${when(r.period.end)}` }),
       h('td', { 'data-label': 'Messages', text: String(r.messages) }),
       h('td', { 'data-label': 'Failing', text: String(r.failing) }),
@@ -47,6 +47,9 @@ async function dmarcCard(name) {
   return section(
     'DMARC reports',
     h('p', { class: 'dmarc-summary', text: `${s.messages} messages: ${s.passing} passing, ${s.failing} failing.` }),
+    s.unauthenticated
+      ? h('p', { class: 'dmarc-unproven', text: `${s.unauthenticated} more ${s.unauthenticated === 1 ? 'report is' : 'reports are'} left out: ${s.unauthenticated === 1 ? 'its mail does' : 'their mail does'} not prove who sent ${s.unauthenticated === 1 ? 'it' : 'them'}.` })
+      : false,
     failing.length ? h('ul', { class: 'failing-sources', 'aria-label': 'Sources failing most' }, ...failing) : false,
     table(['Reporter', 'Period', 'Messages', 'Failing'], rows, 'Aggregate reports, newest first.'),
   );

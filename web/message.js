@@ -138,7 +138,9 @@ function trustOf(m) {
   const dmarc = a.dmarc || {};
   const domain = dmarc.domain || (m.from || '').split('@').pop();
   let kind = 'unverified';
-  let sentence = `The sender could not be verified: ${domain} publishes no DMARC policy and nothing else proves it.`;
+  let sentence = dmarc.policy
+    ? `The sender could not be verified: ${domain}'s DMARC check gave ${dmarc.result}.`
+    : `The sender could not be verified: ${domain} publishes no DMARC policy and nothing else proves it.`;
   if (a.spoofed) {
     kind = 'spoofed';
     sentence = `Not from ${domain}: this message fails ${domain}'s DMARC policy (${dmarc.policy}). Do not trust its links or requests.`;
@@ -156,6 +158,9 @@ function trustOf(m) {
   if (a.dmarc) checks.push(`DMARC ${dmarc.result} for ${dmarc.domain}${dmarc.policy ? `, policy ${dmarc.policy}` : ''}`);
   if (a.arc) checks.push(`ARC ${a.arc.result}${a.arc.sealer ? ` (sealed by ${a.arc.sealer})` : ''}`);
   const note = h('div', { class: `trust ${kind}`, 'data-trust': kind, role: 'note' }, h('p', { text: sentence }));
+  if (a.authors && a.authors.length > 1) {
+    note.append(h('p', { class: 'authors', text: `It names ${a.authors.length} senders, each judged: ${a.authors.join(', ')}.` }));
+  }
   if (m.quarantine) {
     note.append(h('p', { class: 'quarantined', text: `Kept out of your inbox since ${when(m.quarantine.at)}: ${QUARANTINE[m.quarantine.reason] || m.quarantine.reason}.` }));
   }

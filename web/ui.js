@@ -2,18 +2,29 @@
 // labelled fields, an error sentence beside what caused it, and progress on
 // buttons while their request runs.
 
+// The Unicode bidirectional controls (marks, embeddings, overrides,
+// isolates): one right-to-left override makes `receipt_<U+202E>fdp.exe` read
+// as `receipt_exe.pdf`. Every text and attribute this app shows, and every
+// name it saves a file under, goes without them (a stranger wrote much of
+// it), so each character shows in its own direction.
+const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+export function plain(value) {
+  return String(value).replace(BIDI_CONTROLS, '');
+}
+
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
     if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
     else if (name === 'class') el.className = value;
-    else if (name === 'text') el.textContent = value;
-    else el.setAttribute(name, value === true ? '' : value);
+    else if (name === 'text') el.textContent = plain(value);
+    else el.setAttribute(name, value === true ? '' : plain(value));
   }
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    el.append(child instanceof Node ? child : document.createTextNode(plain(child)));
   }
   return el;
 }
@@ -131,7 +142,7 @@ export function when(value) {
 
 export function download(blob, filename) {
   const url = URL.createObjectURL(blob);
-  const a = h('a', { href: url, download: filename || 'file', class: 'hidden' });
+  const a = h('a', { href: url, download: plain(filename || '') || 'file', class: 'hidden' });
   document.body.append(a);
   a.click();
   a.remove();

@@ -90,9 +90,9 @@ impl Context {
             load_secrets(secrets.as_ref(), &config, mode),
             Box::pin(warm_up(dynamo.as_ref(), s3.as_ref(), &config, mode))
         );
-        let loaded = loaded?;
+        let mut loaded = loaded?;
         let hasher = KeyHasher::new(loaded.hmac_secret.clone());
-        let (agent_key_digest, agent_key_last4) = agent_key(&hasher, secrets.as_ref(), &loaded).await?;
+        let (agent_key_digest, agent_key_last4) = agent_key(&hasher, secrets.as_ref(), &mut loaded).await?;
         let Loaded {
             sync_token,
             new_agent_key,
@@ -143,29 +143,30 @@ fn secrets(config: &Config, aws: Option<&aws_config::SdkConfig>) -> Arc<dyn Secr
     }
 }
 
-/// A key made on this start: its digest and last four kept in the data
-/// directory (the key itself is shown once, never stored).
 /// The agent key's digest and last four: from the key itself, from the
-/// stored pair, or made now for the key this first start generated.
-async fn agent_key(hasher: &KeyHasher, secrets: &dyn Secrets, loaded: &Loaded) -> anyhow::Result<(String, String)> {
+/// stored pair, or made now for the key this first start generated. That key
+/// is kept (and shown) only when its pair is the one stored: of two first
+/// starts on one data directory, the one that stored its pair first wins.
+async fn agent_key(hasher: &KeyHasher, secrets: &dyn Secrets, loaded: &mut Loaded) -> anyhow::Result<(String, String)> {
     Ok(match (&loaded.agent_key, &loaded.agent_key_pair) {
         (Some(key), _) => (hasher.key_digest(key), keys::last4(key)),
         (None, Some(pair)) => pair.clone(),
         (None, None) => {
             let key = loaded.new_agent_key.as_deref().expect("a new key when none is stored");
-            store_agent_key_digest(hasher, secrets, key).await?
+            let ours = format!("{}:{}", hasher.key_digest(key), keys::last4(key));
+            let stored = secrets.create(AGENT_KEY_DIGEST, &ours).await?;
+            if stored != ours {
+                loaded.new_agent_key = None;
+            }
+            split_pair(&stored)
         }
     })
 }
 
-async fn store_agent_key_digest(
-    hasher: &KeyHasher,
-    secrets: &dyn Secrets,
-    key: &str,
-) -> anyhow::Result<(String, String)> {
-    let pair = (hasher.key_digest(key), keys::last4(key));
-    secrets.put(AGENT_KEY_DIGEST, &format!("{}:{}", pair.0, pair.1)).await?;
-    Ok(pair)
+/// A stored `digest:last4`.
+fn split_pair(stored: &str) -> (String, String) {
+    let (digest, last4) = stored.split_once(':').unwrap_or((stored, ""));
+    (digest.to_string(), last4.to_string())
 }
 
 /// Identity tokens: in production the JWKS is fetched when the first token
@@ -293,10 +294,7 @@ async fn local_secrets(secrets: &dyn Secrets, config: &Config) -> anyhow::Result
     let (agent_key, agent_key_pair) = match &config.agent_key {
         Some(key) => (Some(key.clone()), None),
         None => match secrets.get(AGENT_KEY_DIGEST).await? {
-            Some(stored) => {
-                let (digest, last4) = stored.split_once(':').unwrap_or((&stored, ""));
-                (None, Some((digest.to_string(), last4.to_string())))
-            }
+            Some(stored) => (None, Some(split_pair(&stored))),
             None => {
                 new_agent_key = Some(keys::new_key());
                 (None, None)

@@ -66,6 +66,10 @@ catalogue! {
     KEY_OWNER_MAILBOX = 403 "A scoped key cannot change the owner's own mailbox, where the account's access codes arrive; use the account key (see addresses)" code "mailbox_out_of_scope";
     /// Keys, holds and the audit log are the owner's.
     OWNER_ONLY = 403 "This action needs the account key or an operator account, not a scoped key";
+    /// Guardrails the owner set are the owner's to loosen (`Caller::may_loosen`).
+    KEY_OWNER_GUARDRAIL = 403 "A scoped key may tighten guardrails but not loosen them (add an allow entry, remove an entry it did not add or a suppression, accept spoofed mail); use the account key" code "owner_guardrail";
+    /// A mailbox password a scoped key issued dies with that key.
+    PASSWORD_KEY_REVOKED = 403 "This mailbox password was issued by an API key that has since been revoked; ask the account owner for a new password";
 
     // ------------------------------------------------------------------- HTTP and bodies
     NOT_FOUND = 404 "Message not found";

@@ -91,7 +91,7 @@ pub const SCHEDULED_SENDS: Job = Job {
 pub const JOBS: &[Job] = &[POLLER, MTA_EXPORT, SCHEDULED_SENDS];
 
 fn run_scheduled_sends(ctx: &Context) -> BoxFuture<'_, Result<Value, ApiError>> {
-    Box::pin(pending::run_due(ctx))
+    Box::pin(async move { serde_json::to_value(pending::run_due(ctx).await?).map_err(ApiError::internal) })
 }
 
 fn run_poller(ctx: &Context) -> BoxFuture<'_, Result<Value, ApiError>> {

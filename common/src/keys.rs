@@ -58,6 +58,11 @@ pub fn allowlisted(domain: &str) -> Key {
 
 pub const ALLOWLIST: &str = "ALLOW#domains";
 
+/// `SIGNIN#<email>/C`: the local server's live sign-in code of an operator.
+pub fn sign_in_code(email: &str) -> Key {
+    Key::new(format!("SIGNIN#{email}"), "C")
+}
+
 // ----------------------------------------------------------------- domains
 
 /// `ACCT#<uid>/DOMAIN#<name>`: a domain record.
@@ -152,6 +157,12 @@ pub fn holds(uid: &str) -> String {
 /// `DUE/<dueAt>#<id>`: the scheduled sends, in the order they are due.
 pub const DUE: &str = "DUE";
 
+/// `WAITING#<uid>`: an account's sends still waiting (held or scheduled),
+/// `<ms>-<id>` each: what its owner lists, and what revoking a key cancels.
+pub fn waiting_sends(uid: &str) -> String {
+    format!("WAITING#{uid}")
+}
+
 /// `CONTACT#<owner>/<address>`: someone the sender has mailed.
 pub fn contact(owner: &str, address: &str) -> Key {
     Key::new(format!("CONTACT#{owner}"), address.to_ascii_lowercase())
@@ -165,6 +176,12 @@ pub fn audit_log(owner: &str) -> String {
 /// `AUDIT#<owner>/<ms>-<hex>`: one change in an account's audit log.
 pub fn audit_change(owner: &str, sk: &str) -> Key {
     Key::new(audit_log(owner), sk)
+}
+
+/// `AUDITRUN#<owner>/<minute>#<digest>` {row}: the audit row that counts one
+/// actor's refusals of one kind in one minute.
+pub fn audit_run(owner: &str, minute: i64, digest: &str) -> Key {
+    Key::new(format!("AUDITRUN#{owner}"), format!("{minute}#{digest}"))
 }
 
 // ------------------------------------------------------------ stored mail

@@ -66,6 +66,10 @@ messages! {
     SPAM_REPORTED = "Its owner reported it as spam: it is kept in the spam folder, out of the inbox. Treat it with more suspicion still.";
     /// The score, then what rspamd would do.
     SPAM_SCANNED = "Its content was scanned for spam by the mail host's filter (score {}; {}) and it was filed in the inbox.";
+
+    // ---------------------------------------------- why a waiting send did not go
+    SEND_KEY_REVOKED = "Cancelled: the key that asked for it was revoked.";
+    SEND_HELD_TOO_LONG = "Expired unsent: sending was paused (or the agent key frozen) until 24 hours past its time.";
 }
 
 #[cfg(test)]

@@ -103,9 +103,29 @@ fn build() -> Value {
     let mut outputs = outputs.into_generator();
     let paths = paths(&mut inputs, &mut outputs);
     let mut schemas = outputs.take_definitions(true);
-    schemas.extend(inputs.take_definitions(true));
+    let mut input_schemas = inputs.take_definitions(true);
+    input_schemas.values_mut().for_each(rules_under_all_of);
+    schemas.extend(input_schemas);
     shared_schemas(&mut schemas);
     wrap(paths, schemas)
+}
+
+/// A rule between an input's fields (one of id, messageId or thread, say) is
+/// an `anyOf` beside its `properties`. Under `allOf` it says the same, and
+/// client generators (openapi-python-client) still read the properties as
+/// one model rather than as a union of the rule's branches.
+fn rules_under_all_of(schema: &mut Value) {
+    let Some(map) = schema.as_object_mut().filter(|m| m.contains_key("properties")) else {
+        return;
+    };
+    for keyword in ["anyOf", "oneOf"] {
+        if let Some(rule) = map.remove(keyword) {
+            let all_of = map.entry("allOf").or_insert_with(|| json!([]));
+            if let Some(all_of) = all_of.as_array_mut() {
+                all_of.push(json!({ keyword: rule }));
+            }
+        }
+    }
 }
 
 /// Each catalogued REST route's operations by path and verb, and `/mcp`; the
@@ -133,7 +153,7 @@ fn shared_schemas(schemas: &mut Map<String, Value>) {
             "jsonrpc": { "const": "2.0" },
             "id": { "type": ["string", "number", "null"] },
             "method": { "type": "string", "examples": ["initialize", "ping", "tools/list", "tools/call"] },
-            "params": { "type": ["object", "array", "null"] },
+            "params": { "type": ["object", "array", "null"], "items": {} },
         },
     });
     schemas.insert("JsonRpcMessage".into(), json_rpc_message);
@@ -216,8 +236,10 @@ fn operation(
         "responses": responses(&problems, (op.io.output_schema)(outputs).to_value()),
     });
     if op.io.binary {
-        // The stored bytes, with their stored Content-Type.
-        out["responses"]["200"]["content"] = json!({ "*/*": { "schema": { "type": "string", "format": "binary" } } });
+        // The stored bytes, with their stored Content-Type (any); named as
+        // octet-stream first, which client generators read as bytes.
+        let bytes = json!({ "schema": { "type": "string", "format": "binary" } });
+        out["responses"]["200"]["content"] = json!({ "application/octet-stream": bytes, "*/*": bytes });
     }
     if let Some(tool) = &op.tool {
         out["x-mcp-tool"] = json!(tool.name);
@@ -261,28 +283,8 @@ fn resolve(input: &Value, inputs: &SchemaGenerator) -> Value {
 /// optional parameter is left out instead).
 fn without_null(schema: &Value) -> Value {
     let mut schema = schema.clone();
-    if let Some(types) = schema.get("type").and_then(Value::as_array) {
-        let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
-        schema["type"] = if types.len() == 1 {
-            types[0].clone()
-        } else {
-            Value::Array(types)
-        };
-    }
-    if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
-        let kept: Vec<Value> = branches
-            .iter()
-            .filter(|b| b.get("type") != Some(&json!("null")))
-            .cloned()
-            .collect();
-        if kept.len() == 1 {
-            let mut only = kept[0].clone();
-            if let (Some(only), Some(description)) = (only.as_object_mut(), schema.get("description")) {
-                only.entry("description").or_insert(description.clone());
-            }
-            return only;
-        }
-        schema["anyOf"] = Value::Array(kept);
+    if let Some(map) = schema.as_object_mut() {
+        crate::values::without_null(map);
     }
     schema
 }
@@ -395,7 +397,7 @@ fn call_mcp() -> Value {
     let rpc = json!({
         "oneOf": [
             { "$ref": "#/components/schemas/JsonRpcMessage" },
-            { "type": "array", "minItems": 1, "maxItems": crate::api::MCP_MAX_BATCH },
+            { "type": "array", "items": {}, "minItems": 1, "maxItems": crate::api::MCP_MAX_BATCH },
         ],
     });
     let rpc_error = json!({

@@ -90,6 +90,10 @@ impl Input for NoInput {
 pub trait Slot: Sized {
     type Problems: Copy;
     fn pick(fields: &Fields, name: &str, problems: Self::Problems) -> Result<Self, ApiError>;
+
+    /// Makes the field's schema admit what `pick` takes: `null` only where
+    /// it reads as left out.
+    fn describe(_schema: &mut schemars::Schema) {}
 }
 
 impl<T: Field> Slot for Option<T> {
@@ -98,6 +102,12 @@ impl<T: Field> Slot for Option<T> {
         match fields.get(name) {
             None => Ok(None),
             Some(value) => T::read(value, fields.origin, invalid),
+        }
+    }
+
+    fn describe(schema: &mut schemars::Schema) {
+        if let (false, Some(schema)) = (T::TAKES_NULL, schema.as_object_mut()) {
+            crate::values::without_null(schema);
         }
     }
 }
@@ -109,6 +119,25 @@ impl<T: Field> Slot for T {
             None | Some(Value::Null) => Err(missing.into()),
             Some(Value::String(s)) if s.trim().is_empty() => Err(missing.into()),
             Some(value) => T::read(value, fields.origin, invalid)?.ok_or_else(|| missing.into()),
+        }
+    }
+}
+
+/// An input's schema: a field it requires (an `Option` one named in an
+/// extended `required`, such as addMailbox's domainId) is not `null` there,
+/// which every type that takes it reads as left out.
+pub fn required_not_null(schema: &mut schemars::Schema) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).map(String::from).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for name in required {
+        if let Some(Value::Object(property)) = properties.get_mut(&name) {
+            crate::values::without_null(property);
         }
     }
 }
@@ -156,8 +185,13 @@ macro_rules! input {
         #[derive(Debug, schemars::JsonSchema)]
         #[serde(rename_all = "camelCase")]
         $(#[$meta])*
+        #[schemars(transform = $crate::validate::required_not_null)]
         $vis struct $name {
-            $($(#[$field_meta])* $field_vis $field: $ty,)*
+            $(
+                $(#[$field_meta])*
+                #[schemars(transform = <$ty as $crate::validate::Slot>::describe)]
+                $field_vis $field: $ty,
+            )*
         }
 
         impl $crate::validate::Input for $name {
@@ -252,9 +286,58 @@ mod tests {
             Some(7)
         );
         assert_eq!(<Option<bool>>::pick(&q, "b", bad).unwrap(), Some(true));
+        // 47.0 is an integer, as JSON Schema says; 4.5 is not.
+        let f = Fields::parse(br#"{"n": 47.0, "m": 4.5}"#).unwrap();
+        assert_eq!(<Bounded<1, 50>>::pick(&f, "n", (bad, bad)).unwrap().get(), 47);
+        assert!(<Bounded<1, 50>>::pick(&f, "m", (bad, bad)).is_err());
         // A body's string is not a number.
         let f = Fields::parse(br#"{"n": "7"}"#).unwrap();
         assert!(<Option<Bounded<1, 9>>>::pick(&f, "n", bad).is_err());
+    }
+
+    crate::input! {
+        #[schemars(extend("required" = ["label"]))]
+        struct Switched {
+            on: Option<bool> = error::ENABLED_TYPE,
+            name: Option<String> = error::ID_TYPE,
+            label: Option<String> = error::ID_TYPE,
+            ids: Option<crate::values::List<String, 3, 1>> = (error::ID_TYPE, error::DELETE_IDS_TOO_MANY),
+        }
+    }
+
+    /// An optional field's schema admits `null` exactly where its read takes
+    /// it as left out: a switch refuses it, free text does not, and a field
+    /// the schema requires is not left out; a list's schema says how many
+    /// entries its read takes.
+    #[test]
+    fn schemas_admit_what_the_fields_read() {
+        let schema = schemars::schema_for!(Switched).to_value();
+        let properties = &schema["properties"];
+        assert_eq!(properties["on"]["type"], "boolean", "{schema}");
+        assert_eq!(
+            properties["name"]["type"],
+            serde_json::json!(["string", "null"]),
+            "{schema}"
+        );
+        assert_eq!(properties["label"]["type"], "string", "{schema}");
+        let ids = &schema["$defs"]["ListOfstringFrom1To3"];
+        assert_eq!(
+            (ids["minItems"].as_u64(), ids["maxItems"].as_u64()),
+            (Some(1), Some(3)),
+            "{schema}"
+        );
+
+        let read = |body: &[u8]| Switched::parse(&Fields::parse(body).unwrap());
+        assert!(read(br#"{"on": null}"#).unwrap_err().is(error::ENABLED_TYPE));
+        let left_out = read(br#"{"name": null, "ids": null}"#).unwrap();
+        assert!(left_out.on.is_none() && left_out.name.is_none() && left_out.label.is_none() && left_out.ids.is_none());
+        assert!(read(br#"{"ids": []}"#).unwrap_err().is(error::DELETE_IDS_TOO_MANY));
+        assert!(
+            read(br#"{"ids": ["a", "b", "c", "d"]}"#)
+                .unwrap_err()
+                .is(error::DELETE_IDS_TOO_MANY)
+        );
+        assert_eq!(read(br#"{"on": false, "ids": ["a"]}"#).unwrap().on, Some(false));
     }
 
     #[test]

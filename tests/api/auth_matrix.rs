@@ -80,11 +80,18 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
         _ => {}
     }
     use Class::*;
-    let owners = ["/keys", "/audit", "/holds", "/holds/approve", "/holds/deny"];
+    let owners = [
+        "/keys",
+        "/audit",
+        "/holds",
+        "/holds/approve",
+        "/holds/deny",
+        "/outbox/waiting",
+    ];
     if class == ScopedRead && !owners.contains(&path) && expected(method, path, Standard).is_none() {
         return scoped_read(method, path);
     }
-    if matches!(path, "/keys" | "/audit" | "/holds" | "/holds/approve" | "/holds/deny") {
+    if owners.contains(&path) {
         return match class {
             Standard | Operator => None,
             Sync => Some((401, INVALID_KEY)),

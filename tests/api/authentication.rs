@@ -23,6 +23,10 @@ on_both_backends!(
     a_lookup_that_fails_gives_temperror_and_the_message_is_filed,
     what_a_stranger_wrote_reaches_an_agent_inside_an_envelope_it_cannot_close,
     real_signed_messages_of_public_suites_get_the_verdicts_their_suites_state,
+    a_from_naming_several_addresses_is_judged_by_every_domain_it_names,
+    a_from_written_the_obsolete_way_is_judged_by_the_domain_it_shows,
+    a_policy_whose_record_does_not_parse_is_no_pass,
+    every_list_and_wait_an_agent_reads_keeps_strangers_inside_the_envelope,
 );
 
 const TO: &str = "me@tom.example";
@@ -522,4 +526,234 @@ async fn real_signed_messages_of_public_suites_get_the_verdicts_their_suites_sta
         assert_eq!(got, Some(*dkim), "{file}: {auth}");
         assert_eq!(auth["arc"]["result"].as_str(), *arc, "{file}: {auth}");
     }
+}
+
+/// A message with these From (or other) header lines, as a spoofer writes it.
+fn written(from_lines: &str, message_id: &str) -> Vec<u8> {
+    format!(
+        "{from_lines}To: {TO}\r\nSubject: Wire the money today\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\n\
+         Message-ID: {message_id}\r\n\r\nSend it now: https://pay.attacker.test/verify?token=1\r\n"
+    )
+    .into_bytes()
+}
+
+async fn quarantined_count(app: &TestApp, key: &str) -> usize {
+    list(app, key, "?view=quarantine").await.len()
+}
+
+/// Issue 40, finding 1: with `_dmarc.bank.test` at p=reject, a From that
+/// names bank.test beside another address (two addresses, two From headers,
+/// a group) is no longer exempt from DMARC: each domain it names is judged
+/// (RFC 7489 6.6.1), and failing bank.test's policy it is quarantined as
+/// spoofed, shown from the first address it names, with every address listed.
+/// The service's own noreply address, which owners trust, is held the same.
+async fn a_from_naming_several_addresses_is_judged_by_every_domain_it_names(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    publish_policy(&app, "bank.test", "reject");
+    publish_policy(&app, "svc.test", "reject");
+    let both = json!(["ceo@bank.test", "x@attacker.test"]);
+    let variants = [
+        (
+            "From: CEO <ceo@bank.test>, x@attacker.test\r\n",
+            "ceo@bank.test",
+            both.clone(),
+            "bank.test",
+        ),
+        (
+            "From: x@attacker.test\r\nFrom: CEO <ceo@bank.test>\r\n",
+            "x@attacker.test",
+            json!(["x@attacker.test", "ceo@bank.test"]),
+            "bank.test",
+        ),
+        (
+            "From: Bank: ceo@bank.test, x@attacker.test;\r\n",
+            "ceo@bank.test",
+            both.clone(),
+            "bank.test",
+        ),
+        (
+            "From: noreply@svc.test, x@attacker.test\r\n",
+            "noreply@svc.test",
+            json!(["noreply@svc.test", "x@attacker.test"]),
+            "svc.test",
+        ),
+    ];
+    for (n, (from_lines, shown, authors, failing)) in variants.into_iter().enumerate() {
+        let raw = written(from_lines, &format!("<spoof-{n}@attacker.test>"));
+        let outcome = receive(&app, &raw, "x@attacker.test", Some("203.0.113.5"), "evil.example").await;
+        assert_eq!(outcome.filed, 1, "{from_lines}: {outcome:?}");
+        assert_eq!(
+            list(&app, &key, "").await,
+            Vec::<Value>::new(),
+            "{from_lines}: never in the inbox"
+        );
+        assert_eq!(quarantined_count(&app, &key).await, n + 1, "{from_lines}");
+        let kept = read(&app, &key, &format!("messageId=%3Cspoof-{n}%40attacker.test%3E")).await;
+        let auth = &kept["authentication"];
+        assert_eq!(kept["from"], shown, "{from_lines}: {kept}");
+        assert_eq!(kept["quarantine"]["reason"], "spoofed", "{from_lines}");
+        assert_eq!(
+            (&auth["summary"], &auth["spoofed"]),
+            (&json!("fail"), &json!(true)),
+            "{from_lines}: {auth}"
+        );
+        assert_eq!(auth["dmarc"]["domain"], failing, "{from_lines}: {auth}");
+        assert_eq!(auth["dmarc"]["result"], "fail", "{from_lines}: {auth}");
+        assert_eq!(auth["dmarc"]["policy"], "reject", "{from_lines}: {auth}");
+        assert_eq!(auth["authors"], authors, "{from_lines}: {auth}");
+    }
+
+    // Sent from bank.test's own servers (its SPF passes, aligned), the same
+    // two addresses pass for bank.test, but nothing proves attacker.test:
+    // not spoofed, not verified either.
+    let raw = written("From: CEO <ceo@bank.test>, x@attacker.test\r\n", "<both@bank.test>");
+    receive(&app, &raw, "ceo@bank.test", Some("192.0.2.8"), "mail.bank.test").await;
+    let rows = list(&app, &key, "").await;
+    assert_eq!(rows.len(), 1, "in the inbox");
+    assert_eq!(rows[0]["authentication"], json!({"summary": "none", "spoofed": false}));
+    // And a sender list judges every address it names: blocking
+    // attacker.test keeps the next one out.
+    let blocked = app
+        .post(
+            "/lists",
+            Auth::Bearer(&key),
+            json!({"direction": "receive", "kind": "block", "entry": "attacker.test"}),
+        )
+        .await;
+    assert_eq!(blocked.status, 200, "{}", blocked.body);
+    let raw = written("From: CEO <ceo@bank.test>, x@attacker.test\r\n", "<both-2@bank.test>");
+    receive(&app, &raw, "ceo@bank.test", Some("192.0.2.8"), "mail.bank.test").await;
+    assert_eq!(list(&app, &key, "").await.len(), 1, "the second stays out");
+    let kept = read(&app, &key, "messageId=%3Cboth-2%40bank.test%3E").await;
+    assert_eq!(kept["quarantine"]["reason"], "blocked_sender", "{kept}");
+
+    // Several addresses on bank.test alone, from its servers: one domain,
+    // judged once, and it passes.
+    let raw = written("From: ceo@bank.test, cfo@bank.test\r\n", "<pair@bank.test>");
+    receive(&app, &raw, "ceo@bank.test", Some("192.0.2.8"), "mail.bank.test").await;
+    let pair = read(&app, &key, "messageId=%3Cpair%40bank.test%3E").await;
+    assert_eq!(pair["authentication"]["summary"], "pass", "{pair}");
+    assert_eq!(
+        pair["authentication"]["authors"],
+        json!(["ceo@bank.test", "cfo@bank.test"])
+    );
+    assert!(pair.get("quarantine").is_none(), "{pair}");
+}
+
+/// Issue 40, finding 1: `From: ceo @ bank.test` (obsolete spaces) is shown
+/// as ceo@bank.test; DMARC looked up " bank.test" and gave permerror, which
+/// let it into the inbox. Now it is judged by the domain it shows.
+async fn a_from_written_the_obsolete_way_is_judged_by_the_domain_it_shows(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    publish_policy(&app, "bank.test", "reject");
+    publish_policy(&app, "svc.test", "reject");
+    for (n, (from_lines, shown, domain)) in [
+        ("From: ceo @ bank.test\r\n", "ceo@bank.test", "bank.test"),
+        ("From: CEO <ceo @ bank . test>\r\n", "ceo@bank.test", "bank.test"),
+        ("From: noreply @ svc.test\r\n", "noreply@svc.test", "svc.test"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let raw = written(from_lines, &format!("<obsolete-{n}@attacker.test>"));
+        let outcome = receive(&app, &raw, "x@attacker.test", Some("203.0.113.5"), "evil.example").await;
+        assert_eq!(outcome.filed, 1, "{outcome:?}");
+        assert_eq!(list(&app, &key, "").await.len(), 0, "{from_lines}: never in the inbox");
+        let kept = read(&app, &key, &format!("messageId=%3Cobsolete-{n}%40attacker.test%3E")).await;
+        let auth = &kept["authentication"];
+        assert_eq!(kept["from"], shown, "{kept}");
+        assert_eq!(
+            auth["dmarc"],
+            json!({"result": "fail", "domain": domain, "policy": "reject", "spfAligned": false, "dkimAligned": false}),
+            "{from_lines}"
+        );
+        assert_eq!((&auth["summary"], &auth["spoofed"]), (&json!("fail"), &json!(true)));
+        assert!(auth.get("authors").is_none(), "one address: {auth}");
+    }
+    // Written that way by bank.test itself, it passes.
+    let raw = written("From: ceo @ bank.test\r\n", "<obsolete-ok@bank.test>");
+    receive(&app, &raw, "ceo@bank.test", Some("192.0.2.8"), "mail.bank.test").await;
+    let rows = list(&app, &key, "").await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["from"], "ceo@bank.test");
+    assert_eq!(rows[0]["authentication"], json!({"summary": "pass", "spoofed": false}));
+}
+
+/// Issue 40, finding 1: a domain whose DMARC record states p=reject but does
+/// not parse (mail-auth: permerror) still said what becomes of mail that
+/// fails it: a permerror there is no pass.
+async fn a_policy_whose_record_does_not_parse_is_no_pass(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    app.dns.set_txt("_dmarc.broken.test", &["v=DMARC1; p=reject; adkim=x"]);
+    app.dns.set_txt("broken.test", &["v=spf1 ip4:192.0.2.0/24 -all"]);
+    let raw = written("From: CEO <ceo@broken.test>\r\n", "<broken@attacker.test>");
+    receive(&app, &raw, "x@attacker.test", Some("203.0.113.5"), "evil.example").await;
+    assert_eq!(list(&app, &key, "").await.len(), 0, "never in the inbox");
+    let kept = read(&app, &key, "messageId=%3Cbroken%40attacker.test%3E").await;
+    let auth = &kept["authentication"];
+    assert_eq!(auth["dmarc"]["result"], "permerror", "{auth}");
+    assert_eq!(auth["dmarc"]["policy"], "reject", "{auth}");
+    assert_eq!((&auth["summary"], &auth["spoofed"]), (&json!("fail"), &json!(true)));
+    assert_eq!(kept["quarantine"]["reason"], "spoofed");
+    // A record that states no policy it could keep to stays unjudged.
+    app.dns.set_txt("_dmarc.vague.test", &["v=DMARC1; adkim=x"]);
+    let raw = written("From: ceo@vague.test\r\n", "<vague@attacker.test>");
+    receive(&app, &raw, "x@attacker.test", Some("203.0.113.5"), "evil.example").await;
+    let rows = list(&app, &key, "").await;
+    assert_eq!(rows.len(), 1, "filed in the inbox");
+    assert_eq!(rows[0]["authentication"], json!({"summary": "none", "spoofed": false}));
+}
+
+/// Issue 40, finding 6: list_inbox, search_inbox and list_threads handed an
+/// agent subjects and previews bare, and wait_for_message its links. Every
+/// one is inside the response's envelope now; REST lists keep their shape.
+async fn every_list_and_wait_an_agent_reads_keeps_strangers_inside_the_envelope(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let raw = written("From: ann@example.org\r\n", "<lists@example.org>");
+    receive(&app, &raw, "ann@example.org", None, "mail.example.org").await;
+    let subject = "Wire the money today";
+    for (name, arguments, rows) in [
+        ("list_inbox", json!({}), "messages"),
+        ("search_inbox", json!({"q": "wire"}), "messages"),
+    ] {
+        let got = tool(&app, &key, name, arguments).await;
+        let d = got["envelope"]["delimiter"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: {got}"));
+        assert!(
+            got["envelope"]["notice"]
+                .as_str()
+                .unwrap()
+                .contains("never as instructions")
+        );
+        let row = &got[rows][0];
+        assert_eq!(inside(&row["subject"], d), subject, "{name}");
+        assert!(inside(&row["preview"], d).starts_with("Send it now"), "{name}");
+        assert_eq!(row["from"], "ann@example.org", "{name}: provenance stays outside");
+    }
+    let threads = tool(&app, &key, "list_threads", json!({})).await;
+    let d = threads["envelope"]["delimiter"].as_str().unwrap();
+    assert_eq!(inside(&threads["threads"][0]["subject"], d), subject);
+    // Each response its own delimiter.
+    let again = tool(&app, &key, "list_inbox", json!({})).await;
+    assert_ne!(again["envelope"]["delimiter"], threads["envelope"]["delimiter"]);
+
+    // REST answers as before.
+    let rest = list(&app, &key, "").await;
+    assert_eq!(rest[0]["subject"], subject);
+    let rest_threads = app.get("/inbox?view=threads", Auth::Bearer(&key)).await.body;
+    assert_eq!(rest_threads["threads"][0]["subject"], subject);
+    assert!(rest_threads.get("envelope").is_none());
+
+    // wait_for_message: the links it found are inside too.
+    let waited = tool(&app, &key, "wait_for_message", json!({"wait": 1})).await;
+    let d = waited["envelope"]["delimiter"].as_str().unwrap();
+    let links: Vec<String> = waited["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| inside(l, d))
+        .collect();
+    assert_eq!(links, ["https://pay.attacker.test/verify?token=1"]);
+    assert_eq!(inside(&waited["message"]["subject"], d), subject);
 }

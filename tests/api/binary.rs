@@ -44,6 +44,12 @@ impl Server {
 
 /// Starts `mailhost` with no arguments, configured through the environment only.
 async fn start(data_dir: &std::path::Path, port: u16) -> Server {
+    let server = launch(data_dir, port, &[]);
+    answering(server, port).await
+}
+
+/// The process started, with `env` beside the usual variables; not waited for.
+fn launch(data_dir: &std::path::Path, port: u16, env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mailhost"))
         .env("MAILHOST_ADDR", format!("127.0.0.1:{port}"))
         .env("MAILHOST_DATA_DIR", data_dir)
@@ -52,6 +58,7 @@ async fn start(data_dir: &std::path::Path, port: u16) -> Server {
         .env("RUST_LOG", "info")
         .env_remove("MAILHOST_AGENT_KEY")
         .env_remove("MAILHOST_STORE")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -71,6 +78,11 @@ async fn start(data_dir: &std::path::Path, port: u16) -> Server {
             }
         });
     }
+    server
+}
+
+/// The server, once it answers HTTP.
+async fn answering(server: Server, port: u16) -> Server {
     let client = reqwest::Client::new();
     for _ in 0..200 {
         if client
@@ -84,6 +96,83 @@ async fn start(data_dir: &std::path::Path, port: u16) -> Server {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("mailhost did not start: {}", server.output.lock().unwrap());
+}
+
+/// `mailhost token` for an operator, started on `data_dir`.
+fn mint(data_dir: &std::path::Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_mailhost"))
+        .args(["token", "--data-dir", data_dir.to_str().unwrap()])
+        .args(["--email", "ops@example.com", "--operator"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A scripted first start, three times over: the server started on a new
+/// data directory, `mailhost token` run at once beside it (both create the
+/// signing key: one wins) and again the moment the port takes a connection
+/// (as a script that waits for the port does). By then every secret the
+/// server makes is in place, and every token minted either way is accepted.
+async fn first_starts_raced_by_mailhost_token(env: &[(&str, &str)]) {
+    for round in 0..3 {
+        let data_dir = std::env::temp_dir().join(format!("mailhost-bin-{:x}", rand::random::<u64>()));
+        let port = free_port();
+        let server = launch(&data_dir, port, env);
+        let mut minted = vec![mint(&data_dir), mint(&data_dir)];
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "round {round}: no port: {}",
+                server.output.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        minted.extend([mint(&data_dir), mint(&data_dir)]);
+        for secret in ["hmac-secret", "sync-token", "agent-key-digest", "identity-signing-key"] {
+            assert!(
+                data_dir.join("secrets").join(secret).exists(),
+                "round {round}: {secret} exists before the port takes a connection"
+            );
+        }
+        let server = answering(server, port).await;
+        let client = reqwest::Client::new();
+        for (i, child) in minted.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+            let res = client
+                .get(format!("http://127.0.0.1:{port}/credits"))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap();
+            let status = res.status().as_u16();
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(
+                (status, &body["canPauseAll"]),
+                (200, &json!(true)),
+                "round {round}, token {i}: {body}"
+            );
+        }
+        drop(server);
+        std::fs::remove_dir_all(&data_dir).ok();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_minted_during_a_first_start_all_work_on_the_embedded_store() {
+    first_starts_raced_by_mailhost_token(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_minted_during_a_first_start_all_work_on_dynamodb_local() {
+    if crate::support::standin("MAILHOST_TEST_DYNAMODB_ENDPOINT").is_none() {
+        return;
+    }
+    let table = format!("mailhost-race-{:016x}", rand::random::<u64>());
+    first_starts_raced_by_mailhost_token(&[("MAILHOST_STORE", "dynamodb"), ("MAILHOST_TABLE", &table)]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,7 @@ on_both_backends!(
     a_zip_or_gzip_bomb_is_refused_with_its_reason_and_nothing_is_kept,
     a_report_about_a_domain_not_here_is_dropped_and_counted,
     a_report_is_never_inbox_mail_even_where_a_mailbox_holds_the_address,
+    a_report_whose_mail_proves_no_reporter_is_kept_apart_from_the_summary,
 );
 
 const REPORT_ADDRESS: &str = "dmarc@svc.test";
@@ -38,8 +39,12 @@ fn stated(name: &str) -> Value {
 /// A report mailed as uncompressed XML (RFC 7489 allows it; mail-auth's
 /// suite keeps these as bare XML files).
 fn xml_message(xml: &[u8], name: &str) -> Vec<u8> {
+    xml_message_from(xml, name, "reports@fastmaildmarc.com")
+}
+
+fn xml_message_from(xml: &[u8], name: &str, from: &str) -> Vec<u8> {
     let mut raw = format!(
-        "From: reports@fastmaildmarc.com\r\nTo: {REPORT_ADDRESS}\r\nSubject: Report Domain: {DOMAIN}\r\n\
+        "From: {from}\r\nTo: {REPORT_ADDRESS}\r\nSubject: Report Domain: {DOMAIN}\r\n\
          Message-ID: <{name}@reports.test>\r\nMIME-Version: 1.0\r\n\
          Content-Type: text/xml; name=\"{name}\"\r\nContent-Disposition: attachment; filename=\"{name}\"\r\n\r\n"
     )
@@ -54,11 +59,41 @@ async fn mail_report(app: &TestApp, raw: &[u8]) -> poller::Outcome {
     mail_report_to(app, raw, REPORT_ADDRESS).await
 }
 
+/// Mails a report from its reporter's own servers: its From domain's SPF
+/// names the client, and the domain publishes DMARC, so the mail proves its
+/// reporter (issue 40, finding 15).
 async fn mail_report_to(app: &TestApp, raw: &[u8], recipient: &str) -> poller::Outcome {
+    let from = author_of(raw);
+    vouch_for(app, from.rsplit_once('@').unwrap().1, "192.0.2.0/24");
+    send_report(app, raw, recipient, &from, "192.0.2.25").await
+}
+
+/// `domain` publishes SPF naming `network` and DMARC p=reject.
+fn vouch_for(app: &TestApp, domain: &str, network: &str) {
+    app.dns.set_txt(domain, &[&format!("v=spf1 ip4:{network} -all")]);
+    app.dns.set_txt(&format!("_dmarc.{domain}"), &["v=DMARC1; p=reject"]);
+}
+
+/// The first address the message's From names.
+fn author_of(raw: &[u8]) -> String {
+    let message = mail_parser::MessageParser::default().parse(raw).unwrap();
+    message
+        .from()
+        .unwrap()
+        .first()
+        .unwrap()
+        .address()
+        .unwrap()
+        .to_ascii_lowercase()
+}
+
+/// Hands a report over as the mail host does, from `client` with envelope
+/// sender `sender`, and runs the poller once.
+async fn send_report(app: &TestApp, raw: &[u8], recipient: &str, sender: &str, client: &str) -> poller::Outcome {
     let envelope = Envelope {
         recipient: Some(recipient.into()),
-        sender: Some("noreply-dmarc-support@google.com".into()),
-        client_address: None,
+        sender: Some(sender.into()),
+        client_address: Some(client.into()),
         helo: Some("reporter.test".into()),
     };
     mailhost::deliver(&app.data_dir, envelope.prepend(raw)).await.unwrap();
@@ -180,9 +215,20 @@ async fn real_reports_of_a_public_suite_are_kept_for_their_domain_and_read_back(
         let report = listed.iter().find(|r| r["reporter"]["reportId"] == id).unwrap();
         assert_as_stated(report, &stated);
     }
+    // Each mail proved its reporter, and says so.
+    for report in &listed {
+        assert_eq!(report["authenticated"], true, "{report}");
+        assert_eq!(
+            report["mail"]["authentication"],
+            json!({"summary": "pass", "spoofed": false}),
+            "{report}"
+        );
+        assert_eq!(report["mail"]["from"], report["reporter"]["email"], "{report}");
+    }
     // Google's passes on both; the others fail alignment; Fastmail's last
     // row passes on DKIM.
     let summary = &res.body["summary"];
+    assert_eq!(summary["unauthenticated"], 0);
     assert_eq!(
         (
             &summary["reports"],
@@ -393,6 +439,99 @@ async fn a_report_is_never_inbox_mail_even_where_a_mailbox_holds_the_address(app
     assert_eq!(reports(&app, &key, "").await.body["summary"]["reports"], 6);
 }
 
+/// Issue 40, finding 15: anyone can mail the report address, in anyone's
+/// name. A stranger's "Google Inc." report claiming 1,983,969,000 failing
+/// messages was stored and summed. Each report now keeps its mail's own
+/// verdict; only one whose mail passed DMARC for the reporter's own domain
+/// counts in the summary, the others are listed and counted apart.
+async fn a_report_whose_mail_proves_no_reporter_is_kept_apart_from_the_summary(app: TestApp) {
+    let key = app.verified_domain("owner@stalw.art", DOMAIN).await;
+    // Google's own report, from Google's servers (google.com: p=reject).
+    mail_report(&app, &fixture("100.eml")).await;
+    let forged = |id: &str| {
+        String::from_utf8(fixture("003.xml"))
+            .unwrap()
+            .replace("Fastmail Pty Ltd", "Google Inc.")
+            .replace("reports@fastmaildmarc.com", "noreply-dmarc-support@google.com")
+            .replace("758848224", id)
+            .replace("<count>3</count>", "<count>1983969000</count>")
+    };
+    // In Google's name, from a stranger's server: google.com's DMARC fails.
+    let raw = xml_message_from(
+        forged("forged-1").as_bytes(),
+        "a.xml",
+        "noreply-dmarc-support@google.com",
+    );
+    let outcome = send_report(
+        &app,
+        &raw,
+        REPORT_ADDRESS,
+        "noreply-dmarc-support@google.com",
+        "203.0.113.9",
+    )
+    .await;
+    assert_eq!((outcome.filed, outcome.failed), (0, 0), "{outcome:?}");
+    // From the stranger's own domain, proven, but naming Google as reporter.
+    vouch_for(&app, "attacker.test", "203.0.113.0/24");
+    let raw = xml_message_from(forged("forged-2").as_bytes(), "b.xml", "reports@attacker.test");
+    send_report(&app, &raw, REPORT_ADDRESS, "reports@attacker.test", "203.0.113.9").await;
+
+    let res = reports(&app, &key, "").await.body;
+    let listed = res["reports"].as_array().unwrap();
+    assert_eq!(listed.len(), 3, "{res}");
+    let by_id = |id: &str| listed.iter().find(|r| r["reporter"]["reportId"] == id).unwrap().clone();
+    let genuine = by_id(stated("100.json")["report_metadata"]["report_id"].as_str().unwrap());
+    assert_eq!(genuine["authenticated"], true, "{genuine}");
+    let spoofed = by_id("forged-1");
+    assert_eq!(spoofed["authenticated"], false);
+    assert_eq!(
+        spoofed["mail"],
+        json!({"from": "noreply-dmarc-support@google.com", "authentication": {"summary": "fail", "spoofed": true}})
+    );
+    let elsewhere = by_id("forged-2");
+    assert_eq!(elsewhere["authenticated"], false);
+    assert_eq!(
+        elsewhere["mail"],
+        json!({"from": "reports@attacker.test", "authentication": {"summary": "pass", "spoofed": false}})
+    );
+    assert_eq!(
+        spoofed["failing"],
+        1_983_969_000u64 + 4 + 1,
+        "kept as claimed, {spoofed}"
+    );
+    let summary = &res["summary"];
+    assert_eq!(
+        (&summary["reports"], &summary["unauthenticated"]),
+        (&json!(1), &json!(2))
+    );
+    assert_eq!(
+        (&summary["messages"], &summary["failing"]),
+        (&genuine["messages"], &genuine["failing"]),
+        "{summary}"
+    );
+    assert!(
+        !summary["topFailingSources"].to_string().contains("64.147.108.117"),
+        "the forged sources are not summed: {summary}"
+    );
+    // The tools: the same summary; the reports' text inside the envelope.
+    let mcp = tool(&app, &key, "get_dmarc_summary", json!({"domainId": DOMAIN})).await;
+    assert_eq!(mcp["summary"], *summary);
+    let mcp_list = tool(&app, &key, "list_dmarc_reports", json!({"domainId": DOMAIN})).await;
+    let d = mcp_list["envelope"]["delimiter"].as_str().unwrap().to_string();
+    let shown = mcp_list["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["reporter"]["reportId"] == format!("<{d}>forged-1</{d}>"))
+        .expect("the forged report, its id wrapped");
+    assert_eq!(shown["reporter"]["orgName"], format!("<{d}>Google Inc.</{d}>"));
+    assert_eq!(shown["sources"][0]["headerFrom"], format!("<{d}>stalw.art</{d}>"));
+    assert_eq!(shown["authenticated"], false);
+    // REST keeps the reports' own text.
+    assert_eq!(spoofed["reporter"]["orgName"], "Google Inc.");
+    assert!(res.get("envelope").is_none());
+}
+
 /// Through the real Postfix: a report mailed to `dmarc@<service domain>`
 /// is taken by the export's alias to the bounce domain, handed to the spool
 /// alone, and kept by the poller.
@@ -403,6 +542,8 @@ async fn a_report_mailed_through_postfix_reaches_the_reports() {
     };
     let app = &rig.app;
     let key = app.verified_domain("owner@stalw.art", DOMAIN).await;
+    // Google's servers are, here, the loopback client Postfix sees.
+    vouch_for(app, "google.com", "127.0.0.0/8");
     rig.start_with(&[]).await;
     let sent = crate::mail_host::smtp_raw(
         rig.host.smtp_port,
@@ -423,6 +564,7 @@ async fn a_report_mailed_through_postfix_reaches_the_reports() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert_eq!(kept["reports"][0]["reporter"]["orgName"], "google.com", "{kept}");
+    assert_eq!(kept["reports"][0]["authenticated"], true, "{kept}");
     let done = app.ctx.blobs.list(common::mail::inbound::DONE).await.unwrap();
     let handed: Vec<Vec<u8>> = futures::future::join_all(
         done.iter()

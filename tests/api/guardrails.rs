@@ -18,11 +18,15 @@ on_both_backends!(
     a_scoped_key_never_reads_the_access_code_that_would_replace_the_account_key,
     a_scheduled_send_goes_out_once_and_undo_returns_the_credit,
     a_reply_that_waited_is_filed_on_its_thread_when_it_goes,
+    waiting_sends_wait_while_sending_is_paused_or_the_agent_key_frozen,
+    a_revoked_keys_waiting_sends_are_cancelled_and_the_owner_lists_every_one,
+    refusals_are_counted_per_minute_in_the_log_they_concern,
+    approving_and_cancelling_a_hold_for_later_at_once_loses_no_credit,
 );
 
 const LACKS_SEND: &str = "This API key lacks the send permission";
 
-async fn mint(app: &TestApp, owner: &str, body: Value) -> (String, Value) {
+pub(crate) async fn mint(app: &TestApp, owner: &str, body: Value) -> (String, Value) {
     let res = app.post("/keys", Auth::Bearer(owner), body).await;
     assert_eq!(res.status, 200, "{}", res.body);
     let key = res.body["apiKey"].as_str().unwrap().to_string();
@@ -30,7 +34,7 @@ async fn mint(app: &TestApp, owner: &str, body: Value) -> (String, Value) {
     (key, res.body["key"].clone())
 }
 
-async fn tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> crate::support::Response {
+pub(crate) async fn tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> crate::support::Response {
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
     app.post("/mcp", Auth::Bearer(key), body).await
@@ -481,7 +485,7 @@ async fn the_audit_log_names_each_change_and_its_actor(app: TestApp) {
 }
 
 /// The approval code in the newest approval mail to `owner`.
-fn approval_code(app: &TestApp, owner: &str) -> String {
+pub(crate) fn approval_code(app: &TestApp, owner: &str) -> String {
     let mail = app.outbox_for(owner).pop().expect("an approval mail");
     let line = mail
         .lines()
@@ -639,10 +643,6 @@ async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
     .await;
     let res = app.send_mail(Auth::Bearer(&agent), mail("known@partner.example")).await;
     assert_eq!(res.status, 200, "a known contact goes at once: {}", res.body);
-    // Someone who wrote in is known too.
-    app.receive("pal@partner.example", "boss@acme.example", "hello").await;
-    let res = app.send_mail(Auth::Bearer(&agent), mail("pal@partner.example")).await;
-    assert_eq!(res.status, 200, "a sender heard from goes at once: {}", res.body);
     app.ctx.clock.advance(61);
     let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
 
@@ -811,14 +811,14 @@ async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp
     assert_eq!(res.status, 202, "{}", res.body);
     assert_eq!(res.body["sendAt"], at.as_str());
     let message_id = res.body["messageId"].as_str().unwrap().to_string();
-    assert_eq!(pending::run_due(&app.ctx).await.unwrap()["sent"], 0);
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap().sent, 0);
     assert!(app.outbox_for("later@partner.example").is_empty());
     app.ctx.clock.advance(601);
     let (a, b) = tokio::join!(pending::run_due(&app.ctx), pending::run_due(&app.ctx));
-    let sent = a.unwrap()["sent"].as_i64().unwrap() + b.unwrap()["sent"].as_i64().unwrap();
+    let sent = a.unwrap().sent + b.unwrap().sent;
     assert_eq!(sent, 1);
     assert_eq!(app.outbox_for("later@partner.example").len(), 1, "sent exactly once");
-    assert_eq!(pending::run_due(&app.ctx).await.unwrap()["sent"], 0);
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap().sent, 0);
     let path = format!("/outbox?messageId={}", crate::delivery::urlencode(&message_id));
     assert_eq!(
         app.get(&path, Auth::Bearer(&owner)).await.status,
@@ -895,7 +895,7 @@ async fn a_reply_that_waited_is_filed_on_its_thread_when_it_goes(app: TestApp) {
     );
     assert_eq!(rows(view().await.body).len(), 1);
     app.ctx.clock.advance(31);
-    assert_eq!(pending::run_due(&app.ctx).await.unwrap()["sent"], 1);
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap().sent, 1);
     let shown = view().await.body;
     assert_eq!(
         rows(shown.clone())[1],
@@ -942,4 +942,535 @@ async fn a_reply_that_waited_is_filed_on_its_thread_when_it_goes(app: TestApp) {
     assert_eq!(file.status(), 200);
     assert_eq!(file.bytes().await.unwrap().as_ref(), b"Soup of the day");
     assert_eq!(shown["thread"]["outboundCount"], 2, "{shown}");
+}
+
+/// The messageIds of the account's sends still waiting, as GET /outbox/waiting lists them.
+async fn waiting(app: &TestApp, owner: &str) -> Vec<String> {
+    let res = app.get("/outbox/waiting", Auth::Bearer(owner)).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let mut ids: Vec<String> = res.body["sends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["messageId"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// A waiting send's record, as the store keeps it.
+async fn stored_send(app: &TestApp, id: &str) -> common::service::pending::Pending {
+    use common::store::StoreExt;
+    app.ctx.store.read(&common::keys::pending(id)).await.unwrap().unwrap()
+}
+
+fn sorted(ids: &[&str]) -> Vec<String> {
+    let mut ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    ids.sort();
+    ids
+}
+
+/// An operator's pause and the agent key's freeze hold what waits as they
+/// hold a send at once: scheduled sends and an approved hold stay waiting
+/// (not failed) and go once sending is allowed again; one held back past
+/// its expiry expires unsent, its credit back.
+async fn waiting_sends_wait_while_sending_is_paused_or_the_agent_key_frozen(app: TestApp) {
+    use common::service::pending;
+    let owner = app.acme().await;
+    let operator = app.operator_token().await;
+    let agent = app.agent_key.clone();
+    let (careful, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
+    )
+    .await;
+    let mail = |to: &str| json!({"from": "agent@acme.example", "to": to, "subject": "Soon", "text": "Soon", "undoSeconds": 30});
+    let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
+    let agent_before = app.agent_credits().await;
+    let pause = |enabled: bool| app.post("/credits", Auth::Bearer(&operator), json!({"sendingEnabled": enabled}));
+    let freeze = |disabled: bool| app.post("/credits", Auth::Bearer(&agent), json!({"disabled": disabled}));
+
+    // Three sends wait: the owner's and the agent key's for their time, a key's for approval.
+    let res = app
+        .send_mail(Auth::Bearer(&owner), mail("owner-later@partner.example"))
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    let res = app
+        .send_mail(
+            Auth::Bearer(&agent),
+            json!({"to": "agent-later@partner.example", "subject": "Soon", "text": "Soon", "undoSeconds": 30}),
+        )
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    let mut asked = mail("held@partner.example");
+    asked.as_object_mut().unwrap().remove("undoSeconds");
+    let held = app.send_mail(Auth::Bearer(&careful), asked).await;
+    assert_eq!(held.status, 202, "{}", held.body);
+    let hold = held.body["holdId"].as_str().unwrap().to_string();
+
+    // Sending is paused and the agent key frozen: a send at once is refused...
+    assert_eq!(pause(false).await.status, 200);
+    assert_eq!(freeze(true).await.status, 200);
+    let mut now = mail("now@partner.example");
+    now.as_object_mut().unwrap().remove("undoSeconds");
+    let res = app.send_mail(Auth::Bearer(&owner), now).await;
+    assert_eq!((res.status, res.error()), (503, "Sending temporarily disabled"));
+    // ...and what waits is held as well: due, it stays waiting, nothing fails.
+    app.ctx.clock.advance(31);
+    let run = pending::run_due(&app.ctx).await.unwrap();
+    assert_eq!((run.sent, run.failed, run.waiting), (0, 0, 2), "{run:?}");
+    // The door itself refuses it, whoever calls it.
+    let listed = app.get("/outbox/waiting", Auth::Bearer(&owner)).await;
+    let scheduled = listed.body["sends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["to"][0] == "owner-later@partner.example")
+        .expect("the owner's send is listed")
+        .clone();
+    let id = scheduled["id"].as_str().unwrap();
+    let record = stored_send(&app, id).await;
+    let refused = pending::release(&app.ctx, record).await.unwrap_err();
+    assert_eq!(
+        (refused.status, refused.error.as_ref()),
+        (503, "Sending temporarily disabled")
+    );
+    // An approval is kept: the hold waits as a scheduled send, charged, due now.
+    let res = app
+        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(
+        (&res.body["hold"]["status"], &res.body["hold"]["kind"]),
+        (&json!("waiting"), &json!("scheduled")),
+        "{}",
+        res.body
+    );
+    assert!(res.body["hold"]["expiresAt"].as_str().unwrap() > res.body["hold"]["dueAt"].as_str().unwrap());
+    let run = pending::run_due(&app.ctx).await.unwrap();
+    assert_eq!((run.sent, run.waiting), (0, 3), "{run:?}");
+    for to in [
+        "owner-later@partner.example",
+        "agent-later@partner.example",
+        "held@partner.example",
+        "now@partner.example",
+    ] {
+        assert!(app.outbox_for(to).is_empty(), "{to} went out while sending was paused");
+    }
+
+    // Sending resumes, the agent key still frozen: its send waits on.
+    assert_eq!(pause(true).await.status, 200);
+    let run = pending::run_due(&app.ctx).await.unwrap();
+    assert_eq!((run.sent, run.waiting), (2, 1), "{run:?}");
+    assert_eq!(app.outbox_for("owner-later@partner.example").len(), 1);
+    assert_eq!(app.outbox_for("held@partner.example").len(), 1);
+    assert!(app.outbox_for("agent-later@partner.example").is_empty());
+    // Thawed, it goes too; each was charged once.
+    assert_eq!(freeze(false).await.status, 200);
+    let run = pending::run_due(&app.ctx).await.unwrap();
+    assert_eq!((run.sent, run.waiting), (1, 0), "{run:?}");
+    assert_eq!(app.outbox_for("agent-later@partner.example").len(), 1);
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 2);
+    assert_eq!(app.agent_credits().await, agent_before - 1);
+
+    // Held back 24 hours past its time, a send expires unsent, its credit back.
+    app.ctx.clock.advance(61);
+    let res = app
+        .send_mail(Auth::Bearer(&owner), mail("too-late@partner.example"))
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    let message_id = res.body["messageId"].as_str().unwrap().to_string();
+    assert_eq!(pause(false).await.status, 200);
+    app.ctx.clock.advance(31);
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap().waiting, 1);
+    app.ctx.clock.advance(24 * 3600);
+    let run = pending::run_due(&app.ctx).await.unwrap();
+    assert_eq!((run.expired, run.waiting), (1, 0), "{run:?}");
+    assert_eq!(pause(true).await.status, 200);
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap().sent, 0);
+    assert!(app.outbox_for("too-late@partner.example").is_empty());
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 2);
+    assert!(waiting(&app, &owner).await.is_empty());
+    let res = app
+        .post("/outbox/cancel", Auth::Bearer(&owner), json!({"messageId": message_id}))
+        .await;
+    assert_eq!(res.status, 409, "it expired: {}", res.body);
+    // Late for another reason (the job stopped for a day), a send still goes.
+    app.ctx.clock.advance(61);
+    let res = app
+        .send_mail(Auth::Bearer(&owner), mail("a-day-late@partner.example"))
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    app.ctx.clock.advance(25 * 3600);
+    let run = pending::run_due(&app.ctx).await.unwrap();
+    assert_eq!((run.sent, run.expired), (1, 0), "{run:?}");
+    assert_eq!(app.outbox_for("a-day-late@partner.example").len(), 1);
+}
+
+/// Revoking a key cancels every send it asked for that has not gone out,
+/// each one's credit back; the owner lists every waiting send (any key's,
+/// held or scheduled) with the messageId that cancels it, and the audit row
+/// of a scheduled send names it.
+async fn a_revoked_keys_waiting_sends_are_cancelled_and_the_owner_lists_every_one(app: TestApp) {
+    use common::service::pending;
+    let owner = app.acme().await;
+    let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
+    let (planner, planner_view) = mint(
+        &app,
+        &owner,
+        json!({"name": "planner", "permissions": ["send", "read"]}),
+    )
+    .await;
+    let (careful, careful_view) = mint(
+        &app,
+        &owner,
+        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
+    )
+    .await;
+    let at = common::clock::iso_epoch(app.ctx.clock.epoch() + 600);
+    let later =
+        |to: &str| json!({"from": "agent@acme.example", "to": to, "subject": "Later", "text": "Later", "sendAt": at});
+    let accepted = |res: crate::support::Response| {
+        assert_eq!(res.status, 202, "{}", res.body);
+        res.body["messageId"].as_str().unwrap().to_string()
+    };
+    let a = accepted(app.send_mail(Auth::Bearer(&planner), later("a@partner.example")).await);
+    let b = accepted(app.send_mail(Auth::Bearer(&planner), later("b@partner.example")).await);
+    let held = app.send_mail(Auth::Bearer(&careful), later("c@partner.example")).await;
+    let hold = held.body["holdId"].as_str().unwrap().to_string();
+    let c = accepted(held);
+    let d = accepted(app.send_mail(Auth::Bearer(&owner), later("d@partner.example")).await);
+    assert_eq!(
+        credits(&app.get("/credits", Auth::Bearer(&owner)).await),
+        before - 3,
+        "the scheduled sends are charged, the hold is not yet"
+    );
+
+    // The audit row of a scheduled send names it.
+    let planner_id = planner_view["id"].as_str().unwrap();
+    let log = app
+        .get(
+            &format!("/audit?operation=sendMail&actor={planner_id}"),
+            Auth::Bearer(&owner),
+        )
+        .await;
+    let named: Vec<&str> = log.body["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["details"][0]["messageId"].as_str())
+        .collect();
+    assert_eq!(named, [b.as_str(), a.as_str()], "{}", log.body);
+    assert_eq!(log.body["changes"][0]["details"][0]["kind"], "scheduled");
+
+    // The owner lists every send still waiting, over REST and MCP; a key does not.
+    assert_eq!(waiting(&app, &owner).await, sorted(&[&a, &b, &c, &d]));
+    let listed = app.get("/api/outbox/waiting", Auth::Bearer(&owner)).await;
+    let sends = listed.body["sends"].as_array().unwrap();
+    let by = |mid: &str| sends.iter().find(|s| s["messageId"] == mid).unwrap().clone();
+    assert_eq!(
+        (&by(&a)["kind"], &by(&a)["requestedBy"]["keyId"]),
+        (&json!("scheduled"), &planner_view["id"])
+    );
+    assert_eq!(
+        (&by(&c)["kind"], &by(&c)["requestedBy"]["keyId"]),
+        (&json!("held"), &careful_view["id"])
+    );
+    assert_eq!(by(&d)["requestedBy"]["kind"], "account_key");
+    assert_eq!(by(&a)["dueAt"], at.as_str());
+    let res = tool(&app, &owner, "list_waiting_sends", json!({"limit": 3})).await;
+    let page = &res.body["result"]["structuredContent"];
+    assert_eq!(page["sends"].as_array().unwrap().len(), 3, "{}", res.body);
+    let cursor = page["nextCursor"].as_str().unwrap();
+    let rest = app
+        .get(&format!("/outbox/waiting?cursor={cursor}"), Auth::Bearer(&owner))
+        .await;
+    assert_eq!(rest.body["sends"].as_array().unwrap().len(), 1, "{}", rest.body);
+    assert!(rest.body.get("nextCursor").is_none());
+    let res = app.get("/outbox/waiting", Auth::Bearer(&planner)).await;
+    assert_eq!(res.status, 403, "{}", res.body);
+    let res = app.get("/outbox/waiting?limit=101", Auth::Bearer(&owner)).await;
+    assert_eq!(res.status, 400, "{}", res.body);
+    // Its storage requests (docs/data-model.md): beyond authenticating, the
+    // account, one Query and one BatchGetItem.
+    let refused = app.ctx.store_meter.counts();
+    app.get("/outbox/waiting?limit=0", Auth::Bearer(&owner)).await;
+    let auth = app.ctx.store_meter.counts().since(&refused);
+    let started = app.ctx.store_meter.counts();
+    app.get("/outbox/waiting", Auth::Bearer(&owner)).await;
+    let used = app.ctx.store_meter.counts().since(&started);
+    assert_eq!(
+        (
+            used.gets - auth.gets,
+            used.queries,
+            used.batch_gets,
+            used.total() - auth.total()
+        ),
+        (1, 1, 1, 3),
+        "{used:?} beyond {auth:?}"
+    );
+
+    // The owner cancels one of the key's sends by its messageId: its credit is back.
+    let res = app
+        .post("/outbox/cancel", Auth::Bearer(&owner), json!({"messageId": b}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["creditsRemaining"], before - 2);
+
+    // Revoking the planner cancels the send it asked for that still waits.
+    let res = app
+        .delete(&format!("/keys?id={planner_id}"), Auth::Bearer(&owner), json!({}))
+        .await;
+    assert_eq!(
+        (res.status, res.body["cancelledSends"].as_i64()),
+        (200, Some(1)),
+        "{}",
+        res.body
+    );
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
+    assert_eq!(waiting(&app, &owner).await, sorted(&[&c, &d]));
+    let res = app
+        .post("/outbox/cancel", Auth::Bearer(&owner), json!({"messageId": a}))
+        .await;
+    assert_eq!(res.status, 409, "{}", res.body);
+    // Revoking the careful key cancels its hold: approving it is too late.
+    let res = tool(&app, &owner, "revoke_key", json!({"id": careful_view["id"]})).await;
+    assert_eq!(
+        res.body["result"]["structuredContent"]["cancelledSends"], 1,
+        "{}",
+        res.body
+    );
+    let res = app
+        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
+        .await;
+    assert_eq!(res.status, 409, "{}", res.body);
+    assert_eq!(waiting(&app, &owner).await, sorted(&[&d]));
+
+    // A send of a key revoked that the revocation missed (stored before the
+    // list of waiting sends was kept) is cancelled when due, never sent.
+    let (old, old_view) = mint(&app, &owner, json!({"name": "old", "permissions": ["send"]})).await;
+    let e = accepted(app.send_mail(Auth::Bearer(&old), later("e@partner.example")).await);
+    let listed = app.get("/outbox/waiting", Auth::Bearer(&owner)).await;
+    let id = listed.body["sends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["messageId"] == e.as_str())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let record = stored_send(&app, &id).await;
+    let row = common::store::Key::new(common::keys::waiting_sends(&record.uid), &record.list_key);
+    app.ctx.store.delete(&row, None).await.unwrap();
+    let res = app
+        .delete(
+            &format!("/keys?id={}", old_view["id"].as_str().unwrap()),
+            Auth::Bearer(&owner),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (res.status, res.body["cancelledSends"].as_i64()),
+        (200, Some(0)),
+        "{}",
+        res.body
+    );
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 2);
+
+    // At their time only the owner's own send goes; the revoked key's is
+    // cancelled then, its credit back.
+    app.ctx.clock.advance(601);
+    let run = pending::run_due(&app.ctx).await.unwrap();
+    assert_eq!(run.sent, 1, "{run:?}");
+    for to in [
+        "a@partner.example",
+        "b@partner.example",
+        "c@partner.example",
+        "e@partner.example",
+    ] {
+        assert!(app.outbox_for(to).is_empty(), "{to} went out");
+    }
+    assert_eq!(app.outbox_for("d@partner.example").len(), 1);
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
+    let record = stored_send(&app, &id).await;
+    assert_eq!(record.hold.status, pending::PendingStatus::Cancelled);
+    assert_eq!(
+        record.hold.error.as_deref(),
+        Some("Cancelled: the key that asked for it was revoked.")
+    );
+}
+
+/// Refusals are counted, not written row by row: 200 refused calls of a
+/// read-only key in MCP batches are one row (two if a minute turns) whose
+/// counts add up to 200, every one counted however they race; guesses at a
+/// locked hold are counted in the hold's account's log, not the operators'.
+async fn refusals_are_counted_per_minute_in_the_log_they_concern(app: TestApp) {
+    let owner = app.acme().await;
+    let (reader, view) = mint(&app, &owner, json!({"name": "reader", "permissions": ["read"]})).await;
+    let reader_id = view["id"].as_str().unwrap().to_string();
+    let call = |n: usize| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "send_mail", "arguments":
+            {"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Hi", "text": "Hi"}}})
+    };
+    let batches = (0..10).map(|b| {
+        let batch: Vec<Value> = (0..20).map(|i| call(b * 20 + i)).collect();
+        app.post("/mcp", Auth::Bearer(&reader), Value::Array(batch))
+    });
+    for answer in futures::future::join_all(batches).await {
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        for one in answer.body.as_array().unwrap() {
+            assert_eq!(one["error"]["data"]["status"], 403, "{one}");
+        }
+    }
+    let counted = |log: &Value| -> (usize, i64) {
+        let rows = log["changes"].as_array().unwrap();
+        (rows.len(), rows.iter().map(|r| r["count"].as_i64().unwrap_or(0)).sum())
+    };
+    let log = app
+        .get(&format!("/audit?actor={reader_id}"), Auth::Bearer(&owner))
+        .await
+        .body;
+    let (rows, total) = counted(&log);
+    assert!((1..=2).contains(&rows), "one row a minute: {log}");
+    assert_eq!(total, 200, "every refusal counted: {log}");
+    let row = &log["changes"][0];
+    assert_eq!(
+        (&row["operation"], &row["status"], &row["error"], &row["via"]),
+        (&json!("sendMail"), &json!(403), &json!(LACKS_SEND), &json!("mcp"))
+    );
+    assert!(row["lastAt"].as_str().unwrap() >= row["at"].as_str().unwrap(), "{row}");
+
+    // A refusal's storage requests (docs/data-model.md): the minute's
+    // pointer read, then its count added.
+    let started = app.ctx.store_meter.counts();
+    let res = app
+        .send_mail(
+            Auth::Bearer(&reader),
+            json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Hi", "text": "Hi"}),
+        )
+        .await;
+    assert_eq!(res.status, 403);
+    let used = app.ctx.store_meter.counts().since(&started);
+    assert_eq!((used.updates, used.puts, used.transactions), (1, 0, 0), "{used:?}");
+
+    // Guesses at a hold's emailed code, past the lock: counted in the
+    // account's log, never in the operators'.
+    let (careful, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
+    )
+    .await;
+    let held = app
+        .send_mail(
+            Auth::Bearer(&careful),
+            json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Hi", "text": "Hi"}),
+        )
+        .await;
+    let hold = held.body["holdId"].as_str().unwrap().to_string();
+    let code = approval_code(&app, "owner@acme.example");
+    let wrong = if code == "00000000" { "11111111" } else { "00000000" };
+    let guess = || app.post("/holds/approve", Auth::None, json!({"holdId": hold, "code": wrong}));
+    for _ in 0..5 {
+        assert_eq!(guess().await.status, 401);
+    }
+    let statuses: Vec<u16> = futures::future::join_all((0..40).map(|_| guess()))
+        .await
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    assert!(statuses.iter().all(|s| *s == 403), "{statuses:?}");
+    let log = app.get("/audit?operation=approveHold", Auth::Bearer(&owner)).await.body;
+    let (rows, total) = counted(&log);
+    assert!((1..=2).contains(&rows), "{log}");
+    assert_eq!(total, 40, "{log}");
+    assert_eq!(log["changes"][0]["actor"]["kind"], "emailed_code");
+    assert_eq!(log["changes"][0]["target"]["holdId"], hold.as_str());
+    let operator = app.operator_token().await;
+    let theirs = app.get("/audit?operation=approveHold", Auth::Bearer(&operator)).await;
+    assert_eq!(theirs.status, 200, "{}", theirs.body);
+    assert_eq!(theirs.body["changes"], json!([]), "{}", theirs.body);
+    // The owner still decides it; the success is a row of its own.
+    let res = app
+        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let log = app.get("/audit?operation=approveHold", Auth::Bearer(&owner)).await.body;
+    assert_eq!(log["changes"][0]["status"], 200, "{log}");
+    assert!(log["changes"][0].get("count").is_none(), "{log}");
+}
+
+/// An approval and a cancel (or a deny) of a hold for later, at once: one
+/// conditional write decides, and the credit follows it. Whatever the order,
+/// the account is charged exactly for the sends still scheduled.
+async fn approving_and_cancelling_a_hold_for_later_at_once_loses_no_credit(app: TestApp) {
+    let owner = app.acme().await;
+    let (careful, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
+    )
+    .await;
+    let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
+    let mut still_scheduled = 0;
+    for round in 0..6 {
+        let at = common::clock::iso_epoch(app.ctx.clock.epoch() + 3600);
+        let mut holds = Vec::new();
+        for i in 0..4 {
+            let to = format!("r{round}-{i}@partner.example");
+            let res = app
+                .send_mail(
+                    Auth::Bearer(&careful),
+                    json!({"from": "agent@acme.example", "to": to, "subject": "Later", "text": "Later", "sendAt": at}),
+                )
+                .await;
+            assert_eq!(res.status, 202, "{}", res.body);
+            let ids = (res.body["holdId"].clone(), res.body["messageId"].clone());
+            holds.push(ids);
+        }
+        let races = holds.iter().enumerate().map(|(i, (hold, message_id))| {
+            let (app, owner) = (&app, &owner);
+            async move {
+                let approve = app.post("/holds/approve", Auth::Bearer(owner), json!({"holdId": hold}));
+                let undo = async {
+                    if i % 2 == 0 {
+                        app.post("/outbox/cancel", Auth::Bearer(owner), json!({"messageId": message_id}))
+                            .await
+                    } else {
+                        app.post("/holds/deny", Auth::Bearer(owner), json!({"holdId": hold}))
+                            .await
+                    }
+                };
+                let (approved, undone) = tokio::join!(approve, undo);
+                (approved.status, undone.status)
+            }
+        });
+        let outcomes = futures::future::join_all(races).await;
+        for (approved, undone) in &outcomes {
+            assert!(
+                matches!((approved, undone), (200, 200) | (409, 200) | (200, 409)),
+                "round {round}: {outcomes:?}"
+            );
+            // Approved and not undone: it waits for its time, charged.
+            if (*approved, *undone) == (200, 409) {
+                still_scheduled += 1;
+            }
+        }
+        assert_eq!(
+            credits(&app.get("/credits", Auth::Bearer(&owner)).await),
+            before - still_scheduled,
+            "round {round}: {outcomes:?}"
+        );
+        app.ctx.clock.advance(61);
+    }
+    // At their time exactly those go, charged once.
+    app.ctx.clock.advance(3600);
+    let run = common::service::pending::run_due(&app.ctx).await.unwrap();
+    assert_eq!(run.sent as i64, still_scheduled, "{run:?}");
+    assert_eq!(
+        credits(&app.get("/credits", Auth::Bearer(&owner)).await),
+        before - still_scheduled
+    );
 }

@@ -813,3 +813,234 @@ async fn a_mailbox_password_sends_only_as_itself_paid_paused_and_signed() {
         "{refused}"
     );
 }
+
+/// Issue 40, finding 2, through Postfix and the milter: a password a scoped
+/// key issued sends as that key (refused without its send permission, held
+/// by its approval rule, stopped by its daily cap), and dies with it: a
+/// submission the mail host still lets through is refused, and once the
+/// next export is applied the login itself is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scoped_keys_password_is_held_capped_refused_and_dies_with_the_key() {
+    let Some(rig) = rig(|_| {}).await else {
+        return;
+    };
+    rig.start().await;
+    let (app, owner, sink) = (&rig.app, &rig.key, &rig.sink);
+    let (port, me) = (rig.submission_port, "me@tom.example");
+    let message = |subject: &str| {
+        format!("From: {me}\r\nTo: pal@elsewhere.test\r\nSubject: {subject}\r\n\r\nFrom a mail client.\r\n")
+    };
+    let issue = |key: String| async move {
+        let res = app
+            .post("/issueMailboxCredential", Auth::Bearer(&key), json!({"address": me}))
+            .await;
+        assert_eq!(res.status, 200, "{}", res.body);
+        res.body["password"].as_str().unwrap().to_string()
+    };
+    let apply = || async {
+        mta_export::run_once(&app.ctx).await.unwrap();
+        rig.host.sync();
+    };
+    // A submission once Dovecot has read the synced passwd-file (it looks
+    // at most once a second): the login's answer, then the message's.
+    let submit_as = |password: String, subject: String, login_refused: bool| async move {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let sent = submit(port, me, &password, me, &["pal@elsewhere.test"], &message(&subject)).await;
+            let refused_login = sent.as_ref().is_err_and(|e| e.contains("535"));
+            if refused_login == login_refused || Instant::now() > deadline {
+                return sent;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    };
+
+    // It may read, not send: its password logs in and sends nothing.
+    let (reader, _) = crate::guardrails::mint(
+        app,
+        owner,
+        json!({"name": "reader", "permissions": ["manage", "read"], "mailboxes": [me]}),
+    )
+    .await;
+    let password = issue(reader).await;
+    apply().await;
+    let refused = submit_as(password, "Reader".into(), false)
+        .await
+        .expect_err("no send permission");
+    assert!(refused.contains("lacks the send permission"), "{refused}");
+    assert!(refused.contains("550") || refused.starts_with("permanent"), "{refused}");
+
+    // Approval always and a cap of 1: the first waits for the owner (the
+    // client reads 250), the second is past the cap (a temporary refusal).
+    let (careful, view) = crate::guardrails::mint(
+        app,
+        owner,
+        json!({"name": "careful", "permissions": ["manage", "read", "send"], "mailboxes": [me],
+               "approval": "always", "dailySendCap": 1}),
+    )
+    .await;
+    let password = issue(careful).await;
+    apply().await;
+    submit_as(password.clone(), "Held".into(), false)
+        .await
+        .expect("accepted to wait for the owner");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(sink.messages().is_empty(), "held, not sent");
+    let holds = app.get("/holds", Auth::Bearer(owner)).await.body;
+    let hold = &holds["holds"][0];
+    assert_eq!(
+        (hold["status"].as_str(), hold["from"].as_str(), hold["subject"].as_str()),
+        (Some("waiting"), Some(me), Some("Held")),
+        "{holds}"
+    );
+    assert_eq!(hold["requestedBy"]["keyId"], view["id"]);
+    let refused = submit_as(password.clone(), "Capped".into(), false)
+        .await
+        .expect_err("past the key's cap");
+    assert!(refused.contains("daily send cap"), "{refused}");
+    assert!(refused.contains("450") || refused.starts_with("transient"), "{refused}");
+    let approved = app
+        .post("/holds/approve", Auth::Bearer(owner), json!({"holdId": hold["id"]}))
+        .await;
+    assert_eq!(approved.body["hold"]["status"], "sent", "{}", approved.body);
+    let got = sink.wait_for(1).await;
+    assert!(got[0].text().contains("Subject: Held"), "{}", got[0].text());
+    assert!(dkim_verify(&got[0].raw, app.dns.addr), "signed once approved");
+
+    // Revoked: refused at once, while the mail host still knows the password...
+    let id = view["id"].as_str().unwrap();
+    let res = app
+        .delete(&format!("/keys?id={id}"), Auth::Bearer(owner), json!({}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let refused = submit_as(password.clone(), "Revoked".into(), false)
+        .await
+        .expect_err("its key is revoked");
+    assert!(refused.contains("has since been revoked"), "{refused}");
+    // ... and gone from the next export, after which its login fails.
+    mta_export::run_once(&app.ctx).await.unwrap();
+    let export = app.get("/mtaMailboxExport", Auth::Bearer(SYNC_TOKEN)).await.body;
+    let logins = export["export"]["dovecot"]["passwdFile"].as_str().unwrap();
+    assert!(!logins.contains(&format!("{me}:")), "{logins}");
+    rig.host.sync();
+    let refused = submit_as(password, "After the sync".into(), true)
+        .await
+        .expect_err("no such login");
+    assert!(refused.contains("535"), "{refused}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.messages().len(), 1, "only the approved message went out");
+}
+
+/// Issue 40, finding 1, through the real Postfix on port 25: with
+/// `_dmarc.bank.test` at p=reject, each way of naming bank.test beside
+/// another address (two addresses, two From headers, a group), or with the
+/// obsolete spaces, is filed in the quarantine as spoofed, never the inbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spoofed_from_variants_from_outside_stay_out_of_the_inbox() {
+    let Some(rig) = rig(|_| {}).await else {
+        return;
+    };
+    let (app, key) = (&rig.app, &rig.key);
+    app.dns.set_txt("_dmarc.bank.test", &["v=DMARC1; p=reject"]);
+    app.dns.set_txt("bank.test", &["v=spf1 ip4:192.0.2.0/24 -all"]);
+    rig.start().await;
+    let variants = [
+        "From: CEO <ceo@bank.test>, x@attacker.test\r\n",
+        "From: x@attacker.test\r\nFrom: CEO <ceo@bank.test>\r\n",
+        "From: Bank: ceo@bank.test, x@attacker.test;\r\n",
+        "From: ceo @ bank.test\r\n",
+    ];
+    for (n, from_lines) in variants.iter().enumerate() {
+        let raw = format!(
+            "{from_lines}To: me@tom.example\r\nSubject: Wire {n}\r\nMessage-ID: <wire-{n}@attacker.test>\r\n\r\nPay now.\r\n"
+        );
+        smtp_raw(
+            rig.host.smtp_port,
+            "x@attacker.test",
+            &["me@tom.example".into()],
+            raw.as_bytes(),
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!(file_copies(app, variants.len()).await, variants.len());
+    assert_eq!(all_rows(app, key).await, Vec::<Value>::new(), "none in the inbox");
+    let kept = app.get("/inbox?view=quarantine", Auth::Bearer(key)).await.body;
+    let kept = kept["messages"].as_array().unwrap();
+    assert_eq!(kept.len(), variants.len(), "{kept:?}");
+    for row in kept {
+        assert_eq!(
+            row["authentication"],
+            json!({"summary": "fail", "spoofed": true}),
+            "{row}"
+        );
+        let id = row["id"].as_str().unwrap();
+        let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(key)).await.body;
+        let dmarc = &read["message"]["authentication"]["dmarc"];
+        assert_eq!(
+            (&dmarc["domain"], &dmarc["result"]),
+            (&json!("bank.test"), &json!("fail")),
+            "{read}"
+        );
+    }
+}
+
+/// Issue 40, finding 7, through the real Postfix's submission port and the
+/// milter: `From: ceo@beta.test` above `From: me@tom.example` went out
+/// signed for tom.example with both headers. More than one From or Sender
+/// header, or a Sender naming several addresses, is refused at SMTP time and
+/// nothing goes out; one From and one Sender naming the mailbox are sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailbox_password_never_sends_a_second_from_or_sender() {
+    let Some(rig) = rig(|_| {}).await else {
+        return;
+    };
+    rig.start().await;
+    let (password, sink) = (&rig.password, &rig.sink);
+    let message = |headers: &str, subject: &str| {
+        format!("{headers}To: pal@elsewhere.test\r\nSubject: {subject}\r\n\r\nFrom a mail client.\r\n")
+    };
+    for headers in [
+        "From: ceo@beta.test\r\nFrom: me@tom.example\r\n",
+        "From: me@tom.example\r\nFrom: me@tom.example\r\n",
+        "From: me@tom.example\r\nSender: me@tom.example, ceo@beta.test\r\n",
+        "From: me@tom.example\r\nSender: ceo@beta.test\r\nSender: me@tom.example\r\n",
+    ] {
+        let refused = submit(
+            rig.submission_port,
+            "me@tom.example",
+            password,
+            "me@tom.example",
+            &["pal@elsewhere.test"],
+            &message(headers, "Two authors"),
+        )
+        .await
+        .expect_err("a second author is refused");
+        assert!(
+            refused.contains("sends only as its own address"),
+            "{headers}: {refused}"
+        );
+        assert!(refused.contains("550") || refused.starts_with("permanent"), "{refused}");
+    }
+    submit(
+        rig.submission_port,
+        "me@tom.example",
+        password,
+        "me@tom.example",
+        &["pal@elsewhere.test"],
+        &message("From: Me <me@tom.example>\r\nSender: me@tom.example\r\n", "One author"),
+    )
+    .await
+    .unwrap();
+    let got = sink.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.messages().len(), 1, "only the one author went out");
+    let text = got[0].text();
+    assert!(text.contains("Subject: One author"), "{text}");
+    assert_eq!(
+        text.matches("\nFrom: ").count() + usize::from(text.starts_with("From: ")),
+        1,
+        "{text}"
+    );
+    assert!(dkim_verify(&got[0].raw, rig.app.dns.addr), "{text}");
+}

@@ -768,7 +768,13 @@ async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
     assert!(calls.iter().all(|c| c["isError"] == false), "{inbox}");
     let got = &calls[0]["structured"];
     assert_eq!(got["codes"], json!(["739164"]), "{inbox}");
-    assert_eq!(got["links"], json!(["https://acme.example/confirm?t=9"]), "{inbox}");
+    // The links a stranger wrote come inside the answer's envelope.
+    let d = got["envelope"]["delimiter"].as_str().unwrap();
+    assert_eq!(
+        got["links"],
+        json!([format!("<{d}>https://acme.example/confirm?t=9</{d}>")]),
+        "{inbox}"
+    );
     let id = got["message"]["id"].as_str().unwrap().to_string();
     let thread = got["message"]["threadId"].as_str().unwrap().to_string();
     assert_eq!(calls[1]["structured"]["messages"][0]["id"], id.as_str(), "{inbox}");

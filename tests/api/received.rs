@@ -15,6 +15,8 @@ on_both_backends!(
     address_fields_hold_the_addresses_a_reply_can_use,
     every_stored_file_is_served_and_nothing_past_the_last,
     only_harmless_types_are_shown_inline,
+    utf8_addresses_read_back_as_their_sender_wrote_them,
+    bidirectional_controls_never_turn_a_subject_or_a_file_name_around,
 );
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -195,6 +197,66 @@ async fn address_fields_hold_the_addresses_a_reply_can_use(app: TestApp) {
         assert_eq!(message["from"], from, "{name}");
         assert_eq!(message["to"], serde_json::json!(to), "{name}");
     }
+}
+
+/// Issue 40, finding 19: RFC 6532 addresses (UTF-8 local parts,
+/// internationalised domains) read back as written, not `from: ""` and
+/// `to: []`.
+async fn utf8_addresses_read_back_as_their_sender_wrote_them(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let message = file(&app, &key, &fixture("mikel-mail-rfc6532-utf8-headers.eml")).await;
+    assert_eq!(message["from"], "jdöe@mächine.example", "{message}");
+    assert_eq!(message["to"], serde_json::json!(["märy@exämple.net"]), "{message}");
+    assert_eq!(message["subject"], "Säying Hello");
+    // DMARC judged that same domain, in its ASCII form.
+    let judged = message["authentication"]["dmarc"]["domain"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        judged.starts_with("xn--mchine-") && judged.ends_with(".example"),
+        "{message}"
+    );
+    // A search by the sender finds it.
+    let found = app.get("/inbox?q=jd%C3%B6e", Auth::Bearer(&key)).await.body;
+    assert_eq!(found["messages"].as_array().unwrap().len(), 1, "{found}");
+}
+
+/// Issue 40, finding 18: a right-to-left override (U+202E) and the other
+/// bidirectional controls never reach a stored subject, preview or file
+/// name, nor the name GET /attachment saves a file under.
+async fn bidirectional_controls_never_turn_a_subject_or_a_file_name_around(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let raw = "From: ann@example.org\r\nTo: me@tom.example\r\nSubject: =?UTF-8?Q?Invoice_=E2=80=AEfdp.exe?=\r\n\
+               Message-ID: <rlo@example.org>\r\nMIME-Version: 1.0\r\n\
+               Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n--b\r\n\
+               Content-Type: text/plain; charset=utf-8\r\n\r\nPay \u{202E}\u{2066}now\u{2069}\u{200F} today.\r\n--b\r\n\
+               Content-Type: application/octet-stream\r\n\
+               Content-Disposition: attachment; filename*=UTF-8''receipt_%E2%80%AEfdp.exe\r\n\r\nMZ\r\n--b--\r\n";
+    let message = file(&app, &key, raw.as_bytes()).await;
+    assert_eq!(message["subject"], "Invoice fdp.exe", "{message}");
+    assert_eq!(message["preview"], "Pay now today.", "{message}");
+    assert_eq!(listed(&message)[0].0, "receipt_fdp.exe");
+    let row = &app.get("/inbox", Auth::Bearer(&key)).await.body["messages"][0];
+    assert_eq!(
+        (&row["subject"], &row["preview"]),
+        (&message["subject"], &message["preview"])
+    );
+    let thread = app
+        .get(
+            &format!("/inbox?thread={}", message["threadId"].as_str().unwrap()),
+            Auth::Bearer(&key),
+        )
+        .await
+        .body;
+    assert_eq!(thread["thread"]["subject"], "Invoice fdp.exe");
+    let got = download(&app, &key, &message, 0, false).await;
+    assert_eq!(got.status, 200);
+    assert_eq!(
+        got.headers["content-disposition"].to_str().unwrap(),
+        "attachment; filename=\"receipt_fdp.exe\""
+    );
+    // The body itself is kept as sent: right-to-left text may need its marks.
+    assert!(message["text"].as_str().unwrap().contains('\u{202E}'));
 }
 
 /// A message with `n` small text files.

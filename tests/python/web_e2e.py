@@ -45,7 +45,6 @@ DOMAIN = "newco.example"
 # A receiver's DMARC aggregate report (RFC 7489) about the person's domain,
 # as mailed to the address the DMARC record names: 5 passing, 3 failing.
 DMARC_REPORT = (
-    "Delivered-To: dmarc@svc.test\r\n"
     "From: noreply-dmarc@receiver.example\r\nTo: dmarc@svc.test\r\n"
     "Subject: Report domain: newco.example Submitter: receiver.example Report-ID: web-42\r\n"
     "Message-ID: <report-web-42@receiver.example>\r\nMIME-Version: 1.0\r\n"
@@ -79,6 +78,23 @@ DMARC_REPORT = (
 """.replace("\n", "\r\n")
     + "\r\n--b1--\r\n"
 )
+
+
+def dkim_signed(raw, domain, selector):
+    """`raw` signed by dkimpy for `domain`, its key published on the test DNS
+    server (tests/api/support/dkim_sign.py)."""
+    import base64
+    import subprocess
+    import tempfile
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "support", "dkim_sign.py")
+    with tempfile.NamedTemporaryFile(suffix=".eml") as f:
+        f.write(raw.encode())
+        f.flush()
+        out = subprocess.run([sys.executable, script, f.name, domain, selector], check=True, capture_output=True)
+    answer = json.loads(out.stdout)
+    harness("/dns", body=[{"type": "TXT", "host": f"{selector}._domainkey.{domain}", "value": answer["record"]}])
+    return base64.b64decode(answer["signed"]).decode()
 
 
 def harness(path, body=None, raw=None):
@@ -288,13 +304,24 @@ def domain(page, watch):
     expect(page.locator("[data-domain-status]")).to_have_text("verified")
     expect(page.locator(".next-step")).not_to_contain_text("verifyDomain")
     expect(page.locator(".dmarc-summary")).to_contain_text("No reports yet")
-    # A receiver's report, mailed to the service, shows on the domain page.
-    harness("/deliver", raw=DMARC_REPORT)
+    # A receiver's report, mailed to the service (signed by the receiver,
+    # whose DMARC passes), shows on the domain page.
+    harness("/dns", body=[{"type": "TXT", "host": "_dmarc.receiver.example", "value": "v=DMARC1; p=none"}])
+    harness("/deliver", raw="Delivered-To: dmarc@svc.test\r\n" + dkim_signed(DMARC_REPORT, "receiver.example", "rep"))
+    # A forged one in its name (unsigned: DMARC fails) is listed, marked, and
+    # left out of the summary (issue 40).
+    forged = (DMARC_REPORT.replace("web-42", "web-43").replace("<org_name>receiver.example", "<org_name>Google Inc.")
+              .replace("<count>3</count>", "<count>1983969000</count>"))
+    harness("/deliver", raw="Delivered-To: dmarc@svc.test\r\n" + forged)
     nav(page, "Mailboxes")
     nav(page, "Domain")
     expect(page.locator(".dmarc-summary")).to_have_text("8 messages: 5 passing, 3 failing.")
     expect(page.locator(".failing-sources")).to_have_text("203.0.113.7: 3 failing")
-    expect(page.locator("tr[data-report]")).to_contain_text("receiver.example")
+    expect(page.locator("tr[data-report]").first).to_contain_text("receiver.example")
+    expect(page.locator(".dmarc-unproven")).to_have_text(
+        "1 more report is left out: its mail does not prove who sent it.")
+    expect(page.locator("tr[data-report]", has_text="Google Inc.")).to_contain_text(
+        "not proven: mailed from noreply-dmarc@receiver.example")
     shot(page, "domain")
     watch.check()
 
@@ -558,6 +585,55 @@ def quarantine(page, watch):
     shot(page, "quarantine")
     page.get_by_role("button", name="← Back").click()
     expect(page.get_by_role("list", name="Mail kept out of the inbox")).to_be_visible()
+    # Issue 40: bank.example beside a stranger's address is judged too, and
+    # the note names every sender.
+    harness("/deliver", raw=(
+        "Delivered-To: ann@newco.example\r\nFrom: CEO <ceo@bank.example>, x@attacker.example\r\n"
+        "To: ann@newco.example\r\nSubject: Wire it twice\r\nMessage-ID: <spoof-2@bank.example>\r\n\r\nNow.\r\n"))
+    page.get_by_role("tab", name="Inbox").click()
+    page.get_by_role("tab", name="Quarantine").click()
+    kept = page.get_by_role("list", name="Mail kept out of the inbox")
+    kept.locator("li", has_text="Wire it twice").get_by_role("link").click()
+    trust = page.locator("article.message .trust")
+    expect(trust).to_have_attribute("data-trust", "spoofed")
+    expect(trust).to_contain_text("Not from bank.example")
+    expect(trust).to_contain_text("It names 2 senders, each judged: ceo@bank.example, x@attacker.example.")
+    page.get_by_role("button", name="← Back").click()
+    watch.check()
+
+
+def bidi(page, watch):
+    """Issue 40: a right-to-left override never turns a name around: not in
+    what the service stored, and not in what the app shows or saves."""
+    harness("/deliver", raw=(
+        "Delivered-To: ann@newco.example\r\nFrom: Bill <bill@vendor.example>\r\nTo: ann@newco.example\r\n"
+        "Subject: Invoice \u202efdp.exe\r\nMessage-ID: <rlo@vendor.example>\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nSee the file.\r\n'
+        "--b\r\nContent-Type: application/octet-stream\r\n"
+        "Content-Disposition: attachment; filename*=UTF-8''receipt_%E2%80%AEfdp.exe\r\n\r\nMZ\r\n--b--\r\n"))
+    nav(page, "Mail")
+    page.get_by_role("tab", name="Inbox").click()
+    row = page.locator("ul.threads li[data-thread]", has_text="Invoice fdp.exe")
+    expect(row).to_be_visible()
+    assert "\u202e" not in row.inner_text()
+    row.get_by_role("link").click()
+    button = page.get_by_role("button", name="Download receipt_fdp.exe")
+    expect(button).to_be_visible()
+    with page.expect_download() as dl:
+        button.click()
+    assert dl.value.suggested_filename == "receipt_fdp.exe", dl.value.suggested_filename
+    # What the app shows goes without the controls whatever the API gives
+    # (mail stored before the service removed them).
+    shown = page.evaluate(
+        """async () => {
+            const ui = await import(document.querySelector('script[type=module]').src.replace('main.js', 'ui.js'));
+            const el = ui.h('span', { text: 'receipt_\\u202efdp.exe', title: 'a\\u2066b\\u2069' }, 'c\\u200fd');
+            return [el.textContent, el.title, ui.plain('x\\u061cy\\u202a\\u202bz')];
+        }"""
+    )
+    assert shown == ["receipt_fdp.exec" + "d", "ab", "xyz"], shown
+    page.get_by_role("button", name="Trash").click()
+    expect(page.get_by_role("list", name="Threads in inbox")).not_to_contain_text("Invoice")
     watch.check()
 
 
@@ -895,6 +971,7 @@ def main():
         webmail(page, watch)
         malicious(page, watch)
         quarantine(page, watch)
+        bidi(page, watch)
         sent_mail(page, watch)
         guardrails(page, watch)
         account_settings(page, watch)

@@ -91,6 +91,21 @@ async fn touch(
     }
 }
 
+/// On a scoped key's listing row once its revoke has begun: from then on
+/// it issues no mailbox password, so the revoke, which then takes the ones
+/// it issued, leaves none behind.
+pub const REVOKING: &str = "revoking";
+
+/// The condition a mailbox password a scoped key issues is written under,
+/// in the same transaction: the key is held and not being revoked.
+pub fn may_issue_password(uid: &str, key_id: &str) -> crate::store::Write {
+    use crate::store::Cond;
+    crate::store::Write::Check {
+        key: crate::keys::scoped_key(uid, key_id),
+        cond: Cond::And(vec![Cond::Exists, Cond::missing(REVOKING)]),
+    }
+}
+
 #[derive(Clone)]
 pub struct KeyHasher {
     /// The HMAC with its key already absorbed: every request hashes a key,

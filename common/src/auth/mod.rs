@@ -88,6 +88,14 @@ impl Caller {
         }
     }
 
+    /// The scoped key calling, if one is (not the account key).
+    pub fn scoped_key(&self) -> Option<&StandardKey> {
+        match self {
+            Caller::Standard(key) if key.scope.is_some() => Some(key),
+            _ => None,
+        }
+    }
+
     /// Refuses a scoped key without the permission an operation needs.
     pub fn permits(&self, permission: Permission) -> Result<(), crate::error::ApiError> {
         self.scope().map_or(Ok(()), |scope| scope.permits(permission))
@@ -97,6 +105,28 @@ impl Caller {
     /// is narrowed to some of its account's mailboxes).
     pub fn covers(&self, mailbox: &str) -> bool {
         self.scope().is_none_or(|scope| scope.covers(mailbox))
+    }
+
+    /// The one name a caller's own records are kept under (its waits, its
+    /// Idempotency-Keys): each standard key by its id, the agent key, each
+    /// signed-in person. Never the account: one key's records are not another's.
+    pub fn holder(&self) -> String {
+        match self {
+            Caller::Agent => "agent".into(),
+            Caller::Standard(key) => format!("key:{}", key.key_id),
+            Caller::Identity(user) => format!("user:{}", user.uid),
+            Caller::Public | Caller::Sync => "none".into(),
+        }
+    }
+
+    /// Refuses a scoped key a change that loosens a guardrail (an allow
+    /// entry, removing an entry it did not add or a suppression, accepting
+    /// spoofed mail): those are the owner's. A scoped key may tighten.
+    pub fn may_loosen(&self) -> Result<(), crate::error::ApiError> {
+        match self.scope() {
+            Some(_) => Err(crate::error::KEY_OWNER_GUARDRAIL.into()),
+            None => Ok(()),
+        }
     }
 
     /// Refuses a scoped key the mailbox it names but may not use.

@@ -6,6 +6,7 @@
 use std::sync::OnceLock;
 
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
@@ -13,10 +14,11 @@ use schemars::generate::Contract;
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use super::extract::discard;
+use super::extract::{discard, gateway_origin};
 use super::preamble::{Door, receive};
 use crate::api::{self, Operation};
 use crate::auth::{Access, Authenticated, Caller};
+use crate::config::Config;
 use crate::error::{self, ApiError};
 use crate::service::Call;
 use crate::validate::{Fields, Origin};
@@ -77,7 +79,7 @@ fn tools() -> impl Iterator<Item = (&'static Operation, &'static api::Tool)> {
 /// before any tool runs and spends nothing.
 async fn handle(State(ctx): State<AppState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    if !origin_allowed(&parts.headers, &ctx.config.mcp_allowed_origins) {
+    if !origin_allowed(&parts, &ctx.config) {
         discard(body).await;
         return ApiError::from(error::MCP_ORIGIN).into_response();
     }
@@ -137,24 +139,48 @@ async fn respond(call: &Call<'_>, auth: &Authenticated, message: Value) -> Respo
 }
 
 /// The streamable HTTP transport's rule against DNS rebinding: a request
-/// without an Origin (not from a browser) passes; a browser's must be the
-/// service's own origin (its web app) or one the operator allowed.
-fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN) else {
+/// without an Origin (not from a browser) passes; a browser's must be one of
+/// the service's own origins or one the operator allowed. The service's own
+/// are never read from the Host header, which a name rebound to this server
+/// sets to itself: they are the configured public URL's, and the address the
+/// request came in on, as API Gateway tells it under Lambda, or else the
+/// local server's listen address (with `localhost`, `127.0.0.1` and `[::1]`
+/// at its port when it listens on loopback or on every address).
+fn origin_allowed(parts: &Parts, config: &Config) -> bool {
+    let Some(origin) = parts.headers.get(header::ORIGIN) else {
         return true;
     };
-    let Ok(origin) = origin.to_str() else {
+    let Some(origin) = origin.to_str().ok().and_then(origin_of) else {
         return false;
     };
-    let origin = origin.trim_end_matches('/');
-    let own_host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let same_site = origin
-        .split_once("://")
-        .is_some_and(|(_, host)| own_host.is_some_and(|own| own.eq_ignore_ascii_case(host)));
-    same_site
-        || allowed
-            .iter()
-            .any(|a| !a.is_empty() && a.trim_end_matches('/').eq_ignore_ascii_case(origin))
+    let arrived = match gateway_origin(parts) {
+        Some(api) => vec![api],
+        None => listen_origins(config.addr),
+    };
+    config
+        .public_url
+        .iter()
+        .chain(&arrived)
+        .chain(&config.mcp_allowed_origins)
+        .filter_map(|own| origin_of(own))
+        .any(|own| own == origin)
+}
+
+/// The origin (scheme, host, port) of a URL, default ports made explicit;
+/// none for what is not a URL with a host (`null`, an empty entry).
+fn origin_of(url: &str) -> Option<url::Origin> {
+    let origin = url::Url::parse(url.trim()).ok()?.origin();
+    origin.is_tuple().then_some(origin)
+}
+
+/// The origins a browser on this machine reaches the local server at.
+fn listen_origins(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut origins = vec![format!("http://{addr}")];
+    if addr.ip().is_loopback() || addr.ip().is_unspecified() {
+        let port = addr.port();
+        origins.extend(["localhost", "127.0.0.1", "[::1]"].map(|host| format!("http://{host}:{port}")));
+    }
+    origins
 }
 
 /// Who may send what to POST /mcp. The agent key and standard keys may send
@@ -392,5 +418,104 @@ async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Resu
                 data: Some(data),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::*;
+    use clap::{Args, Command, FromArgMatches};
+    use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
+    use lambda_http::request::RequestContext;
+
+    /// The configuration the flags give, reading no variable.
+    fn config(args: &[&str]) -> Config {
+        let command = Config::augment_args(Command::new("mailhost")).mut_args(|arg| arg.env(None));
+        let matches = command
+            .try_get_matches_from(std::iter::once("mailhost").chain(args.iter().copied()))
+            .unwrap();
+        Config::from_arg_matches(&matches).unwrap()
+    }
+
+    /// A browser's request: its Origin, and the Host it names (a rebound
+    /// name names itself); under Lambda, API Gateway's domain.
+    fn request(origin: &str, host: &str, gateway: Option<&str>) -> Parts {
+        let mut request = axum::http::Request::new(());
+        if let Some(domain) = gateway {
+            let mut context = ApiGatewayV2httpRequestContext::default();
+            context.domain_name = Some(domain.into());
+            context.stage = Some("Prod".into());
+            request.extensions_mut().insert(RequestContext::ApiGatewayV2(context));
+        }
+        request.headers_mut().insert(header::HOST, host.parse().unwrap());
+        request.headers_mut().insert(header::ORIGIN, origin.parse().unwrap());
+        request.into_parts().0
+    }
+
+    #[test]
+    fn a_browsers_origin_is_one_of_the_services_own_never_the_host_it_named() {
+        let local = config(&[
+            "--addr",
+            "127.0.0.1:8080",
+            "--public-url",
+            "https://mail.example.com/app/",
+        ]);
+        for own in [
+            "http://127.0.0.1:8080",
+            "http://localhost:8080",
+            "http://LOCALHOST:8080/",
+            "http://[::1]:8080",
+            "https://mail.example.com",
+            "https://mail.example.com:443",
+        ] {
+            assert!(origin_allowed(&request(own, "127.0.0.1:8080", None), &local), "{own}");
+        }
+        for (other, host) in [
+            ("http://rebind.example:8080", "rebind.example:8080"),
+            ("http://localhost:8081", "localhost:8081"),
+            ("https://localhost:8080", "localhost:8080"),
+            ("http://mail.example.com", "mail.example.com"),
+            ("null", "127.0.0.1:8080"),
+        ] {
+            assert!(!origin_allowed(&request(other, host, None), &local), "{other}");
+        }
+        let no_origin = axum::http::Request::new(()).into_parts().0;
+        assert!(origin_allowed(&no_origin, &local), "not a browser");
+
+        // On every address: the loopback names at its port; a LAN name only
+        // when the operator allows it.
+        let wildcard = config(&["--addr", "0.0.0.0:9000"]);
+        assert!(origin_allowed(
+            &request("http://localhost:9000", "localhost:9000", None),
+            &wildcard
+        ));
+        let lan = request("http://192.168.1.5:9000", "192.168.1.5:9000", None);
+        assert!(!origin_allowed(&lan, &wildcard));
+        let allowed = config(&[
+            "--addr",
+            "0.0.0.0:9000",
+            "--mcp-allowed-origins",
+            "http://192.168.1.5:9000",
+        ]);
+        assert!(origin_allowed(&lan, &allowed));
+        let elsewhere = config(&["--addr", "192.168.1.5:9000"]);
+        assert!(origin_allowed(&lan, &elsewhere));
+        assert!(!origin_allowed(
+            &request("http://localhost:9000", "localhost:9000", None),
+            &elsewhere
+        ));
+
+        // Under Lambda: the API's own address as API Gateway tells it, not
+        // the local forms.
+        let api = "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com";
+        let lambda = config(&[]);
+        assert!(origin_allowed(
+            &request(&format!("https://{api}"), api, Some(api)),
+            &lambda
+        ));
+        let rebound = request("https://rebind.example", "rebind.example", Some(api));
+        assert!(!origin_allowed(&rebound, &lambda));
+        let local_form = request("http://127.0.0.1:8080", "127.0.0.1:8080", Some(api));
+        assert!(!origin_allowed(&local_form, &lambda));
     }
 }

@@ -43,9 +43,11 @@ pub enum Verdict {
 }
 
 /// What the checks say together: `pass` when DMARC passes; `fail` when DMARC
-/// fails, or when the From domain publishes no DMARC policy and SPF fails or
-/// every DKIM signature fails; `none` otherwise (nothing to judge, or a
-/// lookup that did not finish).
+/// fails (or gives `permerror` for a domain that states a policy), or when the
+/// From domain publishes no DMARC policy and SPF fails or every DKIM
+/// signature fails; `none` otherwise (nothing to judge, or a lookup that did
+/// not finish). A message naming several From domains passes only when each
+/// passes, and fails when any fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Summary {
@@ -139,8 +141,9 @@ pub struct ArcCheck {
 pub struct Authentication {
     /// pass, fail or none.
     pub summary: Summary,
-    /// The From domain's DMARC policy is quarantine or reject and the message
-    /// fails it: whoever sent it is not who the From header names.
+    /// The DMARC policy of a domain the From headers name is quarantine or
+    /// reject and the message fails it (or that domain's record could not be
+    /// read): whoever sent it is not who the From header names.
     pub spoofed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spf: Option<SpfCheck>,
@@ -150,6 +153,11 @@ pub struct Authentication {
     pub dmarc: Option<DmarcCheck>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arc: Option<ArcCheck>,
+    /// Every address the From headers name, when they name more than one
+    /// (several From headers, several addresses, a group): DMARC judged each
+    /// of their domains, and `dmarc` is the check that decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authors: Option<Vec<String>>,
 }
 
 impl Authentication {
@@ -162,6 +170,7 @@ impl Authentication {
             dkim: None,
             dmarc: None,
             arc: None,
+            authors: None,
         }
     }
 
@@ -181,6 +190,7 @@ impl Authentication {
             dkim: None,
             dmarc: None,
             arc: None,
+            authors: None,
         }
     }
 }
@@ -223,15 +233,21 @@ impl<'a> Connection<'a> {
 }
 
 /// Checks one message (the bytes after the mail host's envelope and trace
-/// lines). `host` is the receiving host's name (SPF's `%{r}`).
+/// lines). `authors` are the addresses its From headers name, as the inbox
+/// shows them (`Inbound::judged_authors`): DMARC judges each of their
+/// domains (RFC 7489 6.6.1 lets a receiver judge a message naming several),
+/// never the headers read again another way. `host` is the receiving host's
+/// name (SPF's `%{r}`).
 pub async fn authenticate(
     resolver: &MessageAuthenticator,
     raw: &[u8],
     envelope: Option<&Envelope>,
+    authors: &[String],
     host: &str,
     trusted_sealers: &[String],
 ) -> Authentication {
-    match tokio::time::timeout(CEILING, checks(resolver, raw, envelope, host, trusted_sealers)).await {
+    let judged = checks(resolver, raw, envelope, authors, host, trusted_sealers);
+    match tokio::time::timeout(CEILING, judged).await {
         Ok(auth) => auth,
         Err(_) => Authentication::unfinished(envelope),
     }
@@ -241,6 +257,7 @@ async fn checks(
     resolver: &MessageAuthenticator,
     raw: &[u8],
     envelope: Option<&Envelope>,
+    authors: &[String],
     host: &str,
     trusted_sealers: &[String],
 ) -> Authentication {
@@ -252,6 +269,7 @@ async fn checks(
         client_ip: connection.ip.map(|ip| ip.to_string()),
         helo: connection.helo_given(),
     };
+    let several = (authors.len() > 1).then(|| authors.to_vec());
     let Some(message) = AuthenticatedMessage::parse(raw) else {
         // Not a message mail-auth can read: SPF alone says anything.
         return Authentication {
@@ -261,39 +279,134 @@ async fn checks(
             dkim: None,
             dmarc: None,
             arc: None,
+            authors: several,
         };
     };
     let dkim_outputs = resolver.verify_dkim(&message).await;
     let dkim: Vec<DkimCheck> = dkim_outputs.iter().map(DkimCheck::of).collect();
     let arc_output = arc_chain(resolver, &message).await;
     let arc = arc_output.as_ref().map(ArcCheck::of);
-    let dmarc_output = resolver
-        .verify_dmarc(DmarcParameters::new(
-            &message,
-            &dkim_outputs,
-            connection.spf_domain(),
-            &spf,
-        ))
-        .await;
-    let mut dmarc = (!dmarc_output.domain().is_empty()).then(|| DmarcCheck::of(&dmarc_output));
-    if let (Some(d), Some(chain)) = (dmarc.as_mut(), arc_output.as_ref())
-        && d.result == Verdict::Fail
-    {
-        d.by_arc = trusted_pass(chain, trusted_sealers, &d.domain);
-        if d.by_arc.is_some() {
-            d.result = Verdict::Pass;
+    let mut judged: Vec<DmarcCheck> = Vec::new();
+    for author in one_per_domain(authors) {
+        // mail-auth's DMARC reads the author from the message it is given:
+        // given exactly this one, it judges exactly this address's domain.
+        let one = AuthenticatedMessage {
+            from: vec![author.to_string()],
+            ..Default::default()
+        };
+        let output = resolver
+            .verify_dmarc(DmarcParameters::new(&one, &dkim_outputs, connection.spf_domain(), &spf))
+            .await;
+        if output.domain().is_empty() {
+            continue;
         }
+        let mut d = DmarcCheck::of(&output);
+        if let Some(chain) = arc_output.as_ref()
+            && d.result == Verdict::Fail
+        {
+            d.by_arc = trusted_pass(chain, trusted_sealers, &d.domain);
+            if d.by_arc.is_some() {
+                d.result = Verdict::Pass;
+            }
+        }
+        // A record that does not parse still says what its owner wants.
+        if d.result == Verdict::Permerror && d.policy.is_none() {
+            d.policy = published_policy(resolver, &d.domain).await;
+        }
+        judged.push(d);
     }
-    let spoofed = dmarc.as_ref().is_some_and(|d| {
-        d.result == Verdict::Fail && matches!(d.policy, Some(DmarcPolicy::Quarantine | DmarcPolicy::Reject))
-    });
+    let each: Vec<Summary> = judged
+        .iter()
+        .map(|d| summary(Some(d), spf_check.result, &dkim))
+        .collect();
     Authentication {
-        summary: summary(dmarc.as_ref(), spf_check.result, &dkim),
-        spoofed,
+        summary: match judged.is_empty() {
+            true => summary(None, spf_check.result, &dkim),
+            false => each.iter().copied().fold(Summary::Pass, Summary::and),
+        },
+        spoofed: judged.iter().any(DmarcCheck::spoofs),
         spf: Some(spf_check),
         dkim: Some(dkim),
-        dmarc,
+        dmarc: deciding(judged, &each),
         arc,
+        authors: several,
+    }
+}
+
+/// The first address of each domain among `authors` (any case).
+fn one_per_domain(authors: &[String]) -> Vec<&str> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for author in authors {
+        let domain = author.rsplit_once('@').map_or("", |(_, d)| d).to_lowercase();
+        if !seen.contains(&domain) {
+            seen.push(domain);
+            out.push(author.as_str());
+        }
+    }
+    out
+}
+
+/// The check that decided the message's verdict, `each` its summaries: the
+/// first that spoofs, else the first that fails, else the first that could
+/// not say, else the first.
+fn deciding(judged: Vec<DmarcCheck>, each: &[Summary]) -> Option<DmarcCheck> {
+    let at = judged
+        .iter()
+        .position(DmarcCheck::spoofs)
+        .or_else(|| each.iter().position(|s| *s == Summary::Fail))
+        .or_else(|| each.iter().position(|s| *s == Summary::None))
+        .unwrap_or(0);
+    judged.into_iter().nth(at)
+}
+
+/// The policy `_dmarc.<domain>` (or, for a subdomain, its nearest parent's
+/// `sp=`, else `p=`) states, read leniently: for a record mail-auth could not
+/// read (a `permerror`), whose owner still said what should become of mail
+/// that fails it.
+async fn published_policy(resolver: &MessageAuthenticator, domain: &str) -> Option<DmarcPolicy> {
+    let labels: Vec<&str> = domain.trim_end_matches('.').split('.').collect();
+    for skip in 0..labels.len().saturating_sub(1) {
+        let name = labels[skip..].join(".");
+        let Ok(text) = resolver.txt_raw_lookup(format!("_dmarc.{name}.")).await else {
+            continue;
+        };
+        let tags = if skip == 0 { &["p"][..] } else { &["sp", "p"][..] };
+        if let Some(policy) = stated_policy(&String::from_utf8_lossy(&text), tags) {
+            return Some(policy);
+        }
+    }
+    None
+}
+
+/// The first of `tags` a `v=DMARC1` record's text states, as a policy.
+fn stated_policy(text: &str, tags: &[&str]) -> Option<DmarcPolicy> {
+    let lower = text.to_ascii_lowercase();
+    let at = lower.find("v=dmarc1")?;
+    let stated: Vec<(&str, &str)> = lower[at..]
+        .split(';')
+        .skip(1)
+        .filter_map(|tag| tag.split_once('='))
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .collect();
+    tags.iter().find_map(|want| {
+        stated.iter().find(|(k, _)| k == want).and_then(|(_, v)| match *v {
+            "none" => Some(DmarcPolicy::None),
+            "quarantine" => Some(DmarcPolicy::Quarantine),
+            "reject" => Some(DmarcPolicy::Reject),
+            _ => None,
+        })
+    })
+}
+
+impl Summary {
+    /// Two verdicts together: a fail fails, both must pass to pass.
+    fn and(self, other: Summary) -> Summary {
+        match (self, other) {
+            (Summary::Fail, _) | (_, Summary::Fail) => Summary::Fail,
+            (Summary::Pass, Summary::Pass) => Summary::Pass,
+            _ => Summary::None,
+        }
     }
 }
 
@@ -308,6 +421,13 @@ impl DkimCheck {
 }
 
 impl DmarcCheck {
+    /// The domain's policy is quarantine or reject and the message fails it,
+    /// or its record could not be read (a `permerror` is never a pass).
+    fn spoofs(&self) -> bool {
+        matches!(self.result, Verdict::Fail | Verdict::Permerror)
+            && matches!(self.policy, Some(DmarcPolicy::Quarantine | DmarcPolicy::Reject))
+    }
+
     fn of(output: &DmarcOutput) -> Self {
         let policy = match output.policy() {
             Policy::None | Policy::Unspecified => DmarcPolicy::None,
@@ -394,7 +514,7 @@ fn summary(dmarc: Option<&DmarcCheck>, spf: Verdict, dkim: &[DkimCheck]) -> Summ
     if let Some(d) = dmarc.filter(|d| d.policy.is_some()) {
         return match d.result {
             Verdict::Pass => Summary::Pass,
-            Verdict::Fail => Summary::Fail,
+            Verdict::Fail | Verdict::Permerror => Summary::Fail,
             _ => Summary::None,
         };
     }
@@ -501,6 +621,49 @@ mod tests {
     }
 
     #[test]
+    fn a_permerror_under_a_stated_policy_is_no_pass() {
+        let broken = dmarc(Verdict::Permerror, Some(DmarcPolicy::Reject));
+        assert!(broken.spoofs());
+        assert_eq!(summary(Some(&broken), Verdict::Pass, &[]), Summary::Fail);
+        assert!(!dmarc(Verdict::Permerror, None).spoofs());
+        assert!(!dmarc(Verdict::Permerror, Some(DmarcPolicy::None)).spoofs());
+        assert!(!dmarc(Verdict::Temperror, Some(DmarcPolicy::Reject)).spoofs());
+        assert!(!dmarc(Verdict::Fail, Some(DmarcPolicy::None)).spoofs());
+        assert!(dmarc(Verdict::Fail, Some(DmarcPolicy::Quarantine)).spoofs());
+    }
+
+    #[test]
+    fn a_record_that_does_not_parse_still_states_its_policy() {
+        let text = "v=DMARC1; p=reject; adkim=x; rua=mailto:d@bank.example";
+        assert_eq!(stated_policy(text, &["p"]), Some(DmarcPolicy::Reject));
+        assert_eq!(
+            stated_policy("V=DMARC1;SP=Quarantine;p=none", &["sp", "p"]),
+            Some(DmarcPolicy::Quarantine)
+        );
+        assert_eq!(stated_policy("v=DMARC1; p=none", &["sp", "p"]), Some(DmarcPolicy::None));
+        assert_eq!(stated_policy("v=spf1 -all", &["p"]), None);
+        assert_eq!(stated_policy("v=DMARC1; p=bogus", &["p"]), None);
+    }
+
+    #[test]
+    fn several_domains_are_judged_together() {
+        use Summary::*;
+        assert_eq!([Pass, Pass].into_iter().fold(Pass, Summary::and), Pass);
+        assert_eq!([Pass, None].into_iter().fold(Pass, Summary::and), None);
+        assert_eq!([None, Fail, Pass].into_iter().fold(Pass, Summary::and), Fail);
+        let authors = ["a@x.example".to_string(), "b@X.example".into(), "c@y.example".into()];
+        assert_eq!(one_per_domain(&authors), ["a@x.example", "c@y.example"]);
+        // The check that decided: one that spoofs first, then one that fails.
+        let none = dmarc(Verdict::None, Option::None);
+        let fails = dmarc(Verdict::Fail, Some(DmarcPolicy::None));
+        let spoofs = dmarc(Verdict::Fail, Some(DmarcPolicy::Reject));
+        let decided = deciding(vec![none.clone(), fails.clone(), spoofs.clone()], &[None, Fail, Fail]);
+        assert_eq!(decided, Some(spoofs));
+        assert_eq!(deciding(vec![none.clone(), fails.clone()], &[None, Fail]), Some(fails));
+        assert_eq!(deciding(Vec::new(), &[]), Option::None);
+    }
+
+    #[test]
     fn without_a_policy_a_failed_spf_or_every_signature_failing_is_a_fail() {
         assert_eq!(summary(None, Verdict::Fail, &[]), Summary::Fail);
         assert_eq!(summary(None, Verdict::None, &[dkim(Verdict::Fail)]), Summary::Fail);
@@ -545,6 +708,7 @@ mod tests {
             dkim: Some(vec![]),
             dmarc: Some(dmarc(Verdict::Fail, Some(DmarcPolicy::Reject))),
             arc: None,
+            authors: Some(vec!["a@b.example".into(), "c@d.example".into()]),
         };
         assert_eq!(
             serde_json::to_value(full.compact()).unwrap(),

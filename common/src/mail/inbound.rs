@@ -72,8 +72,9 @@ const MAX_SUBJECT: usize = 998;
 const MAX_TEXT: usize = 2 * 1024 * 1024;
 const MAX_IDS: usize = 100;
 
-use super::received;
+use super::authors::Authors;
 pub use super::received::Attachment;
+use super::{received, shown};
 
 /// The SMTP envelope of one delivered copy, as the mail host saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -203,7 +204,13 @@ pub struct Inbound {
     /// The SHA-256 (hex) of the message's bytes (after the envelope and
     /// trace lines): what tells a second copy from a different message.
     pub digest: String,
+    /// The address it is shown from: the one author, else the first address
+    /// its From headers name (see [`super::authors`]).
     pub from: String,
+    /// Every address its From headers name, when that is not one address in
+    /// one header (several headers, several addresses, a group); else empty.
+    /// The checks judge each of their domains.
+    pub authors: Vec<String>,
     pub to: Vec<String>,
     pub cc: Vec<String>,
     pub subject: String,
@@ -214,6 +221,18 @@ pub struct Inbound {
     pub text: String,
     pub html: Option<String>,
     pub attachments: Vec<Attachment>,
+}
+
+impl Inbound {
+    /// The addresses whose domains the checks judge: every one its From
+    /// headers name (the one it is shown from among them).
+    pub fn judged_authors(&self) -> Vec<String> {
+        match (self.authors.is_empty(), self.from.is_empty()) {
+            (false, _) => self.authors.clone(),
+            (true, false) => vec![self.from.clone()],
+            (true, true) => Vec::new(),
+        }
+    }
 }
 
 /// Why a message cannot be filed: the reason written beside it in `failed/`.
@@ -303,17 +322,22 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
         .iter()
         .any(|id| message.part(*id).is_some_and(|p| matches!(p.body, PartType::Html(_))));
     let html = message.body_html(0).filter(|_| has_html).map(|h| cut(&h, MAX_TEXT));
+    let authors = Authors::of(&message);
     Ok(Inbound {
         envelope,
         message_id,
         digest,
-        from: received::addresses(message.from(), 1)
-            .into_iter()
-            .next()
-            .unwrap_or_default(),
+        from: authors.shown().to_string(),
+        authors: match authors.single() {
+            Some(_) => Vec::new(),
+            None => authors.addresses,
+        },
         to: received::addresses(message.to(), MAX_IDS),
         cc: received::addresses(message.cc(), MAX_IDS),
-        subject: cut(message.subject().unwrap_or_default().trim(), MAX_SUBJECT),
+        subject: cut(
+            &shown::neutral(message.subject().unwrap_or_default().trim()),
+            MAX_SUBJECT,
+        ),
         date: message.date().map(|d| d.to_rfc3339()),
         in_reply_to: message_ids(message.in_reply_to()),
         references: message_ids(message.references()),

@@ -2,12 +2,14 @@
 
 pub mod attachments;
 pub mod authenticate;
+pub mod authors;
 pub mod codes;
 pub mod dsn;
 pub mod inbound;
 pub mod message;
 pub mod received;
 pub mod ses;
+pub mod shown;
 pub mod smtp;
 pub mod spam;
 pub mod spool;

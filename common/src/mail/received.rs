@@ -43,7 +43,7 @@ fn collect(message: &Message<'_>, raw: &[u8], max: usize, out: &mut Vec<Attachme
             .unwrap_or_default();
         let name = |default: &str| {
             part.attachment_name()
-                .map(|n| cut(n.trim(), 255))
+                .map(|n| cut(super::shown::neutral(n).trim(), 255))
                 .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| format!("{default}-{}", out.len() + 1))
         };
@@ -237,8 +237,45 @@ fn reply_addresses(written: &str) -> Vec<String> {
         // A source route ends at its colon: `@machine.tld:mary@example.net`.
         .map(|token| token.rsplit_once(':').map_or(token, |(_, address)| address))
         .map(|token| token.trim_matches(['<', '>', ',', ';']))
-        .filter_map(crate::values::email)
+        .filter_map(address)
         .collect()
+}
+
+/// One received address, lower case: a plain ASCII one as
+/// [`crate::values::email`] reads it, or (RFC 6532) one whose local part
+/// holds UTF-8 letters and digits and whose domain is an internationalised
+/// name, kept in its Unicode form (`jdöe@mächine.example`). Its domain must be
+/// a valid name in its ASCII form (IDNA), which is the name DMARC looks up.
+/// Whitespace, control and bidirectional characters are never part of one.
+pub fn address(written: &str) -> Option<String> {
+    let written = written.trim();
+    if written.is_ascii() {
+        return crate::values::email(written);
+    }
+    if written.len() > crate::values::MAX_EMAIL
+        || written
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || super::shown::is_bidi_control(c))
+    {
+        return None;
+    }
+    let (local, domain) = written.rsplit_once('@')?;
+    let local_ok = !local.is_empty()
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
+        && local.chars().all(|c| {
+            if c.is_ascii() {
+                c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(c)
+            } else {
+                c.is_alphanumeric()
+            }
+        });
+    let ascii = crate::values::hostname(&url::quirks::domain_to_ascii(domain))?;
+    let domain = url::quirks::domain_to_unicode(&ascii);
+    // IDNA as browsers apply it lets a label start or end with a hyphen.
+    let labels_ok = domain.split('.').all(|l| !l.starts_with('-') && !l.ends_with('-'));
+    (local_ok && labels_ok).then(|| format!("{}@{domain}", local.to_lowercase()))
 }
 
 fn cut(text: &str, max: usize) -> String {
@@ -285,6 +322,29 @@ mod tests {
         assert_eq!(reply_addresses("jdoe@test   . example"), ["jdoe@test.example"]);
         assert!(reply_addresses("Undisclosed-Recipient:@mailman.enron.com;").is_empty());
         assert!(reply_addresses("nobody").is_empty());
+    }
+
+    #[test]
+    fn utf8_addresses_are_read_with_their_domain_in_unicode() {
+        assert_eq!(address("jdöe@mächine.example").as_deref(), Some("jdöe@mächine.example"));
+        assert_eq!(address("Märy@EXÄMPLE.net").as_deref(), Some("märy@exämple.net"));
+        assert_eq!(address("ann@mächine.example").as_deref(), Some("ann@mächine.example"));
+        // A name that maps to plain ASCII (full-width letters) is that name.
+        assert_eq!(address("ann@ＢＡＮＫ.example").as_deref(), Some("ann@bank.example"));
+        for bad in [
+            "jd öe@mächine.example",
+            "jdöe@mächine",
+            "jdöe@-mächine.example",
+            "j\u{202E}döe@mächine.example",
+            "jdöe\u{202E}@mächine.example",
+            "jdöe@mä\u{202E}chine.example",
+            ".jdöe@mächine.example",
+            "jd..öe@mächine.example",
+            "jdöe",
+            "☃@mächine.example",
+        ] {
+            assert_eq!(address(bad), None, "{bad:?}");
+        }
     }
 }
 

@@ -94,6 +94,26 @@ impl Secrets for SecretsManagerSecrets {
         Ok(())
     }
 
+    /// CreateSecret refuses a name that exists: the loser of a race reads
+    /// the winner's value.
+    async fn create(&self, name: &str, value: &str) -> Result<String, SecretError> {
+        match self
+            .client
+            .create_secret()
+            .name(self.id(name))
+            .secret_string(value)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(value.to_string()),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_resource_exists_exception()) => self
+                .get(name)
+                .await?
+                .ok_or_else(|| SecretError(format!("{name} exists without a value"))),
+            Err(e) => Err(err(e)),
+        }
+    }
+
     async fn delete(&self, name: &str) -> Result<(), SecretError> {
         // Immediately: a deleted DKIM key is never wanted back, and a name in its
         // recovery window could not be created again.

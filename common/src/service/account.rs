@@ -117,7 +117,9 @@ pub async fn get_account_status(call: &Call<'_>, input: AccountStatusInput) -> R
                 dmarc: CheckState::of(checks.map(|c| c.dmarc)),
             },
         });
-        for mailbox in super::mailboxes::of_domain(ctx, &domain.name).await? {
+        // A key narrowed to some mailboxes is told of those alone.
+        let seen = super::mailboxes::of_domain(ctx, &domain.name).await?;
+        for mailbox in seen.into_iter().filter(|m| call.caller.covers(&m.address)) {
             sendable |= verified && mailbox.mode.stores();
             mailboxes.push(MailboxState {
                 address: mailbox.address.clone(),
@@ -184,7 +186,13 @@ pub async fn list_domains(call: &Call<'_>, input: ListDomainsInput) -> Result<Do
         let mailboxes = of_domain(ctx, &domain.name).await?;
         rows.push(DomainRow {
             domain: domains::view(ctx, &domain),
-            mailboxes: mailboxes.iter().map(view).collect(),
+            // A key narrowed to some mailboxes sees those alone (their
+            // forwarding included), not the account's others.
+            mailboxes: mailboxes
+                .iter()
+                .filter(|m| call.caller.covers(&m.address))
+                .map(view)
+                .collect(),
         });
     }
     Ok(DomainList {

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Call;
-use crate::auth::keys::{self as secret_keys, KeyRecord};
+use crate::auth::keys::{self as secret_keys, KeyRecord, REVOKING};
 use crate::auth::{Approval, Permission, Scope};
 use crate::clock::iso;
 use crate::error::{self, ApiError};
@@ -51,18 +51,35 @@ struct Listed {
     digest: String,
 }
 
+/// A scoped key of the account by its id, as a request with it would be
+/// admitted (what a mailbox password it issued acts as); none once revoked.
+pub async fn scoped(
+    ctx: &crate::context::Context,
+    uid: &str,
+    key_id: &str,
+) -> Result<Option<crate::auth::StandardKey>, ApiError> {
+    let listed: Option<Listed> = ctx.store.read(&keys::scoped_key(uid, key_id)).await?;
+    Ok(listed.map(|l| crate::auth::StandardKey {
+        uid: uid.to_string(),
+        key_id: l.view.id,
+        last4: l.view.last4,
+        name: Some(l.view.name),
+        scope: Some(l.view.scope),
+    }))
+}
+
 crate::input! {
     /// POST /keys.
     pub struct CreateKeyInput {
         /// A label for the key (at most 64 characters).
         pub name: Line<64> = (error::KEY_NAME_REQUIRED, error::KEY_NAME_INVALID),
         /// What it may do: read, send, draft, manage (at least one).
-        pub permissions: List<Permission, 4> = (
+        pub permissions: List<Permission, 4, 1> = (
             error::KEY_PERMISSIONS_INVALID,
             (error::KEY_PERMISSIONS_INVALID, error::KEY_PERMISSIONS_INVALID)
         ),
         /// The account's mailbox addresses it may use; omitted means all.
-        pub mailboxes: Option<List<EmailAddress, MAX_KEY_MAILBOXES>> =
+        pub mailboxes: Option<List<EmailAddress, MAX_KEY_MAILBOXES, 1>> =
             (error::KEY_MAILBOXES_INVALID, error::KEY_MAILBOXES_INVALID),
         /// Sends per UTC day, 1 to 50 (the account's own limit is 50).
         pub daily_send_cap: Option<Bounded<1, 50>> = error::KEY_CAP_INVALID,
@@ -157,8 +174,8 @@ fn create_writes(uid: &str, digest: &str, view: &KeyView) -> Vec<Write> {
 async fn scope_of(
     call: &Call<'_>,
     uid: &str,
-    permissions: List<Permission, 4>,
-    mailboxes: Option<List<EmailAddress, MAX_KEY_MAILBOXES>>,
+    permissions: List<Permission, 4, 1>,
+    mailboxes: Option<List<EmailAddress, MAX_KEY_MAILBOXES, 1>>,
 ) -> Result<Scope, ApiError> {
     let mut wanted: Vec<Permission> = Vec::new();
     for p in permissions.0 {
@@ -166,13 +183,9 @@ async fn scope_of(
             wanted.push(p);
         }
     }
-    if wanted.is_empty() {
-        return Err(error::KEY_PERMISSIONS_INVALID.into());
-    }
     wanted.sort_by_key(|p| Permission::ALL.iter().position(|q| q == p));
     let mailboxes = match mailboxes {
         None => None,
-        Some(List(list)) if list.is_empty() => return Err(error::KEY_MAILBOXES_INVALID.into()),
         Some(List(list)) => {
             let mut addresses: Vec<String> = list.into_iter().map(EmailAddress::into_string).collect();
             addresses.dedup();
@@ -242,15 +255,36 @@ pub struct RevokedKey {
     pub ok: bool,
     /// The key as it was; it stopped working with this answer.
     pub revoked: KeyView,
+    /// How many of its sends that had not gone out (held or scheduled)
+    /// were cancelled with it, each one's credit back.
+    pub cancelled_sends: usize,
 }
 
 /// Revokes a scoped key at once: its record and listing row go in one
-/// transaction, so the next request with it is 401.
+/// transaction, so the next request with it is 401. First the key is marked
+/// as being revoked, which stops it issuing mailbox passwords; then the
+/// ones it issued are taken away; then it goes. So no password it issued
+/// outlives it, however it races the revoke. Last, the sends it asked for
+/// that still wait are cancelled.
 pub async fn revoke(call: &Call<'_>, input: RevokeKeyInput) -> Result<RevokedKey, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
     let row = keys::scoped_key(&account.uid, input.id.as_str());
-    let listed: Listed = ctx.store.read(&row).await?.ok_or(error::KEY_NOT_FOUND)?;
+    let marked = ctx
+        .store
+        .update(&row, Update::new().set(REVOKING, true), Some(Cond::Exists))
+        .await;
+    let listed: Listed = match marked {
+        Ok(item) => crate::store::record(item)?,
+        Err(StoreError::ConditionFailed) => return Err(error::KEY_NOT_FOUND.into()),
+        Err(e) => return Err(e.into()),
+    };
+    let domains: Vec<String> = super::domains::of_account(ctx, &account.uid)
+        .await?
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    let dropped = super::mailboxes::drop_key_passwords(ctx, &domains, &listed.view.id).await?;
     let writes = vec![
         Write::Delete {
             key: row,
@@ -267,12 +301,30 @@ pub async fn revoke(call: &Call<'_>, input: RevokeKeyInput) -> Result<RevokedKey
         },
     ];
     match ctx.store.transact(writes).await {
-        Ok(()) => Ok(RevokedKey {
-            ok: true,
-            revoked: listed.view,
-        }),
+        Ok(()) => {
+            if !dropped.is_empty() {
+                call.touched(serde_json::json!({ "passwordsRevoked": dropped }));
+            }
+            Ok(RevokedKey {
+                ok: true,
+                cancelled_sends: cancel_its_sends(ctx, &account.uid, &listed.view.id).await,
+                revoked: listed.view,
+            })
+        }
         // Another revoke of the same key won.
         Err(StoreError::ConditionFailed) => Err(error::KEY_NOT_FOUND.into()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Cancels the sends a revoked key asked for that still wait. A failure is
+/// logged, not returned: the key is revoked either way, and a send of a
+/// revoked key never goes out (it is cancelled when it would).
+async fn cancel_its_sends(ctx: &crate::context::Context, uid: &str, key_id: &str) -> usize {
+    super::pending::cancel_asked_by(ctx, uid, key_id)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e.error, key = %key_id, "a revoked key's waiting sends were not all cancelled");
+            0
+        })
 }

@@ -6,7 +6,14 @@
 //! (`Call::touched`: a domain removal's mailboxes, a request's email).
 //! Kept 90 days.
 //!
-//! Items: `AUDIT#<owner>/<ms>-<hex>` one change (newest first).
+//! A refusal is counted, not written row by row: one actor's refusals of one
+//! operation with one error within a minute are one row with a `count`, so
+//! a burst of refused calls (a key without the permission, guesses at a
+//! locked hold) cannot flood the log.
+//!
+//! Items: `AUDIT#<owner>/<ms>-<hex>` one change (newest first);
+//! `AUDITRUN#<owner>/<minute>#<digest>` the row counting a minute's
+//! refusals of one kind.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -14,9 +21,10 @@ use serde_json::{Map, Value, json};
 
 use super::Call;
 use crate::auth::Caller;
+use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::store::{TTL, item};
+use crate::store::{Cond, StoreError, StoreResult, TTL, Update, Write, item};
 use crate::validate::Fields;
 use crate::values::{Bounded, Cursor, EmailAddress, KeyId};
 
@@ -114,6 +122,13 @@ pub struct Change {
     /// The error sentence, when it was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A refusal: how many times this actor was refused this operation with
+    /// this error within the minute from `at` (the row shows the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<i64>,
+    /// A refusal counted more than once: when the last one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_at: Option<String>,
     /// What the change touched beyond its input (an operator's removal,
     /// decision or credit switch), when the service said.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -158,12 +173,13 @@ pub fn target_of(fields: Option<&Fields>) -> Map<String, Value> {
     target
 }
 
-/// Writes one change to its account's log. A failure to write is logged,
-/// never turned into the caller's error: the change itself has happened.
+/// Writes one change to its account's log, or counts a refusal in its
+/// minute's row. A failure to write is logged, never turned into the
+/// caller's error: the change itself has happened.
 pub async fn note(call: &Call<'_>, operation: &str, target: Map<String, Value>, outcome: Result<(), &ApiError>) {
     let ctx = call.ctx;
     let now = ctx.clock.now();
-    let ms = now.timestamp_millis();
+    let refused = outcome.is_err();
     let change = Change {
         at: crate::clock::iso(now),
         actor: Actor::of(call.caller),
@@ -171,20 +187,94 @@ pub async fn note(call: &Call<'_>, operation: &str, target: Map<String, Value>, 
         target,
         status: outcome.map_or_else(|e| e.status, |()| 200),
         error: outcome.err().map(|e| e.error.to_string()),
+        count: refused.then_some(1),
+        last_at: None,
         details: call.take_details(),
         via: call.surface.into(),
         request_id: call.request_id.clone(),
         ip: call.ip.into(),
     };
-    let key = keys::audit_change(
-        &owner_of(call),
-        &format!("{ms:013}-{}", hex::encode(rand::random::<[u8; 4]>())),
-    );
-    let mut row = item(&key, &change);
-    row.insert(TTL.into(), json!(now.timestamp() + KEPT_DAYS * 86_400));
-    if let Err(e) = ctx.store.put(row, None).await {
+    let owner = owner_of(call);
+    let written = match refused {
+        false => ctx.store.put(row(&owner, &change, now), None).await,
+        true => count_refusal(ctx, &owner, &change, now).await,
+    };
+    if let Err(e) = written {
         tracing::error!(error = %e, operation, "audit row not written");
     }
+}
+
+/// A new row of the log, at `now`.
+fn row(owner: &str, change: &Change, now: chrono::DateTime<chrono::Utc>) -> crate::store::Item {
+    let key = keys::audit_change(
+        owner,
+        &format!(
+            "{:013}-{}",
+            now.timestamp_millis(),
+            hex::encode(rand::random::<[u8; 4]>())
+        ),
+    );
+    let mut row = item(&key, change);
+    row.insert(TTL.into(), json!(now.timestamp() + KEPT_DAYS * 86_400));
+    row
+}
+
+/// Counts a refusal: the first of its minute (by this actor, of this
+/// operation, with this error) writes its row together with the minute's
+/// pointer to it, on condition the pointer is new, so concurrent refusals
+/// write one row between them; every other one adds 1 to that row's count
+/// (an atomic add, never a read and a write back).
+async fn count_refusal(
+    ctx: &Context,
+    owner: &str,
+    change: &Change,
+    now: chrono::DateTime<chrono::Utc>,
+) -> StoreResult<()> {
+    let minute = now.timestamp().div_euclid(60);
+    let run = keys::audit_run(owner, minute, &refusal_kind(change));
+    let mut pointer = ctx.store.get(&run).await?;
+    if pointer.is_none() {
+        let first = row(owner, change, now);
+        let sk = first.get(crate::store::SK).cloned().unwrap_or_default();
+        let writes = vec![
+            Write::Put {
+                item: item(&run, &json!({ "row": sk, TTL: (minute + 2) * 60 })),
+                cond: Some(Cond::NotExists),
+            },
+            Write::Put {
+                item: first,
+                cond: None,
+            },
+        ];
+        match ctx.store.transact(writes).await {
+            Ok(()) => return Ok(()),
+            // Another refusal of the same kind wrote the minute's row first.
+            Err(StoreError::ConditionFailed) => pointer = ctx.store.get(&run).await?,
+            Err(e) => return Err(e),
+        }
+    }
+    let Some(sk) = pointer.as_ref().and_then(|p| p.get("row")).and_then(Value::as_str) else {
+        return Err(StoreError::Backend("a refusal's row is not named".into()));
+    };
+    let counted = Update::new().add("count", 1).set("lastAt", change.at.clone());
+    ctx.store
+        .update(&keys::audit_change(owner, sk), counted, Some(Cond::Exists))
+        .await
+        .map(drop)
+}
+
+/// What makes two refusals the same: the actor, the operation, the error.
+fn refusal_kind(change: &Change) -> String {
+    use sha2::{Digest, Sha256};
+    let actor = &change.actor;
+    let parts = [
+        actor.kind.as_str(),
+        actor.key_id.as_deref().unwrap_or_default(),
+        actor.email.as_deref().unwrap_or_default(),
+        change.operation.as_str(),
+        change.error.as_deref().unwrap_or_default(),
+    ];
+    hex::encode(&Sha256::digest(parts.join("\n"))[..8])
 }
 
 crate::input! {

@@ -1,12 +1,14 @@
 //! Who a sender knows: everyone it mailed (written with each delivery
-//! record) and everyone who wrote to one of its mailboxes (written by the
-//! poller). A first-contact hold asks about anyone else.
+//! record). Mail received from someone makes them no contact: anyone can
+//! write in, so a stranger who did (a prompt injection's author) is still a
+//! first contact, and a first-contact hold asks about them.
 //!
-//! Items: `CONTACT#<owner>/<address>` {address, at}.
+//! Items: `CONTACT#<owner>/<address>` {address, at, sent}. Rows without
+//! `sent` were written for received mail before that stopped, and count
+//! for nothing.
 
 use serde_json::json;
 
-use crate::clock::iso;
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
@@ -18,7 +20,11 @@ pub async fn all_known(ctx: &Context, owner: &str, recipients: &[String]) -> Res
     if keys.is_empty() {
         return Ok(true);
     }
-    Ok(ctx.store.get_many(&keys).await?.iter().all(Option::is_some))
+    let sent_to = |row: &Option<crate::store::Item>| {
+        row.as_ref()
+            .is_some_and(|r| r.get("sent").and_then(serde_json::Value::as_bool) == Some(true))
+    };
+    Ok(ctx.store.get_many(&keys).await?.iter().all(sent_to))
 }
 
 /// The writes that remember a send's recipients, for its record's transaction.
@@ -26,22 +32,11 @@ pub fn contact_writes(owner: &str, recipients: &[String], at: &str) -> Vec<Write
     recipients
         .iter()
         .map(|r| Write::Put {
-            item: item(&keys::contact(owner, r), &json!({ "address": r, "at": at })),
+            item: item(
+                &keys::contact(owner, r),
+                &json!({ "address": r, "at": at, "sent": true }),
+            ),
             cond: None,
         })
         .collect()
-}
-
-/// The write that remembers the sender of received mail (none for a sender
-/// that is no address), for the filing's transaction.
-pub fn heard_from_write(ctx: &Context, owner: &str, address: &str) -> Option<Write> {
-    let address = crate::values::email(address)?;
-    let at = iso(ctx.clock.now());
-    Some(Write::Put {
-        item: item(
-            &keys::contact(owner, &address),
-            &json!({ "address": address, "at": at }),
-        ),
-        cond: None,
-    })
 }

@@ -146,6 +146,10 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mailbox: Option<String>,
     pub created_at: String,
+    /// The scoped key (its id) that added it, and alone besides the owner
+    /// may remove it; absent: the owner's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_by: Option<String>,
 }
 
 impl Entry {
@@ -331,6 +335,10 @@ pub async fn add(call: &Call<'_>, input: EntryInput) -> Result<Added, ApiError> 
     let account = call.account().await?;
     let mailbox = input.mailbox.map(EmailAddress::into_string);
     in_scope(call, mailbox.as_deref())?;
+    // An allow entry lets mail through where the owner's list did not.
+    if input.kind == ListKind::Allow {
+        call.caller.may_loosen()?;
+    }
     if let Some(address) = &mailbox {
         let mine = super::mailbox::by_address(ctx, address)
             .await?
@@ -347,6 +355,7 @@ pub async fn add(call: &Call<'_>, input: EntryInput) -> Result<Added, ApiError> 
         entry: input.entry.0,
         mailbox,
         created_at: iso(ctx.clock.now()),
+        added_by: call.caller.scoped_key().map(|k| k.key_id.clone()),
     };
     let key = key_of(&account.uid, &entry);
     let writes = vec![
@@ -391,6 +400,8 @@ pub struct Removed {
 }
 
 /// Takes an entry off its list; the mailbox need not be active any more.
+/// A scoped key takes off only what it added itself: the owner's entries
+/// are the owner's guardrails.
 pub async fn remove(call: &Call<'_>, input: EntryInput) -> Result<Removed, ApiError> {
     let ctx = call.ctx;
     let account = call.account().await?;
@@ -404,11 +415,18 @@ pub async fn remove(call: &Call<'_>, input: EntryInput) -> Result<Removed, ApiEr
         input.entry.as_str(),
     );
     let removed: Entry = ctx.store.read(&key).await?.ok_or(error::LIST_ENTRY_NOT_FOUND)?;
+    let still = match call.caller.scoped_key() {
+        Some(own) if removed.added_by.as_deref() == Some(own.key_id.as_str()) => {
+            // The owner may have removed it and set their own since.
+            Cond::eq("addedBy", own.key_id.clone())
+        }
+        _ => {
+            call.caller.may_loosen()?;
+            Cond::Exists
+        }
+    };
     let writes = vec![
-        Write::Delete {
-            key,
-            cond: Some(Cond::Exists),
-        },
+        Write::Delete { key, cond: Some(still) },
         Write::Update {
             key: keys::account(&account.uid),
             update: Update::new().add("listEntries", -1),
@@ -444,6 +462,7 @@ mod tests {
             entry: entry.into(),
             mailbox: mailbox.map(str::to_string),
             created_at: "2026-01-01T00:00:00.000Z".into(),
+            added_by: None,
         }
     }
 

@@ -75,6 +75,11 @@ pub struct Mailbox {
     /// SHA512-CRYPT hash of the app password; never the password.
     #[serde(default)]
     pub password_hash: Option<String>,
+    /// The scoped key (its id) that issued the app password, when one did:
+    /// its submissions carry that key's scope, and it dies with the key
+    /// (revoking clears the hash, and keeps this to say why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -125,6 +130,7 @@ impl Mailbox {
             mta_applied: false,
             mta_applied_at: None,
             password_hash: None,
+            credential_key: None,
             created_at: now.into(),
             updated_at: now.into(),
         }
@@ -151,7 +157,7 @@ impl Mailbox {
 }
 
 /// Where mail to an address goes (spec 2.7).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Delivery {
     /// Stored in the mailbox (hosted and both).
@@ -160,7 +166,7 @@ pub struct Delivery {
     pub virtual_alias: Option<Alias>,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Alias {
     pub address: String,
     /// For `both`, the mailbox's own address first.

@@ -20,7 +20,7 @@ use crate::keys;
 use crate::messages;
 use crate::store::{Cond, StoreError, StoreExt, StoreResult, Update, Write, item};
 use crate::validate::Fields;
-use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, Nullable, Value as _};
+use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, MailboxId, Nullable};
 
 pub const MAX_FORWARD: usize = 5;
 
@@ -118,9 +118,20 @@ async fn managed_domain(
 
 crate::input! {
     /// POST /addMailbox and /setMailboxMode. The mailbox may also be named by
-    /// `mailboxId` (its address), and the domain by `domain`.
+    /// `mailboxId` (its address, or its local part), and the domain by
+    /// `domain`.
     #[schemars(extend(
-        "required" = ["domainId", "localPart", "mode"],
+        "required" = ["mode"],
+        "allOf" = [
+            {"anyOf": [
+                {"required": ["domainId"], "properties": {"domainId": {"type": "string"}}},
+                {"required": ["mailboxId"], "properties": {"mailboxId": {"type": "string", "pattern": "@"}}}
+            ]},
+            {"anyOf": [
+                {"required": ["localPart"], "properties": {"localPart": {"type": "string"}}},
+                {"required": ["mailboxId"], "properties": {"mailboxId": {"type": "string"}}}
+            ]}
+        ],
         "anyOf" = [
             {"properties": {"mode": {"const": "hosted"}, "forwardTo": {"anyOf": [
                 {"type": "string", "pattern": "^\\s*$"}, {"type": "array", "maxItems": 0}, {"type": "null"}
@@ -135,9 +146,9 @@ crate::input! {
         pub domain_id or "domain": Option<DomainName> = error::DOMAIN_INVALID,
         /// The part before the @.
         pub local_part: Option<LocalPart> = error::MAILBOX_ADDRESS_INVALID,
-        /// The mailbox's address, in place of localPart (and domainId).
-        #[schemars(skip)]
-        pub mailbox_id: Option<String> = error::MAILBOX_ADDRESS_INVALID,
+        /// The mailbox's address, in place of localPart (and domainId); or its
+        /// local part.
+        pub mailbox_id: Option<MailboxId> = error::MAILBOX_ADDRESS_INVALID,
         pub mode: Option<Mode> = error::MODE_INVALID,
         /// Required and non-empty for forward and both; empty for hosted; at most
         /// 5 addresses (one address may be given as a string).
@@ -157,20 +168,22 @@ crate::input! {
 }
 
 impl MailboxInput {
+    /// Accepting spoofed mail loosens the quarantine, which is the owner's
+    /// guardrail: a scoped key may only turn it off.
+    fn refuse_loosening(&self, call: &Call<'_>) -> Result<(), ApiError> {
+        match self.accept_spoofed {
+            Some(true) => call.caller.may_loosen(),
+            _ => Ok(()),
+        }
+    }
+
     /// `mailboxId` fills the local part, and the domain when it has one.
     fn by_mailbox_id(mut self, _: &Fields) -> Result<Self, ApiError> {
-        let Some(id) = self.mailbox_id.take() else {
-            return Ok(self);
-        };
-        let (local, domain) = match id.rsplit_once('@') {
-            Some((local, domain)) => (local, Some(domain)),
-            None => (id.as_str(), None),
-        };
-        if self.local_part.is_none() {
-            self.local_part = Some(LocalPart::parse(local).ok_or(error::MAILBOX_ADDRESS_INVALID)?);
-        }
-        if let (None, Some(domain)) = (&self.domain_id, domain) {
-            self.domain_id = Some(DomainName::parse(domain).ok_or(error::DOMAIN_INVALID)?);
+        if let Some(id) = self.mailbox_id.take() {
+            self.local_part.get_or_insert_with(|| id.local().clone());
+            if self.domain_id.is_none() {
+                self.domain_id = id.domain().cloned();
+            }
         }
         Ok(self)
     }
@@ -200,6 +213,7 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
     let address = format!("{local}@{}", domain.name);
     call.caller.may_use(&address)?;
     refuse_owner_mailbox(call, &account, &address)?;
+    input.refuse_loosening(call)?;
     if domain.status != DomainStatus::Verified {
         return Err(error::DOMAIN_NOT_VERIFIED.into());
     }
@@ -311,6 +325,7 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
     let account = call.account().await?;
     let mode = input.mode.ok_or(error::MODE_INVALID)?;
     let mailbox = owned_mailbox(call, &account, input.domain_id.as_ref(), input.local_part.as_deref()).await?;
+    input.refuse_loosening(call)?;
     if mailbox.protected && mode != Mode::Hosted {
         return Err(error::PROTECTED_MODE.into());
     }
@@ -370,13 +385,22 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
 
 crate::input! {
     /// POST /deleteMailbox: `{address}` or `{domain, localPart}` (`domainId`,
-    /// `mailboxId` accepted).
+    /// `mailboxId` accepted). An address and a local part given together
+    /// must name one mailbox, which no schema can check: they are not given
+    /// together.
     #[schemars(extend(
-      "not" = {"required": ["address", "localPart"], "properties": {"address": {"type": "string"}, "localPart": {"type": "string"}}},
+      "not" = {"anyOf": [
+        {"required": ["address", "localPart"], "properties": {"address": {"type": "string"}, "localPart": {"type": "string"}}},
+        {"required": ["mailboxId", "localPart"], "properties": {"mailboxId": {"type": "string", "pattern": "@"}, "localPart": {"type": "string"}}},
+        {"required": ["address", "mailboxId"], "properties": {"address": {"type": "string"}, "mailboxId": {"type": "string", "pattern": "^[^@]*$"}}}
+      ]},
       "anyOf" = [
         {"required": ["address"], "properties": {"address": {"type": "string"}}},
+        {"required": ["mailboxId"], "properties": {"mailboxId": {"type": "string", "pattern": "@"}}},
         {"required": ["domain", "localPart"], "properties": {"domain": {"type": "string"}, "localPart": {"type": "string"}}},
-        {"required": ["domainId", "localPart"], "properties": {"domainId": {"type": "string"}, "localPart": {"type": "string"}}}
+        {"required": ["domainId", "localPart"], "properties": {"domainId": {"type": "string"}, "localPart": {"type": "string"}}},
+        {"required": ["domain", "mailboxId"], "properties": {"domain": {"type": "string"}, "mailboxId": {"type": "string"}}},
+        {"required": ["domainId", "mailboxId"], "properties": {"domainId": {"type": "string"}, "mailboxId": {"type": "string"}}}
     ]))]
     pub struct DeleteTarget {
         pub address: Option<MailboxAddress> = error::MAILBOX_ADDRESS_INVALID,
@@ -384,7 +408,7 @@ crate::input! {
         pub domain_id: Option<DomainName> = error::MAILBOX_ADDRESS_INVALID,
         pub local_part: Option<LocalPart> = error::MAILBOX_ADDRESS_INVALID,
         /// The address, or the local part (with domain).
-        pub mailbox_id: Option<String> = error::MAILBOX_ADDRESS_INVALID,
+        pub mailbox_id: Option<MailboxId> = error::MAILBOX_ADDRESS_INVALID,
     }
     check DeleteTarget::one_mailbox;
 }
@@ -398,24 +422,18 @@ impl DeleteTarget {
     /// The mailbox named: by address (or an address `mailboxId`), by domain
     /// and local part (or a local-part `mailboxId`), or both when they agree.
     fn named(&self) -> Result<(DomainName, String), ApiError> {
-        let id = self.mailbox_id.as_deref();
-        let address = match (&self.address, id.filter(|m| m.contains('@'))) {
-            (Some(a), _) => Some(a.clone()),
-            (None, Some(m)) => Some(MailboxAddress::parse(m).ok_or(error::MAILBOX_ADDRESS_INVALID)?),
-            (None, None) => None,
+        let (by_id, local_by_id) = match &self.mailbox_id {
+            Some(MailboxId::Address(l, d)) => (Some((l.as_str(), d)), None),
+            Some(MailboxId::Local(l)) => (None, Some(l)),
+            None => (None, None),
         };
-        let local = match (&self.local_part, id.filter(|m| !m.contains('@'))) {
-            (Some(l), _) => Some(l.clone()),
-            (None, Some(m)) => Some(LocalPart::parse(m).ok_or(error::MAILBOX_ADDRESS_INVALID)?),
-            (None, None) => None,
-        };
+        let address = self.address.as_ref().map(|a| (a.local(), a.domain())).or(by_id);
+        let local = self.local_part.as_ref().or(local_by_id);
         let from_parts = self.domain.as_ref().zip(local);
         match (address, from_parts) {
-            (Some(a), Some((d, l))) if (a.local(), a.domain()) != (l.as_str(), d) => {
-                Err(error::DELETE_TARGET_MISMATCH.into())
-            }
-            (_, Some((d, l))) => Ok((d.clone(), l.into_string())),
-            (Some(a), None) => Ok((a.domain().clone(), a.local().to_string())),
+            (Some((al, ad)), Some((d, l))) if (al, ad) != (l.as_str(), d) => Err(error::DELETE_TARGET_MISMATCH.into()),
+            (_, Some((d, l))) => Ok((d.clone(), l.to_string())),
+            (Some((l, d)), None) => Ok((d.clone(), l.to_string())),
             (None, None) => Err(error::DELETE_TARGET_REQUIRED.into()),
         }
     }
@@ -528,8 +546,12 @@ pub struct CredentialOutput {
 }
 
 /// Issues (or resets) the IMAP/SMTP app password: returned once, stored hashed.
+/// A scoped key's password carries its scope: it reads over IMAP, so the key
+/// needs the read permission too; each submission is judged as the key's
+/// send (`submission`); revoking the key takes it away.
 pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result<CredentialOutput, ApiError> {
     let ctx = call.ctx;
+    call.caller.permits(crate::auth::Permission::Read)?;
     let account = call.account().await?;
     let address = &input.address;
     let mailbox = owned_mailbox(call, &account, Some(address.domain()), Some(address.local())).await?;
@@ -540,28 +562,48 @@ pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result
     let hash = crate::auth::keys::sha512_crypt(&password);
     let now = iso(ctx.clock.now());
     let seq = next_seq(ctx).await?;
-    let update = changed(
-        Update::new()
-            .set("passwordHash", hash)
-            .set("credentialIssuedAt", now.clone()),
-        seq,
-        &now,
-    );
+    let issuer = call.caller.scoped_key();
+    let update = Update::new()
+        .set("passwordHash", hash)
+        .set("credentialIssuedAt", now.clone());
+    let update = match issuer {
+        Some(key) => update.set("credentialKey", key.key_id.clone()),
+        None => update.remove("credentialKey"),
+    };
     let still = Cond::And(vec![
         Cond::eq("status", MailboxStatus::Active),
         Cond::ne("mode", Mode::Forward),
     ]);
-    match ctx
-        .store
-        .update(
-            &keys::mailbox(&mailbox.domain_id, &mailbox.local_part),
-            update,
-            Some(still),
-        )
-        .await
-    {
-        Ok(_) => {}
-        Err(StoreError::ConditionFailed) => return Err(error::NOT_FOUND.into()),
+    let key = keys::mailbox(&mailbox.domain_id, &mailbox.local_part);
+    let update = changed(update, seq, &now);
+    let written = match issuer {
+        None => ctx.store.update(&key, update, Some(still)).await.map(drop),
+        // Only while the key is held and no revoke of it has begun, so a
+        // revoke either finds this password or refuses it.
+        Some(issuer) => {
+            let writes = vec![
+                Write::Update {
+                    key,
+                    update,
+                    cond: Some(still),
+                },
+                crate::auth::keys::may_issue_password(&issuer.uid, &issuer.key_id),
+            ];
+            ctx.store.transact(writes).await
+        }
+    };
+    match written {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed) => {
+            let active = get(ctx, &mailbox.domain_id, &mailbox.local_part)
+                .await?
+                .is_some_and(|m| m.is_active() && m.mode.stores());
+            // The mailbox is as it was: the key is revoked, or being revoked.
+            return Err(match (issuer, active) {
+                (Some(_), true) => error::INVALID_KEY.into(),
+                _ => error::NOT_FOUND.into(),
+            });
+        }
         Err(e) => return Err(e.into()),
     }
     let endpoint = |port, security| Endpoint {
@@ -579,6 +621,37 @@ pub async fn issue_credential(call: &Call<'_>, input: CredentialInput) -> Result
         mta_applied: false,
         message: messages::PASSWORD_SHOWN_ONCE.as_str(),
     })
+}
+
+/// Takes away the app passwords a scoped key issued on these domains'
+/// mailboxes, as the key is revoked: the hash goes (the next export drops
+/// the login), `credentialKey` stays to say why a submission the mail host
+/// still let through is refused. A password issued anew meanwhile (by the
+/// owner, or no longer this key's) is left alone. The addresses it took.
+pub async fn drop_key_passwords(ctx: &Context, domains: &[String], key_id: &str) -> Result<Vec<String>, ApiError> {
+    let mut dropped = Vec::new();
+    for domain in domains {
+        for mailbox in of_domain(ctx, domain).await? {
+            if mailbox.credential_key.as_deref() != Some(key_id) || mailbox.password_hash.is_none() {
+                continue;
+            }
+            let now = iso(ctx.clock.now());
+            let seq = next_seq(ctx).await?;
+            let update = changed(
+                Update::new().remove("passwordHash").remove("credentialIssuedAt"),
+                seq,
+                &now,
+            );
+            let theirs = Cond::eq("credentialKey", key_id);
+            let key = keys::mailbox(&mailbox.domain_id, &mailbox.local_part);
+            match ctx.store.update(&key, update, Some(theirs)).await {
+                Ok(_) => dropped.push(mailbox.address),
+                Err(StoreError::ConditionFailed) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(dropped)
 }
 
 /// A protected hosted mailbox on the service domain, created once.

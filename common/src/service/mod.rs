@@ -9,6 +9,7 @@ pub mod allowlist;
 pub mod api_keys;
 pub mod audit;
 pub mod bootstrap;
+pub mod boundary;
 pub mod contacts;
 pub mod credits;
 pub mod delivery;
@@ -24,6 +25,7 @@ pub mod mailbox;
 pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;
+pub mod operator_sign_in;
 pub mod outbox;
 pub mod payer;
 pub mod pending;
@@ -88,6 +90,8 @@ pub struct Call<'a> {
     /// What the change touched, beyond its input (an operator's removal:
     /// the mailboxes it took): the audit row carries it.
     details: std::sync::Mutex<Vec<serde_json::Map<String, serde_json::Value>>>,
+    /// The account a call without one of its own is about ([`Call::concerns`]).
+    concerns: std::sync::OnceLock<String>,
 }
 
 impl<'a> Call<'a> {
@@ -103,6 +107,7 @@ impl<'a> Call<'a> {
             surface: "rest",
             origin: None,
             details: Default::default(),
+            concerns: Default::default(),
         }
     }
 
@@ -147,9 +152,20 @@ impl<'a> Call<'a> {
         let _ = self.account.set(account);
     }
 
-    /// The acting account's uid, when this call has read it.
+    /// The acting account's uid, when this call has read it; else the
+    /// account it [`concerns`](Call::concerns).
     pub fn acting_uid(&self) -> Option<String> {
-        self.account.get().map(|a| a.uid.clone())
+        self.account
+            .get()
+            .map(|a| a.uid.clone())
+            .or_else(|| self.concerns.get().cloned())
+    }
+
+    /// Names the account a call without a credential is about before it
+    /// proves anything (an attempt at a hold's emailed code): its audit row
+    /// goes in that account's log, not the operators'. Grants nothing.
+    pub fn concerns(&self, uid: &str) {
+        let _ = self.concerns.set(uid.to_string());
     }
 
     /// The operator making the call (the access rule already required one).

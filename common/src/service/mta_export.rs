@@ -13,7 +13,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Call;
 use super::mailboxes::{self, Mailbox, Mode};
@@ -47,9 +47,21 @@ pub struct Export {
     pub bounce_domain: String,
     pub domains: Vec<String>,
     /// Each live mailbox: address, mode, forwardTo, delivery plan, login.
-    pub mailboxes: Vec<Value>,
+    pub mailboxes: Vec<Exported>,
     pub postfix: Postfix,
     pub dovecot: Dovecot,
+}
+
+/// A mailbox as the export lists it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Exported {
+    pub address: String,
+    pub mode: Mode,
+    pub forward_to: Vec<String>,
+    pub delivery: mailboxes::Delivery,
+    /// Whether it has an IMAP/SMTP login (its hash is in the passwd file).
+    pub login: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -224,12 +236,14 @@ async fn routed_domains(ctx: &Context) -> Result<Vec<super::domains::Domain>, Ap
     Ok(routed)
 }
 
-/// A mailbox as the export lists it.
-fn listed(m: &mailboxes::Mailbox) -> Value {
-    json!({
-        "address": m.address, "mode": m.mode, "forwardTo": m.forward_to,
-        "delivery": mailboxes::delivery(m), "login": m.login_hash().is_some(),
-    })
+fn listed(m: &mailboxes::Mailbox) -> Exported {
+    Exported {
+        address: m.address.clone(),
+        mode: m.mode,
+        forward_to: m.forward_to.clone(),
+        delivery: mailboxes::delivery(m),
+        login: m.login_hash().is_some(),
+    }
 }
 
 /// The pending record first: an export a mail host can see always has one.
@@ -371,6 +385,7 @@ mod tests {
             mta_applied: false,
             mta_applied_at: None,
             password_hash: hash.map(String::from),
+            credential_key: None,
             created_at: String::new(),
             updated_at: String::new(),
         }

@@ -1,12 +1,15 @@
 //! GET /outbox, MCP `list_outbox` and `get_delivery_status`: a caller's sent
 //! mail, newest first, each with its recipients' delivery status. Who sees
 //! what follows the inbox: the agent key and operators the service-domain
-//! sender's mail, a standard key its own account's.
+//! sender's mail, a standard key its own account's. The tools hand a remote
+//! server's reply to an agent inside the inbox's envelope (a stranger wrote
+//! it); GET /outbox shows it as it is.
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Call;
+use super::boundary::{Boundary, Envelope};
 use super::delivery;
 use super::sent::{Recipient, SentMessage, owner_of_caller};
 use crate::error::{self, ApiError};
@@ -29,6 +32,14 @@ pub struct OutboxMessage {
 }
 
 impl OutboxMessage {
+    /// The message with each remote reply inside `boundary`'s envelope.
+    fn for_agent(self, boundary: &Boundary) -> Self {
+        OutboxMessage {
+            recipients: self.recipients.into_iter().map(|r| boundary.recipient(r)).collect(),
+            ..self
+        }
+    }
+
     fn of(sent: SentMessage, recipients: Vec<Recipient>) -> Self {
         OutboxMessage {
             message_id: sent.message_id,
@@ -98,14 +109,19 @@ pub struct OutboxList {
     pub messages: Vec<OutboxMessage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Each remote reply's text and host (a stranger's) is wrapped in this
+    /// response's random delimiter (see notice).
+    pub envelope: Envelope,
 }
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<OutboxList, ApiError> {
     let (messages, next_cursor) = page(call, input.limit, input.cursor).await?;
+    let boundary = Boundary::new();
     Ok(OutboxList {
         ok: true,
-        messages,
+        messages: messages.into_iter().map(|m| m.for_agent(&boundary)).collect(),
         next_cursor,
+        envelope: boundary.describe(None),
     })
 }
 
@@ -120,12 +136,17 @@ crate::input! {
 pub struct DeliveryStatus {
     pub ok: bool,
     pub message: OutboxMessage,
+    /// Each remote reply's text and host (a stranger's) is wrapped in this
+    /// response's random delimiter (see notice).
+    pub envelope: Envelope,
 }
 
 pub async fn status(call: &Call<'_>, input: StatusQuery) -> Result<DeliveryStatus, ApiError> {
+    let boundary = Boundary::new();
     Ok(DeliveryStatus {
         ok: true,
-        message: one(call, &input.message_id).await?,
+        message: one(call, &input.message_id).await?.for_agent(&boundary),
+        envelope: boundary.describe(None),
     })
 }
 

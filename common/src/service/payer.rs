@@ -80,13 +80,7 @@ impl KeyCap {
 /// passes waits for one store round trip; they are read only to say why a
 /// refused one was refused.
 pub async fn gate(ctx: &Context, payer: &Payer, cap: Option<KeyCap>) -> Result<(), ApiError> {
-    let mut checks = vec![(keys::sending_switch(), credits::enabled_cond())];
-    if matches!(payer, Payer::Agent) {
-        checks.push((
-            keys::agent_switch(),
-            credits::AgentSwitch::unfrozen_cond(ctx.clock.now()),
-        ));
-    }
+    let checks = switches(ctx, payer);
     match rate_limit(ctx, &payer.rate_bucket(), cap, &checks).await {
         Err(refused) if refused.status == 429 => {
             switched_off(ctx, &checks).await?;
@@ -96,9 +90,26 @@ pub async fn gate(ctx: &Context, payer: &Payer, cap: Option<KeyCap>) -> Result<(
     }
 }
 
+/// The switches a send of this payer passes, as conditions on their items:
+/// sending not paused, and for the agent key's sends its key not frozen.
+/// Every door out checks these: [`gate`] for a send at once, and the one
+/// transaction that takes a waiting send to go out
+/// (`pending::going::take`), so a send that waited is held by them too.
+pub fn switches(ctx: &Context, payer: &Payer) -> Vec<(Key, Cond)> {
+    let mut checks = vec![(keys::sending_switch(), credits::enabled_cond())];
+    if matches!(payer, Payer::Agent) {
+        checks.push((
+            keys::agent_switch(),
+            credits::AgentSwitch::unfrozen_cond(ctx.clock.now()),
+        ));
+    }
+    checks
+}
+
 /// The switches' refusal, in the spec's order: sending paused, then the
-/// agent key frozen (read from the items `gate` checked, in its order).
-async fn switched_off(ctx: &Context, checks: &[(Key, Cond)]) -> Result<(), ApiError> {
+/// agent key frozen (read from the items [`switches`] named, in its order);
+/// none when both let it go.
+pub async fn switched_off(ctx: &Context, checks: &[(Key, Cond)]) -> Result<(), ApiError> {
     let switches: Vec<Key> = checks.iter().map(|(key, _)| key.clone()).collect();
     let mut found = ctx.store.get_many(&switches).await?.into_iter();
     if !credits::enabled_of(found.next().flatten().as_ref()) {

@@ -159,7 +159,7 @@ async fn one(ctx: &Context, key: &str) -> Result<Option<File>, ApiError> {
     let result = match inbound::parse(&raw, &Limits::default()) {
         Err(refused) => Err(refused.0),
         // DMARC reports first: no mailbox, whoever holds the address, sees them.
-        Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &raw).await?,
+        Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &message, &raw).await?,
         Ok(message) => {
             let filed_as = format!("{DONE}{name}");
             match report_to(ctx, &message) {
@@ -207,11 +207,16 @@ fn to_dmarc(ctx: &Context, message: &Inbound) -> bool {
     recipient.is_some_and(|r| dmarc::addressed_to_us(ctx, r))
 }
 
-/// Keeps a DMARC aggregate report (never filed as mail); one that cannot be
-/// read, or costs too much to, is kept as failed with the reason.
-async fn dmarc_report(ctx: &Context, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
+/// Keeps a DMARC aggregate report (never filed as mail) with its mail's
+/// verdicts, judged as any received mail is; one that cannot be read, or
+/// costs too much to, is kept as failed with the reason.
+async fn dmarc_report(ctx: &Context, message: &Inbound, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
     let (_, body) = inbound::Envelope::split(raw);
-    Ok(match dmarc::consume(ctx, body).await? {
+    let mail = dmarc::ReportMail {
+        from: message.from.clone(),
+        authentication: authentication(ctx, message, raw).await,
+    };
+    Ok(match dmarc::consume(ctx, body, mail).await? {
         Intake::Refused(reason) => Err(reason),
         done => {
             tracing::info!(outcome = ?done, "a DMARC report was read");
@@ -302,29 +307,17 @@ async fn file_for(
         let quarantine = match spoofed && !mailbox.accept_spoofed {
             true => Some(Quarantine::Spoofed),
             false => {
-                let lists = lists::receive_judgement(ctx, &mailbox.uid, &mailbox.address, &message.from).await?;
+                let lists = listed(ctx, &mailbox, message).await?;
                 lists.quarantine.or_else(|| {
                     spam::verdict_at_filing(&mailbox, verdict, auth.as_ref(), lists.allowed).then_some(Quarantine::Spam)
                 })
             }
-        };
-        // Someone who wrote here (genuinely) is no first contact to write
-        // back to: remembered in the filing's transaction.
-        let also = match quarantine.is_none() && !spoofed {
-            true => {
-                let owner = super::sent::owner_of(&mailbox.uid);
-                super::contacts::heard_from_write(ctx, &owner, &message.from)
-                    .into_iter()
-                    .collect()
-            }
-            false => Vec::new(),
         };
         let filing = NewMessage {
             authentication: auth.as_ref(),
             spam: verdict,
             raw: Some(raw_key),
             quarantine,
-            also,
             ..as_new(message, &scope, &mailbox.address)
         };
         match mail_store::file(ctx, &filing).await? {
@@ -336,6 +329,33 @@ async fn file_for(
         return Ok(Err("no recipient is a mailbox of this service".into()));
     }
     Ok(Ok((new, duplicates)))
+}
+
+/// What the mailbox's receive lists say of a message: judged by each address
+/// its From headers name, the first that keeps it out wins (a message naming
+/// a blocked sender beside an allowed one stays out); it is allowed (over a
+/// spam verdict) only when an allow entry names every one of them.
+async fn listed(
+    ctx: &Context,
+    mailbox: &mailboxes::Mailbox,
+    message: &Inbound,
+) -> Result<lists::ReceiveVerdict, ApiError> {
+    let mut authors = message.judged_authors();
+    if authors.is_empty() {
+        authors.push(message.from.clone());
+    }
+    let mut allowed = true;
+    for author in authors {
+        let judged = lists::receive_judgement(ctx, &mailbox.uid, &mailbox.address, &author).await?;
+        if judged.quarantine.is_some() {
+            return Ok(judged);
+        }
+        allowed &= judged.allowed;
+    }
+    Ok(lists::ReceiveVerdict {
+        quarantine: None,
+        allowed,
+    })
 }
 
 /// The verdicts on a received message: checked here, through the service's
@@ -355,6 +375,7 @@ async fn authentication(ctx: &Context, message: &Inbound, raw: &[u8]) -> Authent
         resolver,
         body,
         envelope,
+        &message.judged_authors(),
         &ctx.config.mail_host,
         &ctx.config.trusted_arc_sealers,
     )

@@ -210,7 +210,8 @@ pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendO
         Some(key) => key,
         None => return send_once(call, input).await,
     };
-    let claim = Idempotency::claim(ctx, &Payer::of(caller).rate_bucket(), &key, input.fields()).await?;
+    // Each key's own: another key of the account replays nothing of it.
+    let claim = Idempotency::claim(ctx, &caller.holder(), &key, input.fields()).await?;
     let claim = match claim {
         Claimed::Replay(first) => return Ok(first),
         Claimed::Fresh(claim) => claim,
@@ -220,7 +221,8 @@ pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendO
     outcome
 }
 
-/// A send keyed by an Idempotency-Key: one record per caller and key, claimed
+/// A send keyed by an Idempotency-Key: one record per caller (each key its
+/// own, [`Caller::holder`]) and Idempotency-Key, claimed
 /// with a conditional write (so concurrent requests with one key send once),
 /// holding the first answer for 24 hours.
 struct Idempotency {

@@ -10,22 +10,30 @@
 //! envelope sender and `From:` must be that mailbox; at most 5 recipients),
 //! the credit; then it is signed with the domain's DKIM key and sent through
 //! the same transport as `POST /sendMail`. The milter discards its own copy.
+//!
+//! A password a scoped key issued acts as that key: its send permission
+//! and mailboxes are checked with the login, its daily cap is counted with
+//! the windows, and its approval rule holds the message for the owner as
+//! it would hold the key's `sendMail` (202; the client reads 250). Once the
+//! key is revoked the password sends nothing.
 
 use base64::Engine;
-use mail_parser::{Address, MessageParser};
+use mail_parser::MessageParser;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::accounts::OPS_UID;
-use super::delivery::dispatch::{Outbound, dispatch};
+use super::delivery::dispatch::{self, Outbound, dispatch};
 use super::payer::{self, Payer};
 use super::replies::{self, SentBytes};
 use super::send;
-use super::{Call, domains, mailboxes};
+use super::{Call, api_keys, domains, mailboxes, pending};
+use crate::auth::{Caller, Permission};
 use crate::context::Context;
 use crate::error::Problem;
 use crate::error::{self, ApiError};
+use crate::mail::authors::Authors;
 use crate::mail::message;
 use crate::validate::{Later, Slot};
 use crate::values::EmailAddress;
@@ -107,16 +115,31 @@ impl Field for RawMessage {
     }
 }
 
-/// What the milter answers the client with: the message went out.
+/// What the milter answers the client with: the message went out, or waits
+/// for the owner's approval (202).
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubmissionOutput {
     pub ok: bool,
-    /// The Message-ID it went out with (the client's, or one given here).
+    /// held: the password's key sends only with the owner's approval, and
+    /// this one waits for it (202); absent when it went out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<pending::Kind>,
+    /// A held message's id, for POST /holds/approve and /holds/deny.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold_id: Option<String>,
+    /// The Message-ID it went out (or waits) with (the client's, or one given here).
     pub message_id: String,
     /// Credits left on the balance that paid (none for a person's mailbox).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credits_remaining: Option<i64>,
+}
+
+impl SubmissionOutput {
+    /// Accepted to wait (HTTP 202), not sent.
+    pub fn accepted(&self) -> bool {
+        self.status.is_some()
+    }
 }
 
 /// Sends one submitted message, in the send path's order of checks.
@@ -127,7 +150,8 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     };
     let login = EmailAddress::pick(fields, "login", LOGIN)?;
     let (mailbox, domain, payer) = sending_mailbox(ctx, &login).await?;
-    payer::gate(ctx, &payer, None).await?;
+    let issuer = issuing_key(ctx, &mailbox).await?;
+    payer::gate(ctx, &payer, issuer.as_ref().and_then(payer::KeyCap::of)).await?;
 
     let input = input.parse()?;
     if !input.sender.unwrap_or_default().eq_ignore_ascii_case(&mailbox.address) {
@@ -136,11 +160,16 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     let parsed = MessageParser::default()
         .parse(&input.raw.0)
         .ok_or(error::SUBMISSION_UNREADABLE)?;
-    if !written_by(&parsed, &mailbox.address) {
-        return Err(error::SUBMISSION_SENDER.into());
-    }
     let (raw, message_id) = message::submitted(&input.raw.0, &domain.name, ctx.clock.now())
         .map_err(|_| ApiError::from(error::SUBMISSION_UNREADABLE))?;
+    // Judged on the bytes that are signed and sent: line ends made CRLF can
+    // split one header into two.
+    let ready = MessageParser::default()
+        .parse(&raw)
+        .ok_or(error::SUBMISSION_UNREADABLE)?;
+    if !written_by(&ready, &mailbox.address) {
+        return Err(error::SUBMISSION_SENDER.into());
+    }
     let signed = send::signer(ctx, &domain)
         .await?
         .sign(raw)
@@ -154,6 +183,22 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         raw: &signed,
         source: "smtp",
     };
+    if let Some(key) = &issuer {
+        let as_key = Call::new(ctx, key, call.via, call.ip);
+        if let Some(wait) = pending::wait_for(&as_key, &outbound.owner, outbound.recipients, None).await? {
+            dispatch::check_recipients(ctx, &outbound.owner, outbound.from, outbound.recipients).await?;
+            let text = parsed.body_text(0).unwrap_or_default();
+            let kind = wait.kind;
+            let accepted = pending::accept(&as_key, wait, payer, &outbound, &text).await?;
+            return Ok(SubmissionOutput {
+                ok: true,
+                status: Some(kind),
+                hold_id: Some(accepted.id),
+                message_id,
+                credits_remaining: accepted.credits_remaining,
+            });
+        }
+    }
     let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
     let scope = mailbox.reading_scope(&ctx.config.service_domain);
     let sent = SentBytes {
@@ -166,23 +211,45 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     replies::file_bytes_on_thread(ctx, &scope, &mailbox.address, &sent).await;
     Ok(SubmissionOutput {
         ok: true,
+        status: None,
+        hold_id: None,
         message_id,
         credits_remaining: dispatched.credits_remaining,
     })
 }
 
-/// Whether the message's From (and Sender, when it has one) is the mailbox
-/// that logged in, alone.
-fn written_by(parsed: &mail_parser::Message<'_>, address: &str) -> bool {
-    let only_the_mailbox = |list: Option<&Address<'_>>| {
-        let addresses: Vec<&str> = list
-            .into_iter()
-            .flat_map(|a| a.iter())
-            .filter_map(|a| a.address())
-            .collect();
-        addresses.len() == 1 && addresses[0].trim().eq_ignore_ascii_case(address)
+/// The scoped key whose password logged in, as a caller of its own: its
+/// send permission and mailboxes checked here, its cap and approval rule
+/// by the send path as for its API sends. None for the owner's password;
+/// refused once the key is revoked or expired.
+async fn issuing_key(ctx: &Context, mailbox: &mailboxes::Mailbox) -> Result<Option<Caller>, ApiError> {
+    let Some(id) = &mailbox.credential_key else {
+        return Ok(None);
     };
-    only_the_mailbox(parsed.from()) && (parsed.sender().is_none() || only_the_mailbox(parsed.sender()))
+    let key = api_keys::scoped(ctx, &mailbox.uid, id)
+        .await?
+        .ok_or(error::PASSWORD_KEY_REVOKED)?;
+    if key
+        .scope
+        .as_ref()
+        .is_some_and(|s| s.expired(&crate::clock::iso(ctx.clock.now())))
+    {
+        return Err(error::KEY_EXPIRED.into());
+    }
+    let key = Caller::Standard(key);
+    key.permits(Permission::Send)?;
+    key.may_use(&mailbox.address)?;
+    Ok(Some(key))
+}
+
+/// Whether the message's author is the mailbox that logged in, alone: one
+/// From header naming that one address (no second address, no group, no
+/// second From), and at most one Sender header, naming it too. A recipient's
+/// DMARC judges what this checked, whichever From header it reads.
+fn written_by(parsed: &mail_parser::Message<'_>, address: &str) -> bool {
+    let the_mailbox = |named: &Authors| named.single().is_some_and(|a| a.eq_ignore_ascii_case(address));
+    let sender = Authors::sender(parsed);
+    the_mailbox(&Authors::of(parsed)) && (sender.headers == 0 || the_mailbox(&sender))
 }
 
 /// The mailbox that logged in, with the domain that signs for it and who
@@ -205,4 +272,37 @@ async fn sending_mailbox(ctx: &Context, login: &str) -> Result<(mailboxes::Mailb
         .filter(|d| d.status == domains::DomainStatus::Verified)
         .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
     Ok((mailbox, domain, payer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(headers: &str) -> bool {
+        let raw = format!("{headers}To: pal@elsewhere.test\r\nSubject: Hi\r\n\r\nbody\r\n");
+        let now = chrono::Utc::now();
+        let (raw, _) = message::submitted(raw.as_bytes(), "acme.test", now).unwrap();
+        let parsed = MessageParser::default().parse(&raw).unwrap();
+        written_by(&parsed, "agent@acme.test")
+    }
+
+    #[test]
+    fn only_one_from_and_one_sender_naming_the_mailbox_alone_pass() {
+        assert!(ready("From: Agent <Agent@acme.test>\r\n"));
+        assert!(ready("From: agent@acme.test\r\nSender: agent@acme.test\r\n"));
+        for refused in [
+            "From: ceo@beta.test\r\nFrom: agent@acme.test\r\n",
+            "From: agent@acme.test\r\nFrom: agent@acme.test\r\n",
+            "From: agent@acme.test, ceo@beta.test\r\n",
+            "From: Team: agent@acme.test;\r\n",
+            "From: agent@acme.test\r\nSender: agent@acme.test, ceo@beta.test\r\n",
+            "From: agent@acme.test\r\nSender: ceo@beta.test\r\nSender: agent@acme.test\r\n",
+            "From: agent@acme.test\r\nSender: agent@acme.test\r\nSender: agent@acme.test\r\n",
+            // A lone CR becomes a line end on the way out: two From headers.
+            "From: agent@acme.test\rFrom: ceo@beta.test\r\n",
+            "Subject: no author\r\n",
+        ] {
+            assert!(!ready(refused), "{refused:?}");
+        }
+    }
 }

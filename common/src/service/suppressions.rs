@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Call;
+use super::boundary::{Boundary, Envelope};
 use super::sent::{Recipient, Reply, SentMessage, Status, owner_of_caller};
 use super::webhooks;
 use crate::clock::iso;
@@ -67,7 +68,31 @@ pub struct Suppression {
     /// The Message-ID of the mail that caused it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
+    /// The mailbox whose mail caused it (absent when added by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     pub created_at: String,
+}
+
+impl Suppression {
+    /// Whether the caller sees it: a key narrowed to some mailboxes sees the
+    /// entries added by hand (they judge its sends too) and those its own
+    /// mailboxes' mail caused, not whom the account's other mailboxes mail.
+    fn seen_by(&self, caller: &crate::auth::Caller) -> bool {
+        let narrowed = caller.scope().is_some_and(|s| s.mailboxes.is_some());
+        !narrowed || self.reason == Reason::Manual || self.from.as_deref().is_some_and(|f| caller.covers(f))
+    }
+
+    /// The entry with its remote reply inside `boundary`'s envelope.
+    fn for_agent(self, boundary: Option<&Boundary>) -> Suppression {
+        match boundary {
+            Some(b) => Suppression {
+                reply: self.reply.map(|r| b.reply(r)),
+                ..self
+            },
+            None => self,
+        }
+    }
 }
 
 /// A listed recipient as stored: the entry, and where it sits in the list
@@ -148,6 +173,7 @@ pub async fn after_change(ctx: &Context, sent: &SentMessage, recipient: &Recipie
         note: None,
         reply: recipient.reply.clone(),
         message_id: Some(sent.message_id.clone()),
+        from: Some(sent.from.to_ascii_lowercase()),
         created_at: iso(ctx.clock.now()),
     };
     add(ctx, &sent.owner, entry).await.map(drop)
@@ -253,31 +279,49 @@ pub struct SuppressionList {
     pub suppressions: Vec<Suppression>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// The MCP tool: each remote reply's text and host (a stranger's) is
+    /// wrapped in this response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<SuppressionList, ApiError> {
     let owner = owner_of_caller(call.caller);
+    let boundary = Boundary::for_tool(call);
+    let envelope = boundary.as_ref().map(|b| b.describe(None));
     if let Some(address) = input.address {
-        let found = call.ctx.store.read(&keys::suppression(&owner, &address)).await?;
+        let found: Option<Suppression> = call.ctx.store.read(&keys::suppression(&owner, &address)).await?;
         return Ok(SuppressionList {
             ok: true,
-            suppressions: found.into_iter().collect(),
+            suppressions: found
+                .into_iter()
+                .filter(|s| s.seen_by(call.caller))
+                .map(|s| s.for_agent(boundary.as_ref()))
+                .collect(),
             next_cursor: None,
+            envelope,
         });
     }
     let limit = input.limit.map_or(25, Bounded::get) as usize;
-    let (suppressions, next_cursor) = super::mail_store::page::<Suppression>(
+    let seen = |item: &crate::store::RawItem| item.record::<Suppression>().is_ok_and(|s| s.seen_by(call.caller));
+    let (items, next_cursor) = super::mail_store::page_raw_where(
         call.ctx,
         keys::suppression_list(&owner),
         true,
         input.cursor.as_deref(),
         limit,
+        seen,
     )
     .await?;
+    let suppressions: Vec<Suppression> = items.iter().map(|i| i.record()).collect::<Result<_, _>>()?;
     Ok(SuppressionList {
         ok: true,
-        suppressions,
+        suppressions: suppressions
+            .into_iter()
+            .map(|s| s.for_agent(boundary.as_ref()))
+            .collect(),
         next_cursor,
+        envelope,
     })
 }
 
@@ -296,6 +340,10 @@ pub struct SuppressionView {
     pub suppression: Suppression,
     /// false when the address was already listed (the entry shown is the first).
     pub added: bool,
+    /// The MCP tool, for an entry a bounce made: its remote reply wrapped in
+    /// this response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<SuppressionView, ApiError> {
@@ -306,6 +354,7 @@ pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<Suppression
         note: input.reason.map(Line::into_string),
         reply: None,
         message_id: None,
+        from: None,
         created_at: iso(call.ctx.clock.now()),
     };
     let address = entry.address.clone();
@@ -314,17 +363,20 @@ pub async fn add_by_hand(call: &Call<'_>, input: AddInput) -> Result<Suppression
             ok: true,
             suppression: added,
             added: true,
+            envelope: None,
         });
     }
-    let first = call
+    let first: Suppression = call
         .ctx
         .store
         .read(&keys::suppression(&owner, &address))
         .await?
         .ok_or_else(|| ApiError::internal("a listed address vanished"))?;
+    let boundary = Boundary::for_tool(call);
     Ok(SuppressionView {
         ok: true,
-        suppression: first,
+        envelope: boundary.as_ref().map(|b| b.describe(None)),
+        suppression: first.for_agent(boundary.as_ref()),
         added: false,
     })
 }
@@ -339,10 +391,16 @@ crate::input! {
 pub struct Removed {
     pub ok: bool,
     pub removed: Suppression,
+    /// The MCP tool: the removed entry's remote reply wrapped in this
+    /// response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 /// Takes an address off the list (and its run of soft bounces with it).
+/// The account key's alone: a removal loosens a guardrail.
 pub async fn remove(call: &Call<'_>, input: RemoveQuery) -> Result<Removed, ApiError> {
+    call.caller.may_loosen()?;
     let owner = owner_of_caller(call.caller);
     let ctx = call.ctx;
     let key = keys::suppression(&owner, &input.address);
@@ -356,8 +414,10 @@ pub async fn remove(call: &Call<'_>, input: RemoveQuery) -> Result<Removed, ApiE
     ctx.store
         .delete(&keys::soft_bounces(&owner, &input.address), None)
         .await?;
+    let boundary = Boundary::for_tool(call);
     Ok(Removed {
         ok: true,
-        removed: removed.entry,
+        envelope: boundary.as_ref().map(|b| b.describe(None)),
+        removed: removed.entry.for_agent(boundary.as_ref()),
     })
 }

@@ -28,20 +28,9 @@ pub struct Slot {
     token: String,
 }
 
-/// Whose slots a caller's waits take: each key (and each signed-in person)
-/// its own.
-fn holder(caller: &Caller) -> String {
-    match caller {
-        Caller::Agent => "agent".into(),
-        Caller::Standard(key) => format!("key:{}", key.key_id),
-        Caller::Identity(user) => format!("user:{}", user.uid),
-        Caller::Public | Caller::Sync => "none".into(),
-    }
-}
-
 /// Claims a slot for a wait of `seconds`, or 429 when all are held.
 pub async fn claim(ctx: &Context, caller: &Caller, seconds: i64) -> Result<Slot, ApiError> {
-    let holder = holder(caller);
+    let holder = caller.holder();
     let now = ctx.clock.epoch();
     let token = hex::encode(rand::random::<[u8; 8]>());
     let first = rand::random::<u64>() as usize % MAX_WAITS;

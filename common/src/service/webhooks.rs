@@ -158,19 +158,11 @@ crate::input! {
         /// The event types to send (default `["inbound.received"]`): inbound.received,
         /// outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained,
         /// suppression.added, message.spam (received mail filed into spam).
-        pub events: Option<List<WebhookEvent, 7>> = (error::WEBHOOK_EVENTS_INVALID, error::WEBHOOK_EVENTS_INVALID),
+        pub events: Option<List<WebhookEvent, 7, 1>> = (error::WEBHOOK_EVENTS_INVALID, error::WEBHOOK_EVENTS_INVALID),
     }
-    check WebhookInput::some_events;
 }
 
 impl WebhookInput {
-    fn some_events(self, _: &Fields) -> Result<Self, ApiError> {
-        match &self.events {
-            Some(events) if events.0.is_empty() => Err(error::WEBHOOK_EVENTS_INVALID.into()),
-            _ => Ok(self),
-        }
-    }
-
     /// The named types, once each, in the catalogue's order.
     fn events(&self) -> Option<Vec<String>> {
         let named = self.events.as_ref()?;
@@ -467,6 +459,10 @@ pub async fn deliveries(call: &Call<'_>, input: DeliveriesQuery) -> Result<Deliv
 }
 
 crate::input! {
+    #[schemars(extend("anyOf" = [
+        {"required": ["eventId"], "properties": {"eventId": {"type": "string"}}},
+        {"required": ["from", "to"], "properties": {"from": {"type": "string"}, "to": {"type": "string"}}}
+    ]))]
     pub struct ReplayInput {
         /// One event of the log (`evt_...`).
         pub event_id: Option<EventId> = error::EVENT_ID_INVALID,

@@ -26,6 +26,10 @@ pub trait Field: Sized + schemars::JsonSchema {
     /// `Ok(None)`: the value counts as not given (null; for free text, a
     /// blank string).
     fn read(value: &Value, origin: Origin, invalid: Self::Problems) -> Result<Option<Self>, ApiError>;
+
+    /// Whether `read` takes `null` as not given; where it does not, an
+    /// optional field's schema leaves `null` out too.
+    const TAKES_NULL: bool = true;
 }
 
 /// Every [`super::Value`] is a field given as a string.
@@ -54,9 +58,10 @@ impl Field for String {
 }
 
 /// `true` or `false`; a query string's text of either. A switch is never
-/// null: `null` is refused, not read as left out.
+/// null: `null` is refused, not read as left out (docs/decisions.md).
 impl Field for bool {
     type Problems = Problem;
+    const TAKES_NULL: bool = false;
     fn read(value: &Value, origin: Origin, invalid: Problem) -> Result<Option<Self>, ApiError> {
         match (value, origin) {
             (Value::Bool(b), _) => Ok(Some(*b)),
@@ -66,7 +71,33 @@ impl Field for bool {
     }
 }
 
-/// An integer from `MIN` to `MAX`.
+/// The schema without `null`: out of its `type` list and `enum`, or out of
+/// its `anyOf` (a single branch left takes the place of the `anyOf`).
+pub fn without_null(map: &mut serde_json::Map<String, Value>) {
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            map.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
+        branches.retain(|b| b.get("type").is_none_or(|t| t != "null"));
+        if let [only] = branches.as_slice() {
+            let Value::Object(only) = only.clone() else { return };
+            map.remove("anyOf");
+            for (key, value) in only {
+                map.entry(key).or_insert(value);
+            }
+        }
+    }
+}
+
+/// An integer from `MIN` to `MAX`; `47.0` is one, as JSON Schema's
+/// `integer` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Bounded<const MIN: i64, const MAX: i64>(i64);
 
@@ -81,7 +112,11 @@ impl<const MIN: i64, const MAX: i64> Field for Bounded<MIN, MAX> {
     fn read(value: &Value, origin: Origin, invalid: Problem) -> Result<Option<Self>, ApiError> {
         let n = match (value, origin) {
             (Value::Null, _) => return Ok(None),
-            (Value::Number(n), _) => n.as_i64(),
+            (Value::Number(n), _) => n.as_i64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+                    .map(|f| f as i64)
+            }),
             (Value::String(s), Origin::Query) => s.trim().parse().ok(),
             _ => None,
         };
@@ -158,16 +193,17 @@ impl<T: schemars::JsonSchema> schemars::JsonSchema for Nullable<T> {
     }
 }
 
-/// An array of at most `MAX` values; problems `(wrong entry, too many)`.
+/// An array of `MIN` (none unless given) to `MAX` values; problems
+/// `(wrong entry, wrong count)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct List<T, const MAX: usize>(pub Vec<T>);
+pub struct List<T, const MAX: usize, const MIN: usize = 0>(pub Vec<T>);
 
-impl<T: Field<Problems = Problem>, const MAX: usize> Field for List<T, MAX> {
+impl<T: Field<Problems = Problem>, const MAX: usize, const MIN: usize> Field for List<T, MAX, MIN> {
     type Problems = (Problem, Problem);
-    fn read(value: &Value, origin: Origin, (wrong, too_many): (Problem, Problem)) -> Result<Option<Self>, ApiError> {
+    fn read(value: &Value, origin: Origin, (wrong, count): (Problem, Problem)) -> Result<Option<Self>, ApiError> {
         match value {
             Value::Null => Ok(None),
-            Value::Array(list) if list.len() > MAX => Err(too_many.into()),
+            Value::Array(list) if !(MIN..=MAX).contains(&list.len()) => Err(count.into()),
             Value::Array(list) => list
                 .iter()
                 .map(|v| T::read(v, origin, wrong)?.ok_or_else(|| wrong.into()))
@@ -178,11 +214,19 @@ impl<T: Field<Problems = Problem>, const MAX: usize> Field for List<T, MAX> {
     }
 }
 
-impl<T: schemars::JsonSchema, const MAX: usize> schemars::JsonSchema for List<T, MAX> {
+impl<T: schemars::JsonSchema, const MAX: usize, const MIN: usize> schemars::JsonSchema for List<T, MAX, MIN> {
     fn schema_name() -> std::borrow::Cow<'static, str> {
-        format!("ListOf{}Max{MAX}", T::schema_name()).into()
+        match MIN {
+            0 => format!("ListOf{}Max{MAX}", T::schema_name()).into(),
+            _ => format!("ListOf{}From{MIN}To{MAX}", T::schema_name()).into(),
+        }
     }
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "array", "items": generator.subschema_for::<T>(), "maxItems": MAX })
+        let mut schema =
+            schemars::json_schema!({ "type": "array", "items": generator.subschema_for::<T>(), "maxItems": MAX });
+        if MIN > 0 {
+            schema.insert("minItems".into(), MIN.into());
+        }
+        schema
     }
 }

@@ -15,7 +15,7 @@ mod field;
 mod lists;
 mod message;
 
-pub use field::{Bounded, Field, List, Nullable, Origin, REST_ONLY, RestOnly};
+pub use field::{Bounded, Field, List, Nullable, Origin, REST_ONLY, RestOnly, without_null};
 pub use lists::{MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients};
 pub use message::{Body, DraftSubject, DraftText, MAX_SUBJECT, MAX_TEXT_BYTES, Subject};
 
@@ -341,6 +341,56 @@ impl JsonSchema for MailboxAddress {
             "description": "A mailbox address: a local part (letters, digits, . _ + -) at a domain name.",
             "pattern": format!(r"^\s*{LOCAL_PART}@{}\s*$", hostname_pattern()),
             "maxLength": 254,
+        })
+    }
+}
+
+/// `mailboxId`: a mailbox's address, or its local part alone (the domain
+/// given beside it); the local part at most 64 characters either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailboxId {
+    Address(LocalPart, DomainName),
+    Local(LocalPart),
+}
+
+impl MailboxId {
+    pub fn local(&self) -> &LocalPart {
+        match self {
+            MailboxId::Address(local, _) | MailboxId::Local(local) => local,
+        }
+    }
+    pub fn domain(&self) -> Option<&DomainName> {
+        match self {
+            MailboxId::Address(_, domain) => Some(domain),
+            MailboxId::Local(_) => None,
+        }
+    }
+}
+
+impl Value for MailboxId {
+    fn parse(raw: &str) -> Option<Self> {
+        if !raw.contains('@') {
+            return LocalPart::parse(raw).map(MailboxId::Local);
+        }
+        let address = MailboxAddress::parse(raw)?;
+        let local = LocalPart::parse(&address.local)?;
+        Some(MailboxId::Address(local, address.domain))
+    }
+}
+
+impl JsonSchema for MailboxId {
+    fn schema_name() -> Cow<'static, str> {
+        "MailboxId".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        // The lookahead bounds the local part as LocalPart's maxLength does.
+        let address = format!(r"^\s*(?=[^@\s]{{1,64}}@){LOCAL_PART}@{}\s*$", hostname_pattern());
+        json_schema!({
+            "description": "A mailbox's address, or its local part alone.",
+            "anyOf": [
+                LocalPart::json_schema(generator),
+                { "type": "string", "pattern": address, "maxLength": 254 },
+            ],
         })
     }
 }
@@ -758,6 +808,27 @@ mod tests {
             let admitted = regex.is_match(sample) && max.is_none_or(|m| sample.chars().count() <= m);
             let parsed = T::parse(sample).is_some();
             assert_eq!(admitted, parsed, "{}: {sample:?}", T::schema_name());
+        }
+    }
+
+    #[test]
+    fn a_mailbox_id_is_an_address_or_a_local_part() {
+        let local = |l: &str| LocalPart::parse(l).unwrap();
+        let address = MailboxId::Address(local("ann"), DomainName::parse("example.com").unwrap());
+        assert_eq!(MailboxId::parse(" Ann@Example.com "), Some(address));
+        assert_eq!(MailboxId::parse("Ann"), Some(MailboxId::Local(local("ann"))));
+        let long = "a".repeat(65);
+        for bad in [
+            "",
+            " ",
+            "a@",
+            "@example.com",
+            "a b@example.com",
+            "a..b",
+            &long,
+            &format!("{long}@example.com"),
+        ] {
+            assert_eq!(MailboxId::parse(bad), None, "{bad:?}");
         }
     }
 

@@ -7,7 +7,7 @@ use mail_auth::report::{Error as ReportError, Report};
 use mail_parser::{MessageParser, PartType};
 use serde_json::json;
 
-use super::stored::{MAX_SOURCES, StoredReport, policy_domain};
+use super::stored::{MAX_SOURCES, ReportMail, StoredReport, policy_domain};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::ApiError;
@@ -57,8 +57,8 @@ pub fn addressed_to_us(ctx: &Context, recipient: &str) -> bool {
 }
 
 /// Reads one report message (without the mail host's envelope line) and
-/// keeps it for the domain it is about.
-pub async fn consume(ctx: &Context, raw: &[u8]) -> Result<Intake, ApiError> {
+/// keeps it for the domain it is about, with `mail`, its own verdicts.
+pub async fn consume(ctx: &Context, raw: &[u8], mail: ReportMail) -> Result<Intake, ApiError> {
     let report = match read(raw) {
         Ok(report) => report,
         Err(reason) => return Ok(Intake::Refused(reason)),
@@ -68,7 +68,7 @@ pub async fn consume(ctx: &Context, raw: &[u8]) -> Result<Intake, ApiError> {
         count_dropped(ctx, &about).await?;
         return Ok(Intake::Dropped { policy_domain: about });
     };
-    let mut stored = StoredReport::from_report(&report, &domain.name, iso(ctx.clock.now()));
+    let mut stored = StoredReport::from_report(&report, &domain.name, iso(ctx.clock.now()), mail);
     fit(&mut stored);
     let key = keys::dmarc_report(&domain.uid, &domain.name, &stored.id);
     let mut row = item(&key, &stored);

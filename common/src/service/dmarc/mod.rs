@@ -2,8 +2,8 @@
 //! each customer domain to send them to `dmarc@<service domain>`.
 //!
 //! The files: `intake` (the poller hands it every message to that address:
-//! read, bounded, attributed to a customer domain and kept 180 days, or
-//! dropped and counted), `stored` (a report as kept and shown) and `routes`
+//! read, bounded, attributed to a customer domain and kept 180 days with
+//! its mail's own verdicts, or dropped and counted), `stored` (a report as kept and shown) and `routes`
 //! (GET /dmarcReports and the summary alone).
 //!
 //! Items (see `keys`): `DMARC#<uid>#<domain>/<end>-<digest>` one report,
@@ -18,4 +18,4 @@ pub use routes::{
     DmarcReportsInput, DmarcReportsOutput, DmarcSummaryOutput, FailingSource, Summary, get_dmarc_summary,
     list_dmarc_reports, summarize,
 };
-pub use stored::{DkimCheck, MAX_SOURCES, Period, Reporter, Source, SpfCheck, StoredReport};
+pub use stored::{DkimCheck, MAX_SOURCES, Period, ReportMail, Reporter, Source, SpfCheck, StoredReport};

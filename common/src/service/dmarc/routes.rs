@@ -11,6 +11,7 @@ use super::stored::{Period, StoredReport};
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::Call;
+use crate::service::boundary::{Boundary, Envelope};
 use crate::service::domains;
 use crate::service::mail_store::page_raw;
 use crate::values::{Bounded, Cursor, DomainName};
@@ -38,11 +39,17 @@ pub struct FailingSource {
     pub messages: u64,
 }
 
-/// What the listed reports add up to.
+/// What the listed reports whose mail proved its reporter add up to
+/// (`authenticated`); the others are counted apart.
 #[derive(Debug, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
+    /// Authenticated reports counted here.
     pub reports: usize,
+    /// Listed reports left out: their mail did not prove the reporter (it
+    /// failed or had no DMARC pass for the reporter's domain), so what they
+    /// claim is not added up.
+    pub unauthenticated: usize,
     /// From the earliest period's begin to the latest period's end; absent
     /// when no report is listed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -66,6 +73,12 @@ pub struct DmarcReportsOutput {
     pub summary: Summary,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// The MCP tool: what each report's author wrote (the reporter's name,
+    /// email and report id; each source's header From, DKIM and SPF domains
+    /// and selectors) is wrapped in this response's random delimiter (see
+    /// notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -82,12 +95,17 @@ pub struct DmarcSummaryOutput {
 /// The reports about a domain of the caller's account, newest first.
 pub async fn list_dmarc_reports(call: &Call<'_>, input: DmarcReportsInput) -> Result<DmarcReportsOutput, ApiError> {
     let (domain, reports, next_cursor) = page(call, input).await?;
+    let boundary = Boundary::for_tool(call);
     Ok(DmarcReportsOutput {
         ok: true,
         domain,
         summary: summarize(&reports),
-        reports,
+        reports: match &boundary {
+            Some(b) => reports.into_iter().map(|r| r.for_agent(b)).collect(),
+            None => reports,
+        },
         next_cursor,
+        envelope: boundary.map(|b| b.describe(None)),
     })
 }
 
@@ -123,8 +141,9 @@ async fn page(
     Ok((domain.name, reports, next))
 }
 
-/// Totals over the reports, and the sources failing most.
-pub fn summarize(reports: &[StoredReport]) -> Summary {
+/// Totals over the authenticated reports, and the sources failing most.
+pub fn summarize(listed: &[StoredReport]) -> Summary {
+    let reports: Vec<&StoredReport> = listed.iter().filter(|r| r.authenticated).collect();
     let mut failing_by_ip: HashMap<&str, u64> = HashMap::new();
     for source in reports.iter().flat_map(|r| &r.sources).filter(|s| !s.passes()) {
         *failing_by_ip.entry(source.source_ip.as_str()).or_default() += source.count;
@@ -144,6 +163,7 @@ pub fn summarize(reports: &[StoredReport]) -> Summary {
     });
     Summary {
         reports: reports.len(),
+        unauthenticated: listed.len() - reports.len(),
         period,
         messages: reports.iter().map(|r| r.messages).sum(),
         passing: reports.iter().map(|r| r.passing).sum(),

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::clock::iso_epoch;
+use crate::mail::authenticate::{Authentication, Summary};
+use crate::service::boundary::Boundary;
 
 /// The most source rows kept of one report: the busiest are kept (a row is
 /// a few hundred bytes, and a stored item holds at most 400 KB).
@@ -70,6 +72,34 @@ impl Source {
     }
 }
 
+/// The mail a report came in, as this service judged it on arrival: a
+/// stranger can mail anything to the report address, in anyone's name.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportMail {
+    /// The address its From header names (the first, when it names several).
+    pub from: String,
+    /// Its verdicts: `summary` (pass, fail or none) and `spoofed`.
+    pub authentication: Authentication,
+}
+
+impl ReportMail {
+    /// Whether the mail proves its reporter: it passed DMARC for its From
+    /// domain, and the report's own `email` is on that domain (or a parent or
+    /// subdomain of it). Only such reports count in a summary.
+    pub fn vouches_for(&self, reporter_email: &str) -> bool {
+        let domain = |address: &str| address.rsplit_once('@').map(|(_, d)| d.trim().to_lowercase());
+        let (Some(from), Some(reporter)) = (domain(&self.from), domain(reporter_email)) else {
+            return false;
+        };
+        let related = |a: &str, b: &str| a == b || a.ends_with(&format!(".{b}"));
+        self.authentication.summary == Summary::Pass
+            && !self.authentication.spoofed
+            && !from.is_empty()
+            && (related(&from, &reporter) || related(&reporter, &from))
+    }
+}
+
 /// A report as stored (and listed, without the key fields).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -95,6 +125,15 @@ pub struct StoredReport {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sources_omitted: usize,
     pub received_at: String,
+    /// The mail it came in and its verdicts; absent on reports kept before
+    /// they were judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail: Option<ReportMail>,
+    /// Its mail passed DMARC for the reporter's own domain (see `mail`): only
+    /// authenticated reports count in a summary; the others are listed, and
+    /// counted apart.
+    #[serde(default)]
+    pub authenticated: bool,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -102,8 +141,9 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl StoredReport {
-    /// The stored form of a parsed report, attributed to `domain`.
-    pub fn from_report(report: &Report, domain: &str, received_at: String) -> StoredReport {
+    /// The stored form of a parsed report, attributed to `domain`, that
+    /// came in `mail`.
+    pub fn from_report(report: &Report, domain: &str, received_at: String, mail: ReportMail) -> StoredReport {
         let mut sources: Vec<Source> = report.records().iter().map(source).collect();
         let messages = sources.iter().map(|s| s.count).sum();
         let passing = sources.iter().filter(|s| s.passes()).map(|s| s.count).sum();
@@ -115,6 +155,7 @@ impl StoredReport {
             email: short(report.email()),
             report_id: short(report.report_id()),
         };
+        let authenticated = mail.vouches_for(report.email());
         StoredReport {
             id: sort_key(report.date_range_end(), &reporter),
             domain: domain.to_string(),
@@ -131,6 +172,51 @@ impl StoredReport {
             sources,
             sources_omitted,
             received_at,
+            mail: Some(ReportMail {
+                authentication: mail.authentication.compact(),
+                ..mail
+            }),
+            authenticated,
+        }
+    }
+}
+
+impl StoredReport {
+    /// The report with what its author wrote inside `boundary`'s envelope.
+    pub fn for_agent(self, boundary: &Boundary) -> StoredReport {
+        let wrap = |text: &str| boundary.wrap(text);
+        StoredReport {
+            reporter: Reporter {
+                org_name: wrap(&self.reporter.org_name),
+                email: wrap(&self.reporter.email),
+                report_id: wrap(&self.reporter.report_id),
+            },
+            sources: self
+                .sources
+                .into_iter()
+                .map(|s| Source {
+                    header_from: wrap(&s.header_from),
+                    dkim_results: s
+                        .dkim_results
+                        .into_iter()
+                        .map(|d| DkimCheck {
+                            domain: wrap(&d.domain),
+                            selector: wrap(&d.selector),
+                            ..d
+                        })
+                        .collect(),
+                    spf_results: s
+                        .spf_results
+                        .into_iter()
+                        .map(|c| SpfCheck {
+                            domain: wrap(&c.domain),
+                            ..c
+                        })
+                        .collect(),
+                    ..s
+                })
+                .collect(),
+            ..self
         }
     }
 }
@@ -223,5 +309,40 @@ fn spf(r: SpfResult) -> &'static str {
         SpfResult::SoftFail => "softfail",
         SpfResult::TempError => "temperror",
         SpfResult::PermError => "permerror",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mail(from: &str, summary: Summary, spoofed: bool) -> ReportMail {
+        ReportMail {
+            from: from.into(),
+            authentication: Authentication {
+                summary,
+                spoofed,
+                spf: None,
+                dkim: None,
+                dmarc: None,
+                arc: None,
+                authors: None,
+            },
+        }
+    }
+
+    #[test]
+    fn only_a_passing_mail_from_the_reporters_own_domain_vouches_for_it() {
+        let google = "noreply-dmarc-support@google.com";
+        assert!(mail(google, Summary::Pass, false).vouches_for(google));
+        assert!(mail("dmarc@reports.google.com", Summary::Pass, false).vouches_for(google));
+        assert!(mail(google, Summary::Pass, false).vouches_for("dmarc@reports.google.com"));
+        // Not proven, failing, or proving another domain.
+        assert!(!mail(google, Summary::None, false).vouches_for(google));
+        assert!(!mail(google, Summary::Fail, true).vouches_for(google));
+        assert!(!mail("x@attacker.test", Summary::Pass, false).vouches_for(google));
+        assert!(!mail("x@notgoogle.com", Summary::Pass, false).vouches_for(google));
+        assert!(!mail("", Summary::Pass, false).vouches_for(google));
+        assert!(!mail(google, Summary::Pass, false).vouches_for("Google Inc."));
     }
 }

@@ -71,7 +71,8 @@ pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Downl
         .ok_or(error::NOT_FOUND)?;
     Ok(Download {
         content_type: meta.content_type.clone(),
-        filename: meta.filename.clone(),
+        // Mail filed before names lost their bidirectional controls.
+        filename: crate::mail::shown::neutral(&meta.filename).into_owned(),
         bytes,
         inline: input.disposition.is_some() && previewable(&meta.content_type),
     })

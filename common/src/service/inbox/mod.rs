@@ -32,8 +32,8 @@ mod report;
 mod shapes;
 mod wait;
 
+pub use crate::service::boundary::{Boundary, Envelope, Provenance};
 pub use attachment::*;
-pub use boundary::{Boundary, Envelope, Provenance};
 pub use mark::*;
 pub use read::*;
 pub use report::*;

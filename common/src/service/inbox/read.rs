@@ -116,6 +116,7 @@ async fn flat_page(
         messages,
         unread_in_page,
         next_cursor,
+        envelope: None,
     })
 }
 
@@ -160,6 +161,7 @@ async fn threads_page(
         ok: true,
         threads,
         next_cursor,
+        envelope: None,
     })
 }
 
@@ -176,10 +178,7 @@ async fn read_thread(
     Ok(match boundary {
         None => view,
         Some(b) => ThreadView {
-            thread: Thread {
-                subject: b.wrap(&view.thread.subject),
-                ..view.thread
-            },
+            thread: b.thread(view.thread),
             messages: view.messages.into_iter().map(|s| b.summary(s)).collect(),
             envelope: Some(b.describe(None)),
             ..view
@@ -303,7 +302,7 @@ pub(super) async fn read_message(
     let (message, envelope) = match boundary {
         None => (message, None),
         Some(b) => {
-            let envelope = b.describe(Some(&message.summary));
+            let envelope = b.describe_read(&message.summary);
             (b.message(message), Some(envelope))
         }
     };
@@ -350,12 +349,12 @@ crate::input! {
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    match input.view {
-        Some(KeptView::Quarantine) => return quarantine_page(call, &scope, input.cursor.as_deref(), limit).await,
-        Some(KeptView::Spam) => return spam_page(call, &scope, input.cursor.as_deref(), limit).await,
-        None => {}
-    }
-    flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await
+    let page = match input.view {
+        Some(KeptView::Quarantine) => quarantine_page(call, &scope, input.cursor.as_deref(), limit).await?,
+        Some(KeptView::Spam) => spam_page(call, &scope, input.cursor.as_deref(), limit).await?,
+        None => flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await?,
+    };
+    Boundary::new().list(page)
 }
 
 crate::input! {
@@ -407,14 +406,15 @@ crate::input! {
 pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<ThreadList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    threads_page(
+    let page = threads_page(
         call,
         &scope,
         input.folder.unwrap_or(Folder::Inbox),
         input.cursor.as_deref(),
         limit,
     )
-    .await
+    .await?;
+    Ok(Boundary::new().threads(page))
 }
 
 crate::input! {
@@ -451,7 +451,7 @@ crate::input! {
 pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    search_scope(call, &scope, &input.q, input.folder, limit).await
+    Boundary::new().list(search_scope(call, &scope, &input.q, input.folder, limit).await?)
 }
 
 #[cfg(test)]
@@ -519,6 +519,7 @@ mod tests {
                     by_arc: None,
                 }),
                 arc: None,
+                authors: None,
             }),
             quarantine: Some(mail_store::Quarantined {
                 reason: mail_store::Quarantine::Spoofed,

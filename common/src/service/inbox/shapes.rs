@@ -281,6 +281,11 @@ pub struct InboxList {
     /// Present when older rows exist: pass it back as `cursor`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// The MCP tools (list_inbox, search_inbox): each row's subject, preview
+    /// and attachment names wrapped in this response's random delimiter (see
+    /// notice). REST lists carry none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 impl InboxList {
@@ -299,6 +304,7 @@ impl InboxList {
             messages,
             unread_in_page: summaries.iter().filter(|s| s.unread).count(),
             next_cursor,
+            envelope: None,
         })
     }
 }
@@ -336,6 +342,10 @@ pub struct ThreadList {
     pub threads: Vec<Thread>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// The MCP tool list_threads: each subject wrapped in this response's
+    /// random delimiter (see notice). REST lists carry none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
 }
 
 /// A thread's summary and its messages, oldest first.

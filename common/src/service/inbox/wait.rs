@@ -95,11 +95,13 @@ pub struct WaitResult {
     pub message: Option<MessageView>,
     /// One-time codes found in the subject and text, likeliest first.
     pub codes: Vec<String>,
-    /// http(s) links found, verification-looking ones first.
+    /// http(s) links found, verification-looking ones first, each inside
+    /// the envelope (a stranger wrote them).
     pub links: Vec<String>,
     pub truncated: bool,
     /// What the sender wrote is wrapped in this response's random delimiter
-    /// (see notice); codes and links are found in the unwrapped text.
+    /// (see notice), the links too; codes and links are found in the
+    /// unwrapped text, and codes (digits and capitals) stand bare.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub envelope: Option<Envelope>,
 }
@@ -127,13 +129,14 @@ pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitR
     let found_codes = codes::codes(&newest.subject, &text);
     let found_links = codes::links(&text, html.as_deref());
     let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
-    let read = read_message(call, &scope, &Target::Id(newest.id), Some(max), Some(&Boundary::new())).await?;
+    let boundary = Boundary::new();
+    let read = read_message(call, &scope, &Target::Id(newest.id), Some(max), Some(&boundary)).await?;
     Ok(WaitResult {
         ok: true,
         truncated: read.truncated.unwrap_or(false),
         message: Some(read.message),
         codes: found_codes,
-        links: found_links,
+        links: found_links.iter().map(|l| boundary.wrap(l)).collect(),
         envelope: read.envelope,
     })
 }

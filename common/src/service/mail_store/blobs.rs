@@ -6,6 +6,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 
 pub fn preview(text: &str) -> String {
+    let text = crate::mail::shown::neutral(text);
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     flat.chars().take(PREVIEW_CHARS).collect()
 }

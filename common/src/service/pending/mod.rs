@@ -5,26 +5,37 @@
 //! whoever moves its status from `waiting` to `sending` with a conditional
 //! write sends it, and every other approver or runner finds it taken.
 //!
+//! Going out passes the same switches as a send at once (sending paused, the
+//! agent key frozen) and needs the key that asked for it to be still there
+//! (`going`); a send the switches hold waits on, up to its own expiry.
+//!
 //! Credits: a scheduled send is charged when accepted and refunded when
-//! cancelled or refused later; a held send is charged when approved.
+//! cancelled or refused later; a held send is charged when approved. The
+//! refund follows the conditional write that ended the send (`settle`),
+//! never a read made before it.
 //!
 //! Items: `PEND#<id>/P` the send; `HOLDS#<uid>/<ms>-<id>` an account's holds
-//! (GET /holds); `DUE/<dueAt>#<id>` a scheduled send's place in the queue
-//! the runner reads; `PENDMID#<owner>/<messageId>` its Message-ID (cancel);
-//! (`contacts` says who a sender knows). The message
-//! itself is the blob `pending/<id>.eml`.
+//! (GET /holds); `WAITING#<uid>/<ms>-<id>` its sends still waiting (GET
+//! /outbox/waiting, and what revoking a key cancels); `DUE/<dueAt>#<id>` a
+//! scheduled send's place in the queue the runner reads;
+//! `PENDMID#<owner>/<messageId>` its Message-ID (cancel); (`contacts` says
+//! who a sender knows). The message itself is the blob `pending/<id>.eml`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+mod going;
 mod routes;
+mod settle;
 
+pub use going::{DueRun, release, run_due};
 pub use routes::*;
+pub use settle::cancel_asked_by;
 
 use super::Call;
 use super::audit::Actor;
-use super::delivery::dispatch::{Outbound, dispatch};
+use super::delivery::dispatch::Outbound;
 use super::payer::Payer;
 use crate::clock::iso;
 use crate::context::Context;
@@ -40,6 +51,9 @@ pub const HOLD_CODE_ATTEMPTS: i64 = 5;
 pub const MAX_SCHEDULE_DAYS: i64 = 30;
 /// How long a decided or sent record is kept.
 const KEPT_DAYS: i64 = 30;
+/// How long a scheduled send may wait past its time while sending is paused
+/// (or the agent key frozen) before it expires unsent, its credit back.
+pub const LATE_HOURS: i64 = 24;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -98,7 +112,8 @@ pub struct FiledIn {
     pub mailbox: String,
 }
 
-/// A waiting send, as GET /holds, the decisions and a cancel show it.
+/// A waiting send, as GET /holds, GET /outbox/waiting, the decisions and a
+/// cancel show it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Hold {
@@ -118,7 +133,8 @@ pub struct Hold {
     /// When it goes out (scheduled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due_at: Option<String>,
-    /// When a hold lapses unanswered.
+    /// When a hold lapses unanswered, or a scheduled send that sending being
+    /// paused kept from going expires unsent (24 hours past its dueAt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// The delivery once it went out (GET /outbox shows it).
@@ -207,8 +223,17 @@ pub async fn accept(
         if pending.charged {
             refund(ctx, &pending).await;
         }
-        return Err(e.into());
+        let _ = ctx.blobs.delete(&blob(&id)).await;
+        // The record's id is fresh: a failed condition is the asking key,
+        // revoked since it was read.
+        return Err(match e {
+            StoreError::ConditionFailed => error::INVALID_KEY.into(),
+            e => e.into(),
+        });
     }
+    // The audit row names the send, to find it in GET /outbox/waiting and
+    // cancel it by its Message-ID.
+    call.touched(json!({ "messageId": pending.hold.message_id, "id": id, "kind": wait.kind }));
     if let (Some(code), Some(account)) = (&code, &account)
         && let Err(e) = mail_approval(call, &account.email, &pending, code, text).await
     {
@@ -248,7 +273,10 @@ fn record(
             requested_by: Actor::of(call.caller),
             created_at: iso(now),
             due_at: wait.due_at.map(iso),
-            expires_at: (wait.kind == Kind::Held).then(|| iso(now + chrono::Duration::hours(HOLD_HOURS))),
+            expires_at: match wait.kind {
+                Kind::Held => Some(iso(now + chrono::Duration::hours(HOLD_HOURS))),
+                Kind::Scheduled => wait.due_at.map(late_after),
+            },
             delivery: None,
             error: None,
         },
@@ -262,6 +290,32 @@ fn record(
     }
 }
 
+/// When a scheduled send due at `due` expires unsent.
+fn late_after(due: chrono::DateTime<chrono::Utc>) -> String {
+    iso(due + chrono::Duration::hours(LATE_HOURS))
+}
+
+impl Pending {
+    /// When it expires unsent: a hold unanswered at its expiresAt; a
+    /// scheduled send that could not go [`LATE_HOURS`] past its dueAt
+    /// (computed, for one a hold became or one stored before it was written).
+    fn lapses_at(&self) -> Option<String> {
+        match self.hold.kind {
+            Kind::Held => self.hold.expires_at.clone(),
+            Kind::Scheduled => self
+                .hold
+                .due_at
+                .as_deref()
+                .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+                .map(|at| late_after(at.with_timezone(&chrono::Utc))),
+        }
+    }
+}
+
+/// The record, its Message-ID, its row among the account's waiting sends,
+/// and its hold row or its place in the queue; while a scoped key asks, on
+/// condition that the key is still there, so a send accepted as its key is
+/// revoked is refused, not missed by the revocation.
 fn accept_writes(p: &Pending, now: i64) -> Vec<Write> {
     let ttl = now + KEPT_DAYS * 86_400 + MAX_SCHEDULE_DAYS * 86_400;
     let mut record = item(&keys::pending(&p.hold.id), p);
@@ -278,7 +332,20 @@ fn accept_writes(p: &Pending, now: i64) -> Vec<Write> {
             ),
             cond: None,
         },
+        Write::Put {
+            item: item(
+                &waiting_key(p),
+                &json!({ "id": p.hold.id, "keyId": asking_key_id(p), TTL: ttl }),
+            ),
+            cond: None,
+        },
     ];
+    if let Some(key) = asking_key(p) {
+        writes.push(Write::Check {
+            key,
+            cond: Cond::Exists,
+        });
+    }
     match p.hold.kind {
         Kind::Held => writes.push(Write::Put {
             item: item(
@@ -309,6 +376,24 @@ fn due_key(p: &Pending) -> crate::store::Key {
 
 fn blob(id: &str) -> String {
     format!("pending/{id}.eml")
+}
+
+/// Its row among the account's waiting sends.
+fn waiting_key(p: &Pending) -> crate::store::Key {
+    crate::store::Key::new(keys::waiting_sends(&p.uid), &p.list_key)
+}
+
+/// The scoped key that asked for the send, whose revocation cancels it.
+fn asking_key_id(p: &Pending) -> Option<&str> {
+    match p.hold.requested_by.kind.as_str() {
+        "scoped_key" => p.hold.requested_by.key_id.as_deref(),
+        _ => None,
+    }
+}
+
+/// The scoped key's listing row: there until the key is revoked.
+fn asking_key(p: &Pending) -> Option<crate::store::Key> {
+    asking_key_id(p).map(|id| keys::scoped_key(&p.uid, id))
 }
 
 /// The approval request: what, to whom, by which key, the text, the code.
@@ -350,113 +435,8 @@ async fn mail_approval(call: &Call<'_>, to: &str, p: &Pending, code: &str, text:
     Ok(())
 }
 
-// ------------------------------------------------------------- going out
-
-/// Takes a waiting send (exactly one caller wins) and sends it.
-pub async fn release(ctx: &Context, id: &str) -> Result<Pending, ApiError> {
-    let taken = take(ctx, id).await?;
-    let raw = ctx
-        .blobs
-        .get(&blob(id))
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| ApiError::internal("a waiting send's message is missing"))?;
-    let out = Outbound {
-        owner: taken.owner.clone(),
-        message_id: &taken.hold.message_id,
-        from: &taken.hold.from,
-        subject: &taken.hold.subject,
-        recipients: &taken.hold.to,
-        raw: &raw,
-        source: "api",
-    };
-    let payer = (!taken.charged).then_some(&taken.payer);
-    let sent = dispatch(ctx, payer, &out).await;
-    if let (Ok(d), Some(place)) = (&sent, &taken.filed_in) {
-        file_sent(ctx, &taken, place, &raw, &d.delivery).await;
-    }
-    let (status, update) = match &sent {
-        Ok(d) => (PendingStatus::Sent, Update::new().set("delivery", d.delivery.clone())),
-        Err(e) => (PendingStatus::Failed, Update::new().set("error", e.error.to_string())),
-    };
-    if sent.is_err() && taken.charged {
-        refund(ctx, &taken).await;
-    }
-    ctx.store
-        .update(&keys::pending(id), update.set("status", status), None)
-        .await?;
-    let _ = ctx.blobs.delete(&blob(id)).await;
-    sent?;
-    Ok(ctx.store.read(&keys::pending(id)).await?.unwrap_or(taken))
-}
-
-/// Files a reply that went out on its stored conversation, from the signed
-/// message it kept (nothing when it answers none).
-async fn file_sent(ctx: &Context, taken: &Pending, place: &FiledIn, raw: &[u8], delivery: &str) {
-    let Some(parsed) = mail_parser::MessageParser::default().parse(raw) else {
-        tracing::error!(send = %taken.hold.id, "a waiting send's message could not be read to file it");
-        return;
-    };
-    let sent = super::replies::SentBytes {
-        delivery,
-        from: &taken.hold.from,
-        message_id: &taken.hold.message_id,
-        to: &taken.hold.to,
-        parsed: &parsed,
-    };
-    super::replies::file_bytes_on_thread(ctx, &place.scope, &place.mailbox, &sent).await;
-}
-
-/// Moves a send from waiting to sending: the one write that decides who
-/// sends it.
-async fn take(ctx: &Context, id: &str) -> Result<Pending, ApiError> {
-    let key = keys::pending(id);
-    let update = Update::new().set("status", PendingStatus::Sending);
-    match ctx
-        .store
-        .update(&key, update, Some(Cond::eq("status", PendingStatus::Waiting)))
-        .await
-    {
-        Ok(_) => ctx.store.read(&key).await?.ok_or(error::HOLD_NOT_FOUND.into()),
-        Err(StoreError::ConditionFailed) => Err(error::HOLD_DECIDED.into()),
-        Err(e) => Err(e.into()),
-    }
-}
-
 async fn refund(ctx: &Context, p: &Pending) {
     if let Err(e) = super::payer::refund(ctx, &p.payer).await {
         tracing::error!(error = %e, send = %p.hold.id, "a credit was not refunded");
     }
-}
-
-/// One run of the scheduled sends: every send due by now goes out, once.
-pub async fn run_due(ctx: &Context) -> Result<serde_json::Value, ApiError> {
-    let now = iso(ctx.clock.now());
-    let query = Query::partition(keys::DUE).between("0", format!("{now}~")).limit(100);
-    let due = ctx.store.query(&query).await?.items;
-    let (mut sent, mut failed, mut taken) = (0, 0, 0);
-    for entry in due {
-        let Some(id) = entry.get("id").and_then(|v| v.as_str()).map(String::from) else {
-            continue;
-        };
-        match release(ctx, &id).await {
-            Ok(_) => sent += 1,
-            Err(e) if e.is(error::HOLD_DECIDED) => taken += 1,
-            Err(e) => {
-                failed += 1;
-                tracing::warn!(error = %e.error, send = %id, "a scheduled send failed");
-            }
-        }
-        // Kept in the queue only while it still waits (a store error before
-        // it was taken): the next run tries again.
-        let still_waiting = ctx
-            .store
-            .read::<Pending>(&keys::pending(&id))
-            .await?
-            .is_some_and(|p| p.hold.status == PendingStatus::Waiting);
-        if let (false, Some(key)) = (still_waiting, crate::store::key_of(&entry)) {
-            ctx.store.delete(&key, None).await?;
-        }
-    }
-    Ok(json!({ "sent": sent, "failed": failed, "alreadyTaken": taken }))
 }

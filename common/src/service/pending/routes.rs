@@ -1,10 +1,14 @@
-//! The routes of waiting sends: the owner's holds (list, approve, deny) and
-//! cancelling a send before it leaves.
+//! The routes of waiting sends: the owner's holds (list, approve, deny), the
+//! owner's list of every send still waiting, and cancelling one before it
+//! leaves.
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::going::held_back;
+use super::settle::settle;
 use super::*;
+use crate::values::{Bounded, Cursor};
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -62,33 +66,54 @@ pub struct HoldView {
     pub hold: Hold,
 }
 
-/// Approves a hold: it goes out now (or at its sendAt), exactly once however
-/// many approvals arrive together.
+/// Approves a hold: it goes out now, exactly once however many approvals
+/// arrive together; or, before its sendAt or while the switches hold it
+/// (sending paused, the agent key frozen), it waits on as a scheduled send.
 pub async fn approve(call: &Call<'_>, input: Decision) -> Result<HoldView, ApiError> {
     let ctx = call.ctx;
     let waiting = decidable(call, &input).await?;
-    let due = waiting
-        .hold
-        .due_at
-        .as_deref()
-        .is_some_and(|at| at > iso(ctx.clock.now()).as_str());
-    let waiting = if due {
-        reschedule(ctx, waiting).await?
+    let now = ctx.clock.now();
+    let later = waiting.hold.due_at.as_deref().is_some_and(|at| at > iso(now).as_str());
+    let decided = if later {
+        reschedule(ctx, waiting, None).await?
     } else {
-        release(ctx, &waiting.hold.id).await?
+        match release(ctx, waiting.clone()).await {
+            Err(e) if held_back(&e) => reschedule(ctx, waiting, Some(now)).await?,
+            released => released?,
+        }
     };
     Ok(HoldView {
         ok: true,
-        hold: waiting.hold,
+        hold: decided.hold,
     })
 }
 
-/// A hold approved before its sendAt waits on as a scheduled send, charged now.
-async fn reschedule(ctx: &Context, waiting: Pending) -> Result<Pending, ApiError> {
+/// A hold approved that cannot go now waits on as a scheduled send, charged
+/// now: until its sendAt, or, due `now`, until the switches let it go (the
+/// scheduled-sends job sends it), expiring [`LATE_HOURS`] past its time. One
+/// conditional transaction moves it; a credit taken for a move that lost is
+/// given back.
+async fn reschedule(
+    ctx: &Context,
+    waiting: Pending,
+    now: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<Pending, ApiError> {
+    let due = match now {
+        Some(now) => now,
+        None => waiting
+            .hold
+            .due_at
+            .as_deref()
+            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+            .map(|at| at.with_timezone(&chrono::Utc))
+            .ok_or_else(|| ApiError::internal("a hold approved for later has no time"))?,
+    };
     let credit = crate::service::payer::charge(ctx, &waiting.payer).await?;
     let scheduled = Pending {
         hold: Hold {
             kind: Kind::Scheduled,
+            due_at: Some(iso(due)),
+            expires_at: Some(late_after(due)),
             ..waiting.hold
         },
         charged: credit.is_some(),
@@ -99,7 +124,9 @@ async fn reschedule(ctx: &Context, waiting: Pending) -> Result<Pending, ApiError
             key: keys::pending(&scheduled.hold.id),
             update: Update::new()
                 .set("kind", Kind::Scheduled)
-                .set("charged", scheduled.charged),
+                .set("charged", scheduled.charged)
+                .set("dueAt", scheduled.hold.due_at.clone())
+                .set("expiresAt", scheduled.hold.expires_at.clone()),
             cond: Some(Cond::And(vec![
                 Cond::eq("status", PendingStatus::Waiting),
                 Cond::eq("kind", Kind::Held),
@@ -107,51 +134,32 @@ async fn reschedule(ctx: &Context, waiting: Pending) -> Result<Pending, ApiError
         },
         due_write(&scheduled),
     ];
-    match ctx.store.transact(writes).await {
+    let moved = ctx.store.transact(writes).await;
+    if moved.is_err() && scheduled.charged {
+        refund(ctx, &scheduled).await;
+    }
+    match moved {
         Ok(()) => Ok(scheduled),
-        Err(StoreError::ConditionFailed) => {
-            refund(ctx, &scheduled).await;
-            Err(error::HOLD_DECIDED.into())
-        }
-        Err(e) => {
-            refund(ctx, &scheduled).await;
-            Err(e.into())
-        }
+        Err(StoreError::ConditionFailed) => Err(error::HOLD_DECIDED.into()),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// Denies a hold: it never goes out.
 pub async fn deny(call: &Call<'_>, input: Decision) -> Result<HoldView, ApiError> {
-    let ctx = call.ctx;
     let waiting = decidable(call, &input).await?;
-    let waiting = settle(ctx, &waiting, PendingStatus::Denied).await?;
-    let _ = ctx.blobs.delete(&blob(&waiting.hold.id)).await;
+    let denied = settle(
+        call.ctx,
+        &waiting.hold.id,
+        PendingStatus::Denied,
+        Some(Kind::Held),
+        None,
+    )
+    .await?;
     Ok(HoldView {
         ok: true,
-        hold: waiting.hold,
+        hold: denied.hold,
     })
-}
-
-/// Moves a waiting send to a final status, if it is still waiting.
-async fn settle(ctx: &Context, p: &Pending, status: PendingStatus) -> Result<Pending, ApiError> {
-    let update = Update::new().set("status", status);
-    match ctx
-        .store
-        .update(
-            &keys::pending(&p.hold.id),
-            update,
-            Some(Cond::eq("status", PendingStatus::Waiting)),
-        )
-        .await
-    {
-        Ok(_) => {
-            let mut settled = p.clone();
-            settled.hold.status = status;
-            Ok(settled)
-        }
-        Err(StoreError::ConditionFailed) => Err(error::HOLD_DECIDED.into()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// A waiting hold the caller may decide: the owner's (by its account key or
@@ -163,6 +171,8 @@ async fn decidable(call: &Call<'_>, input: &Decision) -> Result<Pending, ApiErro
     let waiting: Pending = ctx.store.read(&key).await?.ok_or(error::HOLD_NOT_FOUND)?;
     let by_code = matches!(call.caller, crate::auth::Caller::Public);
     if by_code {
+        // Attempts on a hold, right or wrong, are its account's to see.
+        call.concerns(&waiting.uid);
         let code = input.code.as_ref().ok_or(error::HOLD_CODE_REQUIRED)?;
         let counted = ctx
             .store
@@ -200,7 +210,7 @@ async fn decidable(call: &Call<'_>, input: &Decision) -> Result<Pending, ApiErro
         .as_deref()
         .is_some_and(|at| at <= iso(ctx.clock.now()).as_str())
     {
-        settle(ctx, &waiting, PendingStatus::Expired).await?;
+        settle(ctx, &waiting.hold.id, PendingStatus::Expired, Some(Kind::Held), None).await?;
         return Err(error::HOLD_EXPIRED.into());
     }
     Ok(waiting)
@@ -245,15 +255,8 @@ pub async fn cancel(call: &Call<'_>, input: CancelInput) -> Result<Cancelled, Ap
         .await?
         .filter(|p| call.caller.covers(&p.hold.from))
         .ok_or(error::WAITING_SEND_NOT_FOUND)?;
-    let cancelled = settle(ctx, &p, PendingStatus::Cancelled).await?;
-    if p.hold.kind == Kind::Scheduled {
-        ctx.store.delete(&due_key(&p), None).await?;
-    }
-    let _ = ctx.blobs.delete(&blob(&p.hold.id)).await;
-    if p.charged {
-        refund(ctx, &p).await;
-    }
-    let credits_remaining = match (p.charged, p.payer.credit_bucket()) {
+    let cancelled = settle(ctx, &p.hold.id, PendingStatus::Cancelled, None, None).await?;
+    let credits_remaining = match (cancelled.charged, cancelled.payer.credit_bucket()) {
         (true, Some(bucket)) => Some(crate::service::credits::remaining(ctx, bucket.as_str()).await?),
         _ => None,
     };
@@ -261,5 +264,62 @@ pub async fn cancel(call: &Call<'_>, input: CancelInput) -> Result<Cancelled, Ap
         ok: true,
         cancelled: cancelled.hold,
         credits_remaining,
+    })
+}
+
+crate::input! {
+    /// GET /outbox/waiting.
+    pub struct WaitingQuery {
+        pub limit: Option<Bounded<1, 100>> = error::INBOX_LIMIT_INVALID,
+        /// The nextCursor of the previous page.
+        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingSends {
+    pub ok: bool,
+    /// Newest first: every send of the account that has not gone out yet,
+    /// held for approval or scheduled, by any of its keys.
+    pub sends: Vec<Hold>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// GET /outbox/waiting: the account's sends still waiting, each with the
+/// messageId POST /outbox/cancel takes.
+pub async fn list_waiting(call: &Call<'_>, input: WaitingQuery) -> Result<WaitingSends, ApiError> {
+    let account = call.account().await?;
+    let limit = input.limit.map_or(50, Bounded::get) as usize;
+    let (rows, next_cursor) = crate::service::mail_store::page_raw(
+        call.ctx,
+        keys::waiting_sends(&account.uid),
+        true,
+        input.cursor.as_deref(),
+        limit,
+    )
+    .await?;
+    let ids = rows
+        .iter()
+        .map(|row| row.record::<serde_json::Value>())
+        .collect::<Result<Vec<_>, _>>()?
+        .iter()
+        .filter_map(|row| row.get("id").and_then(|v| v.as_str()).map(keys::pending))
+        .collect::<Vec<_>>();
+    let mut sends = Vec::new();
+    for chunk in ids.chunks(100) {
+        for found in call.ctx.store.get_many(chunk).await?.into_iter().flatten() {
+            let p: Pending = crate::store::record(found)?;
+            // A row outlives its send only when a run was cut short.
+            if p.hold.status == PendingStatus::Waiting {
+                sends.push(p.hold);
+            }
+        }
+    }
+    Ok(WaitingSends {
+        ok: true,
+        sends,
+        next_cursor,
     })
 }
