@@ -2,6 +2,7 @@
 //! by default, with the scheduled jobs on an interval. Tests start it on port 0.
 
 pub mod connections;
+pub mod local_zone;
 pub mod maillog;
 pub mod milter;
 pub mod mta_sync;

@@ -168,7 +168,32 @@ async fn serve(mut config: Config) -> anyhow::Result<()> {
     config
         .public_url
         .get_or_insert_with(|| format!("http://{}", config.addr));
+    // The server's own DNS zone on loopback: a domain under .test or
+    // .localhost is served the records it was told to publish, so it
+    // verifies on a laptop (src/local_zone.rs). `--dns-server system` asks
+    // the system's resolver alone; a host:port asks that nameserver.
+    let zone = match config.dns_server.as_deref() {
+        None | Some("local") => {
+            let zone = mailhost::local_zone::LocalZone::start(std::net::Ipv4Addr::LOCALHOST.into()).await?;
+            config.dns_server = Some(zone.addr.to_string());
+            Some(zone)
+        }
+        Some("system") => {
+            config.dns_server = None;
+            None
+        }
+        Some(_) => None,
+    };
     let app = Application::build(config).await?;
+    if let Some(zone) = &zone {
+        zone.serve(app.context.clone());
+        println!(
+            "DNS for .test and .localhost domains: {} (dig @{} -p {} MX example.test)",
+            zone.addr,
+            zone.addr.ip(),
+            zone.addr.port()
+        );
+    }
     if let Some(key) = &app.new_agent_key {
         // Shown once, on the terminal only: the server keeps just its hash.
         println!("Agent key (shown once, store it now): {key}");

@@ -1,3 +1,5 @@
+import { forPeople } from './words.js';
+
 // The REST API, same origin. The credential (a key or an identity token) is
 // kept in this tab's sessionStorage only: it goes in the Authorization header,
 // never in a URL, and is gone when the tab closes or the person signs out.
@@ -15,9 +17,10 @@ export function signIn(value) {
   sessionStorage.setItem(SLOT, credential);
 }
 
+// Everything the tab kept (the credential, the sends it scheduled) goes.
 export function signOut() {
   credential = null;
-  sessionStorage.removeItem(SLOT);
+  sessionStorage.clear();
 }
 
 // An identity token is a JWT (three dot-separated parts); a key is not.
@@ -26,11 +29,14 @@ export function isToken() {
 }
 
 // An error the API answered, or the network failure, as one sentence.
+// `api` is the API's own sentence; the message is what a person reads.
 export class ApiError extends Error {
   constructor(sentence, status, body) {
-    super(sentence);
+    super(forPeople(sentence, body && body.retryAfter));
+    this.api = sentence;
     this.status = status;
     this.body = body;
+    this.code = body && body.code;
   }
 }
 
@@ -89,12 +95,14 @@ export async function blob(path, query) {
   const res = await send('GET', path, { query });
   if (!res.ok) {
     let sentence = `The service answered ${res.status}.`;
+    let data = null;
     try {
-      sentence = (await res.json()).error || sentence;
+      data = await res.json();
+      sentence = data.error || sentence;
     } catch {
       // not JSON: keep the status sentence
     }
-    throw new ApiError(sentence, res.status, null);
+    throw new ApiError(sentence, res.status, data);
   }
   return res.blob();
 }

@@ -1,6 +1,8 @@
-// Compose and reply: plain text, up to 3 attachments, the spec's limits
-// checked before sending (the API's sentence shown when it refuses anyway);
-// drafts for people signed in with an identity token.
+// Compose, reply, reply all and forward: plain text, up to 3 attachments,
+// the spec's limits and the addresses checked before anything is sent (a
+// refused try still counts against the send rate), a few seconds to undo,
+// and a send for later that stays listed (Sent mail) until it goes.
+// Drafts for people signed in with an identity token.
 
 import * as api from './api.js';
 import { h, field, input, form, busy, showError } from './ui.js';
@@ -10,16 +12,31 @@ const MAX_FILE = 2 * 1024 * 1024;
 const MAX_TOTAL = 4 * 1024 * 1024;
 const MAX_TEXT = 100 * 1024;
 const MAX_RECIPIENTS = 5;
+const MAX_AHEAD_MS = 30 * 24 * 3600 * 1000;
+// Seconds a send can still be undone, before it is handed to the service.
+export const UNDO_SECONDS = 5;
 const TYPES = /^(image\/(jpeg|png|gif|webp)|application\/pdf|text\/.+|application\/vnd\.openxmlformats-officedocument\..+)$/;
+// The address a send accepts: a dot-atom local part and a domain name.
+const ADDRESS = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*$/;
 
 function recipients(value) {
   return value.split(/[,;]/).map((a) => a.trim()).filter(Boolean);
 }
 
+// "Pal <pal@partner.example>" -> pal@partner.example.
+function bare(address) {
+  const m = /<([^>]+)>/.exec(address);
+  return (m ? m[1] : address).trim();
+}
+
 // Why this message cannot be sent as it is, or null.
-export function problem(to, text, files) {
+export function problem(to, text, files, subject = 'subject', sendAt = null) {
   if (!to.length) return 'Add at least one recipient.';
   if (to.length > MAX_RECIPIENTS) return `At most ${MAX_RECIPIENTS} recipients.`;
+  const bad = to.find((a) => !ADDRESS.test(bare(a)) || bare(a).length > 254);
+  if (bad) return `“${bad}” is not an email address.`;
+  if (!subject.trim()) return 'Add a subject.';
+  if (!text.trim()) return 'Write a message.';
   if (new TextEncoder().encode(text).length > MAX_TEXT) return 'The text is over 100 KB.';
   if (files.length > MAX_FILES) return `At most ${MAX_FILES} attachments.`;
   let total = 0;
@@ -29,6 +46,12 @@ export function problem(to, text, files) {
     total += f.size;
   }
   if (total > MAX_TOTAL) return 'The attachments are over 4 MB together.';
+  if (sendAt) {
+    const at = sendAt.getTime();
+    if (Number.isNaN(at)) return 'Choose a date and time to send it, or leave Send later empty.';
+    if (at <= Date.now()) return 'Choose a time in the future to send it.';
+    if (at > Date.now() + MAX_AHEAD_MS) return 'Choose a time at most 30 days ahead.';
+  }
   return null;
 }
 
@@ -41,7 +64,9 @@ function base64(file) {
   });
 }
 
-async function senders() {
+// The addresses this credential may send from: the hosted mailboxes of the
+// account's domains (none when it cannot list them: the agent key).
+export async function senders() {
   try {
     const listed = await api.get('/listDomains');
     return (listed.domains || []).flatMap((d) => d.mailboxes || []).filter((m) => m.mode !== 'forward').map((m) => m.address);
@@ -50,22 +75,86 @@ async function senders() {
   }
 }
 
+// Sends accepted for later, kept in this tab until the service lists them
+// itself: Sent mail shows them with a Cancel button.
+const WAITING = 'mailhost.waiting';
+
+export function rememberedWaits() {
+  try {
+    return JSON.parse(sessionStorage.getItem(WAITING) || '[]');
+  } catch {
+    return [];
+  }
+}
+
+export function rememberWait(wait) {
+  sessionStorage.setItem(WAITING, JSON.stringify([wait, ...rememberedWaits().filter((w) => w.messageId !== wait.messageId)].slice(0, 50)));
+}
+
+export function forgetWait(messageId) {
+  sessionStorage.setItem(WAITING, JSON.stringify(rememberedWaits().filter((w) => w.messageId !== messageId)));
+}
+
+function prefixed(prefix, subject) {
+  const s = subject || '';
+  return new RegExp(`^${prefix}:`, 'i').test(s) ? s : `${prefix}: ${s}`;
+}
+
+// To, subject and the quoted text of a reply, reply all or forward.
+function answering(reply, own) {
+  const last = reply.last;
+  const mode = reply.mode || 'reply';
+  if (mode === 'forward') {
+    const quoted = `\n\n---------- Forwarded message ----------\nFrom: ${last.from}\nSubject: ${last.subject || ''}\nTo: ${(last.to || []).join(', ')}\n\n${last.preview || ''}`;
+    return { to: '', subject: prefixed('Fwd', reply.thread.subject), text: quoted, threading: {} };
+  }
+  const mine = (a) => own.includes(bare(a).toLowerCase());
+  let to = last.box === 'outbound' ? last.to : [last.from];
+  if (mode === 'reply-all') {
+    to = [last.from, ...(last.to || [])].filter((a) => !mine(a));
+  }
+  to = [...new Set(to.map(bare))];
+  return {
+    to: to.join(', '),
+    subject: prefixed('Re', reply.thread.subject),
+    text: '',
+    threading: { inReplyTo: last.messageId, references: [last.messageId] },
+  };
+}
+
 export function composeView({ reply, draft, onDone, onCancel }) {
   const last = reply && reply.last;
-  const from = h('select', { name: 'from' }, h('option', { value: '', text: 'Default sender' }));
-  const to = input({ type: 'text', name: 'to', autocomplete: 'email', value: draft ? [].concat(draft.to || []).join(', ') : last ? (last.box === 'outbound' ? last.to.join(', ') : last.from) : '' });
-  const subjectText = draft ? draft.subject : last ? (/^re:/i.test(reply.thread.subject) ? reply.thread.subject : `Re: ${reply.thread.subject}`) : '';
-  const subject = input({ name: 'subject', value: subjectText || '' });
-  const text = h('textarea', { name: 'text', rows: 10, text: draft ? draft.text || '' : '' });
+  const mode = reply ? reply.mode || 'reply' : null;
+  const title = { reply: 'Reply', 'reply-all': 'Reply all', forward: 'Forward' }[mode] || 'New message';
+  const from = h('select', { name: 'from' }, h('option', { value: '', text: 'Loading addresses…' }));
+  const to = input({ type: 'text', name: 'to', autocomplete: 'email' });
+  const subject = input({ name: 'subject' });
+  const text = h('textarea', { name: 'text', rows: 10 });
   const files = h('input', { type: 'file', name: 'attachments', multiple: true });
   const later = input({ type: 'datetime-local', name: 'sendAt' });
+  let threading = draft && draft.inReplyTo ? { inReplyTo: draft.inReplyTo, references: draft.references } : {};
+  if (draft) {
+    to.value = [].concat(draft.to || []).join(', ');
+    subject.value = draft.subject || '';
+    text.value = draft.text || '';
+  }
   let draftId = draft ? draft.id : null;
-  senders().then((list) => {
-    for (const a of list) from.append(h('option', { value: a, text: a }));
-    const mine = last && (last.box === 'outbound' ? last.from : last.to.find((t) => list.includes(t)));
-    if (mine && list.includes(mine)) from.value = mine;
+  const ready = senders().then((list) => {
+    // The first of the account's addresses is chosen: the service refuses a
+    // send without one when there are several. With none listed (the agent
+    // key), the service's default sender.
+    from.replaceChildren(...(list.length ? list.map((a) => h('option', { value: a, text: a })) : [h('option', { value: '', text: 'Default sender' })]));
+    if (reply) {
+      const own = list.map((a) => a.toLowerCase());
+      const answer = answering(reply, own);
+      to.value = answer.to;
+      subject.value = answer.subject;
+      text.value = answer.text;
+      threading = answer.threading;
+      const mine = last.box === 'outbound' ? last.from : [...(last.to || [])].map(bare).find((t) => own.includes(t.toLowerCase()));
+      if (mine && list.includes(bare(mine))) from.value = bare(mine);
+    }
   });
-  const threading = last ? { inReplyTo: last.messageId, references: [last.messageId] } : draft && draft.inReplyTo ? { inReplyTo: draft.inReplyTo, references: draft.references } : {};
   const cancel = h('button', { type: 'button', class: 'quiet', text: 'Cancel' });
   cancel.addEventListener('click', onCancel);
   const controls = h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Send' }), cancel);
@@ -81,8 +170,8 @@ export function composeView({ reply, draft, onDone, onCancel }) {
     });
     controls.append(save);
   }
-  const composed = form({ class: 'compose', 'aria-label': reply ? 'Reply' : 'New message' }, [
-    h('h2', { text: reply ? 'Reply' : 'New message' }),
+  const composed = form({ class: 'compose', 'aria-label': title }, [
+    h('h2', { text: title }),
     field('From', from),
     field('To', to, 'Up to 5 addresses, separated by commas.'),
     field('Subject', subject),
@@ -91,32 +180,75 @@ export function composeView({ reply, draft, onDone, onCancel }) {
     field('Send later (optional)', later, 'Up to 30 days ahead; until then it can be cancelled.'),
     controls,
   ], async () => {
+    await ready;
     const list = [...files.files];
-    const why = problem(recipients(to.value), text.value, list);
+    const sendAt = later.value ? new Date(later.value) : null;
+    const why = problem(recipients(to.value), text.value, list, subject.value, sendAt);
     if (why) throw new Error(why);
     const attachments = await Promise.all(list.map(async (f) => ({ filename: f.name, contentType: f.type || undefined, contentBase64: await base64(f) })));
-    const res = await api.post('/sendMail', {
-      to: recipients(to.value),
+    const body = {
+      to: recipients(to.value).map(bare),
       subject: subject.value,
       text: text.value,
       from: from.value || undefined,
       ...threading,
       attachments: attachments.length ? attachments : undefined,
-      sendAt: later.value ? new Date(later.value).toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined,
-    });
+      sendAt: sendAt ? sendAt.toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined,
+    };
+    // A few seconds to take it back: nothing has left the page yet.
+    if (!(await undoWindow(composed))) return;
+    const res = await api.post('/sendMail', body);
     if (draftId) await api.del('/drafts', undefined, { id: draftId }).catch(() => {});
-    if (res.status) composed.replaceWith(waitingView(res, onDone));
-    else await onDone(res.threadId);
+    if (res.status) {
+      rememberWait({ messageId: res.messageId, holdId: res.holdId, status: res.status, sendAt: res.sendAt, subject: body.subject, to: body.to });
+      composed.replaceWith(waitingView(res, onDone));
+    } else await onDone(res.threadId);
   });
   return composed;
 }
 
+// "Sending in 5 s · Undo · Send now": resolves true to send, false when the
+// person took it back (the form is as it was).
+function undoWindow(composed) {
+  return new Promise((resolve) => {
+    let left = UNDO_SECONDS;
+    const status = h('span', { role: 'status', text: `Sending in ${left} s.` });
+    const undo = h('button', { type: 'button', class: 'quiet', text: 'Undo', 'aria-keyshortcuts': 'Escape' });
+    const now = h('button', { type: 'button', class: 'quiet', text: 'Send now' });
+    const bar = h('div', { class: 'undo-bar' }, status, undo, now);
+    composed.append(bar);
+    undo.focus();
+    const finish = (send) => {
+      clearInterval(timer);
+      bar.remove();
+      composed.removeEventListener('keydown', onEscape);
+      if (!send) composed.querySelector('button[type=submit]')?.focus();
+      resolve(send);
+    };
+    const onEscape = (e) => {
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation();
+        finish(false);
+      }
+    };
+    composed.addEventListener('keydown', onEscape);
+    const timer = setInterval(() => {
+      left -= 1;
+      if (left <= 0) finish(true);
+      else status.textContent = `Sending in ${left} s.`;
+    }, 1000);
+    undo.addEventListener('click', () => finish(false));
+    now.addEventListener('click', () => finish(true));
+  });
+}
+
 // A send accepted for later (202): held for the owner's approval, or
-// scheduled; until it leaves it can be cancelled.
-function waitingView(res, onDone) {
+// scheduled; until it leaves it can be cancelled, here or on Sent mail.
+export function waitingView(res, onDone) {
   const sentence = res.status === 'held'
     ? 'Held: the account owner was mailed this message and approves or denies it. It goes out once approved.'
-    : `Scheduled: it goes out at ${new Date(res.sendAt).toLocaleString()}.`;
+    : `Scheduled: it goes out at ${new Date(res.sendAt).toLocaleString()}. Sent mail lists it until then.`;
   const cancel = h('button', { type: 'button', class: 'danger', text: 'Cancel this send' });
   const back = h('button', { type: 'button', class: 'quiet', text: 'Back to mail' });
   back.addEventListener('click', () => onDone());
@@ -126,6 +258,7 @@ function waitingView(res, onDone) {
     h('div', { class: 'actions' }, cancel, back));
   cancel.addEventListener('click', () => busy(cancel, async () => {
     const done = await api.post('/outbox/cancel', { messageId: res.messageId });
+    forgetWait(res.messageId);
     view.querySelector('[role=status]').textContent = done.creditsRemaining !== undefined
       ? `Cancelled: nothing was sent and the credit came back (${done.creditsRemaining} left).`
       : 'Cancelled: nothing was sent.';

@@ -4,7 +4,7 @@
 // the allow and block lists, and the audit log of who changed what.
 
 import * as api from './api.js';
-import { h, field, input, form, busy, section, table, copyButton, when } from './ui.js';
+import { h, field, input, form, busy, section, table, copyButton, when, loadingCard } from './ui.js';
 
 const PERMISSIONS = [
   ['read', 'Read mail and the outbox'],
@@ -24,14 +24,17 @@ export async function guardrailsPage(view, who) {
     await guardrailsPage(view, who);
   };
   const panel = h('div', { class: 'panel', 'aria-live': 'polite' });
-  view.append(
-    h('h1', { text: 'Guardrails' }),
-    await keysCard(panel, reload),
+  // Each card loads on its own: a slow or failing one says so in its place.
+  const cards = [
+    loadingCard(null, () => keysCard(panel, reload)),
     panel,
-    await holdsCard(reload),
-    await listsCard(reload),
-    await auditCard(),
-  );
+    loadingCard(null, () => holdsCard(reload)),
+    loadingCard(null, () => listsCard(reload)),
+    loadingCard(null, auditCard),
+  ];
+  for (const c of cards) if (c !== panel) c.classList.add('bare');
+  view.append(h('h1', { text: 'Guardrails' }), ...cards);
+  await Promise.all(cards.map((c) => c.ready));
 }
 
 function checks(name, options, chosen) {
@@ -196,9 +199,45 @@ async function listsCard(reload) {
   );
 }
 
+// Who did it, as a person reads it: the key's name, the person's email.
 function actorOf(a) {
-  const who = a.name || a.email || a.keyId;
-  return `${a.kind.replace(/_/g, ' ')}${who ? `: ${who}` : ''}`;
+  switch (a.kind) {
+    case 'account_key': return 'the account key';
+    case 'agent_key': return 'the agent key';
+    case 'scoped_key': return a.name || `the key …${(a.keyId || '').slice(-4)}`;
+    case 'emailed_code': return 'the emailed code';
+    case 'mail_host': return 'the mail host';
+    default: return a.email || a.name || a.kind.replace(/_/g, ' ');
+  }
+}
+
+// The change in words: "agent-7 sent 'Invoice' to bob@…".
+const DID = {
+  sendMail: (t) => `sent mail${t.to ? ` to ${[].concat(t.to).join(', ')}` : ''}`,
+  createKey: (t) => `created the key ${t.name ? `“${t.name}”` : t.id || ''}`,
+  revokeKey: (t) => `revoked the key ${t.name ? `“${t.name}”` : t.id || ''}`,
+  addDomain: (t) => `added the domain ${t.domain || t.domainId || ''}`,
+  verifyDomain: (t) => `checked the DNS of ${t.domainId || t.domain || ''}`,
+  addMailbox: (t) => `added the mailbox ${t.address || [t.localPart, t.domainId].filter(Boolean).join('@')}`,
+  deleteMailbox: (t) => `deleted the mailbox ${t.address || ''}`,
+  setMailboxMode: (t) => `changed the mode of ${t.address || [t.localPart, t.domainId].filter(Boolean).join('@')}${t.mode ? ` to ${t.mode}` : ''}`,
+  issueMailboxCredential: (t) => `issued a mail app password for ${t.address || ''}`,
+  approveHold: (t) => `approved the held send ${t.holdId || ''}`,
+  denyHold: (t) => `denied the held send ${t.holdId || ''}`,
+  cancelSend: (t) => `cancelled the send ${t.messageId || ''}`,
+  setWebhook: () => 'changed the webhook',
+  deleteWebhook: () => 'removed the webhook',
+  addSuppression: (t) => `stopped mail to ${t.address || ''}`,
+  removeSuppression: (t) => `allowed mail to ${t.address || ''} again`,
+  addListEntry: (t) => `added ${t.entry || ''} to a ${t.direction || ''} ${t.kind || ''} list`,
+  removeListEntry: (t) => `removed ${t.entry || ''} from a ${t.direction || ''} ${t.kind || ''} list`,
+};
+
+function sentence(c) {
+  const target = c.target || {};
+  const did = DID[c.operation];
+  const what = did ? did(target).replace(/\s+/g, ' ').trim() : `${c.operation.replace(/([A-Z])/g, ' $1').toLowerCase()}${Object.keys(target).length ? ` (${Object.entries(target).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ')})` : ''}`;
+  return `${actorOf(c.actor)} ${what}`;
 }
 
 function auditRows(changes) {
@@ -207,9 +246,8 @@ function auditRows(changes) {
       'tr',
       { 'data-change': c.requestId },
       h('td', { 'data-label': 'When', text: when(c.at) }),
-      h('td', { 'data-label': 'Who', text: actorOf(c.actor) }),
-      h('td', { 'data-label': 'What', text: `${c.operation} ${Object.entries(c.target || {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ')}`.trim() }),
-      h('td', { 'data-label': 'Answer', text: c.error ? `${c.status}: ${c.error}` : String(c.status) }),
+      h('td', { 'data-label': 'What happened', text: sentence(c) }),
+      h('td', { 'data-label': 'Outcome', text: c.error ? `refused: ${c.error}` : 'done' }),
     ),
   );
 }
@@ -225,7 +263,7 @@ async function auditCard() {
       results.replaceChildren(h('p', { text: 'No changes match.' }));
       return;
     }
-    const wrap = table(['When', 'Who', 'What', 'Answer'], auditRows(res.changes), 'Changes, newest first (kept 90 days).');
+    const wrap = table(['When', 'What happened', 'Outcome'], auditRows(res.changes), 'Changes, newest first (kept 90 days).');
     results.replaceChildren(wrap);
     const more = (cursor) => {
       if (!cursor) return;

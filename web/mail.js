@@ -1,21 +1,43 @@
 // Webmail: folders, the thread list (newest first, unread bold, more with the
-// cursor), search, a thread, compose and reply; drafts for signed-in people;
-// and the mail kept out of the inbox (quarantine), each message on its own.
+// cursor), one mailbox or all, search, a thread (its own link:
+// #/mail/thread/<id>), compose and reply below the thread; drafts for
+// signed-in people; and the mail kept out of the inbox (quarantine), each
+// message on its own. Keys: j/k, Enter, e, #, r, a, f, c, /, Escape.
 
 import * as api from './api.js';
-import { h, field, input, form, busy, when } from './ui.js';
+import { h, field, input, form, busy, shortDate } from './ui.js';
 import { threadView, singleMessageView } from './message.js';
-import { composeView, draftsList } from './compose.js';
+import { composeView, draftsList, senders } from './compose.js';
+import { keyboard, arrowTabs } from './keyboard.js';
 
 // The three folders, then the quarantine: a view of its own, not a folder.
 const FOLDERS = ['inbox', 'archive', 'trash', 'quarantine'];
 
-export async function mailPage(view) {
-  const state = { folder: 'inbox', query: '' };
+export async function mailPage(view, who, { path } = {}) {
+  const state = { folder: 'inbox', query: '', mailbox: '' };
+  view.append(h('h1', { text: 'Mail' }));
+  // A scoped key that may not read: writing is all there is.
+  if (who && who.kind === 'scoped' && !who.may.read) {
+    const pane = h('div', { class: 'mail-pane' });
+    const write = h('button', { type: 'button', text: 'Write' });
+    const open = () => pane.replaceChildren(composeView({ onDone: () => pane.replaceChildren(), onCancel: () => pane.replaceChildren() }));
+    write.addEventListener('click', open);
+    view.append(h('p', { class: 'hint', text: 'This key may send but not read mail.' }), h('div', { class: 'actions' }, write), pane);
+    keyboard.page({ c: open });
+    return;
+  }
   const pane = h('div', { class: 'mail-pane' });
   const tabs = h('div', { class: 'folders', role: 'tablist', 'aria-label': 'Folders' });
   const search = input({ type: 'search', name: 'q', placeholder: 'Search mail' });
   const writeButton = h('button', { type: 'button', text: 'Write' });
+  const mailboxChoice = h('select', { name: 'mailbox' }, h('option', { value: '', text: 'All mailboxes' }));
+  // The agent key has no mailboxes of its own to list.
+  const own = who && who.kind === 'agent' ? [] : await senders();
+  for (const a of own) mailboxChoice.append(h('option', { value: a, text: a }));
+  mailboxChoice.addEventListener('change', () => {
+    state.mailbox = mailboxChoice.value;
+    showList();
+  });
 
   // The pane shows what was asked for last: a view whose answer arrives after
   // a newer request was made (a slow list after a click on another folder)
@@ -33,27 +55,77 @@ export async function mailPage(view) {
       return false;
     }
   };
+  const listKeys = () =>
+    keyboard.page({
+      j: () => step(pane, 1),
+      k: () => step(pane, -1),
+      c: () => openCompose({}),
+      '/': () => search.focus(),
+      e: () => actOnSelected(pane, { folder: 'archive' }, showList),
+      '#': () => actOnSelected(pane, { folder: 'trash' }, showList),
+    });
+  let roving = () => {};
   const showList = async () => {
+    if (location.hash.startsWith('#/mail/')) history.pushState(null, '', '#/mail');
     for (const tab of tabs.children) tab.setAttribute('aria-selected', String(tab.dataset.folder === state.folder && !state.query));
-    const { folder, query } = state;
+    roving();
+    const { folder, query, mailbox } = state;
+    listKeys();
     await show(async () => {
-      if (query) return [await searchList(query, openThread)];
-      if (folder === 'quarantine') return [await quarantineList(openMessage)];
-      const list = await threadList(folder, openThread);
+      if (query) return [await searchList(query, mailbox, own)];
+      if (folder === 'quarantine') return [await quarantineList(openMessage, mailbox)];
+      const list = await threadList(folder, mailbox, own);
       return api.isToken() && folder === 'inbox' ? [list, await draftsList(openCompose)] : [list];
     });
   };
-  const openThread = async (id) => {
-    const onReply = (t, last) => openCompose({ reply: { thread: t, last } });
-    if (await show(async () => [await threadView(id, { onBack: showList, onReply })])) pane.querySelector('h2').focus?.();
+  // A thread: its messages, and a reply written below them.
+  const openThread = async (id, { push = true } = {}) => {
+    if (push && location.hash !== `#/mail/thread/${id}`) history.pushState(null, '', `#/mail/thread/${id}`);
+    let thread = null;
+    const onReply = (t, last, mode) => {
+      const slot = thread.querySelector('.reply-slot');
+      slot.replaceChildren(composeView({
+        reply: { thread: t, last, mode },
+        onDone: async () => openThread(id, { push: false }),
+        onCancel: () => {
+          slot.replaceChildren();
+          thread.querySelector('h2').focus();
+        },
+      }));
+      slot.querySelector('textarea')?.focus();
+    };
+    const opened = await show(async () => {
+      thread = await threadView(id, { onBack: showList, onReply, own });
+      return [thread];
+    });
+    if (!opened) return;
+    thread.querySelector('h2').focus();
+    keyboard.page({
+      // Escape closes the reply being written, then the thread.
+      Escape: () => {
+        const slot = thread.querySelector('.reply-slot');
+        if (slot.firstChild) {
+          slot.replaceChildren();
+          thread.querySelector('h2').focus();
+        } else showList();
+      },
+      r: () => thread.querySelector('[data-action=reply]')?.click(),
+      a: () => (thread.querySelector('[data-action=reply-all]') || thread.querySelector('[data-action=reply]'))?.click(),
+      f: () => thread.querySelector('[data-action=forward]')?.click(),
+      e: () => thread.querySelector('[data-action=archive]')?.click(),
+      '#': () => thread.querySelector('[data-action=trash]')?.click(),
+      c: () => openCompose({}),
+    });
   };
   const openMessage = async (id) => {
-    if (await show(async () => [await singleMessageView(id, { onBack: showList })])) pane.querySelector('h2').focus?.();
+    if (await show(async () => [await singleMessageView(id, { onBack: showList })])) pane.querySelector('h2').focus();
+    keyboard.page({ Escape: showList });
   };
   const openCompose = (options) => {
     shown++;
     pane.replaceChildren(composeView({ ...options, onDone: async (threadId) => (threadId ? openThread(threadId) : showList()), onCancel: showList }));
-    pane.querySelector('input, textarea')?.focus();
+    pane.querySelector('input, textarea, select')?.focus();
+    keyboard.page({ Escape: showList });
   };
 
   for (const folder of FOLDERS) {
@@ -66,31 +138,68 @@ export async function mailPage(view) {
     });
     tabs.append(tab);
   }
+  roving = arrowTabs(tabs, (tab) => tab.click());
   writeButton.addEventListener('click', () => openCompose({}));
   const searchForm = form({ role: 'search', class: 'search' }, [field('Search', search), h('button', { type: 'submit', text: 'Search' })], async () => {
     state.query = search.value.trim();
     await showList();
   });
-  view.append(h('h1', { text: 'Mail' }), h('div', { class: 'mail-bar' }, tabs, searchForm, writeButton), pane);
-  await showList();
+  const bar = h('div', { class: 'mail-bar' }, tabs, searchForm, writeButton);
+  if (own.length > 1) bar.append(field('Mailbox', mailboxChoice));
+  view.append(bar, pane);
+  if (path && path[0] === 'thread' && path[1]) await openThread(path[1], { push: false });
+  else await showList();
 }
 
-function row(item, open) {
+// j and k: the next or previous row's link takes the focus.
+function step(pane, by) {
+  const links = [...pane.querySelectorAll('ul.threads li a.open')];
+  if (!links.length) return;
+  const at = links.indexOf(document.activeElement);
+  const next = links[Math.max(0, Math.min(links.length - 1, at < 0 ? (by > 0 ? 0 : links.length - 1) : at + by))];
+  next.focus();
+}
+
+// e and # on the list: the focused row's thread, archived or trashed.
+async function actOnSelected(pane, body, after) {
+  const row = document.activeElement && document.activeElement.closest && document.activeElement.closest('li[data-thread]');
+  if (!row || !pane.contains(row)) return;
+  await api.post('/inbox', { thread: row.dataset.thread, ...body });
+  await after();
+}
+
+// "Pal" from "Pal <pal@partner.example>", the address when it has no name;
+// the mailbox's own addresses left out (they are in every row).
+function people(list, own) {
+  const mine = new Set(own.map((a) => a.toLowerCase()));
+  const names = [];
+  for (const who of list) {
+    const match = /^\s*"?([^"<]*?)"?\s*<([^>]+)>\s*$/.exec(who);
+    const address = (match ? match[2] : who).trim().toLowerCase();
+    if (mine.has(address)) continue;
+    const name = match && match[1].trim() ? match[1].trim() : address;
+    if (!names.includes(name)) names.push(name);
+  }
+  return names.length ? names.join(', ') : 'me';
+}
+
+function row(item, own) {
   const unread = item.unreadCount > 0 || item.unread === true;
-  const link = h('a', { href: `#/mail`, class: 'open' }, h('span', { class: 'subject', text: item.subject || '(no subject)' }));
-  link.addEventListener('click', (e) => {
-    e.preventDefault();
-    open(item.threadId);
-  });
-  const who = item.participants ? item.participants.join(', ') : item.from;
-  const count = item.messageCount ? ` (${item.messageCount})` : '';
+  const who = people(item.participants || [item.from], own);
+  const count = item.messageCount > 1 ? ` (${item.messageCount})` : '';
+  const at = item.lastActivity || item.date || item.ingestedAt;
+  const link = h(
+    'a',
+    { href: `#/mail/thread/${item.threadId}`, class: 'open' },
+    h('span', { class: 'who', text: `${who}${count}` }),
+    h('span', { class: 'subject', text: item.subject || '(no subject)' }),
+    item.preview ? h('span', { class: 'preview', text: item.preview }) : null,
+  );
   return h(
     'li',
     { class: unread ? 'unread' : '', 'data-thread': item.threadId },
     link,
-    h('span', { class: 'who', text: `${who}${count}` }),
-    item.preview ? h('span', { class: 'preview', text: item.preview }) : null,
-    h('time', { text: when(item.lastActivity || item.date || item.ingestedAt) }),
+    h('time', { datetime: at || '', title: at ? new Date(at).toLocaleString() : '', text: shortDate(at) }),
     unread ? h('span', { class: 'badge', text: item.unreadCount ? `${item.unreadCount} unread` : 'unread' }) : null,
   );
 }
@@ -117,45 +226,46 @@ async function pagedList({ label, hint, load, render, empty }) {
   return wrap;
 }
 
-function threadList(folder, open) {
+function threadList(folder, mailbox, own) {
   return pagedList({
     label: `Threads in ${folder}`,
     empty: `Nothing in ${folder}.`,
     load: async (cursor) => {
-      const res = await api.get('/inbox', { view: 'threads', folder, limit: 25, cursor });
+      const res = await api.get('/inbox', { view: 'threads', folder, mailbox, limit: 25, cursor });
       return { items: res.threads, nextCursor: res.nextCursor };
     },
-    render: (t) => row(t, open),
+    render: (t) => row(t, own),
   });
 }
 
-async function searchList(query, open) {
-  const res = await api.get('/inbox', { q: query, limit: 50 });
+async function searchList(query, mailbox, own) {
+  const res = await api.get('/inbox', { q: query, mailbox, limit: 50 });
   const list = h('ul', { class: 'threads', 'aria-label': `Search results for ${query}` });
-  for (const m of res.messages) list.append(row(m, open));
+  for (const m of res.messages) list.append(row(m, own));
   if (!res.messages.length) list.append(h('li', { class: 'empty', text: 'No mail matches.' }));
   return list;
 }
 
 // Received mail kept out of the inbox (spoofed, or refused by the receive
 // lists), newest first, for 30 days; each is read on its own.
-function quarantineList(open) {
+function quarantineList(open, mailbox) {
   return pagedList({
     label: 'Mail kept out of the inbox',
     hint: 'Mail that failed its sender\'s DMARC policy or that your receive lists refuse. Kept 30 days; it fires no webhook.',
     empty: 'Nothing kept out of the inbox.',
     load: async (cursor) => {
-      const res = await api.get('/inbox', { view: 'quarantine', limit: 25, cursor });
+      const res = await api.get('/inbox', { view: 'quarantine', mailbox, limit: 25, cursor });
       return { items: res.messages, nextCursor: res.nextCursor };
     },
     render: (m) => {
-      const link = h('a', { href: '#/mail', class: 'open' }, h('span', { class: 'subject', text: m.subject || '(no subject)' }));
+      const link = h('a', { href: '#/mail', class: 'open' }, h('span', { class: 'who', text: m.from }), h('span', { class: 'subject', text: m.subject || '(no subject)' }));
       link.addEventListener('click', (e) => {
         e.preventDefault();
         open(m.id);
       });
       const reason = ((m.quarantine && m.quarantine.reason) || '').replace(/_/g, ' ');
-      return h('li', { 'data-message': m.id }, link, h('span', { class: 'who', text: m.from }), h('span', { class: 'preview', text: `Kept out: ${reason}` }), h('time', { text: when(m.ingestedAt || m.date) }));
+      const at = m.ingestedAt || m.date;
+      return h('li', { 'data-message': m.id }, link, h('span', { class: 'preview', text: `Kept out: ${reason}` }), h('time', { datetime: at || '', text: shortDate(at) }));
     },
   });
 }

@@ -2,7 +2,7 @@
 // IMAP/SMTP password (shown once) and the settings for a mail client.
 
 import * as api from './api.js';
-import { h, field, input, form, copyButton, section, table, busy } from './ui.js';
+import { h, field, input, form, copyButton, section, table, busy, loadingCard } from './ui.js';
 
 const MODES = [
   ['hosted', 'Hosted: stored here (webmail and IMAP)'],
@@ -12,18 +12,24 @@ const MODES = [
 
 export async function mailboxesPage(view, who) {
   view.append(h('h1', { text: 'Mailboxes' }));
-  const listed = await api.get('/listDomains');
-  const domain = (listed.domains || []).find((d) => d.status !== 'removed');
-  if (!domain) {
-    view.append(section('No domain yet', h('p', {}, 'Add and verify your domain first on the ', h('a', { href: '#/domain', text: 'Domain page' }), '.')));
-    return;
-  }
+  // A scoped key without the manage permission sees the list, nothing to change.
+  const manage = who.kind !== 'scoped' || who.may.manage;
   const reload = async () => {
     view.replaceChildren();
     await mailboxesPage(view, who);
   };
   const panel = h('div', { class: 'panel', 'aria-live': 'polite' });
-  view.append(listCard(domain, panel, reload), panel, addCard(domain, reload));
+  const content = loadingCard(null, async () => {
+    const listed = await api.get('/listDomains');
+    const domain = (listed.domains || []).find((d) => d.status !== 'removed');
+    if (!domain) {
+      return section('No domain yet', h('p', {}, 'Add and verify your domain first on the ', h('a', { href: '#/domain', text: 'Domain page' }), '.'));
+    }
+    return [listCard(domain, panel, reload, manage), panel, manage ? addCard(domain, reload) : null];
+  });
+  content.classList.add('bare');
+  view.append(content);
+  await content.ready;
 }
 
 function modeSelect(value) {
@@ -34,20 +40,22 @@ function targets(text) {
   return text.split(/[\s,;]+/).map((t) => t.trim()).filter(Boolean);
 }
 
-function listCard(domain, panel, reload) {
+function listCard(domain, panel, reload, manage) {
   const rows = domain.mailboxes.map((m) => {
-    const actions = h('td', { class: 'actions' });
+    const actions = h('td', { class: 'row-actions' });
     const change = h('button', { type: 'button', class: 'quiet', text: 'Change mode' });
     change.addEventListener('click', () => panel.replaceChildren(modeCard(m, reload)));
     const remove = h('button', { type: 'button', class: 'danger', text: 'Delete' });
     remove.addEventListener('click', () => panel.replaceChildren(deleteCard(m, reload)));
-    actions.append(change, remove);
-    if (m.mode !== 'forward') {
+    if (manage) actions.append(change, remove);
+    if (manage && m.mode !== 'forward') {
       const pass = h('button', { type: 'button', class: 'quiet', text: m.hasCredential ? 'New IMAP/SMTP password' : 'IMAP/SMTP password' });
       pass.addEventListener('click', () =>
         busy(pass, async () => {
           const res = await api.post('/issueMailboxCredential', { address: m.address });
           panel.replaceChildren(credentialCard(res));
+          // The password is what the person came for: focus goes there.
+          panel.querySelector('h2').focus();
         }),
       );
       actions.append(pass);
@@ -64,7 +72,7 @@ function listCard(domain, panel, reload) {
   });
   return section(
     `Mailboxes on ${domain.name}`,
-    rows.length ? table(['Address', 'Mode', 'Forwards to', 'Mail server', 'Actions'], rows) : h('p', { text: 'No mailboxes yet.' }),
+    rows.length ? table(['Address', 'Mode', 'Forwards to', 'Mail server', manage ? 'Actions' : ''], rows) : h('p', { text: 'No mailboxes yet.' }),
   );
 }
 
@@ -117,19 +125,21 @@ function deleteCard(m, reload) {
   return card;
 }
 
-function credentialCard(res) {
+export function credentialCard(res) {
   const pw = h('code', { class: 'secret', text: res.password });
   const settings = [
     ['Username', res.username],
     ['IMAP', `${res.imap.host} port ${res.imap.port} (${res.imap.security})`],
     ['SMTP', `${res.smtp.host} port ${res.smtp.port} (${res.smtp.security})`],
   ];
-  return section(
+  const card = section(
     `Mail client settings for ${res.address}`,
     h('p', { class: 'warning', role: 'alert', text: 'Store this password now: it is shown only once.' }),
     h('div', { class: 'copy-row' }, pw, copyButton(res.password, 'Copy the password')),
     h('dl', { class: 'settings' }, settings.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])),
     h('p', { class: 'hint', text: res.message }),
   );
+  card.querySelector('h2').tabIndex = -1;
+  return card;
 }
 

@@ -19,8 +19,9 @@ function remote(value) {
   return /^\s*(https?:)?\/\//i.test(value);
 }
 
-// The cleaned HTML and whether it held remote images.
-export function clean(html, showImages) {
+// The cleaned HTML and whether it held remote images. `inline` maps a
+// Content-ID (lower case) to its image as a data: URL: `cid:` links show it.
+export function clean(html, showImages, inline = new Map()) {
   const doc = new DOMParser().parseFromString(html, 'text/html');
   let blocked = 0;
   doc.querySelectorAll(REMOVE).forEach((el) => el.remove());
@@ -29,6 +30,18 @@ export function clean(html, showImages) {
       const name = attr.name.toLowerCase();
       if (name.startsWith('on')) el.removeAttribute(attr.name);
       else if (URL_ATTRS.includes(name) && /^\s*(javascript|vbscript|data:text\/html)/i.test(attr.value)) el.removeAttribute(attr.name);
+    }
+    if (el.tagName === 'IMG' && /^\s*cid:/i.test(el.getAttribute('src') || '')) {
+      const id = el.getAttribute('src').trim().slice(4);
+      let key = id;
+      try {
+        key = decodeURIComponent(id);
+      } catch {
+        // not %-encoded: as written
+      }
+      const image = inline.get(key.toLowerCase());
+      if (image) el.setAttribute('src', image);
+      else el.removeAttribute('src');
     }
     if ((el.tagName === 'IMG' || el.tagName === 'SOURCE') && !showImages) {
       for (const name of ['src', 'srcset']) {
@@ -64,11 +77,11 @@ export function frameDocument(html, showImages) {
   return `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${policy}"><meta name="referrer" content="no-referrer"></head><body>${html}</body></html>`;
 }
 
-export function mailFrame(html) {
+export function mailFrame(html, inline) {
   const frame = h('iframe', { class: 'mail-html', sandbox: 'allow-popups allow-popups-to-escape-sandbox', referrerpolicy: 'no-referrer', title: 'Message (HTML)' });
   const notice = h('p', { class: 'images-note' });
   const render = (showImages) => {
-    const cleaned = clean(html, showImages);
+    const cleaned = clean(html, showImages, inline);
     frame.srcdoc = frameDocument(cleaned.head + cleaned.html, showImages);
     notice.replaceChildren();
     if (cleaned.blocked && !showImages) {
@@ -81,11 +94,33 @@ export function mailFrame(html) {
   return h('div', { class: 'mail-body' }, notice, frame);
 }
 
-function attachmentList(message) {
-  if (!message.attachments || !message.attachments.length) return null;
+// The images an HTML mail shows inline (its `cid:` links), as data: URLs by
+// Content-ID: fetched with the credential, so the frame (which has none and
+// loads nothing remote) can show them.
+async function inlineImages(m) {
+  const html = (m.html || '').toLowerCase();
+  const found = new Map();
+  for (const a of m.attachments || []) {
+    const id = (a.contentId || '').toLowerCase();
+    if (!id || !/^image\//.test(a.contentType || '') || !html.includes(`cid:${id}`)) continue;
+    const file = await api.blob('/attachment', { id: m.id, index: a.index, box: m.box === 'outbound' ? 'outbound' : undefined, disposition: 'inline' });
+    found.set(id, await new Promise((resolve, reject) => {
+      const reader = new FileReader();
+      reader.onload = () => resolve(String(reader.result));
+      reader.onerror = () => reject(new Error(`${a.filename} could not be read.`));
+      reader.readAsDataURL(new Blob([file], { type: a.contentType.split(';')[0] }));
+    }));
+  }
+  return found;
+}
+
+function attachmentList(message, inline = new Map()) {
+  // An image the HTML shows in place is not listed again as a file.
+  const files = (message.attachments || []).filter((a) => !inline.has((a.contentId || '').toLowerCase()));
+  if (!files.length) return null;
   const box = message.box === 'outbound' ? 'outbound' : undefined;
   const preview = h('div', { class: 'preview' });
-  const items = message.attachments.map((a) => {
+  const items = files.map((a) => {
     const get = h('button', { type: 'button', class: 'quiet', text: `Download ${a.filename}` });
     get.addEventListener('click', () =>
       busy(get, async () => download(await api.blob('/attachment', { id: message.id, index: a.index, box }), a.filename)),
@@ -112,9 +147,14 @@ function previewOf(file, kind, name) {
     file.text().then((t) => (pre.textContent = t));
     return pre;
   }
-  const url = URL.createObjectURL(file);
-  if (kind.startsWith('image/')) return h('img', { src: url, alt: name, class: 'image-preview' });
-  return h('iframe', { src: url, title: name, class: 'pdf-preview', sandbox: '' });
+  if (kind.startsWith('image/')) return h('img', { src: URL.createObjectURL(file), alt: name, class: 'image-preview' });
+  // A PDF: Chromium's viewer refuses to run in a sandboxed frame (a grey
+  // box), so the frame is not sandboxed; its bytes are typed as a PDF here,
+  // whatever the server said, so the viewer (never the HTML parser) reads them.
+  const pdf = URL.createObjectURL(new Blob([file], { type: 'application/pdf' }));
+  return h('div', { class: 'pdf' },
+    h('iframe', { src: pdf, title: name, class: 'pdf-preview' }),
+    h('p', { class: 'hint' }, h('a', { href: pdf, target: '_blank', rel: 'noopener', text: `Open ${name} in a new tab` })));
 }
 
 // A sent message's delivery, overall and to each recipient, as the API has it.
@@ -173,7 +213,8 @@ function trustOf(m) {
 async function messageView(summary) {
   const read = await api.get('/inbox', { id: summary.id });
   const m = read.message;
-  const body = m.html ? mailFrame(m.html) : h('pre', { class: 'mail-text', text: m.text || '' });
+  const inline = m.html ? await inlineImages(m) : new Map();
+  const body = m.html ? mailFrame(m.html, inline) : h('pre', { class: 'mail-text', text: m.text || '' });
   return h(
     'article',
     { class: `message ${m.box === 'outbound' ? 'outbound' : 'inbound'}`, 'data-message': m.id, 'data-subject': m.subject || '' },
@@ -182,7 +223,7 @@ async function messageView(summary) {
     trustOf(m),
     deliveryOf(m),
     body,
-    attachmentList(m),
+    attachmentList(m, inline),
   );
 }
 
@@ -196,35 +237,42 @@ export async function singleMessageView(id, { onBack }) {
 }
 
 // The thread page: its messages oldest first, the folder and read actions,
-// and a reply. `onChanged` goes back to the list.
-export async function threadView(threadId, { onBack, onReply }) {
+// and a reply written below the messages. `own`: the account's addresses.
+export async function threadView(threadId, { onBack, onReply, own = [] }) {
   const res = await api.get('/inbox', { thread: threadId });
   const t = res.thread;
   const view = h('div', { class: 'thread', 'data-thread': t.threadId });
-  const act = (label, body, after) => {
-    const b = h('button', { type: 'button', class: 'quiet', text: label });
+  const act = (label, body, after, action) => {
+    const b = h('button', { type: 'button', class: 'quiet', text: label, 'data-action': action });
     b.addEventListener('click', () => busy(b, async () => {
       await api.post('/inbox', { thread: t.threadId, ...body });
       await after();
     }));
     return b;
   };
-  const back = h('button', { type: 'button', class: 'quiet', text: '← Back' });
+  const back = h('button', { type: 'button', class: 'quiet', text: '← Back', 'aria-keyshortcuts': 'Escape' });
   back.addEventListener('click', onBack);
-  const reply = h('button', { type: 'button', text: 'Reply' });
   const last = res.messages[res.messages.length - 1];
-  reply.addEventListener('click', () => onReply(t, last));
+  const answer = (label, mode, cls) => {
+    const b = h('button', { type: 'button', class: cls || 'quiet', text: label, 'data-action': mode });
+    b.addEventListener('click', () => onReply(t, last, mode));
+    return b;
+  };
+  // Reply to all: when the last message reached more than one other person.
+  const others = new Set([last.from, ...(last.to || [])].map((a) => a.toLowerCase()).filter((a) => !own.includes(a)));
   view.append(
     h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Thread actions' },
       back,
-      reply,
-      act('Mark unread', { unread: true }, onBack),
-      t.folder !== 'archive' ? act('Archive', { folder: 'archive' }, onBack) : act('Move to inbox', { folder: 'inbox' }, onBack),
-      t.folder !== 'trash' ? act('Trash', { folder: 'trash' }, onBack) : null,
+      answer('Reply', 'reply', 'primary'),
+      others.size > 1 ? answer('Reply all', 'reply-all') : null,
+      answer('Forward', 'forward'),
+      act('Mark unread', { unread: true }, onBack, 'unread'),
+      t.folder !== 'archive' ? act('Archive', { folder: 'archive' }, onBack, 'archive') : act('Move to inbox', { folder: 'inbox' }, onBack, 'inbox'),
+      t.folder !== 'trash' ? act('Trash', { folder: 'trash' }, onBack, 'trash') : null,
     ),
-    h('h2', { class: 'subject', text: t.subject || '(no subject)' }),
+    h('h2', { class: 'subject', tabindex: '-1', text: t.subject || '(no subject)' }),
   );
   for (const m of res.messages) view.append(await messageView(m));
+  view.append(h('div', { class: 'reply-slot' }));
   return view;
 }
-

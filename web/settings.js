@@ -3,7 +3,7 @@
 // account key's for its account's mailboxes).
 
 import * as api from './api.js';
-import { h, field, input, form, busy, section, table, copyButton, when } from './ui.js';
+import { h, field, input, form, busy, section, table, copyButton, when, loadingCard } from './ui.js';
 
 const EVENTS = ['inbound.received', 'outbound.delivered', 'outbound.deferred', 'outbound.bounced', 'outbound.complained', 'suppression.added'];
 
@@ -15,8 +15,13 @@ export async function settingsPage(view, who) {
   };
   // Credits belong to the agent key (and operators, who may pause all
   // sending); a webhook to each key: the agent key's, or the account's.
-  if (who.kind !== 'account') view.append(creditsCard(await api.get('/credits'), reload));
-  if (who.kind === 'agent' || who.kind === 'account') view.append(await webhookCard(reload));
+  // Each card loads on its own and says so; a failing one shows why.
+  const cards = [];
+  if (who.kind !== 'account' && who.kind !== 'scoped') cards.push(loadingCard(null, async () => creditsCard(await api.get('/credits'), reload)));
+  if (who.kind === 'agent' || who.kind === 'account' || who.kind === 'scoped') cards.push(loadingCard(null, () => webhookCard(reload)));
+  for (const c of cards) c.classList.add('bare');
+  view.append(...cards);
+  await Promise.all(cards.map((c) => c.ready));
 }
 
 function toggle(label, on, body, reload) {

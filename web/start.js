@@ -51,6 +51,8 @@ function holdCard() {
   const code = input({ name: 'holdCode', inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: 8 });
   const result = h('p', { class: 'notice', role: 'status' });
   const decide = (path, done) => async () => {
+    if (!/^snd_/.test(hold.value.trim())) throw new Error('Enter the hold from the approval email: the line “Hold: snd_…”.');
+    if (!/^\d{8}$/.test(code.value.trim())) throw new Error('Enter the 8-digit approval code from the same email.');
     const res = await api.call('POST', path, { body: { holdId: hold.value.trim(), code: code.value.trim() }, anonymous: true });
     result.textContent = done(res.hold);
   };

@@ -47,17 +47,24 @@ export function input(attrs) {
   return h('input', { type: 'text', autocomplete: 'off', ...attrs });
 }
 
+// Where an error about `near` goes: after it, or after the row of buttons
+// it sits in (never between a pair of buttons).
+function anchor(near) {
+  const row = near.closest && near.closest('.actions, .copy-row, .toolbar');
+  return row || near;
+}
+
 // Shows `message` as an alert right after `near` (replacing an earlier one).
 export function showError(near, message) {
   clearError(near);
   const el = h('p', { class: 'error', role: 'alert', text: message });
   el.dataset.errorFor = '1';
-  near.after(el);
+  anchor(near).after(el);
   return el;
 }
 
 export function clearError(near) {
-  const next = near.nextElementSibling;
+  const next = anchor(near).nextElementSibling;
   if (next && next.dataset.errorFor) next.remove();
 }
 
@@ -85,6 +92,11 @@ export async function busy(button, work, near) {
 // A form whose submit runs `work` with progress on its submit button.
 export function form(attrs, children, work) {
   const el = h('form', { novalidate: true, ...attrs }, children);
+  // An error is about what was typed: it goes once the person types again.
+  el.addEventListener('input', () => {
+    const button = el.querySelector('button[type=submit]');
+    if (button) clearError(button);
+  });
   el.addEventListener('submit', (event) => {
     event.preventDefault();
     const button = el.querySelector('button[type=submit]');
@@ -147,4 +159,48 @@ export function download(blob, filename) {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+// A card whose content is built by `build()` (a promise of nodes): it says
+// it is loading, then shows the content, or the error and a way to try
+// again; never nothing.
+export function loadingCard(title, build) {
+  const card = h('section', { class: 'card', 'aria-busy': 'true' }, title ? h('h2', { text: title }) : null);
+  const body = h('div', {}, h('p', { class: 'loading', role: 'status', text: 'Loading…' }));
+  card.append(body);
+  const run = async () => {
+    card.setAttribute('aria-busy', 'true');
+    body.replaceChildren(h('p', { class: 'loading', role: 'status', text: 'Loading…' }));
+    try {
+      const built = await build();
+      body.replaceChildren(...[].concat(built).filter(Boolean));
+    } catch (e) {
+      body.replaceChildren(failure(e, run));
+    } finally {
+      card.removeAttribute('aria-busy');
+    }
+  };
+  card.ready = run();
+  return card;
+}
+
+// An error where content should be, with a button that tries again.
+export function failure(e, retry) {
+  const again = h('button', { type: 'button', class: 'quiet', text: 'Try again' });
+  again.addEventListener('click', retry);
+  return h('div', { class: 'failure' }, h('p', { class: 'error', role: 'alert', text: e.message || String(e) }), h('div', { class: 'actions' }, again));
+}
+
+// A date as a mail list shows it: the time today, the weekday this week,
+// the day and month this year, and the full date before.
+export function shortDate(value, now = new Date()) {
+  if (!value) return '';
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) return value;
+  const day = (d) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  const days = (day(now) - day(date)) / 86400000;
+  if (days === 0) return date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  if (days > 0 && days < 7) return date.toLocaleDateString([], { weekday: 'short' });
+  if (date.getFullYear() === now.getFullYear()) return date.toLocaleDateString([], { month: 'short', day: 'numeric' });
+  return date.toLocaleDateString([], { year: 'numeric', month: 'short', day: 'numeric' });
 }

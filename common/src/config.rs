@@ -66,7 +66,9 @@ pub struct Config {
     /// mode). `false` leaves no outbound transport: sends fail with 500.
     #[arg(long, env = "MAILHOST_SPOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub spool: bool,
-    /// Nameserver for domain checks (host:port); default: the system's.
+    /// Nameserver for domain checks (host:port). The local server's default
+    /// (or `local`) is its own loopback zone (src/local_zone.rs), `system`
+    /// the system's resolver; under Lambda, unset is the system's.
     #[arg(long, env = "MAILHOST_DNS_SERVER")]
     pub dns_server: Option<String>,
     /// Operator emails, comma-separated.

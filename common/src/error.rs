@@ -303,6 +303,8 @@ catalogue! {
 
     // --------------------------------------------------------------------------- inbox
     INBOX_LIMIT_INVALID = 400 "limit must be an integer from 1 to 50";
+    /// `GET /audit` and `GET /outbox/waiting` page up to 100 rows: a bad limit names that range.
+    LIMIT_TO_100_INVALID = 400 "limit must be an integer from 1 to 100";
     INBOX_MAILBOX_INVALID = 400 "mailbox must be an address at the service domain, and only the agent key or an operator may name one";
     INBOX_ID_INVALID = 400 "id must match ^[A-Za-z0-9_-]{1,128}$";
     UNREAD_TYPE = 400 "unread must be a boolean";

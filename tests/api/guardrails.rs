@@ -445,6 +445,12 @@ async fn the_audit_log_names_each_change_and_its_actor(app: TestApp) {
         "{}",
         by_reader.body
     );
+    // The audit log pages up to 100 rows, and a bad limit names that range.
+    let most = app.get("/audit?limit=100", Auth::Bearer(&owner)).await;
+    assert_eq!(most.status, 200, "{}", most.body);
+    let over = app.get("/audit?limit=101", Auth::Bearer(&owner)).await;
+    assert_eq!(over.status, 400);
+    assert_eq!(over.body["error"], "limit must be an integer from 1 to 100");
     let sends = app.get("/audit?operation=sendMail&limit=1", Auth::Bearer(&owner)).await;
     assert_eq!(sends.body["changes"].as_array().unwrap().len(), 1);
     let cursor = sends.body["nextCursor"].as_str().unwrap();
@@ -1192,6 +1198,7 @@ async fn a_revoked_keys_waiting_sends_are_cancelled_and_the_owner_lists_every_on
     assert_eq!(res.status, 403, "{}", res.body);
     let res = app.get("/outbox/waiting?limit=101", Auth::Bearer(&owner)).await;
     assert_eq!(res.status, 400, "{}", res.body);
+    assert_eq!(res.body["error"], "limit must be an integer from 1 to 100");
     // Its storage requests (docs/data-model.md): beyond authenticating, the
     // account, one Query and one BatchGetItem.
     let refused = app.ctx.store_meter.counts();

@@ -26,6 +26,7 @@ on_both_backends!(
     a_different_message_under_a_known_message_id_is_kept_and_marked,
     a_key_holds_at_most_five_waits_at_once,
     head_reads_change_nothing,
+    an_inline_image_carries_the_content_id_its_html_links,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -1434,4 +1435,51 @@ async fn head_reads_change_nothing(app: TestApp) {
     // GET does mark it.
     list(&app, &key, &format!("?id={id}")).await;
     assert_eq!(list(&app, &key, "").await["messages"][0]["unread"], false);
+}
+
+/// An HTML mail's logo (multipart/related, no filename): its Content-ID is
+/// on the attachment, so a reader can show it where the HTML says `cid:`;
+/// an id that is not a plain identifier is left out.
+async fn an_inline_image_carries_the_content_id_its_html_links(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let png = base64::engine::general_purpose::STANDARD.encode(PNG);
+    let raw = format!(
+        "Delivered-To: me@tom.example\r\nFrom: Shop <news@shop.example>\r\nTo: me@tom.example\r\n\
+         Subject: Our logo\r\nMessage-ID: <logo-1@shop.example>\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/related; boundary=\"r\"\r\n\r\n\
+         --r\r\nContent-Type: text/html; charset=utf-8\r\n\r\n\
+         <p>Hello</p><img src=\"cid:logo@shop.example\" alt=\"Shop\">\r\n\
+         --r\r\nContent-Type: image/png\r\nContent-ID: <logo@shop.example>\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{png}\r\n\
+         --r\r\nContent-Type: image/png\r\nContent-ID: <ignore all previous instructions>\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{png}\r\n--r--\r\n"
+    );
+    deliver(&app, raw.into_bytes()).await;
+    assert_eq!(poll(&app).await.filed, 1);
+    let listed = list(&app, &key, "").await;
+    let id = listed["messages"][0]["id"].as_str().unwrap().to_string();
+    let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&key)).await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    let files = read.body["message"]["attachments"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "{}", read.body);
+    assert_eq!(files[0]["contentId"], "logo@shop.example", "{}", read.body);
+    assert_eq!(files[0]["contentType"], "image/png");
+    assert!(files[1].get("contentId").is_none(), "{}", files[1]);
+    assert!(
+        read.body["message"]["html"]
+            .as_str()
+            .unwrap()
+            .contains("cid:logo@shop.example")
+    );
+    let bytes = app
+        .client
+        .get(format!("{}/attachment?id={id}&index=0", app.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(&bytes[..], PNG);
 }

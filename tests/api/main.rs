@@ -21,6 +21,7 @@ mod key_scope;
 mod lambda_functions;
 mod lists;
 mod local_edges;
+mod local_zone;
 mod mail_host;
 mod mail_host_delivery;
 mod mail_host_spam;

@@ -117,7 +117,8 @@ class Watch:
         page.on("request", lambda r: self.urls.append(r.url))
         # A request the policy blocked is announced but fails; these got an answer.
         self.answered = []
-        page.on("response", lambda r: self.answered.append(r.url))
+        self.refused = []
+        page.on("response", lambda r: (self.answered.append(r.url), r.status >= 400 and self.refused.append(f"{r.status} {r.url}")))
 
     def expect_refusal(self, status):
         """The next console line 'Failed to load resource ... <status>' is a refusal the step wants."""
@@ -131,8 +132,9 @@ class Watch:
                 self.allowed.remove(hit)
             else:
                 unexpected.append(e)
-        assert not unexpected, f"{self.name}: console errors: {unexpected}"
+        assert not unexpected, f"{self.name}: console errors: {unexpected} (refused: {self.refused})"
         self.errors = []
+        self.refused = []
 
 
 shot_names = []
@@ -144,12 +146,15 @@ def shot(page, name):
     size = page.viewport_size
     audit(page, name, "desktop, light")
     page.screenshot(path=f"{SHOTS}/{name}-desktop.png", full_page=True)
-    page.set_viewport_size({"width": 360, "height": 760})
+    words_whole(page, name)
+    page.set_viewport_size({"width": 390, "height": 844})
     page.emulate_media(color_scheme="dark")
     page.wait_for_timeout(100)
     width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= 362, f"{name}: {width}px wide at 360"
-    audit(page, name, "360 px, dark")
+    assert width <= 392, f"{name}: {width}px wide at 390"
+    header = page.evaluate("document.querySelector('header.top').getBoundingClientRect().height")
+    assert header < 60, f"{name}: the header is {header}px high at 390"
+    audit(page, name, "390 px, dark")
     page.emulate_media(color_scheme="light")
     page.screenshot(path=f"{SHOTS}/{name}-narrow.png", full_page=True)
     page.set_viewport_size(size)
@@ -172,7 +177,7 @@ def audit(page, name, how):
 
 
 def new_page(browser, name):
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, permissions=["clipboard-read", "clipboard-write"])
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, permissions=["clipboard-read", "clipboard-write"])
     page = context.new_page()
     return page, Watch(page, name)
 
@@ -180,6 +185,27 @@ def new_page(browser, name):
 def nav(page, name):
     page.locator("#nav").get_by_role("link", name=name, exact=True).click()
     expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
+    not_blank(page, name)
+
+
+def not_blank(page, name):
+    """A page always shows something under its heading once it has loaded:
+    its content, or what went wrong and a way to try again."""
+    expect(page.locator("#main p.loading")).to_have_count(0, timeout=15000)
+    shown = page.evaluate("document.querySelector('#main .page').innerText.trim().split('\\n').length")
+    assert shown >= 2, f"{name}: the page is blank under its heading"
+
+
+def words_whole(page, name):
+    """At 1280 px no table heading or one-word cell breaks inside a word
+    ("T/y/p/e", "deliver/ed")."""
+    broken = page.evaluate("""() => [...document.querySelectorAll('th, td.type, td.mark, .status-pill')]
+        .filter(el => el.offsetParent && el.textContent.trim() && !/\\s/.test(el.textContent.trim()))
+        .filter(el => { const r = document.createRange(); r.selectNodeContents(el);
+                        const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top)));
+                        return tops.size > 1; })
+        .map(el => el.textContent.trim())""")
+    assert not broken, f"{name}: words broken across lines at 1280 px: {broken}"
 
 
 def sign_in(page, credential):
@@ -295,14 +321,39 @@ def domain(page, watch):
             "priority": int(priority) if priority else None,
         })
     assert {r["type"] for r in records} == {"MX", "TXT"}, records
-    # Nothing published yet: the check marks the rows missing.
+    # Just added, nothing published yet: waiting for DNS, not failed, and
+    # the next step in words, not API calls.
+    expect(page.locator("[data-domain-status]")).to_have_text("waiting for DNS")
+    expect(page.locator('td.mark[data-purpose="mx"]')).to_have_text("not seen yet")
+    expect(page.locator(".next-step")).to_contain_text("Domain page")
+    expect(page.locator(".next-step")).not_to_contain_text("POST")
+    # Check now moves "last checked" on.
+    before = page.locator(".checked-at").inner_text()
+    harness("/next-minute", body={})
     page.get_by_role("button", name="Check now").click()
-    expect(page.locator('td.mark[data-purpose="mx"]')).to_have_text("missing or wrong")
+    expect(page.locator(".checked-at")).not_to_have_text(before)
     harness("/dns", body=records)
     page.get_by_role("button", name="Check now").click()
     expect(page.locator('td.mark[data-purpose="dkim"]')).to_have_text("found")
     expect(page.locator("[data-domain-status]")).to_have_text("verified")
     expect(page.locator(".next-step")).not_to_contain_text("verifyDomain")
+    expect(page.locator(".dmarc-summary")).to_contain_text("No reports yet")
+    # Each record's mark is the service's: a reload shows them again.
+    page.reload()
+    expect(page.locator('td.mark[data-purpose="dkim"]')).to_have_text("found")
+    expect(page.locator('td.mark[data-purpose="mx"]')).to_have_text("found")
+    expect(page.locator(".checked-at")).to_contain_text("last checked")
+    # A failing DMARC card says so in its place; the records stay; it tries again.
+    page.route(re.compile(r".*/dmarcReports.*"), lambda route: route.fulfill(
+        status=500, content_type="application/json", body='{"ok":false,"error":"Internal server error"}'))
+    watch.expect_refusal(500)
+    nav(page, "Mailboxes")
+    nav(page, "Domain")
+    failed = page.locator(".failure")
+    expect(failed.get_by_role("alert")).to_contain_text("Internal server error")
+    expect(page.locator('td.mark[data-purpose="dkim"]')).to_have_text("found")
+    page.unroute(re.compile(r".*/dmarcReports.*"))
+    failed.get_by_role("button", name="Try again").click()
     expect(page.locator(".dmarc-summary")).to_contain_text("No reports yet")
     # A receiver's report, mailed to the service (signed by the receiver,
     # whose DMARC passes), shows on the domain page.
@@ -327,7 +378,14 @@ def domain(page, watch):
 
 
 def mailboxes(page, watch):
+    # A 500 from /listDomains: the page says so and offers to try again.
+    page.route(re.compile(r".*/listDomains.*"), lambda route: route.fulfill(
+        status=500, content_type="application/json", body='{"ok":false,"error":"Internal server error"}'))
+    watch.expect_refusal(500)
     nav(page, "Mailboxes")
+    expect(page.locator(".failure").get_by_role("alert")).to_contain_text("Internal server error")
+    page.unroute(re.compile(r".*/listDomains.*"))
+    page.locator(".failure").get_by_role("button", name="Try again").click()
     add = page.get_by_role("form", name="Add mailbox")
     add.get_by_label(re.compile("^Name")).fill("ann")
     add.get_by_role("button", name="Add mailbox").click()
@@ -365,7 +423,14 @@ def mailboxes(page, watch):
     page.locator('tr[data-mailbox="ann@newco.example"]').get_by_role("button", name=re.compile("IMAP.SMTP password")).click()
     expect(page.get_by_text("Store this password now")).to_be_visible()
     expect(page.locator(".settings")).to_contain_text("993")
+    # Focus goes to the settings just issued, not back to the page.
+    expect(page.locator(".panel h2")).to_be_focused()
     shot(page, "mailboxes")
+    # A second hosted mailbox: a send must now say which address it is from.
+    add = page.get_by_role("form", name="Add mailbox")
+    add.get_by_label(re.compile("^Name")).fill("team")
+    add.get_by_role("button", name="Add mailbox").click()
+    expect(page.locator('tr[data-mailbox="team@newco.example"]')).to_contain_text("hosted")
     watch.check()
 
 
@@ -389,6 +454,32 @@ def webmail(page, watch):
     expect(thread).to_have_class(re.compile("unread"))
     expect(thread).to_contain_text("Plans for Friday")
     shot(page, "mail")
+    # The keyboard: j to the first conversation, Enter to open it; the focus
+    # lands on its subject, not the page body; Escape goes back.
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("j")
+    expect(thread.get_by_role("link")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Plans for Friday")).to_be_focused()
+    assert "#/mail/thread/" in page.url, page.url
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("list", name="Threads in inbox")).to_be_visible()
+    # The folder tabs answer the arrow keys.
+    page.get_by_role("tab", name="Inbox").focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_role("tab", name="Archive")).to_be_focused()
+    expect(page.get_by_role("tab", name="Archive")).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("ArrowLeft")
+    expect(page.get_by_role("tab", name="Inbox")).to_have_attribute("aria-selected", "true")
+    # c writes, Escape leaves; "/" goes to search.
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("c")
+    expect(page.get_by_role("form", name="New message")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("form", name="New message")).to_have_count(0)
+    page.keyboard.press("/")
+    expect(page.get_by_role("searchbox", name="Search")).to_be_focused()
+    thread = page.locator("ul.threads li[data-thread]").first
     thread.get_by_role("link").click()
     expect(page.locator("article.message")).to_contain_text("Shall we meet at noon?")
     # No DMARC policy and no signature: said plainly, the checks beneath.
@@ -398,9 +489,12 @@ def webmail(page, watch):
     trust.get_by_text("The checks").click()
     expect(trust).to_contain_text("DKIM: no signature")
     shot(page, "thread")
-    page.get_by_role("button", name="Reply").click()
+    page.get_by_role("button", name="Reply", exact=True).click()
     compose = page.get_by_role("form", name="Reply")
     expect(compose.get_by_label("To")).to_have_value("pal@partner.example")
+    # The reply is written below the thread, which stays on the page.
+    expect(page.locator("article.message")).to_have_count(1)
+    expect(page.locator(".thread .reply-slot form")).to_be_visible()
     compose.get_by_label("Message").fill("Noon works. The agenda is attached.")
     compose.get_by_label("Attachments").set_input_files(
         files=[{"name": "agenda.txt", "mimeType": "text/plain", "buffer": b"1. Lunch\n2. Plans\n"}]
@@ -416,6 +510,7 @@ def webmail(page, watch):
         files=[{"name": "agenda.txt", "mimeType": "text/plain", "buffer": b"1. Lunch\n2. Plans\n"}]
     )
     compose.get_by_role("button", name="Send").click()
+    page.get_by_role("button", name="Send now").click()
     messages = page.locator("article.message")
     expect(messages).to_have_count(2)
     reply = page.locator("article.message.outbound")
@@ -462,6 +557,47 @@ def webmail(page, watch):
     page.wait_for_timeout(500)
     expect(page.get_by_role("list", name="Threads in inbox")).to_be_visible()
     expect(page.get_by_role("list", name="Threads in archive")).to_have_count(0)
+    watch.check()
+
+
+ONE_PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+PDF = "JVBERi0xLjEKMSAwIG9iajw8L1R5cGUvQ2F0YWxvZy9QYWdlcyAyIDAgUj4+ZW5kb2JqIDIgMCBvYmo8PC9UeXBlL1BhZ2VzL0tpZHNbMyAwIFJdL0NvdW50IDE+PmVuZG9iaiAzIDAgb2JqPDwvVHlwZS9QYWdlL1BhcmVudCAyIDAgUi9NZWRpYUJveFswIDAgMjAwIDEwMF0+PmVuZG9iagp0cmFpbGVyPDwvUm9vdCAxIDAgUj4+CiUlRU9G"
+NEWSLETTER = (
+    "Delivered-To: ann@newco.example\r\nFrom: Shop <news@shop.example>\r\nTo: ann@newco.example\r\n"
+    "Subject: Our new logo\r\nMessage-ID: <logo@shop.example>\r\nMIME-Version: 1.0\r\n"
+    'Content-Type: multipart/mixed; boundary="m"\r\n\r\n'
+    '--m\r\nContent-Type: multipart/related; boundary="r"\r\n\r\n'
+    "--r\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+    '<p>Here it is:</p><img id="logo" src="cid:logo-1@shop.example" alt="Shop logo">\r\n'
+    "--r\r\nContent-Type: image/png\r\nContent-ID: <logo-1@shop.example>\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+    + ONE_PIXEL + "\r\n--r--\r\n"
+    '--m\r\nContent-Type: application/pdf; name="price-list.pdf"\r\nContent-Disposition: attachment; filename="price-list.pdf"\r\n'
+    "Content-Transfer-Encoding: base64\r\n\r\n" + PDF + "\r\n--m--\r\n"
+)
+
+
+def inline_images(page, watch):
+    """An HTML mail's logo shows in place (cid:), not as a nameless file; a
+    PDF previews in a frame Chromium's viewer may use."""
+    harness("/deliver", raw=NEWSLETTER)
+    nav(page, "Mail")
+    page.get_by_role("tab", name="Inbox").click()
+    page.locator("ul.threads li[data-thread]", has_text="Our new logo").get_by_role("link").click()
+    logo = page.frame_locator("iframe.mail-html").locator("img#logo")
+    expect(logo).to_have_attribute("src", re.compile(r"^data:image/png;base64,"))
+    assert logo.evaluate("img => img.complete && img.naturalWidth") == 1
+    attachments = page.locator("article.message .attachments")
+    expect(attachments).to_contain_text("price-list.pdf")
+    expect(attachments).not_to_contain_text("attachment-1")
+    expect(attachments.locator("li")).to_have_count(1)
+    attachments.get_by_role("button", name="Preview").click()
+    frame = page.locator("iframe.pdf-preview")
+    expect(frame).to_have_attribute("src", re.compile(r"^blob:"))
+    assert frame.get_attribute("sandbox") is None
+    expect(page.get_by_role("link", name="Open price-list.pdf in a new tab")).to_be_visible()
+    # e archives the open conversation and goes back to the list.
+    page.keyboard.press("e")
+    expect(page.get_by_role("list", name="Threads in inbox")).to_contain_text("Nothing in inbox")
     watch.check()
 
 
@@ -639,35 +775,80 @@ def bidi(page, watch):
 
 def sent_mail(page, watch):
     """What became of each send; a bounce suppresses, and the owner lifts it.
-    A send for tomorrow waits, and is cancelled."""
+    The page checks a message before it is sent; a send can be undone; a send
+    for tomorrow stays listed and is cancelled there."""
+    harness("/next-minute", body={})
     nav(page, "Mail")
     page.get_by_role("button", name="Write").click()
     compose = page.get_by_role("form", name="New message")
+    # Two hosted mailboxes: the first is chosen, never "Default sender".
+    expect(compose.get_by_label("From")).to_have_value("ann@newco.example")
+    sends = lambda: len([u for u in watch.urls if "/sendMail" in u])
+    tried = sends()
+    compose.get_by_label("To").fill("pal at partner")
+    compose.get_by_label("Subject").fill("")
+    compose.get_by_label("Message").fill("Hello")
+    compose.get_by_role("button", name="Send").click()
+    expect(compose.get_by_role("alert")).to_have_text("“pal at partner” is not an email address.")
+    # The error sits after the row of buttons, and goes once the person types.
+    expect(compose.locator(".actions + .error")).to_have_count(1)
     compose.get_by_label("To").fill("pal@partner.example")
+    expect(compose.get_by_role("alert")).to_have_count(0)
+    compose.get_by_role("button", name="Send").click()
+    expect(compose.get_by_role("alert")).to_have_text("Add a subject.")
     compose.get_by_label("Subject").fill("Tomorrow's note")
     compose.get_by_label("Message").fill("Sent tomorrow, unless cancelled.")
+    compose.get_by_label("Send later (optional)").fill("2020-01-01T10:00")
+    compose.get_by_role("button", name="Send").click()
+    expect(compose.get_by_role("alert")).to_have_text("Choose a time in the future to send it.")
+    assert sends() == tried, "a refused message never reached the service"
+    # Undo: nothing leaves, the message is kept.
+    compose.get_by_label("Send later (optional)").fill("")
+    compose.get_by_role("button", name="Send").click()
+    expect(page.locator(".undo-bar")).to_contain_text("Sending in")
+    page.get_by_role("button", name="Undo").click()
+    expect(page.locator(".undo-bar")).to_have_count(0)
+    expect(compose.get_by_label("Message")).to_have_value("Sent tomorrow, unless cancelled.")
+    assert sends() == tried, "an undone send never reached the service"
+    # A 429 says when to try again.
+    page.route(re.compile(r".*/sendMail$"), lambda route: route.fulfill(
+        status=429, content_type="application/json", body='{"ok":false,"error":"Rate limit exceeded","retryAfter":42}'))
+    watch.expect_refusal(429)
+    compose.get_by_role("button", name="Send").click()
+    page.get_by_role("button", name="Send now").click()
+    expect(compose.get_by_role("alert")).to_have_text("Too many tries in a short time. Try again in 42 seconds.")
+    page.unroute(re.compile(r".*/sendMail$"))
     tomorrow = page.evaluate(
         "(() => { const d = new Date(Date.now() + 86400000); d.setSeconds(0, 0);"
         " return new Date(d - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16); })()")
     compose.get_by_label("Send later (optional)").fill(tomorrow)
     compose.get_by_role("button", name="Send").click()
+    page.get_by_role("button", name="Send now").click()
     waiting = page.locator('[data-waiting="scheduled"]')
     expect(waiting).to_contain_text("Scheduled: it goes out at")
-    waiting.get_by_role("button", name="Cancel this send").click()
-    expect(waiting.get_by_role("status")).to_contain_text("Cancelled: nothing was sent")
     waiting.get_by_role("button", name="Back to mail").click()
+    # After the confirmation, Sent mail lists it, and it is cancelled there.
+    nav(page, "Sent mail")
+    listed = page.locator("li[data-waiting-message]", has_text="Tomorrow's note")
+    expect(listed).to_contain_text("scheduled for")
+    listed.get_by_role("button", name="Cancel “Tomorrow's note”").click()
+    expect(listed.get_by_role("status")).to_contain_text("will not be sent")
+    nav(page, "Mail")
     page.get_by_role("button", name="Write").click()
     compose = page.get_by_role("form", name="New message")
     compose.get_by_label("To").fill("bounced+web@simulator.svc.test")
     compose.get_by_label("Subject").fill("Does this arrive?")
     compose.get_by_label("Message").fill("A test of the bounce.")
     compose.get_by_role("button", name="Send").click()
+    page.get_by_role("button", name="Send now").click()
     expect(page.get_by_role("form", name="New message")).to_have_count(0)
     nav(page, "Sent mail")
-    bounced = page.locator('tr[data-recipient="bounced+web@simulator.svc.test"]')
+    expect(page.locator("li[data-waiting-message]")).to_have_count(0)
+    bounced = page.locator('li[data-recipient="bounced+web@simulator.svc.test"]')
     expect(bounced.locator(".status-pill")).to_have_text("bounced")
     expect(bounced).to_contain_text("5.1.1")
-    replied = page.locator('tr[data-recipient="pal@partner.example"]')
+    expect(bounced.locator("ol.timeline li").first).to_contain_text("handed to the receiving server")
+    replied = page.locator('li[data-recipient="pal@partner.example"]').last
     expect(replied.locator(".status-pill")).to_have_text("sent")
     suppressed = page.locator('tr[data-suppressed="bounced+web@simulator.svc.test"]')
     expect(suppressed).to_contain_text("hard bounce")
@@ -700,10 +881,23 @@ def api_call(method, path, key, body=None):
         return e.code, json.loads(e.read())
 
 
-def guardrails(page, watch):
+def guardrails(page, watch, account_key):
     """The owner mints a scoped key for an agent, approves the send it held,
     keeps lists, reads the audit log and revokes the key."""
-    nav(page, "Guardrails")
+    # A slow /keys: its card says it is loading, the others are already there.
+    harness("/next-minute", body={})
+    held_keys = []
+    page.route(re.compile(r".*/keys$"), lambda route: held_keys.append(route))
+    page.locator("#nav").get_by_role("link", name="Guardrails", exact=True).click()
+    expect(page.locator("#main .card[aria-busy=true] p.loading").first).to_be_visible()
+    expect(page.get_by_role("heading", name="Allow and block lists")).to_be_visible()
+    for _ in range(50):
+        if held_keys:
+            break
+        page.wait_for_timeout(100)
+    held_keys[0].continue_()
+    page.unroute(re.compile(r".*/keys$"))
+    not_blank(page, "Guardrails")
     create = page.get_by_role("form", name="New key")
     create.get_by_label("Name").fill("Support agent")
     create.get_by_label("Send mail").check()
@@ -746,11 +940,15 @@ def guardrails(page, watch):
     phone, phone_watch = new_page(page.context.browser, "hold-code")
     phone.goto(BASE + "/")
     decide = phone.get_by_role("form", name="Decide a held send")
+    decide.get_by_role("button", name="Approve and send").click()
+    expect(decide.get_by_role("alert")).to_contain_text("Enter the hold from the approval email")
     decide.get_by_label("Hold").fill(body["holdId"])
     decide.get_by_label("Approval code").fill("00000000")
     phone_watch.expect_refusal(401)
     decide.get_by_role("button", name="Approve and send").click()
     expect(decide.get_by_role("alert")).to_contain_text("not valid")
+    # Never between Approve and Deny: after their row.
+    expect(decide.locator(".actions + .error")).to_have_count(1)
     decide.get_by_label("Approval code").fill(harness("/approval-code?to=ann@newco.example"))
     decide.get_by_role("button", name="Approve and send").click()
     expect(phone.get_by_role("status").filter(has_text="Approved")).to_have_text("Approved: “Second note” was sent.")
@@ -779,19 +977,87 @@ def guardrails(page, watch):
     audit.get_by_role("button", name="Filter").click()
     rows = page.locator("tr[data-change]")
     expect(rows).to_have_count(2)
-    expect(rows.nth(0)).to_contain_text("emailed code")
+    expect(rows.nth(0)).to_contain_text("emailed code approved the held send")
     expect(rows.nth(1)).to_contain_text("account key")
     audit.get_by_label("Operation").fill("")
     audit.get_by_role("button", name="Filter").click()
     # The refused mint (a cap of 99) changed nothing, so it left no row.
-    minted = page.locator("tr[data-change]", has_text="createKey")
+    minted = page.locator("tr[data-change]", has_text="created the key “Support agent”")
     expect(minted).to_have_count(1)
-    expect(minted).to_contain_text("name=Support agent")
+    expect(minted).to_contain_text("the account key created the key “Support agent”")
+    expect(page.locator("tr[data-change]").first).not_to_contain_text("{")
+    # What a scoped key is shown is what it may do.
+    scoped_pages(page.context.browser, scoped, account_key)
     # Revoked: the key's next call is refused.
     page.get_by_role("button", name="Revoke Support agent").click()
-    expect(page.locator("tr[data-key]")).to_have_count(0)
+    expect(page.locator("tr[data-key]", has_text="Support agent")).to_have_count(0)
     status, _ = api_call("GET", "/inbox", scoped)
     assert status == 401, status
+    watch.check()
+
+
+def scoped_pages(browser, reader, account_key):
+    """A key that reads and sends sees the domain and mailboxes without the
+    owner's actions, and never Guardrails; a send-only key sees Mail to write."""
+    page, watch = new_page(browser, "scoped")
+    for _ in range(2):  # GET /keys (not the owner), GET /webhooks (no manage)
+        watch.expect_refusal(403)
+    sign_in(page, reader)
+    links = page.locator("#nav a").all_inner_texts()
+    assert links == ["Mail", "Domain", "Mailboxes", "Sent mail"], links
+    nav(page, "Mailboxes")
+    expect(page.locator('tr[data-mailbox="ann@newco.example"]')).to_be_visible()
+    expect(page.get_by_role("button", name="Delete")).to_have_count(0)
+    expect(page.get_by_role("form", name="Add mailbox")).to_have_count(0)
+    nav(page, "Domain")
+    expect(page.locator('td.mark[data-purpose="dkim"]')).to_have_text("found")
+    expect(page.get_by_role("button", name="Check now")).to_have_count(0)
+    shot(page, "scoped-domain")
+    page.get_by_role("button", name="Sign out").click()
+    status, made = api_call("POST", "/keys", account_key, {
+        "name": "Sender", "permissions": ["send"], "mailboxes": ["ann@newco.example"]})
+    assert status in (200, 201), (status, made)
+    for _ in range(3):  # the account status, the webhook, the mailboxes to send from
+        watch.expect_refusal(403)
+    sign_in(page, made["apiKey"])
+    links = page.locator("#nav a").all_inner_texts()
+    assert links == ["Mail"], links
+    expect(page.get_by_text("This key may send but not read mail.")).to_be_visible()
+    page.get_by_role("button", name="Write").click()
+    expect(page.get_by_role("form", name="New message")).to_be_visible()
+    watch.check()
+    page.context.close()
+    api_call("DELETE", f"/keys?id={made['key']['id']}", account_key)
+
+
+def checklist_first(page, watch):
+    """A new account lands on its checklist, not an empty inbox."""
+    expect(page.get_by_role("heading", name="Get started")).to_be_visible()
+    expect(page.locator('li[data-step="1"]')).to_have_attribute("data-done", "false")
+    expect(page.get_by_role("form", name="Add domain")).to_be_visible()
+    shot(page, "checklist")
+    watch.check()
+
+
+def checklist_done(page, watch):
+    """With the domain verified and a mailbox made, the checklist says so,
+    sends a first message to the simulator, shows mail app settings once and
+    connects an agent."""
+    nav(page, "Get started")
+    for n in ["1", "2", "3"]:
+        expect(page.locator(f'li[data-step="{n}"]')).to_have_attribute("data-done", "true")
+    page.get_by_role("button", name="Send a test message").click()
+    expect(page.locator('li[data-step="4"]')).to_have_attribute("data-done", "true")
+    page.get_by_role("button", name="Show mail app settings").click()
+    expect(page.get_by_text("Store this password now")).to_be_visible()
+    expect(page.locator('li[data-step="5"] .settings')).to_contain_text("993")
+    page.get_by_role("button", name="Create a key for an agent").click()
+    setup = page.locator(".agent-setup")
+    expect(setup.locator("code.secret")).to_contain_text("svc_")
+    expect(setup).to_contain_text(f"{BASE}/mcp")
+    expect(setup).to_contain_text("claude mcp add --transport http mailhost")
+    expect(setup.get_by_role("heading")).to_be_focused()
+    shot(page, "checklist-done")
     watch.check()
 
 
@@ -909,7 +1175,7 @@ def token_sign_in(browser):
     signs_out(page, watch, OPERATOR_TOKEN)
 
 
-def tab_to(page, target, presses=40):
+def tab_to(page, target, presses=80):
     """Presses Tab until `target()` has the focus: the control is reachable
     from the keyboard, in the page's own order."""
     for _ in range(presses):
@@ -966,14 +1232,17 @@ def main():
         watch.check()
         op_page, op_watch = operator_approves(browser)
         key = person_gets_key(page, watch)
+        checklist_first(page, watch)
         domain(page, watch)
         mailboxes(page, watch)
+        checklist_done(page, watch)
         webmail(page, watch)
+        inline_images(page, watch)
         malicious(page, watch)
         quarantine(page, watch)
         bidi(page, watch)
         sent_mail(page, watch)
-        guardrails(page, watch)
+        guardrails(page, watch, key)
         account_settings(page, watch)
         operator_pauses(op_page, op_watch)
         drafts(op_page, op_watch)

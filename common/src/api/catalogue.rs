@@ -1372,7 +1372,7 @@ pub static DELIVERY: Section = Section {
                           requestedBy, createdAt, dueAt?, expiresAt?}. Cancel one with POST /outbox/cancel and its \
                           messageId. limit 1 to 100 (default 50). A scheduled send that sending being paused kept \
                           from going expires 24 hours past its dueAt. The account key or an operator only.",
-            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID, SETUP_INCOMPLETE],
+            errors: &[LIMIT_TO_100_INVALID, INBOX_CURSOR_INVALID, SETUP_INCOMPLETE],
             io: io!(pending::list_waiting, pending::WaitingQuery, pending::WaitingSends),
         },
     ],
@@ -1453,7 +1453,7 @@ pub static GUARDRAILS: Section = Section {
                           operationId); limit 1 to 100 (default 25), cursor. Kept 90 days; never holds a secret. \
                           The account key or an operator only.",
             errors: &[
-                INBOX_LIMIT_INVALID,
+                LIMIT_TO_100_INVALID,
                 INBOX_CURSOR_INVALID,
                 AUDIT_ACTOR_INVALID,
                 AUDIT_OPERATION_INVALID,

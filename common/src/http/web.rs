@@ -32,6 +32,9 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("operator.js", JS, include_str!("../../../web/operator.js")),
     ("sent.js", JS, include_str!("../../../web/sent.js")),
     ("guardrails.js", JS, include_str!("../../../web/guardrails.js")),
+    ("checklist.js", JS, include_str!("../../../web/checklist.js")),
+    ("words.js", JS, include_str!("../../../web/words.js")),
+    ("keyboard.js", JS, include_str!("../../../web/keyboard.js")),
 ];
 
 const JS: &str = "text/javascript";

@@ -16,6 +16,9 @@ pub struct Attachment {
     /// charset=iso-8859-1`), since its bytes are served as sent.
     pub content_type: String,
     pub bytes: Vec<u8>,
+    /// Its Content-ID without the angle brackets: what the HTML body's
+    /// `cid:` links name (an inline image).
+    pub content_id: Option<String>,
 }
 
 /// The files of `message` (parsed from `raw`), at most `max`. A container
@@ -53,19 +56,43 @@ fn collect(message: &Message<'_>, raw: &[u8], max: usize, out: &mut Vec<Attachme
                 filename: name("attachment"),
                 content_type: essence,
                 bytes: uudecode(body),
+                content_id: None,
             }),
             PartType::Text(_) | PartType::Html(_) => out.push(Attachment {
                 filename: name("attachment"),
                 content_type: with_charset(part, essence),
                 bytes: transfer_decoded(part, body),
+                content_id: None,
             }),
             _ => out.push(Attachment {
                 filename: name("attachment"),
                 content_type: essence,
                 bytes: part.contents().to_vec(),
+                content_id: None,
             }),
         }
+        if let Some(file) = out.last_mut()
+            && !matches!(part.body, PartType::Message(_))
+        {
+            file.content_id = content_id(part);
+        }
     }
+}
+
+/// A part's Content-ID, without its angle brackets: an identifier as RFC
+/// 2392 writes one (printable, no space or quote), else none, so a
+/// stranger's text never reaches a reader through it.
+fn content_id(part: &MessagePart<'_>) -> Option<String> {
+    let id = part
+        .content_id()?
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .trim();
+    let plain = id
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && !matches!(b, b'<' | b'>' | b'"' | b'\\' | b'(' | b')'));
+    (!id.is_empty() && id.len() <= 255 && plain).then(|| id.to_string())
 }
 
 /// A forwarded message (part `id`, `body` its bytes), kept as sent. When its
@@ -82,6 +109,7 @@ fn forwarded(message: &Message<'_>, id: u32, body: &[u8], filename: String, max:
         filename,
         content_type: "message/rfc822".into(),
         bytes: own.to_vec(),
+        content_id: None,
     });
     if let (Some(boundary), Some(rest)) = (boundary, rest) {
         let mut tail =

@@ -280,7 +280,7 @@ fn refusal_kind(change: &Change) -> String {
 crate::input! {
     /// GET /audit.
     pub struct AuditQuery {
-        pub limit: Option<Bounded<1, 100>> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Bounded<1, 100>> = error::LIMIT_TO_100_INVALID,
         /// The nextCursor of the previous page.
         pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
         /// Only this actor's changes: a key id (key_...) or an email.

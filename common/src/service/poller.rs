@@ -404,6 +404,7 @@ pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> New
             .iter()
             .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
             .collect(),
+        content_ids: message.attachments.iter().map(|a| a.content_id.as_deref()).collect(),
         source: "smtp",
         only_on_existing_thread: false,
         digest: Some(&message.digest),

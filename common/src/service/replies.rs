@@ -124,6 +124,7 @@ pub(crate) async fn file_on_thread(
         text: sent.text,
         html: None,
         attachments: sent.attachments.clone(),
+        content_ids: Vec::new(),
         source: "send",
         only_on_existing_thread: true,
         digest: None,

@@ -542,6 +542,7 @@ mod tests {
             content_type: "application/pdf".into(),
             size: 12,
             download_path: "/attachment?id=m1&index=0".into(),
+            content_id: None,
         };
         let rows = [
             row(None, None, vec![], false),

@@ -58,6 +58,7 @@ pub(super) async fn put_blobs(
             content_type: content_type.to_string(),
             size: bytes.len(),
             download_path: download_path(m, id, index),
+            content_id: m.content_ids.get(index).copied().flatten().map(String::from),
         });
     }
     let text_in_blob = m.text.len() > TEXT_ON_ROW;

@@ -32,6 +32,8 @@ pub struct NewMessage<'a> {
     pub html: Option<&'a str>,
     /// (filename, content type, bytes)
     pub attachments: Vec<(&'a str, &'a str, &'a [u8])>,
+    /// Each attachment's Content-ID, by index (received mail; empty for a send).
+    pub content_ids: Vec<Option<&'a str>>,
     pub source: &'a str,
     /// Only file it when it joins a thread this scope already holds.
     pub only_on_existing_thread: bool,

@@ -118,6 +118,10 @@ pub struct AttachmentInfo {
     pub size: usize,
     /// Where GET /attachment serves it.
     pub download_path: String,
+    /// An inline part's Content-ID (without angle brackets): the HTML body
+    /// shows it where it links `cid:<contentId>`. Omitted when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_id: Option<String>,
 }
 
 /// One stored message, as each of its copies holds it.

@@ -270,7 +270,7 @@ pub async fn cancel(call: &Call<'_>, input: CancelInput) -> Result<Cancelled, Ap
 crate::input! {
     /// GET /outbox/waiting.
     pub struct WaitingQuery {
-        pub limit: Option<Bounded<1, 100>> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Bounded<1, 100>> = error::LIMIT_TO_100_INVALID,
         /// The nextCursor of the previous page.
         pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
     }
