@@ -229,6 +229,22 @@ catalogue! {
     AGENT_KEY_DISABLED = 503 "Agent key disabled";
     SEND_FAILED = 500 "Send failed";
     NO_OUTBOUND_HOST = 500 "outbound host not configured";
+    CC_TYPE = 400 "cc must be a string or an array of addresses";
+    CC_ITEMS = 400 "cc must be addresses";
+    BCC_TYPE = 400 "bcc must be a string or an array of addresses";
+    BCC_ITEMS = 400 "bcc must be addresses";
+    HTML_TYPE = 400 "html must be a string";
+    HTML_TOO_LARGE = 400 "html too large (max 100KB)";
+    // Replies and forwards (POST /reply, POST /forward and their tools).
+    REPLY_TEXT_REQUIRED = 400 "text is required";
+    ALL_TYPE = 400 "all must be a boolean";
+    QUOTE_TYPE = 400 "quote must be a boolean";
+    INCLUDE_ATTACHMENTS_TYPE = 400 "includeAttachments must be a boolean";
+    REPLY_TOOL_NO_ATTACHMENTS = 400 "reply_to_message does not accept attachments";
+    REPLY_NO_RECIPIENT = 400 "This message names no address to reply to";
+    FORWARD_RECIPIENTS_REQUIRED = 400 "to is required: the addresses to forward the message to";
+    /// `{}`: the send limit the original's files pass (an attachment's own sentence).
+    FORWARD_FILES = 400 "The original's files cannot be carried ({}); forward it with includeAttachments false to leave them out";
 
     // ---------------------------------------------------------------- delivery
     /// `{}`: each address with why and since when.

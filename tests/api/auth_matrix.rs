@@ -54,7 +54,7 @@ const LACKS_MANAGE: &str = "This API key lacks the manage permission (domains, m
 /// permission.
 fn scoped_read(method: &str, path: &str) -> Option<(u16, &'static str)> {
     match (method, path) {
-        ("POST", "/sendMail" | "/outbox/cancel") => Some((403, LACKS_SEND)),
+        ("POST", "/sendMail" | "/reply" | "/forward" | "/outbox/cancel") => Some((403, LACKS_SEND)),
         ("GET", "/getDnsInstructions" | "/listDomains" | "/dmarcReports" | "/suppressions" | "/lists") => None,
         (_, "/getAccountStatus" | "/credits" | "/inbox" | "/attachment" | "/outbox" | "/mcp") => None,
         _ => Some((403, LACKS_MANAGE)),
@@ -134,13 +134,12 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             // A signed-in person without a ready account.
             _ => Some((403, SETUP)),
         },
-        ("POST", "/sendMail" | "/outbox/cancel") | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => {
-            match class {
-                AgentBearer | AgentHeader | Standard | Operator => None,
-                Identity => Some((403, "This mailbox requires an operator account")),
-                _ => Some((401, INVALID_KEY)),
-            }
-        }
+        ("POST", "/sendMail" | "/reply" | "/forward" | "/outbox/cancel")
+        | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => match class {
+            AgentBearer | AgentHeader | Standard | Operator => None,
+            Identity => Some((403, "This mailbox requires an operator account")),
+            _ => Some((401, INVALID_KEY)),
+        },
         (_, "/drafts") => match class {
             Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),

@@ -7,6 +7,7 @@ mod support;
 mod auth_matrix;
 mod authentication;
 mod binary;
+mod conversation;
 mod credits_admin;
 mod delivery;
 mod dmarc;

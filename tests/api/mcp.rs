@@ -63,6 +63,8 @@ async fn the_envelope_follows_json_rpc_2(app: TestApp) {
         "get_request_status",
         "get_account_status",
         "send_mail",
+        "reply_to_message",
+        "forward_message",
         "get_credits",
         "add_domain",
         "verify_domain",
@@ -804,6 +806,35 @@ async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
     assert_eq!(calls[1]["structured"]["thread"]["messageCount"], 1, "{more}");
     assert_eq!(calls[2]["structured"]["thread"]["folder"], "archive", "{more}");
     assert_eq!(calls[3]["structured"]["message"], Value::Null, "nothing unread: {more}");
+
+    // The agent answers by the message's id: a reply-all and a forward, each
+    // answer checked against its output schema by the SDK.
+    let answered = run(
+        Some(key.clone()),
+        json!([
+            { "tool": "reply_to_message", "args": { "id": id, "text": "Confirmed, thanks.", "all": true } },
+            { "tool": "forward_message", "args": { "id": id, "to": "colleague@example.org", "text": "FYI" } },
+            { "tool": "get_thread", "args": { "thread": thread } },
+        ]),
+    )
+    .await;
+    let calls = answered["calls"].as_array().unwrap();
+    assert!(calls.iter().all(|c| c["isError"] == false), "{answered}");
+    let replied = &calls[0]["structured"];
+    assert_eq!(replied["to"], json!(["no-reply@acme.example"]), "{answered}");
+    assert_eq!(replied["subject"], "Re: Confirm your Acme account", "{answered}");
+    assert_eq!(replied["threadId"], thread.as_str(), "{answered}");
+    assert_eq!(
+        calls[1]["structured"]["subject"], "Fwd: Confirm your Acme account",
+        "{answered}"
+    );
+    assert_eq!(calls[2]["structured"]["thread"]["messageCount"], 3, "{answered}");
+    let forwarded = app
+        .outbox()
+        .into_iter()
+        .find(|m| m.contains("X-Original-To: colleague@example.org"));
+    let forwarded = forwarded.expect("the forward went out");
+    assert!(forwarded.contains("Your code is 739164."), "{forwarded}");
 }
 
 fn sdk_client(venv: &str, url: &str, key: Option<&str>, steps: &Value) -> Value {

@@ -165,6 +165,42 @@ async fn the_agent_key_sends_as_noreply_signed_with_the_service_domain() {
     assert!(dkim_verify(&got[0].raw, app.dns.addr));
 }
 
+/// Cc and Bcc through a real SMTP server (issue 45): one transaction per
+/// recipient, the Bcc in its envelope alone and in no header of any copy,
+/// every copy the same signed bytes, the html a sanitised alternative that
+/// dkimpy still verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cc_and_bcc_arrive_and_no_copy_names_the_bcc() {
+    let Some(sink) = SmtpSink::start().await else { return };
+    let app = app_with(&sink).await;
+    publish_service_dkim(&app).await;
+    let body = json!({
+        "to": "x@partner.example", "cc": ["Y@partner.example"], "bcc": "hidden@else.example",
+        "subject": "s", "text": "plain words", "html": "<p>rich <b>words</b><script>x()</script></p>",
+    });
+    let res = app.send_mail(Auth::Bearer(&app.agent_key), body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let got = sink.wait_for(3).await;
+    let mut rcpts: Vec<&str> = got.iter().flat_map(|c| c.rcpt_tos.iter().map(String::as_str)).collect();
+    rcpts.sort();
+    assert_eq!(rcpts, ["hidden@else.example", "x@partner.example", "y@partner.example"]);
+    for copy in &got {
+        assert_eq!(copy.rcpt_tos.len(), 1, "one transaction each");
+        assert_eq!(copy.raw, got[0].raw, "every copy the same bytes");
+        let raw = String::from_utf8_lossy(&copy.raw).to_lowercase();
+        assert!(!raw.contains("hidden@") && !raw.contains("\nbcc:"), "{raw}");
+        let parsed = mail_parser::MessageParser::default().parse(&copy.raw).unwrap();
+        assert_eq!(
+            parsed.cc().unwrap().first().unwrap().address(),
+            Some("y@partner.example")
+        );
+        assert_eq!(parsed.body_text(0).unwrap().trim(), "plain words");
+        let html = parsed.body_html(0).unwrap();
+        assert!(html.contains("<b>words</b>") && !html.contains("script"), "{html}");
+        assert!(dkim_verify(&copy.raw, app.dns.addr));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_refused_delivery_is_500_send_failed_and_the_credit_stays_spent() {
     let Some(sink) = SmtpSink::start_rejecting().await else {

@@ -197,6 +197,43 @@ fn parse(value: &Value) -> Result<Vec<Attachment>, ApiError> {
     Ok(out)
 }
 
+/// Files a send carries that it did not upload (a forward's, from a
+/// stored message): (filename, stored content type, bytes), held to an
+/// upload's limits and types, each judged by its bytes. A stored type this
+/// service would not send (`application/octet-stream`, say) is left to the
+/// bytes and the name to decide.
+pub fn carried(files: Vec<(String, String, Vec<u8>)>) -> Result<Vec<Attachment>, ApiError> {
+    if files.len() > MAX_COUNT {
+        return Err(error::TOO_MANY_ATTACHMENTS.into());
+    }
+    let mut out = Vec::new();
+    let mut total = 0;
+    for (i, (filename, content_type, bytes)) in files.into_iter().enumerate() {
+        let n = i + 1;
+        if bytes.is_empty() {
+            return Err(error::ATTACHMENT_EMPTY.with(n));
+        }
+        if bytes.len() > MAX_EACH {
+            return Err(error::ATTACHMENT_TOO_LARGE.with(n));
+        }
+        total += bytes.len();
+        if total > MAX_TOTAL {
+            return Err(error::ATTACHMENTS_TOO_LARGE.into());
+        }
+        if filename.chars().any(|c| c.is_control() || c == '/' || c == '\\') {
+            return Err(error::ATTACHMENT_FILENAME_INVALID.with(n));
+        }
+        let declared = Kind::from_mime(&content_type).map(|_| content_type);
+        let kind = kind_of(n, &filename, declared, &bytes)?;
+        out.push(Attachment {
+            filename,
+            content_type: kind.mime().to_string(),
+            bytes,
+        });
+    }
+    Ok(out)
+}
+
 /// Attachment `n` (from 1) of a send: its fields read, its content decoded,
 /// and its type agreed by its bytes, its name and its declared type.
 fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
@@ -324,6 +361,30 @@ mod tests {
             json!({"filename": "a.docx", "contentBase64": b64(b"PK\x03\x04..[Content_Types].xml..word/document.xml")}),
         );
         assert_eq!(docx.unwrap()[0].content_type, Kind::Docx.mime());
+    }
+
+    #[test]
+    fn carried_files_meet_an_uploads_limits() {
+        let file = |name: &str, ct: &str, bytes: &[u8]| (name.to_string(), ct.to_string(), bytes.to_vec());
+        let ok = carried(vec![
+            file("a.png", "application/octet-stream", PNG),
+            file("notes.txt", "text/plain; charset=utf-8", b"hello"),
+        ])
+        .unwrap();
+        assert_eq!(
+            ok.iter().map(|a| a.content_type.as_str()).collect::<Vec<_>>(),
+            ["image/png", "text/plain"]
+        );
+        let err = carried(vec![file("run.exe", "application/x-msdownload", b"MZ\x90\0")]).unwrap_err();
+        assert!(err.error.contains("Attachment 1"), "{}", err.error);
+        let four = vec![file("a.txt", "text/plain", b"a"); 4];
+        assert!(carried(four).unwrap_err().is(error::TOO_MANY_ATTACHMENTS));
+        let big = vec![b'a'; MAX_EACH + 1];
+        assert!(
+            carried(vec![file("a.txt", "text/plain", &big)])
+                .unwrap_err()
+                .is(error::ATTACHMENT_TOO_LARGE)
+        );
     }
 
     #[test]

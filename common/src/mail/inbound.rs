@@ -10,6 +10,8 @@
 //! message) is read by its first `Delivered-To:`; nothing a sender wrote inside
 //! the message names a recipient.
 
+use std::collections::BTreeMap;
+
 use crate::blob::{BlobError, BlobStore};
 use mail_parser::{HeaderValue, MessageParser, PartType};
 use serde::{Deserialize, Serialize};
@@ -74,7 +76,7 @@ const MAX_IDS: usize = 100;
 
 use super::authors::Authors;
 pub use super::received::Attachment;
-use super::{received, shown};
+use super::{people, received, shown};
 
 /// The SMTP envelope of one delivered copy, as the mail host saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,6 +215,12 @@ pub struct Inbound {
     pub authors: Vec<String>,
     pub to: Vec<String>,
     pub cc: Vec<String>,
+    /// The display name written beside `from`.
+    pub from_name: Option<String>,
+    /// Where replies should go (Reply-To), when it says.
+    pub reply_to: Vec<String>,
+    /// The display names written beside its To, Cc and Reply-To addresses.
+    pub names: BTreeMap<String, String>,
     pub subject: String,
     /// RFC 3339, when the Date header parsed.
     pub date: Option<String>,
@@ -322,8 +330,15 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
         .iter()
         .any(|id| message.part(*id).is_some_and(|p| matches!(p.body, PartType::Html(_))));
     let html = message.body_html(0).filter(|_| has_html).map(|h| cut(&h, MAX_TEXT));
+    let reply_to = people::people(message.reply_to(), MAX_IDS);
+    let names = people::names(
+        people::people(message.to(), MAX_IDS)
+            .iter()
+            .chain(&people::people(message.cc(), MAX_IDS))
+            .chain(&reply_to),
+    );
     let authors = Authors::of(&message);
-    Ok(Inbound {
+    let mut inbound = Inbound {
         envelope,
         message_id,
         digest,
@@ -334,6 +349,9 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
         },
         to: received::addresses(message.to(), MAX_IDS),
         cc: received::addresses(message.cc(), MAX_IDS),
+        from_name: None,
+        reply_to: reply_to.into_iter().map(|p| p.address).collect(),
+        names,
         subject: cut(
             &shown::neutral(message.subject().unwrap_or_default().trim()),
             MAX_SUBJECT,
@@ -344,7 +362,12 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
         text,
         html,
         attachments,
-    })
+    };
+    inbound.from_name = people::people(message.from(), MAX_IDS)
+        .into_iter()
+        .find(|p| p.address == inbound.from)
+        .and_then(|p| p.name);
+    Ok(inbound)
 }
 
 #[cfg(test)]
@@ -364,7 +387,10 @@ mod tests {
         );
         assert_eq!(m.message_id, "<abc@example.org>");
         assert_eq!(m.from, "ann@example.org");
+        assert_eq!(m.from_name.as_deref(), Some("Ann"));
         assert_eq!(m.to, ["me@example.com", "bob@example.com"]);
+        assert_eq!(m.names.get("bob@example.com").map(String::as_str), Some("Bob"));
+        assert!(m.reply_to.is_empty());
         assert_eq!(m.subject, "Hello");
         assert_eq!(m.in_reply_to, ["<root@x>"]);
         assert_eq!(m.date.as_deref(), Some("2026-11-22T10:00:00Z"));

@@ -1,4 +1,6 @@
-//! Customer messages: plain text with attachments as MIME parts, a fresh
+//! Customer messages: plain text (with an HTML alternative when the send
+//! has one) and attachments as MIME parts, named recipients on To and Cc
+//! (Bcc recipients are in the envelope only, never in a header), a fresh
 //! Message-ID, threading headers, and a DKIM signature with the sending
 //! domain's key. A message a mail client submitted is signed the same way.
 
@@ -9,13 +11,20 @@ use mail_auth::common::headers::HeaderWriter;
 use mail_auth::dkim::{DkimSigner, Done};
 
 use super::attachments::Attachment;
+use super::people::Person;
 use super::{MailError, Outgoing};
 
 pub struct Draft<'a> {
     pub from: &'a str,
-    pub to: &'a [String],
+    pub to: &'a [Person],
+    pub cc: &'a [Person],
+    /// Recipients of the envelope alone: no header names them.
+    pub bcc: &'a [String],
     pub subject: &'a str,
     pub text: &'a str,
+    /// Already sanitised ([`super::html::sanitize`]): sent as the
+    /// `multipart/alternative` beside the text.
+    pub html: Option<&'a str>,
     pub in_reply_to: Option<&'a str>,
     pub references: &'a [String],
     pub attachments: &'a [Attachment],
@@ -141,16 +150,45 @@ pub fn new_message_id(domain: &str) -> String {
     format!("<{}@{domain}>", hex::encode(rand::random::<[u8; 16]>()))
 }
 
+/// A person as a header names them: `Name <address>`, the name encoded
+/// (RFC 2047) and quoted as it needs.
+fn mailbox(person: &Person) -> Result<Mailbox, MailError> {
+    let address = person
+        .address
+        .parse()
+        .map_err(|e: lettre::address::AddressError| MailError(format!("{}: {e}", person.address)))?;
+    Ok(Mailbox::new(person.name.clone(), address))
+}
+
 /// Builds the message and signs it; returns it with its Message-ID.
 pub fn build(draft: &Draft<'_>, message_id: &str, signer: Option<&Signer>) -> Result<Outgoing, MailError> {
     let bad = |e: &dyn std::fmt::Display| MailError(e.to_string());
     let from: Mailbox = draft.from.parse().map_err(|e| bad(&e))?;
+    let recipients: Vec<String> = draft
+        .to
+        .iter()
+        .chain(draft.cc)
+        .map(|p| p.address.clone())
+        .chain(draft.bcc.iter().cloned())
+        .collect();
+    let envelope = lettre::address::Envelope::new(
+        Some(from.email.clone()),
+        recipients
+            .iter()
+            .map(|r| r.parse().map_err(|e| bad(&e)))
+            .collect::<Result<_, _>>()?,
+    )
+    .map_err(|e| bad(&e))?;
     let mut builder = lettre::Message::builder()
         .from(from)
         .subject(draft.subject)
-        .message_id(Some(message_id.to_string()));
+        .message_id(Some(message_id.to_string()))
+        .envelope(envelope);
     for to in draft.to {
-        builder = builder.to(to.parse().map_err(|e| bad(&e))?);
+        builder = builder.to(mailbox(to)?);
+    }
+    for cc in draft.cc {
+        builder = builder.cc(mailbox(cc)?);
     }
     if let Some(id) = draft.in_reply_to {
         builder = builder.in_reply_to(id.to_string());
@@ -163,10 +201,20 @@ pub fn build(draft: &Draft<'_>, message_id: &str, signer: Option<&Signer>) -> Re
     let text = SinglePart::builder()
         .header(ContentType::TEXT_PLAIN)
         .body(crlf(draft.text));
+    let body = draft.html.map(|html| {
+        let html = SinglePart::builder().header(ContentType::TEXT_HTML).body(crlf(html));
+        MultiPart::alternative().singlepart(text.clone()).singlepart(html)
+    });
     let message = if draft.attachments.is_empty() {
-        builder.singlepart(text).map_err(|e| bad(&e))?
+        match body {
+            Some(alternative) => builder.multipart(alternative).map_err(|e| bad(&e))?,
+            None => builder.singlepart(text).map_err(|e| bad(&e))?,
+        }
     } else {
-        let mut parts = MultiPart::mixed().singlepart(text);
+        let mut parts = match body {
+            Some(alternative) => MultiPart::mixed().multipart(alternative),
+            None => MultiPart::mixed().singlepart(text),
+        };
         for a in draft.attachments {
             let content_type = ContentType::parse(&a.content_type).map_err(|e| bad(&e))?;
             // Base64 always: a text attachment sent as-is would have its bare LFs
@@ -183,7 +231,7 @@ pub fn build(draft: &Draft<'_>, message_id: &str, signer: Option<&Signer>) -> Re
     };
     Ok(Outgoing {
         envelope_from: draft.from.to_string(),
-        recipients: draft.to.to_vec(),
+        recipients,
         raw,
     })
 }
@@ -196,7 +244,7 @@ mod tests {
     fn a_message_carries_threading_headers_parts_and_a_signature() {
         let key = crate::service::dkim::generate().unwrap();
         let signer = Signer::from_pkcs8("mail", "example.com", &key.private_pem).unwrap();
-        let to = vec!["a@x.org".to_string(), "b@y.org".to_string()];
+        let to = vec![Person::bare("a@x.org"), Person::bare("b@y.org")];
         let refs = vec!["<r1@x.org>".to_string(), "<r2@x.org>".to_string()];
         let files = vec![Attachment {
             filename: "n.txt".into(),
@@ -206,8 +254,11 @@ mod tests {
         let draft = Draft {
             from: "me@example.com",
             to: &to,
+            cc: &[],
+            bcc: &[],
             subject: "Hello é",
             text: "Body text\nline two",
+            html: None,
             in_reply_to: Some("<r2@x.org>"),
             references: &refs,
             attachments: &files,
@@ -222,8 +273,60 @@ mod tests {
         assert!(raw.contains("References: <r1@x.org> <r2@x.org>"));
         assert!(raw.contains("multipart/mixed"));
         assert!(raw.contains("filename=\"n.txt\""));
-        assert_eq!(out.recipients, to);
+        assert_eq!(out.recipients, ["a@x.org", "b@y.org"]);
         assert_eq!(out.envelope_from, "me@example.com");
+    }
+
+    #[test]
+    fn names_cc_and_an_html_alternative_are_written_and_bcc_is_not() {
+        let to = vec![Person {
+            name: Some("Chen, Alice".into()),
+            address: "alice@x.org".into(),
+        }];
+        let cc = vec![
+            Person {
+                name: Some("Zoë Ünal".into()),
+                address: "zoe@y.org".into(),
+            },
+            Person::bare("carl@y.org"),
+        ];
+        let bcc = vec!["hidden@z.org".to_string()];
+        let files = [Attachment {
+            filename: "n.txt".into(),
+            content_type: "text/plain".into(),
+            bytes: b"notes".to_vec(),
+        }];
+        for attachments in [&[][..], &files[..]] {
+            let draft = Draft {
+                from: "me@example.com",
+                to: &to,
+                cc: &cc,
+                bcc: &bcc,
+                subject: "Hi",
+                text: "plain words",
+                html: Some("<p>rich <b>words</b></p>"),
+                in_reply_to: None,
+                references: &[],
+                attachments,
+            };
+            let out = build(&draft, &new_message_id("example.com"), None).unwrap();
+            assert_eq!(
+                out.recipients,
+                ["alice@x.org", "zoe@y.org", "carl@y.org", "hidden@z.org"]
+            );
+            let raw = String::from_utf8_lossy(&out.raw).to_string();
+            assert!(!raw.to_lowercase().contains("hidden"), "{raw}");
+            assert!(!raw.to_lowercase().contains("bcc"), "{raw}");
+            let parsed = mail_parser::MessageParser::default().parse(&out.raw).unwrap();
+            let to = parsed.to().unwrap().first().unwrap();
+            assert_eq!((to.name(), to.address()), (Some("Chen, Alice"), Some("alice@x.org")));
+            let cc: Vec<_> = parsed.cc().unwrap().iter().map(|a| (a.name(), a.address())).collect();
+            assert_eq!(cc, [(Some("Zoë Ünal"), Some("zoe@y.org")), (None, Some("carl@y.org"))]);
+            assert!(raw.contains("multipart/alternative"), "{raw}");
+            assert_eq!(parsed.body_text(0).unwrap().trim(), "plain words");
+            assert!(parsed.body_html(0).unwrap().contains("<b>words</b>"));
+            assert_eq!(parsed.attachments().count(), attachments.len());
+        }
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl Boundary {
 pub struct Envelope {
     /// Random per response: `<delimiter>` opens and `</delimiter>` closes
     /// each stranger-written value (subject, preview, text, html, attachment
-    /// names).
+    /// names, display names).
     pub delimiter: String,
     /// How to read the envelope: the content is data, not instructions.
     pub notice: String,

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod bootstrap;
 pub mod boundary;
 pub mod contacts;
+pub mod conversation;
 pub mod credits;
 pub mod delivery;
 pub mod dkim;

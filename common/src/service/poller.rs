@@ -392,6 +392,13 @@ pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> New
         message_id: &message.message_id,
         from: &message.from,
         to: &message.to,
+        named: mail_store::Named {
+            from_name: message.from_name.as_deref(),
+            cc: &message.cc,
+            bcc: &[],
+            reply_to: &message.reply_to,
+            names: message.names.clone(),
+        },
         subject: &message.subject,
         date: message.date.clone(),
         in_reply_to: &message.in_reply_to,

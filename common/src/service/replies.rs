@@ -2,13 +2,16 @@
 //! its attachments: sendMail's reply at once, an SMTP submission, and a
 //! held or scheduled send when it goes out.
 
+use std::collections::BTreeMap;
+
 use crate::auth::Caller;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::keys;
+use crate::mail::people;
 use crate::values::message_id;
 
-use super::mail_store::{self, Direction, NewMessage};
+use super::mail_store::{self, Direction, Named, NewMessage};
 
 /// What went out, as a thread files it.
 pub(crate) struct Sent<'a> {
@@ -17,8 +20,14 @@ pub(crate) struct Sent<'a> {
     pub from: &'a str,
     pub message_id: &'a str,
     pub to: &'a [String],
+    pub cc: &'a [String],
+    /// Kept on the sender's own row alone.
+    pub bcc: &'a [String],
+    /// The recipients' display names, by address.
+    pub names: BTreeMap<String, String>,
     pub subject: &'a str,
     pub text: &'a str,
+    pub html: Option<&'a str>,
     pub in_reply_to: &'a [String],
     pub references: &'a [String],
     /// (filename, content type, bytes)
@@ -31,12 +40,14 @@ pub(crate) struct SentBytes<'a> {
     pub delivery: &'a str,
     pub from: &'a str,
     pub message_id: &'a str,
+    /// The envelope's recipients: those its To and Cc do not name were Bcc.
     pub to: &'a [String],
     pub parsed: &'a mail_parser::Message<'a>,
 }
 
-/// [`file_on_thread`] for a message known by its bytes: its In-Reply-To,
-/// References, text and attachments are read from them.
+/// [`file_on_thread`] for a message known by its bytes: its To, Cc (each
+/// envelope recipient neither names was Bcc), In-Reply-To, References,
+/// text, HTML and attachments are read from them.
 pub(crate) async fn file_bytes_on_thread(
     ctx: &Context,
     scope: &str,
@@ -53,7 +64,28 @@ pub(crate) async fn file_bytes_on_thread(
     };
     let in_reply_to = ids(parsed.in_reply_to());
     let references = ids(parsed.references());
+    let max = sent.to.len().max(crate::values::MAX_RECIPIENTS);
+    let (to, cc) = (people::people(parsed.to(), max), people::people(parsed.cc(), max));
+    let named = |list: &[people::Person]| -> Vec<String> {
+        list.iter()
+            .map(|p| p.address.clone())
+            .filter(|a| sent.to.contains(a))
+            .collect()
+    };
+    let (to_addresses, cc_addresses) = (named(&to), named(&cc));
+    let bcc: Vec<String> = sent
+        .to
+        .iter()
+        .filter(|a| !to_addresses.contains(a) && !cc_addresses.contains(a))
+        .cloned()
+        .collect();
     let text = parsed.body_text(0).unwrap_or_default();
+    let has_html = parsed.html_body.iter().any(|id| {
+        parsed
+            .part(*id)
+            .is_some_and(|p| matches!(p.body, mail_parser::PartType::Html(_)))
+    });
+    let html = parsed.body_html(0).filter(|_| has_html);
     let attachments = parsed
         .attachments()
         .map(|part| {
@@ -72,9 +104,13 @@ pub(crate) async fn file_bytes_on_thread(
         delivery: sent.delivery,
         from: sent.from,
         message_id: sent.message_id,
-        to: sent.to,
+        to: &to_addresses,
+        cc: &cc_addresses,
+        bcc: &bcc,
+        names: people::names(to.iter().chain(&cc)),
         subject: parsed.subject().unwrap_or_default(),
         text: &text,
+        html: html.as_deref(),
         in_reply_to: &in_reply_to,
         references: &references,
         attachments: attachments
@@ -117,12 +153,19 @@ pub(crate) async fn file_on_thread(
         message_id: sent.message_id,
         from: sent.from,
         to: sent.to,
+        named: Named {
+            from_name: None,
+            cc: sent.cc,
+            bcc: sent.bcc,
+            reply_to: &[],
+            names: sent.names.clone(),
+        },
         subject: sent.subject,
         date: Some(iso(ctx.clock.now())),
         in_reply_to: sent.in_reply_to,
         references: sent.references,
         text: sent.text,
-        html: None,
+        html: sent.html,
         attachments: sent.attachments.clone(),
         content_ids: Vec::new(),
         source: "send",

@@ -23,8 +23,9 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::mail::attachments::{Attachment, Attachments};
 use crate::mail::message::{self, Draft, Signer};
+use crate::mail::people::{self, Person};
 use crate::validate::{Fields, Later, Slot};
-use crate::values::{Body, EmailAddress, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
+use crate::values::{Body, Copies, EmailAddress, Html, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
 use crate::values::{Bounded, IsoTime, RestOnly};
 
 pub use crate::values::{MAX_RECIPIENTS, MAX_REFERENCES, MAX_TEXT_BYTES, message_id};
@@ -37,6 +38,16 @@ crate::input! {
         pub subject: Subject = (error::SEND_REQUIRED, ()),
         /// Plain text, at most 100KB of UTF-8.
         pub text: Body = (error::SEND_REQUIRED, ()),
+        /// Cc, in the same forms as to. The 5-recipient limit counts to, cc
+        /// and bcc together; an address already on to is not copied again.
+        pub cc: Option<Copies> = (error::CC_TYPE, error::CC_ITEMS),
+        /// Bcc, in the same forms as to: in the envelope alone, never in a
+        /// header of any copy; kept on your own sent row only.
+        pub bcc: Option<Copies> = (error::BCC_TYPE, error::BCC_ITEMS),
+        /// An HTML alternative to text (which stays required), at most 100KB:
+        /// sent as multipart/alternative, with scripts, event handlers,
+        /// forms and frames removed first.
+        pub html: Option<Html> = (),
         /// A hosted mailbox on your verified domain; may be omitted when you have
         /// exactly one. The agent key always sends as noreply@ the service domain.
         pub from: Option<EmailAddress> = error::FROM_INVALID,
@@ -56,9 +67,87 @@ crate::input! {
         /// can still stop it (202, status scheduled).
         pub undo_seconds: Option<Bounded<0, 600>> = error::UNDO_SECONDS_INVALID,
     }
+    check SendInput::within_the_recipient_limit;
 }
 
 impl SendInput {
+    fn within_the_recipient_limit(self, _: &Fields) -> Result<Self, ApiError> {
+        let copies = |list: &Option<Copies>| list.as_ref().map_or(Vec::new(), |c| c.0.clone());
+        let bare = |list: &[String]| list.iter().map(Person::bare).collect();
+        Addressees::new(bare(&self.to.0), bare(&copies(&self.cc)), copies(&self.bcc))?;
+        Ok(self)
+    }
+
+    /// The send this input asks for.
+    fn plan(self) -> Result<Plan, ApiError> {
+        let bare = |list: Option<Copies>| list.map_or(Vec::new(), |c| c.0.into_iter().map(Person::bare).collect());
+        let to = self.to.0.into_iter().map(Person::bare).collect();
+        let bcc = self.bcc.map_or(Vec::new(), |c| c.0);
+        Ok(Plan {
+            from: self.from.map(|f| f.to_string()),
+            addressees: Addressees::new(to, bare(self.cc), bcc)?,
+            subject: self.subject.0,
+            text: self.text.0,
+            html: self.html.map(|h| crate::mail::html::sanitize(&h.0)),
+            in_reply_to: self.in_reply_to.map(|m| m.to_string()),
+            references: self.references.map_or(Vec::new(), |r| r.0),
+            attachments: self.attachments.map_or(Vec::new(), |a| a.0.0),
+            timing: Timing {
+                send_at: self.send_at,
+                undo_seconds: self.undo_seconds,
+            },
+            echo: false,
+        })
+    }
+}
+
+/// Who a send goes to: To and Cc by name, Bcc in the envelope alone.
+#[derive(Debug, Clone, Default)]
+pub struct Addressees {
+    pub to: Vec<Person>,
+    pub cc: Vec<Person>,
+    pub bcc: Vec<String>,
+}
+
+impl Addressees {
+    /// Each address once (To before Cc before Bcc), at most 5 in all.
+    pub fn new(to: Vec<Person>, cc: Vec<Person>, bcc: Vec<String>) -> Result<Addressees, ApiError> {
+        let mut seen: Vec<String> = Vec::new();
+        let mut once = |address: &str| {
+            let fresh = !seen.iter().any(|s| s == address);
+            if fresh {
+                seen.push(address.to_string());
+            }
+            fresh
+        };
+        let to: Vec<Person> = to.into_iter().filter(|p| once(&p.address)).collect();
+        let cc: Vec<Person> = cc.into_iter().filter(|p| once(&p.address)).collect();
+        let bcc: Vec<String> = bcc.into_iter().filter(|a| once(a)).collect();
+        if seen.len() > MAX_RECIPIENTS {
+            return Err(error::TOO_MANY_RECIPIENTS.into());
+        }
+        Ok(Addressees { to, cc, bcc })
+    }
+
+    /// Every recipient of the envelope: To, Cc, then Bcc.
+    pub fn all(&self) -> Vec<String> {
+        let named = self.to.iter().chain(&self.cc).map(|p| p.address.clone());
+        named.chain(self.bcc.iter().cloned()).collect()
+    }
+
+    fn addresses(people: &[Person]) -> Vec<String> {
+        people.iter().map(|p| p.address.clone()).collect()
+    }
+}
+
+/// When a send goes: `sendAt`, plus its undo window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    pub send_at: Option<IsoTime>,
+    pub undo_seconds: Option<Bounded<0, 600>>,
+}
+
+impl Timing {
     /// When a send asked to wait goes out: at `sendAt` (or now), plus its
     /// undo window.
     fn due_at(&self, now: chrono::DateTime<chrono::Utc>) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
@@ -73,13 +162,27 @@ impl SendInput {
         };
         Ok(Some(at + chrono::Duration::seconds(undo)))
     }
+}
 
-    fn references(&self) -> &[String] {
-        self.references.as_ref().map_or(&[], |r| &r.0)
-    }
-    fn attachments(&self) -> &[Attachment] {
-        self.attachments.as_ref().map_or(&[], |a| &a.0.0)
-    }
+/// A send as it goes out, whoever asked for it: sendMail and send_mail
+/// from their input, a reply or a forward from the message it answers.
+/// Every one of them leaves through [`send`].
+#[derive(Debug)]
+pub struct Plan {
+    /// The address asked to send from (none: the caller's default).
+    pub from: Option<String>,
+    pub addressees: Addressees,
+    pub subject: String,
+    pub text: String,
+    /// Sanitised already.
+    pub html: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub references: Vec<String>,
+    pub attachments: Vec<Attachment>,
+    pub timing: Timing,
+    /// The answer says whom it went to and under which subject: the service
+    /// chose them (a reply, a forward).
+    pub echo: bool,
 }
 
 /// The address a caller sends from, and the domain that signs it.
@@ -188,6 +291,16 @@ pub struct SendOutput {
     /// Agent and standard keys only; people signed in are not charged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credits_remaining: Option<i64>,
+    /// A reply or a forward: the addresses it went to (To), as the service
+    /// chose them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Vec<String>>,
+    /// A reply or a forward: its Cc addresses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc: Option<Vec<String>>,
+    /// A reply or a forward: the subject it went with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 impl SendOutput {
@@ -200,24 +313,14 @@ impl SendOutput {
 /// Sends one plain-text message, in the spec's order of checks. The input is
 /// parsed only after the kill switch, the freeze and the rate limit.
 pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
-    let (ctx, caller) = (call.ctx, call.caller);
-    let key = input
-        .fields()
-        .map(|f| <Option<IdempotencyKey>>::pick(f, "idempotencyKey", error::IDEMPOTENCY_KEY_INVALID))
-        .transpose()?
-        .flatten();
-    let key = match key {
-        Some(key) => key,
-        None => return send_once(call, input).await,
+    let claim = match Idempotency::begin(call, &input, None).await? {
+        Begun::Replay(first) => return Ok(first),
+        Begun::Fresh(claim) => claim,
     };
-    // Each key's own: another key of the account replays nothing of it.
-    let claim = Idempotency::claim(ctx, &caller.holder(), &key, input.fields()).await?;
-    let claim = match claim {
-        Claimed::Replay(first) => return Ok(first),
-        Claimed::Fresh(claim) => claim,
-    };
-    let outcome = send_once(call, input).await;
-    claim.settle(ctx, outcome.as_ref().ok()).await;
+    let outcome = send(call, async { input.parse()?.plan() }).await;
+    if let Some(claim) = claim {
+        claim.settle(call.ctx, outcome.as_ref().ok()).await;
+    }
     outcome
 }
 
@@ -225,7 +328,7 @@ pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendO
 /// own, [`Caller::holder`]) and Idempotency-Key, claimed
 /// with a conditional write (so concurrent requests with one key send once),
 /// holding the first answer for 24 hours.
-struct Idempotency {
+pub struct Idempotency {
     key: crate::store::Key,
 }
 
@@ -234,19 +337,55 @@ enum Claimed {
     Replay(SendOutput),
 }
 
+/// A send's start under its Idempotency-Key: the first answer to give
+/// again, or the claim to settle once it is known (none without a key).
+pub enum Begun {
+    Replay(SendOutput),
+    Fresh(Option<Idempotency>),
+}
+
 const IDEMPOTENCY_SECS: i64 = 86_400;
 
 impl Idempotency {
+    /// Claims the request's `idempotencyKey`, when it has one. `operation`
+    /// names a route beside sendMail (a reply, a forward), so the same body
+    /// sent to two of them is two requests.
+    pub async fn begin<T: crate::validate::Input>(
+        call: &Call<'_>,
+        input: &Later<T>,
+        operation: Option<&str>,
+    ) -> Result<Begun, ApiError> {
+        let fields = input.fields();
+        let key = fields
+            .map(|f| <Option<IdempotencyKey>>::pick(f, "idempotencyKey", error::IDEMPOTENCY_KEY_INVALID))
+            .transpose()?
+            .flatten();
+        let Some(key) = key else {
+            return Ok(Begun::Fresh(None));
+        };
+        // Each key's own: another key of the account replays nothing of it.
+        Ok(
+            match Self::claim(call.ctx, &call.caller.holder(), &key, fields, operation).await? {
+                Claimed::Replay(first) => Begun::Replay(first),
+                Claimed::Fresh(claim) => Begun::Fresh(Some(claim)),
+            },
+        )
+    }
+
     async fn claim(
         ctx: &Context,
         bucket: &str,
         key: &IdempotencyKey,
         fields: Option<&Fields>,
+        operation: Option<&str>,
     ) -> Result<Claimed, ApiError> {
         use crate::store::{Cond, StoreError, TTL, item};
         use sha2::{Digest, Sha256};
         let mut request = fields.map(|f| f.map.clone()).unwrap_or_default();
         request.remove("idempotencyKey");
+        if let Some(operation) = operation {
+            request.insert("operation".into(), operation.into());
+        }
         // serde_json's maps are ordered, so equal bodies hash equally.
         let fingerprint = hex::encode(Sha256::digest(Value::Object(request).to_string()));
         let record = keys::idempotency(bucket, &hex::encode(Sha256::digest(key.as_bytes())));
@@ -275,7 +414,7 @@ impl Idempotency {
 
     /// Keeps the answer of a send that went out; forgets the claim of one that
     /// did not, so the same key can be tried again.
-    async fn settle(self, ctx: &Context, sent: Option<&SendOutput>) {
+    pub async fn settle(self, ctx: &Context, sent: Option<&SendOutput>) {
         use crate::store::Update;
         let done = match sent {
             Some(out) => ctx
@@ -295,7 +434,14 @@ impl Idempotency {
     }
 }
 
-async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutput, ApiError> {
+/// The one send path: sendMail and send_mail, a reply and a forward all
+/// leave through here, in the spec's order of checks. `plan` (the input
+/// parsed, and for a reply or a forward the message it answers read) runs
+/// beside the gate, and its refusal is taken after the gate's.
+pub async fn send(
+    call: &Call<'_>,
+    plan: impl std::future::Future<Output = Result<Plan, ApiError>>,
+) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
     let payer = Payer::of(caller);
     // The sender is looked up, and the recipients checked against the lists
@@ -304,30 +450,34 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
     // gate's refusal first, then the input's, then the sender's, and the
     // recipients' once the send is accepted, to go now or to wait.
     let prepared = async {
-        let input = input.parse()?;
-        let found = sender(ctx, caller, input.from.as_deref()).await;
+        let plan = plan.await?;
+        let found = sender(ctx, caller, plan.from.as_deref()).await;
         let checked = match &found {
             Ok((from, domain)) => {
                 let owner = sent::owner_of(&domain.uid);
-                dispatch::check_recipients(ctx, &owner, from, &input.to.0).await
+                dispatch::check_recipients(ctx, &owner, from, &plan.addressees.all()).await
             }
             Err(_) => Ok(()),
         };
-        Ok::<_, ApiError>((input, found, checked))
+        Ok::<_, ApiError>((plan, found, checked))
     };
     let (gated, prepared) = tokio::join!(payer::gate(ctx, &payer, payer::KeyCap::of(caller)), prepared);
     gated?;
-    let (input, found, checked) = prepared?;
+    let (plan, found, checked) = prepared?;
     let (from, domain) = found?;
     let message_id = message::new_message_id(&domain.name);
+    let recipients = plan.addressees.all();
     let draft = Draft {
         from: &from,
-        to: &input.to.0,
-        subject: &input.subject.0,
-        text: &input.text.0,
-        in_reply_to: input.in_reply_to.as_deref(),
-        references: input.references(),
-        attachments: input.attachments(),
+        to: &plan.addressees.to,
+        cc: &plan.addressees.cc,
+        bcc: &plan.addressees.bcc,
+        subject: &plan.subject,
+        text: &plan.text,
+        html: plan.html.as_deref(),
+        in_reply_to: plan.in_reply_to.as_deref(),
+        references: &plan.references,
+        attachments: &plan.attachments,
     };
     let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
         .map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
@@ -335,8 +485,8 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         owner: sent::owner_of(&domain.uid),
         message_id: &message_id,
         from: &from,
-        subject: &input.subject.0,
-        recipients: &input.to.0,
+        subject: &plan.subject,
+        recipients: &recipients,
         raw: &outgoing.raw,
         source: "api",
     };
@@ -348,16 +498,19 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
         message_id: message_id.clone(),
         from: from.clone(),
         thread_id: None,
-        attachment_count: input.attachments().len(),
+        attachment_count: plan.attachments.len(),
         attachments_stored: 0,
         credits_remaining: None,
+        to: plan.echo.then(|| Addressees::addresses(&plan.addressees.to)),
+        cc: plan.echo.then(|| Addressees::addresses(&plan.addressees.cc)),
+        subject: plan.echo.then(|| plan.subject.clone()),
     };
-    let due_at = input.due_at(ctx.clock.now())?;
-    let wait = pending::wait_for(call, &outbound.owner, &input.to.0, due_at).await?;
+    let due_at = plan.timing.due_at(ctx.clock.now())?;
+    let wait = pending::wait_for(call, &outbound.owner, &recipients, due_at).await?;
     checked?;
     if let Some(wait) = wait {
         let kind = wait.kind;
-        let accepted = pending::accept(call, wait, payer, &outbound, &input.text.0).await?;
+        let accepted = pending::accept(call, wait, payer, &outbound, &plan.text).await?;
         output.status = Some(kind);
         output.hold_id = (kind == pending::Kind::Held).then_some(accepted.id);
         output.send_at = accepted.due_at;
@@ -368,24 +521,30 @@ async fn send_once(call: &Call<'_>, input: Later<SendInput>) -> Result<SendOutpu
     output.credits_remaining = dispatched.credits_remaining;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.
-    (output.thread_id, output.attachments_stored) = file_sent(call, &input, &dispatched.delivery, &output).await;
+    (output.thread_id, output.attachments_stored) = file_sent(call, &plan, &dispatched.delivery, &output).await;
     Ok(output)
 }
 
 /// Files what went out on its thread: (thread id, attachments stored).
-async fn file_sent(call: &Call<'_>, input: &SendInput, delivery: &str, output: &SendOutput) -> (Option<String>, usize) {
-    let in_reply_to: Vec<String> = input.in_reply_to.iter().map(|m| m.to_string()).collect();
+async fn file_sent(call: &Call<'_>, plan: &Plan, delivery: &str, output: &SendOutput) -> (Option<String>, usize) {
+    let in_reply_to: Vec<String> = plan.in_reply_to.iter().cloned().collect();
+    let to = Addressees::addresses(&plan.addressees.to);
+    let cc = Addressees::addresses(&plan.addressees.cc);
     let sent = Sent {
         delivery,
         from: &output.from,
         message_id: &output.message_id,
-        to: &input.to.0,
-        subject: &input.subject.0,
-        text: &input.text.0,
+        to: &to,
+        cc: &cc,
+        bcc: &plan.addressees.bcc,
+        names: people::names(plan.addressees.to.iter().chain(&plan.addressees.cc)),
+        subject: &plan.subject,
+        text: &plan.text,
+        html: plan.html.as_deref(),
         in_reply_to: &in_reply_to,
-        references: input.references(),
-        attachments: input
-            .attachments()
+        references: &plan.references,
+        attachments: plan
+            .attachments
             .iter()
             .map(|a| (a.filename.as_str(), a.content_type.as_str(), a.bytes.as_slice()))
             .collect(),
@@ -435,13 +594,48 @@ mod tests {
     }
 
     #[test]
+    fn cc_and_bcc_count_toward_the_five_and_are_never_sent_twice() {
+        let send = |cc: Value, bcc: Value| {
+            let f = fields(json!({"to": "a@x.org, b@x.org", "subject": "s", "text": "t", "cc": cc, "bcc": bcc}));
+            parse(&f, true).and_then(SendInput::plan)
+        };
+        let plan = send(json!(["c@x.org", "A@x.org"]), json!("d@x.org; c@x.org")).unwrap();
+        let to: Vec<_> = plan.addressees.to.iter().map(|p| p.address.as_str()).collect();
+        let cc: Vec<_> = plan.addressees.cc.iter().map(|p| p.address.as_str()).collect();
+        assert_eq!((to, cc), (vec!["a@x.org", "b@x.org"], vec!["c@x.org"]));
+        assert_eq!(plan.addressees.bcc, ["d@x.org"]);
+        assert_eq!(plan.addressees.all(), ["a@x.org", "b@x.org", "c@x.org", "d@x.org"]);
+        // Six distinct addresses across the three fields are too many.
+        let six = send(json!(["c@x.org", "d@x.org"]), json!(["e@x.org", "f@x.org"])).unwrap_err();
+        assert!(six.is(error::TOO_MANY_RECIPIENTS));
+        assert!(send(json!(5), Value::Null).unwrap_err().is(error::CC_TYPE));
+        assert!(send(Value::Null, json!([1])).unwrap_err().is(error::BCC_ITEMS));
+        let bad = send(Value::Null, json!("nope")).unwrap_err();
+        assert_eq!(bad.error, "Invalid recipient address: nope");
+        // HTML beside the text, cleaned; the text stays required.
+        let f = fields(
+            json!({"to": "a@x.org", "subject": "s", "text": "t", "html": "<p onclick='x()'>Hi<script>1</script></p>"}),
+        );
+        assert_eq!(
+            parse(&f, true).unwrap().plan().unwrap().html.as_deref(),
+            Some("<p>Hi</p>")
+        );
+        let f = fields(json!({"to": "a@x.org", "subject": "s", "html": "<p>Hi</p>"}));
+        assert!(parse(&f, true).unwrap_err().is(error::SEND_REQUIRED));
+        let f = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "html": ["x"]}));
+        assert!(parse(&f, true).unwrap_err().is(error::HTML_TYPE));
+        let f = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "html": "x".repeat(MAX_TEXT_BYTES + 1)}));
+        assert!(parse(&f, true).unwrap_err().is(error::HTML_TOO_LARGE));
+    }
+
+    #[test]
     fn threading_ids_are_normalized_and_checked() {
         let f = fields(
             json!({"to": "a@x.org", "subject": "s", "text": "t", "inReplyTo": "abc@x.org", "references": "<r1@x.org> <r2@x.org>"}),
         );
         let input = parse(&f, true).unwrap();
         assert_eq!(input.in_reply_to.as_deref(), Some("<abc@x.org>"));
-        assert_eq!(input.references(), ["<r1@x.org>", "<r2@x.org>"]);
+        assert_eq!(input.references.unwrap().0, ["<r1@x.org>", "<r2@x.org>"]);
         let bad = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "inReplyTo": "no id"}));
         assert!(parse(&bad, true).is_err());
         let mcp = fields(json!({"to": "a@x.org", "subject": "s", "text": "t", "attachments": []}));

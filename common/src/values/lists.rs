@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{Field, Origin};
 use super::{MESSAGE_ID, email_pattern};
-use crate::error::{self, ApiError};
+use crate::error::{self, ApiError, Problem};
 
 /// The most recipients one message may have.
 pub const MAX_RECIPIENTS: usize = 5;
@@ -24,6 +24,12 @@ pub struct Recipients(pub Vec<String>);
 /// A send's `to`: as [`Recipients`], at least one (none reads as not given).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SomeRecipients(pub Vec<String>);
+
+/// A send's `cc` or `bcc`: as [`Recipients`], with its own sentences for
+/// a value of the wrong shape: (not a string or an array, an entry not a
+/// string).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Copies(pub Vec<String>);
 
 /// Message-IDs (`references`): one string, separated by spaces, or an array
 /// of such strings; at most 100 however given; each kept with its brackets.
@@ -43,6 +49,13 @@ pub fn message_id(raw: &str) -> Option<String> {
 
 /// The addresses of a `to` value, in order, each once.
 pub fn recipients(value: &Value) -> Result<Vec<String>, ApiError> {
+    recipients_as(value, (error::TO_TYPE, error::TO_ITEMS))
+}
+
+/// The addresses of a recipients field, in order, each once; `(of_type,
+/// items)` name a value that is no string or array, and an entry that is
+/// no string.
+fn recipients_as(value: &Value, (of_type, items): (Problem, Problem)) -> Result<Vec<String>, ApiError> {
     let split = |s: &str| -> Vec<String> {
         s.split([',', ';'])
             .map(str::trim)
@@ -57,11 +70,11 @@ pub fn recipients(value: &Value) -> Result<Vec<String>, ApiError> {
         Value::Array(list) => {
             let mut out = Vec::new();
             for v in list {
-                out.extend(split(v.as_str().ok_or(error::TO_ITEMS)?));
+                out.extend(split(v.as_str().ok_or(items)?));
             }
             out
         }
-        _ => return Err(error::TO_TYPE.into()),
+        _ => return Err(of_type.into()),
     };
     if raw.len() > MAX_RECIPIENTS {
         return Err(error::TOO_MANY_RECIPIENTS.into());
@@ -103,6 +116,14 @@ impl Field for SomeRecipients {
     fn read(value: &Value, _: Origin, (): ()) -> Result<Option<Self>, ApiError> {
         let list = recipients(value)?;
         Ok((!list.is_empty()).then_some(SomeRecipients(list)))
+    }
+}
+
+impl Field for Copies {
+    type Problems = (Problem, Problem);
+    fn read(value: &Value, _: Origin, problems: (Problem, Problem)) -> Result<Option<Self>, ApiError> {
+        let list = recipients_as(value, problems)?;
+        Ok((!list.is_empty()).then_some(Copies(list)))
     }
 }
 
@@ -163,6 +184,15 @@ impl JsonSchema for SomeRecipients {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         recipients_schema(1)
+    }
+}
+
+impl JsonSchema for Copies {
+    fn schema_name() -> Cow<'static, str> {
+        "Copies".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        recipients_schema(0)
     }
 }
 

@@ -23,6 +23,11 @@ pub struct Subject(pub String);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Body(pub String);
 
+/// A send's HTML alternative: at most 100KB, kept as sent until it is
+/// sanitised; blank reads as not given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Html(pub String);
+
 /// A draft's subject or text, kept as sent (blank too), and checked against
 /// the same limits as a send's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,6 +59,19 @@ impl Field for Body {
             Value::String(s) if s.len() > MAX_TEXT_BYTES => Err(error::TEXT_TOO_LARGE.into()),
             Value::String(s) => Ok(Some(Body(s.clone()))),
             _ => Err(error::TEXT_TYPE.into()),
+        }
+    }
+}
+
+impl Field for Html {
+    type Problems = ();
+    fn read(value: &Value, _: Origin, (): ()) -> Result<Option<Self>, ApiError> {
+        match value {
+            Value::Null => Ok(None),
+            Value::String(s) if s.trim().is_empty() => Ok(None),
+            Value::String(s) if s.len() > MAX_TEXT_BYTES => Err(error::HTML_TOO_LARGE.into()),
+            Value::String(s) => Ok(Some(Html(s.clone()))),
+            _ => Err(error::HTML_TYPE.into()),
         }
     }
 }
@@ -128,6 +146,19 @@ impl JsonSchema for Body {
             "minLength": 1,
             "maxLength": MAX_TEXT_BYTES,
             "pattern": r"\S",
+        })
+    }
+}
+
+impl JsonSchema for Html {
+    fn schema_name() -> Cow<'static, str> {
+        "Html".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "HTML, at most 100KB: sent as the alternative to text, scripts, event handlers and forms removed.",
+            "maxLength": MAX_TEXT_BYTES,
         })
     }
 }

@@ -16,8 +16,10 @@ mod lists;
 mod message;
 
 pub use field::{Bounded, Field, List, Nullable, Origin, REST_ONLY, RestOnly, without_null};
-pub use lists::{MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients};
-pub use message::{Body, DraftSubject, DraftText, MAX_SUBJECT, MAX_TEXT_BYTES, Subject};
+pub use lists::{
+    Copies, MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients,
+};
+pub use message::{Body, DraftSubject, DraftText, Html, MAX_SUBJECT, MAX_TEXT_BYTES, Subject};
 
 /// A value read from one field's text, as sent (each type trims it, and
 /// counts its length as sent, as the schema's `maxLength` does).

@@ -1,6 +1,7 @@
 //! What the inbox hands an agent inside the envelope (see
 //! `service::boundary`): list rows (subject, preview, attachment names), a
-//! read message (its text and html too), a thread's subject; the sender and
+//! read message (its text and html too), a thread's subject, the display
+//! names written beside addresses; the sender and
 //! the service's verdicts outside it, as provenance.
 
 use super::{InboxList, MessageView, Summary, ThreadList};
@@ -15,6 +16,11 @@ impl Boundary {
         s.preview = self.wrap(&s.preview);
         for a in &mut s.attachments {
             a.filename = self.wrap(&a.filename);
+        }
+        // Display names are the sender's words too.
+        s.from_name = s.from_name.map(|name| self.wrap(&name));
+        for name in s.names.values_mut() {
+            *name = self.wrap(name);
         }
         s
     }
@@ -56,10 +62,12 @@ impl Boundary {
         }
     }
 
-    /// A thread's summary with its subject wrapped.
+    /// A thread's summary with its subject and its participants' names
+    /// wrapped.
     pub fn thread(&self, t: Thread) -> Thread {
         Thread {
             subject: self.wrap(&t.subject),
+            names: t.names.iter().map(|(a, n)| (a.clone(), self.wrap(n))).collect(),
             ..t
         }
     }

@@ -111,7 +111,7 @@ impl crate::values::Value for KeptView {
 
 /// The scope a caller reads: a standard key its account; the agent key and
 /// operators a service-domain mailbox (`inbox@` by default).
-fn scope(call: &Call<'_>, mailbox: Option<&str>) -> Result<String, ApiError> {
+pub(crate) fn scope(call: &Call<'_>, mailbox: Option<&str>) -> Result<String, ApiError> {
     match call.caller {
         Caller::Standard(key) => match mailbox {
             Some(_) => Err(error::INBOX_MAILBOX_INVALID.into()),

@@ -489,6 +489,12 @@ mod tests {
             ttl: None,
             owner_only: false,
             raw: None,
+            from_name: Some("Zoë \"Z\" \u{1}".into()),
+            cc: vec!["c@example.org".into()],
+            bcc: Vec::new(),
+            reply_to: vec!["r@example.org".into()],
+            names: [("c@example.org".to_string(), "Cé".to_string())].into(),
+            references: vec!["<root@example.org>".into()],
         }
     }
 
@@ -561,6 +567,9 @@ mod tests {
             },
             Row {
                 owner_only: true,
+                bcc: vec!["hidden@example.org".into()],
+                from_name: None,
+                names: Default::default(),
                 direction: Direction::Outbound,
                 quarantine: None,
                 authentication: judged()
@@ -587,6 +596,7 @@ mod tests {
             assert!(!text.contains("digest") && !text.contains("ttl") && !text.contains("dmarc"));
             // A list row's verdict is its score and action, not its rules.
             assert!(!text.contains("GTUBE") && !text.contains("symbols"));
+            assert!(!text.contains("references"), "a list row carries no References");
             // Same fields in the same order: without attachments or a
             // quarantine (whose stored keys are sorted) the two encodings are
             // the same bytes.

@@ -1,5 +1,7 @@
 //! What the inbox answers with: list rows, a read, threads.
 
+use std::collections::BTreeMap;
+
 use super::*;
 use crate::mail::authenticate::{Authentication, Summary as AuthSummary};
 use crate::mail::spam::{SpamAction, SpamVerdict};
@@ -62,6 +64,25 @@ pub struct Summary {
     /// on received mail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<crate::service::sent::DeliveryBrief>,
+    /// The display name written beside `from` (RFC 2047 decoded,
+    /// bidirectional controls removed); omitted when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_name: Option<String>,
+    /// Its Cc addresses; omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cc: Vec<String>,
+    /// Your own send's Bcc recipients: kept on your sent row alone, never in
+    /// a header of any copy; omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bcc: Vec<String>,
+    /// Where its sender asks replies to go (Reply-To); omitted when it does
+    /// not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reply_to: Vec<String>,
+    /// The display names of its To, Cc and Reply-To addresses, by address;
+    /// omitted when none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
 }
 
 /// Each row's summary, with its delivery status when it is a send (two
@@ -108,6 +129,11 @@ impl From<&Row> for Summary {
             spam: r.spam.as_ref().map(SpamVerdict::compact),
             quarantine: r.quarantine.clone(),
             owner_only: r.owner_only,
+            from_name: r.from_name.clone(),
+            cc: r.cc.clone(),
+            bcc: r.bcc.clone(),
+            reply_to: r.reply_to.clone(),
+            names: r.names.clone(),
         }
     }
 }
@@ -162,6 +188,16 @@ pub(super) struct StoredSummary<'a> {
     quarantine: Option<&'a RawValue>,
     #[serde(default)]
     owner_only: bool,
+    #[serde(borrow, default)]
+    from_name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    cc: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    bcc: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    reply_to: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    names: Option<&'a RawValue>,
 }
 
 /// [`Authentication::compact`] as a list page reads it from the stored row.
@@ -226,6 +262,20 @@ impl StoredSummary<'_> {
         }
         if self.owner_only {
             out.raw("ownerOnly", "true");
+        }
+        // The store keeps no empty value: each of these is there only when
+        // it says something, as the summary leaves it out otherwise.
+        let named = [
+            ("fromName", self.from_name),
+            ("cc", self.cc),
+            ("bcc", self.bcc),
+            ("replyTo", self.reply_to),
+            ("names", self.names),
+        ];
+        for (key, value) in named {
+            if let Some(value) = value {
+                out.raw(key, value.get());
+            }
         }
         out.finish()
     }

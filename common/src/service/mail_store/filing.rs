@@ -1,6 +1,8 @@
 //! Filing a message: its blobs, then its row's copies and its thread's
 //! summary in one conditional transaction, idempotent on its Message-ID.
 
+use std::collections::BTreeMap;
+
 use sha2::{Digest, Sha256};
 
 use super::blobs::{StoredBody, head, put_blobs};
@@ -16,6 +18,19 @@ use crate::mail::authenticate::Authentication;
 use crate::mail::spam::SpamVerdict;
 use crate::store::{Cond, Query, StoreError, StoreExt, Write, item, record};
 
+/// Who a message names beside its sender's address and To: each may be
+/// left out.
+#[derive(Debug, Default)]
+pub struct Named<'a> {
+    pub from_name: Option<&'a str>,
+    pub cc: &'a [String],
+    /// A send's Bcc recipients, kept on its own row.
+    pub bcc: &'a [String],
+    pub reply_to: &'a [String],
+    /// Display names by address.
+    pub names: BTreeMap<String, String>,
+}
+
 /// A message to file: what the poller parsed, or what a threaded send sent.
 pub struct NewMessage<'a> {
     pub scope: &'a str,
@@ -24,6 +39,7 @@ pub struct NewMessage<'a> {
     pub message_id: &'a str,
     pub from: &'a str,
     pub to: &'a [String],
+    pub named: Named<'a>,
     pub subject: &'a str,
     pub date: Option<String>,
     pub in_reply_to: &'a [String],
@@ -201,7 +217,32 @@ fn new_row(
         // What the service mails an owner comes from its noreply address; a
         // stranger who forges that From only hides their mail from agents.
         owner_only: !outbound && from_the_service(ctx, m.from),
+        from_name: m.named.from_name.map(str::to_string),
+        cc: m.named.cc.iter().take(MAX_TO).cloned().collect(),
+        bcc: m.named.bcc.iter().take(MAX_TO).cloned().collect(),
+        reply_to: m.named.reply_to.iter().take(MAX_TO).cloned().collect(),
+        names: m.named.names.clone(),
+        references: kept_references(m),
     }
+}
+
+/// What a reply to this message carries on in its References: the
+/// message's own References (else its In-Reply-To), the first and the
+/// newest kept when there are more than a reply may carry beside this
+/// message's own id (RFC 5322 3.6.4).
+fn kept_references(m: &NewMessage<'_>) -> Vec<String> {
+    let chain = if m.references.is_empty() {
+        m.in_reply_to
+    } else {
+        m.references
+    };
+    let room = crate::values::MAX_REFERENCES - 1;
+    if chain.len() <= room {
+        return chain.to_vec();
+    }
+    let mut kept = vec![chain[0].clone()];
+    kept.extend_from_slice(&chain[chain.len() - (room - 1)..]);
+    kept
 }
 
 /// Whether `from` is the service's own noreply address (any case).
@@ -300,15 +341,24 @@ pub(super) fn rekeyed(item: &crate::store::Item, key: &crate::store::Key) -> cra
 /// The thread's summary with the row filed on it (a new thread's first).
 fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
     let mut participants = existing.map(|t| t.participants.clone()).unwrap_or_default();
-    for who in std::iter::once(&row.from).chain(row.to.iter()) {
+    let mut names = existing.map(|t| t.names.clone()).unwrap_or_default();
+    for who in std::iter::once(&row.from).chain(row.to.iter()).chain(row.cc.iter()) {
         if participants.len() < MAX_PARTICIPANTS && !who.is_empty() && !participants.contains(who) {
             participants.push(who.clone());
+        }
+        let name = match who == &row.from {
+            true => row.from_name.as_ref(),
+            false => row.names.get(who),
+        };
+        if let Some(name) = name.filter(|_| participants.contains(who)) {
+            names.entry(who.clone()).or_insert_with(|| name.clone());
         }
     }
     let (inbound, outbound) = if row.outbound() { (0, 1) } else { (1, 0) };
     match existing {
         Some(t) => Thread {
             participants,
+            names,
             last_activity: row.ingested_at.clone(),
             message_count: t.message_count + 1,
             inbound_count: t.inbound_count + inbound,
@@ -325,6 +375,7 @@ fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
             mailbox: row.mailbox.clone(),
             subject: row.subject.clone(),
             participants,
+            names,
             last_activity: row.ingested_at.clone(),
             message_count: 1,
             inbound_count: inbound,

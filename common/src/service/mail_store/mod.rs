@@ -38,7 +38,7 @@ mod spam_moves;
 
 pub use blobs::{blob_prefix, body, preview};
 pub use changes::{loaded_rows, move_thread, set_unread};
-pub use filing::{NewMessage, file};
+pub use filing::{Named, NewMessage, file};
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
 pub use pages::{
     FILTER_SCAN, by_id, by_message_id, covered, in_spam, newest, page, page_raw, page_raw_where, quarantined, thread,

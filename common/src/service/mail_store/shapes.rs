@@ -1,6 +1,8 @@
 //! The shapes of stored mail: a row (each copy holds it whole), a thread's
 //! summary, and the folder and direction a row has.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -188,6 +190,24 @@ pub struct Row {
     /// what a spam report teaches rspamd.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
+    /// The display name written beside the sender's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cc: Vec<String>,
+    /// A send's Bcc recipients: on the sender's own row alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bcc: Vec<String>,
+    /// Where its sender asks replies to go (its Reply-To).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reply_to: Vec<String>,
+    /// The display names of its other addresses (To, Cc, Reply-To), by address.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
+    /// The Message-IDs of the conversation before it (its References, else
+    /// its In-Reply-To): what a reply's References carry on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
 }
 
 impl Row {
@@ -251,6 +271,10 @@ pub struct Thread {
     pub subject: String,
     /// Senders and recipients seen on it, first seen first.
     pub participants: Vec<String>,
+    /// The display names its messages gave its participants, by address;
+    /// omitted when none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
     pub last_activity: String,
     pub message_count: i64,
     pub inbound_count: i64,
