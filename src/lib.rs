@@ -3,6 +3,7 @@
 
 pub mod connections;
 pub mod local_zone;
+pub mod mailbox_sync;
 pub mod maillog;
 pub mod milter;
 pub mod mta_sync;

@@ -49,6 +49,11 @@ enum Command {
     /// The mail host's agent: apply the mailbox export to Postfix and Dovecot
     /// every interval, and acknowledge what was applied.
     MtaSync(Box<mailhost::mta_sync::Agent>),
+    /// The mail host's IMAP side of one mailbox through every door: keeps
+    /// Dovecot and the service's store one state (flags, folders,
+    /// deletions, sent copies), both ways, from Dovecot's log and the
+    /// store's change marks.
+    MailboxSync(Box<mailhost::mailbox_sync::Settings>),
     /// The mail host's submission filter: hand each message a mailbox submits
     /// on port 587 to the service, which checks, charges, signs and sends it.
     Milter(Box<mailhost::milter::Settings>),
@@ -117,6 +122,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Some(Command::MtaSync(settings)) => mailhost::mta_sync::run(*settings).await,
         Some(Command::Milter(settings)) => mailhost::milter::run(*settings).await,
+        Some(Command::MailboxSync(settings)) => mailhost::mailbox_sync::run(*settings).await,
         Some(Command::Deliver(args)) => deliver(*args).await,
         Some(Command::Limits) => {
             for (name, value) in mailhost::mail_host_limits() {

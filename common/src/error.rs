@@ -253,6 +253,8 @@ catalogue! {
     SUPPRESSION_REASON_INVALID = 400 "reason must be text of at most 200 characters";
     SUPPRESSION_NOT_FOUND = 404 "That address is not on the suppression list";
     DELIVERY_EVENTS_INVALID = 400 "events must be an array of 1 to 100 delivery events, each with id, returnPath, status (delivered, deferred or bounced) and at";
+    MAILBOX_SYNC_INVALID = 400 "after, limit, mark and applied must name marks of this service's changes: applied is an array of 1 to 200 {mark, stamp}";
+    IMAP_CHANGES_INVALID = 400 "changes must be an array of 1 to 100 IMAP changes, each with seq, mailbox, messageId and one of seen, place or raw";
     WEBHOOK_EVENTS_INVALID = 400 "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added, message.spam";
 
     // ---------------------------------------------------------------------- scoped keys
@@ -336,6 +338,7 @@ catalogue! {
     WAITS_BUSY = 429 "This key already holds 5 waits for mail; let one finish first";
     INBOX_FILTER_INVALID = 400 "from and subject must be strings of at most 200 characters";
     INBOX_TARGET_REQUIRED = 400 "thread, id or messageId is required";
+    INBOX_NOT_IN_TRASH = 409 "Only mail in the trash can be deleted for good: move it to trash first." code "not_in_trash";
     INBOX_CHANGE_REQUIRED = 400 "unread, folder or spam is required";
     SPAM_TYPE = 400 "spam must be a boolean";
     SPAM_ALONE = 400 "spam is reported alone, for one message: id or messageId, without thread, unread or folder";

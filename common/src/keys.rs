@@ -414,3 +414,19 @@ pub fn dmarc_report(uid: &str, domain: &str, sort_key: &str) -> Key {
 pub fn dmarc_dropped() -> Key {
     Key::new("DMARC#dropped", "C")
 }
+
+// ------------------------------------------------------- the mailbox sync
+
+/// `MBSYNC/<kind>#...`: what the mail host's IMAP side has yet to take from
+/// the store: a thread whose rows changed, a row deleted for good, a sent
+/// copy to save (`service::mail_store::sync_marks`).
+pub fn mailbox_sync_marks() -> String {
+    "MBSYNC".to_string()
+}
+
+/// `MBSYNCSEQ#<address>/S`: the last IMAP change of a mailbox the store
+/// applied (the mail host's sequence number), so a change sent again is
+/// not applied twice.
+pub fn mailbox_sync_seq(address: &str) -> Key {
+    Key::new(format!("MBSYNCSEQ#{address}"), "S")
+}

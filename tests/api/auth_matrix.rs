@@ -135,7 +135,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             _ => Some((403, SETUP)),
         },
         ("POST", "/sendMail" | "/reply" | "/forward" | "/outbox/cancel")
-        | (_, "/inbox" | "/attachment" | "/outbox" | "/suppressions") => match class {
+        | (_, "/inbox" | "/inbox/delete" | "/attachment" | "/outbox" | "/suppressions") => match class {
             AgentBearer | AgentHeader | Standard | Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),
             _ => Some((401, INVALID_KEY)),
@@ -158,7 +158,11 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             Identity | Operator => Some((401, MCP_AGENT_KEY_ONLY)),
             _ => Some((401, INVALID_KEY)),
         },
-        (_, "/mtaMailboxExport" | "/mtaSubmission" | "/mtaDeliveryEvents" | "/mtaSpamTraining") => match class {
+        (
+            _,
+            "/mtaMailboxExport" | "/mtaSubmission" | "/mtaDeliveryEvents" | "/mtaMailboxChanges" | "/mtaSentCopy"
+            | "/mtaImapChanges" | "/mtaSpamTraining",
+        ) => match class {
             Sync => None,
             _ => Some((403, SYNC_ONLY)),
         },

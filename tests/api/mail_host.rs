@@ -28,7 +28,7 @@ const RELAY_USER: &str = "relay";
 pub(crate) struct MailHost {
     pub(crate) dir: PathBuf,
     pub(crate) smtp_port: u16,
-    imap_port: u16,
+    pub(crate) imap_port: u16,
 }
 
 impl MailHost {
@@ -66,7 +66,7 @@ impl Drop for MailHost {
 }
 
 /// Sends one message over plain SMTP to the mail host's port 25 stand-in.
-async fn smtp(port: u16, from: &str, to: &str, subject: &str, message_id: &str) -> Result<(), String> {
+pub(crate) async fn smtp(port: u16, from: &str, to: &str, subject: &str, message_id: &str) -> Result<(), String> {
     let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
         .port(port)
         .build();
@@ -180,12 +180,20 @@ pub(crate) struct Rig {
     pub(crate) host: MailHost,
     sink: SmtpSink,
     pub(crate) key: String,
-    password: String,
-    submission_port: u16,
+    pub(crate) password: String,
+    pub(crate) submission_port: u16,
     relay_password: String,
 }
 
 pub(crate) async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send + 'static) -> Option<Rig> {
+    rig_on(Backend::Embedded, adjust).await
+}
+
+/// [`rig`] on either store.
+pub(crate) async fn rig_on(
+    backend: Backend,
+    adjust: impl FnOnce(&mut common::config::Config) + Send + 'static,
+) -> Option<Rig> {
     for program in [
         "postfix", "dovecot", "doveadm", "postsrsd", "openssl", "python3", "runuser", "setsid",
     ] {
@@ -199,7 +207,7 @@ pub(crate) async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send 
     let relay_password = format!("relay-{:016x}", rand::random::<u64>());
     let smtp_url = format!("smtp://{RELAY_USER}:{relay_password}@127.0.0.1:{submission_port}?tls=required");
     let tls_ca = dir.join("ca.pem");
-    let app = TestApp::spawn_with(Backend::Embedded, move |config| {
+    let app = TestApp::spawn_with(backend, move |config| {
         config.smtp_url = Some(smtp_url);
         // Access codes to the outbox, where the harness reads them.
         config.system_mail = common::config::SystemMailKind::Outbox;
@@ -207,16 +215,8 @@ pub(crate) async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send 
         adjust(config);
     })
     .await?;
-    // The pipe runs as nobody: it must reach the server's spool.
-    for sub in ["blobs/inbound/pending", "blobs/.staging"] {
-        std::fs::create_dir_all(app.data_dir.join(sub)).unwrap();
-    }
-    Command::new("chmod")
-        .args(["-R", "a+rwX"])
-        .arg(&app.data_dir)
-        .status()
-        .unwrap();
-    Command::new("chmod").arg("a+x").arg(&app.data_dir).status().unwrap();
+    // The pipe runs as nobody: scripts/mail-host lets it reach the server's
+    // spool (the README's steps, as written).
 
     // A verified domain with a hosted, a forward and a both mailbox, and an
     // app password; the first sync applies them.
@@ -253,7 +253,7 @@ pub(crate) async fn rig(adjust: impl FnOnce(&mut common::config::Config) + Send 
 
 impl Rig {
     /// Writes the newest export and starts the mail host, which applies it.
-    async fn start(&self) {
+    pub(crate) async fn start(&self) {
         self.start_with(&[]).await;
     }
 
@@ -535,7 +535,7 @@ pub(crate) async fn smtp_raw(port: u16, from: &str, to: &[String], raw: &[u8]) -
 }
 
 /// Every row the account's inbox lists, all pages.
-async fn all_rows(app: &TestApp, key: &str) -> Vec<Value> {
+pub(crate) async fn all_rows(app: &TestApp, key: &str) -> Vec<Value> {
     let mut rows = Vec::new();
     let mut cursor = String::new();
     loop {
@@ -666,7 +666,14 @@ async fn each_copy_is_filed_for_its_envelope_recipient_alone() {
 }
 
 /// Submits over the mail host's port 587: STARTTLS, AUTH as `login`.
-async fn submit(port: u16, login: &str, password: &str, from: &str, to: &[&str], raw: &str) -> Result<(), String> {
+pub(crate) async fn submit(
+    port: u16,
+    login: &str,
+    password: &str,
+    from: &str,
+    to: &[&str],
+    raw: &str,
+) -> Result<(), String> {
     use lettre::transport::smtp::authentication::Credentials;
     use lettre::transport::smtp::client::{Tls, TlsParameters};
     let tls = TlsParameters::builder("localhost".into())

@@ -26,6 +26,8 @@ mod local_zone;
 mod mail_host;
 mod mail_host_delivery;
 mod mail_host_spam;
+mod mailbox_sync;
+mod mailbox_sync_faults;
 mod mailboxes;
 mod mcp;
 mod mta_sync;

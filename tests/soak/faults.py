@@ -4,7 +4,9 @@ Two lanes run side by side: the store lane (DynamoDB throttling, 500s and
 latency through the fault proxy, S3 errors and slow answers, DynamoDB Local
 restarted, the server killed with SIGKILL) and the mail lane (the relay
 answering 421 or 451, dropping the connection after DATA, hanging; the
-webhook receiver answering 500 or too slowly)."""
+webhook receiver answering 500 or too slowly); with the IMAP lane (imap.py) a
+third, the mail host's: the mailbox sync agent SIGKILLed and started again,
+Dovecot restarted, the agent's door to the service answering 503."""
 
 import random
 import threading
@@ -12,18 +14,19 @@ import time
 
 STORE_FAULTS = ["dynamo-throttle", "dynamo-500", "dynamo-latency", "s3-errors", "s3-latency", "kill", "ddb-restart"]
 MAIL_FAULTS = ["relay-421", "relay-451", "relay-drop", "relay-hang", "webhook-500", "webhook-slow"]
+IMAP_FAULTS = ["sync-kill", "dovecot-restart", "sync-503"]
 # What counts as the store failing, for the rule on 503s.
 STORE_KINDS = {"dynamo-throttle", "dynamo-500", "dynamo-latency", "s3-errors", "s3-latency", "ddb-restart", "kill"}
 RELAY_KINDS = {"relay-421", "relay-451", "relay-drop", "relay-hang"}
 
 
-def schedule(seconds, seed, kills, ddb_restart=True):
+def schedule(seconds, seed, kills, ddb_restart=True, imap=False):
     """[(start offset, duration, kind)], sorted by start."""
     rng = random.Random(seed)
     warm = min(10.0, seconds * 0.1)
     span = seconds - warm - 5
     out = []
-    for lane in (STORE_FAULTS, MAIL_FAULTS):
+    for lane in (STORE_FAULTS, MAIL_FAULTS) + ((IMAP_FAULTS,) if imap else ()):
         kinds = [k for k in lane if k != "kill" and (ddb_restart or k != "ddb-restart")]
         rng.shuffle(kinds)
         rounds = max(1, int(span // (len(kinds) * 20)))
@@ -42,8 +45,9 @@ class Player:
     """Plays a schedule against the stand-ins and the server, and writes
     down when each fault really started and ended."""
 
-    def __init__(self, plan, t0, dynamo, s3, relay, webhooks, server, ddb, log):
+    def __init__(self, plan, t0, dynamo, s3, relay, webhooks, server, ddb, log, mail_host=None):
         self.plan, self.t0 = plan, t0
+        self.mail_host = mail_host
         self.dynamo, self.s3, self.relay, self.webhooks = dynamo, s3, relay, webhooks
         self.server, self.ddb, self.log = server, ddb, log
         self.windows = []  # {kind, start, end}
@@ -136,3 +140,15 @@ class Player:
 
     def _webhook_slow(self, length):
         self._webhook("slow", length)
+
+    def _sync_kill(self, length):
+        # Killed mid-run, away a while, started again from its saved state.
+        self.mail_host.kill_sync()
+        time.sleep(min(length, random.uniform(2.0, 10.0)))
+        self.mail_host.start_sync()
+
+    def _dovecot_restart(self, _length):
+        self.mail_host.restart_dovecot()
+
+    def _sync_503(self, length):
+        self._proxy(self.mail_host.door, "slowdown", 1.0, length)

@@ -27,6 +27,7 @@ from botocore.config import Config as BotoConfig  # noqa: E402
 import checks  # noqa: E402
 import faults  # noqa: E402
 import floor  # noqa: E402
+import imap  # noqa: E402
 import load  # noqa: E402
 import report  # noqa: E402
 import standins  # noqa: E402
@@ -58,6 +59,10 @@ def arguments():
     p.add_argument("--cache", default=os.path.expanduser("~/.cache/mailhost"))
     p.add_argument("--corpus", default=None)
     p.add_argument("--report", default=None, help="where the report's JSON goes (a .md is written beside it)")
+    p.add_argument("--imap-mailboxes", type=int, default=0,
+                   help="hosted mailboxes a mail app also uses over IMAP, through a real mail host, with the mailbox "
+                        "sync's faults (imap.py; needs root, Postfix and Dovecot, and is left out without them; "
+                        "default 0: off until the thread counts it upsets hold, see docs/benchmarks.md)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     return p.parse_args()
 
@@ -121,6 +126,7 @@ class Run:
         self.seed = args.seed if args.seed is not None else random.randrange(1 << 30)
         self.work = tempfile.mkdtemp(prefix="mailhost-soak-")
         self.children = []
+        self.imap = None
 
     def stand_up(self):
         args = self.args
@@ -180,11 +186,21 @@ class Run:
         args = self.args
         seconds = args.minutes * 60
         kills = args.kills if args.kills is not None else max(2, int(args.minutes))
+        if args.imap_mailboxes > 0:
+            why_not = imap.unavailable()
+            if why_not:
+                log(f"IMAP lane left out: {why_not}")
+            else:
+                self.imap = imap.Lane(args.binary, self.server, self.client, self.bucket, self.accounts,
+                                      args.imap_mailboxes, log)
         self.plan = [] if args.no_faults else faults.schedule(seconds, self.seed, kills,
-                                                              ddb_restart=not args.no_ddb_restart)
+                                                              ddb_restart=not args.no_ddb_restart,
+                                                              imap=self.imap is not None)
         log("fault schedule (seconds from the start of the load):")
         for start, length, kind in self.plan:
             print(f"    +{start:7.1f}s  {kind:16s} {length:5.1f}s", flush=True)
+        if self.imap:
+            self.imap.start(time.time() + seconds, self.seed)
         self.t0 = time.time()
         deadline = self.t0 + seconds
         self.cpu = CpuMeter({"mailhost": lambda: self.server.process.proc, "dynamodb-local": lambda: self.ddb.proc,
@@ -196,7 +212,7 @@ class Run:
         self.inbound = load.Inbound(self.server, self.bucket, self.accounts, f"inbox@{SERVICE_DOMAIN}",
                                     self.corpus(), self.work, deadline, rate, self.seed)
         self.player = faults.Player(self.plan, self.t0, self.dynamo_proxy, self.s3_proxy, self.relay, self.webhooks,
-                                    self.server, self.ddb, log)
+                                    self.server, self.ddb, log, mail_host=self.imap and self.imap.host)
         self.probe = load.Probe(self.server, self.client, self.bucket, self.accounts[0], self.work, deadline)
         workers = [threading.Thread(target=self.player.run, daemon=True),
                    threading.Thread(target=self.probe.run, daemon=True),
@@ -207,6 +223,8 @@ class Run:
             agent = load.Agent(account, self.client, self.sends, deadline, args.send_every, args.think,
                                self.seed + n)
             workers.append(threading.Thread(target=agent.run, daemon=True))
+        if self.imap:
+            workers.extend(self.imap.threads())
         for w in workers:
             w.start()
         log(f"load running for {seconds:.0f}s: {len(self.accounts)} agents, {rate:g} inbound/s")
@@ -222,6 +240,8 @@ class Run:
         self.relay.mode = self.webhooks.mode = "ok"
         if self.server.process.proc.poll() is not None:
             self.server.start()
+        if self.imap:
+            self.imap.settle()
         self.drained = checks.wait_drained(self.s3, self.bucket, 120)
         time.sleep(3)
 
@@ -247,6 +267,11 @@ class Run:
         results["no 5xx but 503 + Retry-After (store failing) or 500 Send failed (relay failing)"] = checks.statuses(
             load_calls, self.player.windows)
         results["no panic in the server log"] = (checks.panics(self.server.log), None)
+        if self.imap:
+            results["IMAP and the API one mailbox: nothing lost or doubled, flags and folders equal, sends in Sent"] = (
+                self.imap.check(self.sends))
+            # The agent's own storage requests are no route's.
+            self.imap.host.script("mailbox-sync-stop", self.imap.host.dir)
         results["memory (RSS) roughly flat"] = checks.memory(self.server.rss, self.t0, self.t_end)
         return results
 
@@ -263,6 +288,8 @@ class Run:
         self.storage = storage.measure(self.client, self.dynamo_proxy, self.accounts[0], fresh, log)
 
     def stop(self):
+        if self.imap:
+            self.imap.stop(self.args.keep or bool(os.environ.get("SOAK_KEEP")))
         for proc in reversed(self.children):
             proc.stop()
         self.relay.stop()

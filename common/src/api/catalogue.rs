@@ -7,8 +7,9 @@ use crate::auth::Access::*;
 use crate::auth::Permission;
 use crate::error::*;
 use crate::service::{
-    account, admin, api_keys, audit, conversation, credits, delivery, dmarc, domains, drafts, inbox, lists, mailboxes,
-    mta_export, onboarding, outbox, pending, removal, send, spam, submission, suppressions, webhooks,
+    account, admin, api_keys, audit, conversation, credits, delivery, dmarc, domains, drafts, inbox, lists,
+    mailbox_sync, mailboxes, mta_export, onboarding, outbox, pending, removal, send, spam, submission, suppressions,
+    webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;
@@ -1145,6 +1146,103 @@ pub static INBOX: Section = Section {
                 NOT_FOUND,
             ],
             io: io!(bytes inbox::attachment, inbox::AttachmentQuery),
+        },
+        Operation {
+            id: "deleteMail",
+            rest: post("/inbox/delete"),
+            tool: tool("delete_mail", Hints::DESTROY),
+            access: Mail,
+            permission: Some(Permission::Manage),
+            summary: "Delete mail in the trash for good",
+            description: "Only mail in the trash goes, as a mail app empties its trash: one message (id wins, or \
+                          messageId), one thread (thread), or with no target the whole trash, 25 threads a call \
+                          (more: true while any is left). Its rows, blobs and thread counts go, and the mail host \
+                          expunges its IMAP copies; an expunge over IMAP deletes the same way. {ok, deleted, more}. \
+                          409 for mail not in the trash.",
+            errors: &[
+                INBOX_ID_INVALID,
+                INBOX_MESSAGE_ID_INVALID,
+                INBOX_THREAD_INVALID,
+                INBOX_MAILBOX_INVALID,
+                INBOX_NOT_IN_TRASH,
+                NOT_FOUND,
+            ],
+            io: io!(inbox::delete, inbox::DeleteInput, inbox::Deleted),
+        },
+        // The mail host's side of one mailbox through every door (IMAP).
+        Operation {
+            id: "getMtaMailboxChanges",
+            rest: get("/mtaMailboxChanges"),
+            tool: None,
+            access: Sync,
+            permission: None,
+            summary: "The store's changes the mail host's IMAP has yet to take",
+            description: "The mail host's sync token only: `mailhost mailbox-sync` reads the marks of changed \
+                          threads, mail deleted for good and sent copies, oldest first, each with its messages' \
+                          state as it is now ({ok, changes: [{mark, stamp, kind, mailbox, ms, messages: \
+                          [{messageId, direction, folder, unread, gone}]}], next?}), applies them with doveadm and \
+                          acknowledges them.",
+            errors: &[MAILBOX_SYNC_INVALID],
+            io: io!(
+                mailbox_sync::changes::changes,
+                mailbox_sync::changes::ChangesQuery,
+                mailbox_sync::changes::Changes
+            ),
+        },
+        Operation {
+            id: "acknowledgeMtaMailboxChanges",
+            rest: post("/mtaMailboxChanges"),
+            tool: None,
+            access: Sync,
+            permission: None,
+            summary: "Acknowledge the store's changes the mail host applied to IMAP",
+            description: "The mail host's sync token only: {applied: [{mark, stamp}]} clears each mark still \
+                          holding that stamp; one a later change restamped is kept and served again. {ok, cleared, \
+                          kept}.",
+            errors: &[MAILBOX_SYNC_INVALID],
+            io: io!(
+                mailbox_sync::changes::acknowledge,
+                mailbox_sync::changes::AckInput,
+                mailbox_sync::changes::Acknowledged
+            ),
+        },
+        Operation {
+            id: "getMtaSentCopy",
+            rest: get("/mtaSentCopy"),
+            tool: None,
+            access: Sync,
+            permission: None,
+            summary: "The bytes of a send to save to its mailbox's IMAP Sent",
+            description: "The mail host's sync token only: the message as it was sent (mark=s#...), until the \
+                          mark is acknowledged. 404 once it is.",
+            errors: &[MAILBOX_SYNC_INVALID, NOT_FOUND],
+            io: io!(bytes mailbox_sync::sent::sent_copy, mailbox_sync::sent::SentCopyQuery),
+        },
+        Operation {
+            id: "reportMtaImapChanges",
+            rest: Some(super::Rest {
+                method: axum::http::Method::POST,
+                path: "/mtaImapChanges",
+                source: super::Source::Body,
+                max_body: submission::SUBMISSION_BODY,
+            }),
+            tool: None,
+            access: Sync,
+            permission: None,
+            summary: "What IMAP clients changed, for the store",
+            description: "The mail host's sync token only: `mailhost mailbox-sync` reports each change Dovecot's \
+                          log shows ({changes: [{seq, mailbox, messageId, seen?, place?, direction?, raw?}]}, at \
+                          most 100): the flag, the folder it is in now (inbox, archive, trash, own, junk, sent, \
+                          drafts) or gone (expunged: deleted for good), or the bytes of appended mail (filed as \
+                          appended, never as received). Each mailbox's seq only grows; a change at or below the \
+                          last one applied is not applied again. {ok, applied, ignored, unknown: [seq]}: unknown \
+                          messages are not stored yet; send them again later with new numbers.",
+            errors: &[IMAP_CHANGES_INVALID],
+            io: io!(
+                mailbox_sync::imap::report,
+                mailbox_sync::imap::ImapInput,
+                mailbox_sync::imap::ImapApplied
+            ),
         },
     ],
 };

@@ -23,6 +23,7 @@ pub mod inbox;
 pub mod lists;
 pub mod mail_store;
 pub mod mailbox;
+pub mod mailbox_sync;
 pub mod mailboxes;
 pub mod mta_export;
 pub mod onboarding;

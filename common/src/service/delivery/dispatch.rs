@@ -11,7 +11,7 @@ use crate::mail::Outgoing;
 use crate::metrics;
 use crate::service::payer::{self, Payer};
 use crate::service::sent::{SentMessage, Status};
-use crate::service::{lists, suppressions};
+use crate::service::{lists, mail_store, suppressions};
 use crate::store::{Cond, Write, item};
 
 use super::{Event, Reply, apply, first_item, return_path, simulator};
@@ -118,6 +118,7 @@ pub async fn dispatch_checked(
         simulator::play(ctx, &sent, n).await?;
     }
     if accepted == 0 {
+        mail_store::sync_marks::withdraw_sent(ctx, out.source, out.from, &sent.id).await;
         return Err(error::SEND_FAILED.caused_by("the relay refused every recipient"));
     }
     Ok(Dispatched {
@@ -180,6 +181,10 @@ async fn record(ctx: &Context, out: &Outbound<'_>) -> Result<SentMessage, ApiErr
     // The recipients become the sender's contacts (a first-contact hold
     // asks about anyone else).
     writes.extend(crate::service::contacts::contact_writes(&sent.owner, &sent.to, &at));
+    // A send from a hosted mailbox is saved to its IMAP Sent.
+    writes.extend(
+        mail_store::sync_marks::prepare_sent(ctx, out.source, out.from, out.message_id, &sent.id, out.raw).await?,
+    );
     ctx.store.transact(writes).await?;
     Ok(sent)
 }

@@ -26,6 +26,7 @@ use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, RowId, StoredMe
 
 mod attachment;
 mod boundary;
+mod delete;
 mod mark;
 mod read;
 mod report;
@@ -34,6 +35,7 @@ mod wait;
 
 pub use crate::service::boundary::{Boundary, Envelope, Provenance};
 pub use attachment::*;
+pub use delete::*;
 pub use mark::*;
 pub use read::*;
 pub use report::*;

@@ -1,5 +1,6 @@
 //! The changes to stored rows: the unread flag, and a thread's folder.
 
+use super::sync_marks::thread_mark;
 use super::{Folder, MOVE_LIMIT, RETRIES, Row, Thread, backoff, by_id, page, thread};
 use crate::context::Context;
 use crate::error::{self, ApiError};
@@ -7,8 +8,11 @@ use crate::keys;
 use crate::store::{Cond, StoreError, Update, Write, item};
 
 /// Rows that change in one transaction, with their thread's two summary
-/// writes: 4 writes per inbound row and 2 more stay under 100.
+/// writes and its sync mark: 4 writes per inbound row and 3 more stay under
+/// 100.
 const FLIPS_PER_TRANSACTION: usize = 24;
+/// The most writes of one row-moving transaction: 100, less the sync mark.
+const MOVE_WRITES: usize = 99;
 
 /// Sets the unread flag of these rows of one thread (outbound rows stay read).
 /// Each row changes at most once however many requests race: its copies and
@@ -27,7 +31,8 @@ pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool
         let Some(summary) = thread(ctx, scope, &thread_id).await? else {
             return Err(error::NOT_FOUND.into());
         };
-        let writes = unread_writes(scope, &chunk, &summary, unread);
+        let ms = ctx.clock.now().timestamp_millis();
+        let writes = unread_writes(scope, &chunk, &summary, unread, ms);
         match ctx.store.transact(writes).await {
             Ok(()) => done.extend(chunk.into_iter().map(|r| Row { unread, ..r })),
             Err(StoreError::ConditionFailed) => {
@@ -55,8 +60,8 @@ pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool
 
 /// Each row's copies flagged, conditioned on the main row's old flag, and the
 /// summary's count moved by as many, on the summary and its list copy (the
-/// chunk is of one thread).
-fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool) -> Vec<Write> {
+/// chunk is of one thread), and the thread marked for the mail host's IMAP.
+fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool, ms: i64) -> Vec<Write> {
     let delta = if unread { 1 } else { -1 } * chunk.len() as i64;
     let mut writes = Vec::new();
     for row in chunk {
@@ -85,6 +90,7 @@ fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool) -> 
         update: counts,
         cond: Some(Cond::Exists),
     });
+    writes.push(thread_mark(scope, &chunk[0].mailbox, &chunk[0].thread_id, ms));
     writes
 }
 
@@ -171,11 +177,15 @@ async fn move_rows(ctx: &Context, scope: &str, thread_id: &str, folder: Folder) 
     for row in rows.iter().filter(|r| r.folder() != folder) {
         let row_writes = move_writes(scope, row, folder);
         match chunks.last_mut() {
-            Some(chunk) if chunk.len() + row_writes.len() <= 100 => chunk.extend(row_writes),
+            Some(chunk) if chunk.len() + row_writes.len() <= MOVE_WRITES => chunk.extend(row_writes),
             _ => chunks.push(row_writes),
         }
     }
-    for writes in chunks {
+    let ms = ctx.clock.now().timestamp_millis();
+    for mut writes in chunks {
+        // Each chunk marks the thread again: the mail host reads the rows
+        // after the last of them moved.
+        writes.push(thread_mark(scope, &rows[0].mailbox, thread_id, ms));
         match ctx.store.transact(writes).await {
             Ok(()) => {}
             Err(StoreError::ConditionFailed) => return Ok(false),

@@ -25,19 +25,24 @@
 //! directions), `ids` (row and thread ids), `blobs` (the body kept on the row
 //! and the blobs beside it), `filing`, `pages` (reads by id and cursor pages),
 //! `changes` (unread flags and folder moves), `spam_moves` (a report's move
-//! into spam and back) and `purge`.
+//! into spam and back), `delete` (one message for good), `purge`, and
+//! `sync_marks` (what the mail host's IMAP side has yet to take, marked in
+//! the same transactions).
 
 mod blobs;
 mod changes;
+mod delete;
 mod filing;
 mod ids;
 mod pages;
 mod purge;
 mod shapes;
 mod spam_moves;
+pub mod sync_marks;
 
 pub use blobs::{blob_prefix, body, preview};
 pub use changes::{loaded_rows, move_thread, set_unread};
+pub use delete::{delete_row, delete_thread};
 pub use filing::{Named, NewMessage, file};
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
 pub use pages::{

@@ -1,0 +1,202 @@
+//! Marks for the mail host's IMAP side: what the store changed that Dovecot
+//! has yet to take. Each is one small item in the partition `MBSYNC`, written
+//! in the same transaction as the change it marks, keyed by what changed (a
+//! thread, a row deleted for good, a sent copy), so many changes to one thread
+//! leave one mark. A mark says only *that* something changed; the mail host
+//! reads the rows' state as they are when it asks, applies it, and clears
+//! the mark on condition its stamp is unchanged: a change made meanwhile
+//! restamps it, and it is served again. Nothing is lost between a read and
+//! a clear, and applying a state twice changes nothing.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Direction, Row, blob_prefix};
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::keys;
+use crate::store::{Cond, Key, Query, StoreError, TTL, Write, item};
+
+/// How long a mark waits for a mail host to take it (none attached: the
+/// local server alone, or a host gone for good).
+pub const MARK_DAYS: i64 = 30;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkKind {
+    /// A thread's rows changed (read flags, folders): their state as it is.
+    Thread,
+    /// A row deleted for good: its Message-ID and direction say which copy.
+    Gone,
+    /// A message sent from a hosted mailbox: its bytes go to IMAP's Sent.
+    Sent,
+}
+
+/// One mark, as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mark {
+    pub kind: MarkKind,
+    pub mailbox: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
+    /// A sent copy's bytes: this blob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Random per write: a clear holds only while it is unchanged.
+    pub stamp: String,
+    /// When the change was made (epoch ms): the sync's latency counts from it.
+    pub ms: i64,
+}
+
+fn stamp() -> String {
+    hex::encode(rand::random::<[u8; 8]>())
+}
+
+fn put(sk: String, mark: &Mark) -> Write {
+    let key = Key::new(keys::mailbox_sync_marks(), sk);
+    let mut stored = item(&key, mark);
+    stored.insert(TTL.into(), (mark.ms / 1000 + MARK_DAYS * 86_400).into());
+    Write::Put {
+        item: stored,
+        cond: None,
+    }
+}
+
+/// The mark of a thread whose rows changed.
+pub fn thread_mark(scope: &str, mailbox: &str, thread_id: &str, ms: i64) -> Write {
+    put(
+        format!("t#{scope}#{thread_id}"),
+        &Mark {
+            kind: MarkKind::Thread,
+            mailbox: mailbox.to_string(),
+            scope: Some(scope.to_string()),
+            thread_id: Some(thread_id.to_string()),
+            message_id: None,
+            direction: None,
+            blob: None,
+            stamp: stamp(),
+            ms,
+        },
+    )
+}
+
+/// The mark of a row deleted for good.
+pub fn gone_mark(scope: &str, row: &Row, ms: i64) -> Write {
+    put(
+        format!("d#{scope}#{}", row.id),
+        &Mark {
+            kind: MarkKind::Gone,
+            mailbox: row.mailbox.clone(),
+            scope: Some(scope.to_string()),
+            thread_id: Some(row.thread_id.clone()),
+            message_id: Some(row.message_id.clone()),
+            direction: Some(row.direction),
+            blob: None,
+            stamp: stamp(),
+            ms,
+        },
+    )
+}
+
+/// The mark of a message sent from a hosted mailbox, its bytes in `blob`.
+pub fn sent_mark(mailbox: &str, message_id: &str, delivery: &str, blob: &str, ms: i64) -> Write {
+    put(
+        format!("s#{delivery}"),
+        &Mark {
+            kind: MarkKind::Sent,
+            mailbox: mailbox.to_string(),
+            scope: None,
+            thread_id: None,
+            message_id: Some(message_id.to_string()),
+            direction: Some(Direction::Outbound),
+            blob: Some(blob.to_string()),
+            stamp: stamp(),
+            ms,
+        },
+    )
+}
+
+/// The oldest marks first (by kind, then key), at most `limit`, after the
+/// sort key `after` (a page of the last answer).
+pub async fn marks(ctx: &Context, after: Option<&str>, limit: usize) -> Result<Vec<(String, Mark)>, ApiError> {
+    let mut query = Query::partition(keys::mailbox_sync_marks()).limit(limit);
+    if let Some(after) = after {
+        query = query.between(format!("{after}\u{0}"), "~");
+    }
+    let page = ctx.store.query_raw(&query).await?;
+    page.items
+        .into_iter()
+        .map(|i| Ok((i.sk.clone(), i.record::<Mark>()?)))
+        .collect()
+}
+
+/// Clears a mark the mail host applied, on condition it is the one it read:
+/// `Ok(false)` when a change restamped it meanwhile (it is served again).
+pub async fn clear(ctx: &Context, sk: &str, stamp: &str) -> Result<bool, ApiError> {
+    let key = Key::new(keys::mailbox_sync_marks(), sk);
+    match ctx.store.delete(&key, Some(Cond::eq("stamp", stamp))).await {
+        Ok(_) => Ok(true),
+        Err(StoreError::ConditionFailed) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A mark as stored, by its sort key.
+pub async fn mark(ctx: &Context, sk: &str) -> Result<Option<Mark>, ApiError> {
+    Ok(crate::store::StoreExt::read(&*ctx.store, &Key::new(keys::mailbox_sync_marks(), sk)).await?)
+}
+
+// ------------------------------------------------- sent copies
+
+/// The blob that holds a send's bytes until the mail host saved them.
+fn blob_key(from: &str, delivery: &str) -> String {
+    format!("{}sent-copies/{delivery}.eml", blob_prefix(from))
+}
+
+/// Whether a send keeps a copy for IMAP: sent through the API (`source`
+/// `api`), from a mailbox of a customer's domain (the service domain's
+/// senders are the service's own: access codes, the agent key).
+pub fn keeps_copy(ctx: &Context, source: &str, from: &str) -> bool {
+    let domain = crate::values::email_domain(from);
+    source == "api" && !domain.is_empty() && !domain.eq_ignore_ascii_case(ctx.config.service_domain.as_str())
+}
+
+/// Stores a send's bytes and gives the mark to write with its delivery
+/// record (none when it keeps no copy).
+pub async fn prepare_sent(
+    ctx: &Context,
+    source: &str,
+    from: &str,
+    message_id: &str,
+    delivery: &str,
+    raw: &[u8],
+) -> Result<Option<Write>, ApiError> {
+    if !keeps_copy(ctx, source, from) {
+        return Ok(None);
+    }
+    let blob = blob_key(from, delivery);
+    ctx.blobs
+        .put(&blob, raw.to_vec(), "message/rfc822")
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let ms = ctx.clock.now().timestamp_millis();
+    Ok(Some(sent_mark(from, message_id, delivery, &blob, ms)))
+}
+
+/// A send the relay refused whole went nowhere: no Sent copy.
+pub async fn withdraw_sent(ctx: &Context, source: &str, from: &str, delivery: &str) {
+    if !keeps_copy(ctx, source, from) {
+        return;
+    }
+    let key = Key::new(crate::keys::mailbox_sync_marks(), format!("s#{delivery}"));
+    if let Err(e) = ctx.store.delete(&key, None).await {
+        tracing::warn!(error = %e, delivery, "a refused send's Sent mark was not withdrawn");
+    }
+    let _ = ctx.blobs.delete(&blob_key(from, delivery)).await;
+}

@@ -1,0 +1,784 @@
+//! `mailhost mailbox-sync`: one mailbox through every door. The agent on the
+//! mail host, beside `mta-sync`, that keeps Dovecot (IMAP) and the service's
+//! store (REST, MCP, the web app) one state, with the sync token. Each round:
+//!
+//! 1. IMAP to the store: reads what IMAP clients did from Dovecot's log
+//!    (`mail_log`: flags, copies and moves, expunges, appends; [`log`]) from
+//!    where it stopped, turns each into the state it left (a moved or
+//!    expunged message is looked up: in another folder, or gone), numbers
+//!    them, and reports them (`POST /mtaImapChanges`). The log position and
+//!    the numbers are saved only once the service took them; sent again, the
+//!    service skips what it applied (the numbers only grow).
+//! 2. The store to IMAP: reads the store's changes (`GET
+//!    /mtaMailboxChanges`: threads whose flags or folders changed, mail
+//!    deleted for good, sent copies), applies each message's state with
+//!    `doveadm` ([`dovecot`]), and acknowledges what it applied. A change
+//!    made meanwhile keeps its mark and comes again; applying a state twice
+//!    changes nothing.
+//!
+//! IMAP first, so a person's change reaches the store before the store's
+//! state is written back over it. Nothing is rescanned on a timer: the log
+//! and the marks say what changed.
+
+pub mod dovecot;
+pub mod log;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use dovecot::{ARCHIVE, Copy, DRAFTS, Doveadm, INBOX, JUNK, SENT, TRASH};
+use log::{Kind, Logged, Position};
+
+/// `mailhost mailbox-sync`'s settings, as flags with `MAILHOST_*` twins.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Settings {
+    /// The service's base URL (its routes at the root or under /api).
+    #[arg(long, env = "MAILHOST_URL")]
+    pub url: String,
+    /// The mail host's sync token.
+    #[arg(long, env = "MAILHOST_SYNC_TOKEN", hide_env_values = true)]
+    pub sync_token: String,
+    /// Dovecot's log, where `mail_log` writes IMAP sessions' changes (its
+    /// `log_path`, or syslog's mail log).
+    #[arg(long, env = "MAILHOST_DOVECOT_LOG", default_value = "/var/log/dovecot.log")]
+    pub dovecot_log: PathBuf,
+    /// The doveadm command, split on spaces (`doveadm -c <conf>` for a
+    /// private instance).
+    #[arg(long, env = "MAILHOST_DOVEADM", default_value = "doveadm")]
+    pub doveadm: String,
+    /// Where the agent keeps its place between runs (the log position, the
+    /// last change number, changes waiting for their message).
+    #[arg(
+        long,
+        env = "MAILHOST_MAILBOX_SYNC_STATE",
+        default_value = "/var/lib/mailhost/mailbox-sync.json"
+    )]
+    pub state: PathBuf,
+    /// Milliseconds between rounds.
+    #[arg(long, env = "MAILHOST_MAILBOX_SYNC_INTERVAL_MS", default_value_t = 250)]
+    pub interval_ms: u64,
+    /// One round, then exit (non-zero when it failed): for cron and tests.
+    #[arg(long)]
+    pub once: bool,
+}
+
+/// Changes one request reports at most (the service's limit).
+const CHANGES_PER_REQUEST: usize = 100;
+/// Log bytes read, reported and saved as done at a time: a round cut short
+/// (the service or Dovecot down, the agent killed) reports again at most
+/// this much (a few hundred changes), not the whole backlog.
+const READ_BUDGET: u64 = 64 << 10;
+/// Appended bytes (base64) one request carries beside other changes; a
+/// larger message goes alone.
+const RAW_PER_REQUEST: usize = 1 << 20;
+/// The largest appended message sent to the service (its submission
+/// limit); a larger one stays in IMAP alone.
+const APPENDED_LIMIT: usize = 4 * 1024 * 1024;
+/// How long a change about a message the store does not hold yet is tried
+/// again (the pipe's copy is filed within seconds).
+const RETRY_FOR_MS: i64 = 10 * 60 * 1000;
+/// Store changes read per round at most.
+const MARKS_PER_ROUND: usize = 2000;
+
+/// One change as reported to the service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Change {
+    pub seq: i64,
+    pub mailbox: String,
+    pub message_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seen: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+}
+
+/// A change the service did not know the message of yet.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Waiting {
+    change: Change,
+    since_ms: i64,
+}
+
+/// The agent's place, saved after each step the service took.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    #[serde(default)]
+    pub position: Position,
+    /// The last number given to a change.
+    #[serde(default)]
+    pub seq: i64,
+    #[serde(default)]
+    waiting: Vec<Waiting>,
+}
+
+impl State {
+    /// The saved state, or a new one whose numbers start above any an
+    /// earlier state (lost) may have given: at the time in microseconds.
+    pub fn load(path: &Path) -> anyhow::Result<State> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).with_context(|| format!("reading {}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State {
+                seq: now_ms() * 1000,
+                ..State::default()
+            }),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let staged = path.with_extension("new");
+        std::fs::write(&staged, serde_json::to_vec(self)?).with_context(|| format!("writing {}", staged.display()))?;
+        std::fs::rename(&staged, path).with_context(|| format!("installing {}", path.display()))
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What one round did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Round {
+    /// IMAP changes reported, applied by the service, waiting for their message.
+    pub reported: usize,
+    pub applied: u64,
+    pub waiting: usize,
+    /// Store changes applied to IMAP and acknowledged.
+    pub pulled: usize,
+    pub cleared: u64,
+}
+
+/// Runs until stopped (or once).
+pub async fn run(settings: Settings) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build()?;
+    let agent = Agent::new(client, settings.clone());
+    println!("mailbox-sync: running, reading {}", settings.dovecot_log.display());
+    loop {
+        let started = Instant::now();
+        let round = agent.round().await;
+        match &round {
+            Ok(r) if *r != Round::default() => println!(
+                "mailbox-sync: {} IMAP changes reported ({} applied, {} waiting for their message); {} store changes applied to IMAP ({} cleared) in {} ms",
+                r.reported,
+                r.applied,
+                r.waiting,
+                r.pulled,
+                r.cleared,
+                started.elapsed().as_millis()
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!("mailbox-sync: round failed, nothing lost (tried again): {e:#}"),
+        }
+        if settings.once {
+            return round.map(drop);
+        }
+        tokio::time::sleep(Duration::from_millis(settings.interval_ms.max(10))).await;
+    }
+}
+
+pub struct Agent {
+    client: reqwest::Client,
+    doveadm: Doveadm,
+    settings: Settings,
+    /// Messages whose IMAP state the agent set, looked at again a moment
+    /// later (see [`RECHECK_AFTER_MS`]).
+    rechecks: std::sync::Mutex<BTreeMap<(String, String), Recheck>>,
+}
+
+/// An IMAP session that had not yet seen the agent's change and then
+/// stores the flag it believes it lacks changes the message with no line in
+/// Dovecot's log (its own view did not change). So a message the agent set
+/// is looked at again this long after: a flag or folder other than the one
+/// set was a person's change, and is reported like a logged one.
+const RECHECK_AFTER_MS: i64 = 3000;
+
+/// What the agent set on a message.
+#[derive(Debug, Clone)]
+struct Recheck {
+    due_ms: i64,
+    seen: bool,
+    folder: &'static str,
+}
+
+impl Agent {
+    pub fn new(client: reqwest::Client, settings: Settings) -> Agent {
+        Agent {
+            client,
+            doveadm: Doveadm::new(&settings.doveadm),
+            settings,
+            rechecks: std::sync::Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.settings.url.trim_end_matches('/'))
+    }
+
+    /// One round: IMAP to the store, then the store to IMAP. The second
+    /// runs even when the first failed (the service away for one route).
+    pub async fn round(&self) -> anyhow::Result<Round> {
+        let mut round = Round::default();
+        let up = self.imap_to_store(&mut round).await;
+        let down = self.store_to_imap(&mut round).await;
+        up?;
+        down?;
+        Ok(round)
+    }
+
+    // ------------------------------------------------- IMAP to the store
+
+    async fn imap_to_store(&self, round: &mut Round) -> anyhow::Result<()> {
+        let path = &self.settings.state;
+        let mut state = State::load(path)?;
+        // Changes still waiting for their message, numbered anew.
+        if !state.waiting.is_empty() {
+            let now = now_ms();
+            let mut waiting = std::mem::take(&mut state.waiting);
+            waiting.retain(|w| now - w.since_ms < RETRY_FOR_MS);
+            let mut changes: Vec<Change> = Vec::new();
+            for w in &waiting {
+                state.seq += 1;
+                changes.push(Change {
+                    seq: state.seq,
+                    ..w.change.clone()
+                });
+            }
+            let since: BTreeMap<i64, i64> = changes.iter().zip(&waiting).map(|(c, w)| (c.seq, w.since_ms)).collect();
+            let unknown = self.report(&changes, round).await?;
+            state.waiting = changes
+                .into_iter()
+                .filter(|c| unknown.contains(&c.seq))
+                .map(|c| Waiting {
+                    since_ms: since[&c.seq],
+                    change: c,
+                })
+                .collect();
+            state.save(path)?;
+        }
+        let mut rechecked = self.rechecked()?;
+        loop {
+            let read = log::read_new(&self.settings.dovecot_log, state.position, READ_BUDGET)?;
+            let mut changes = self.changes_of(&read.changes)?;
+            changes.append(&mut rechecked);
+            for change in &mut changes {
+                state.seq += 1;
+                change.seq = state.seq;
+            }
+            let unknown = self.report(&changes, round).await?;
+            let now = now_ms();
+            state.waiting.extend(
+                changes
+                    .into_iter()
+                    .filter(|c| unknown.contains(&c.seq))
+                    .map(|change| Waiting { change, since_ms: now }),
+            );
+            state.position = read.position;
+            state.save(path)?;
+            if !read.more {
+                break;
+            }
+        }
+        round.waiting = state.waiting.len();
+        Ok(())
+    }
+
+    /// The messages due a second look whose IMAP state is not what the
+    /// agent set: a person's change Dovecot did not log, as changes.
+    fn rechecked(&self) -> anyhow::Result<Vec<Change>> {
+        let now = now_ms();
+        let due: Vec<((String, String), Recheck)> = {
+            let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+            let keys: Vec<(String, String)> = rechecks
+                .iter()
+                .filter(|(_, r)| r.due_ms <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.into_iter()
+                .filter_map(|k| rechecks.remove(&k).map(|r| (k, r)))
+                .collect()
+        };
+        let mut by_user: BTreeMap<&str, Vec<(&str, &Recheck)>> = BTreeMap::new();
+        for ((user, message_id), recheck) in &due {
+            by_user.entry(user).or_default().push((message_id, recheck));
+        }
+        let mut changes = Vec::new();
+        for (user, wanted) in by_user {
+            let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
+            let copies = self.doveadm.copies(user, &ids)?;
+            for (message_id, set) in wanted {
+                let Some(copy) = copies
+                    .iter()
+                    .find(|c| c.message_id == message_id && !app_own(place_of(&c.folder)))
+                else {
+                    continue;
+                };
+                let moved = copy.folder != set.folder
+                    && !(set.folder == ARCHIVE && matches!(place_of(&copy.folder), "own" | "junk"));
+                if copy.seen != set.seen || moved {
+                    changes.push(Change {
+                        seq: 0,
+                        mailbox: user.to_string(),
+                        message_id: message_id.to_string(),
+                        seen: Some(copy.seen),
+                        place: moved.then(|| place_of(&copy.folder).to_string()),
+                        direction: None,
+                        raw: None,
+                    });
+                }
+            }
+        }
+        Ok(changes)
+    }
+
+    /// The state each logged change left. Sent and Drafts are the app's own
+    /// (its submission was filed by the service already).
+    fn changes_of(&self, logged: &[Logged]) -> anyhow::Result<Vec<Change>> {
+        // Where each expunged message is now: looked up once per user.
+        let mut expunged: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        // (Dovecot logs each expunge after the copy that moved it.)
+        for l in logged.iter().filter(|l| l.kind == Kind::Expunge) {
+            expunged.entry(&l.user).or_default().push(&l.message_id);
+        }
+        let mut now_in: BTreeMap<&str, Vec<Copy>> = BTreeMap::new();
+        for (user, ids) in &expunged {
+            now_in.insert(user, self.doveadm.copies(user, ids)?);
+        }
+        let mut changes = Vec::new();
+        for l in logged {
+            let place = place_of(&l.folder);
+            let change = |seen: Option<bool>, place: Option<&str>, direction: Option<&str>| Change {
+                seq: 0,
+                mailbox: l.user.clone(),
+                message_id: l.message_id.clone(),
+                seen,
+                place: place.map(str::to_string),
+                direction: direction.map(str::to_string),
+                raw: None,
+            };
+            match l.kind {
+                Kind::FlagChange if !app_own(place) => changes.push(change(Some(l.seen), None, None)),
+                Kind::Copy if !app_own(place) => changes.push(change(None, Some(place), None)),
+                Kind::Save if !app_own(place) => {
+                    // Appended mail: its bytes, for a message the store
+                    // does not hold (it files it as appended).
+                    let raw = match self.appended_text(l)? {
+                        Some(raw) if raw.len() <= APPENDED_LIMIT => {
+                            Some(base64::engine::general_purpose::STANDARD.encode(raw))
+                        }
+                        Some(raw) => {
+                            eprintln!(
+                                "mailbox-sync: appended mail of {} bytes in {}'s {} stays in IMAP alone",
+                                raw.len(),
+                                l.user,
+                                l.folder
+                            );
+                            None
+                        }
+                        // Expunged already: its later lines say so.
+                        None => None,
+                    };
+                    changes.push(Change {
+                        raw,
+                        ..change(Some(l.seen), Some(place), None)
+                    });
+                }
+                Kind::Expunge => {
+                    let copies: Vec<&Copy> = now_in
+                        .get(l.user.as_str())
+                        .into_iter()
+                        .flatten()
+                        .filter(|c| dovecot::same_message_id(&l.message_id, &c.message_id))
+                        .collect();
+                    let elsewhere = copies.iter().any(|c| !app_own(place_of(&c.folder)));
+                    let in_sent = copies.iter().any(|c| c.folder == SENT);
+                    match place {
+                        // A sent copy deleted: the sent row goes.
+                        "sent" if !in_sent => changes.push(change(None, Some("gone"), Some("outbound"))),
+                        "sent" | "drafts" => {}
+                        // A move's second half: where it went says enough.
+                        _ if elsewhere => {}
+                        _ => changes.push(change(None, Some("gone"), Some("inbound"))),
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(changes)
+    }
+
+    /// The bytes of mail a client appended, wherever it is now: at its
+    /// folder and UID, or, moved on already (the app appended, then moved it
+    /// before this round), found by its Message-ID in the folders the store
+    /// mirrors. `None` once it is gone. An error is Dovecot's (down,
+    /// restarting): the round fails and reads these lines again, since
+    /// reporting the append without its bytes would leave the message in
+    /// IMAP alone.
+    fn appended_text(&self, l: &Logged) -> anyhow::Result<Option<Vec<u8>>> {
+        if let Ok(raw) = self.doveadm.text(&l.user, &l.folder, l.uid)
+            && !raw.is_empty()
+        {
+            return Ok(Some(raw));
+        }
+        if l.message_id.is_empty() {
+            return Ok(None);
+        }
+        for copy in self.doveadm.copies(&l.user, &[&l.message_id])? {
+            if app_own(place_of(&copy.folder)) {
+                continue;
+            }
+            let raw = self.doveadm.text(&l.user, &copy.folder, copy.uid)?;
+            if !raw.is_empty() {
+                return Ok(Some(raw));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reports changes; the numbers of those about messages the store does
+    /// not hold yet.
+    async fn report(&self, changes: &[Change], round: &mut Round) -> anyhow::Result<Vec<i64>> {
+        let mut unknown = Vec::new();
+        let mut batch: Vec<&Change> = Vec::new();
+        let mut batches = Vec::new();
+        let mut raw_bytes = 0;
+        for change in changes {
+            // Appended bytes share a request up to RAW_PER_REQUEST (the
+            // service files a request's messages side by side).
+            let raw = change.raw.as_ref().map_or(0, String::len);
+            if (batch.len() == CHANGES_PER_REQUEST || raw_bytes + raw > RAW_PER_REQUEST) && !batch.is_empty() {
+                batches.push(std::mem::take(&mut batch));
+                raw_bytes = 0;
+            }
+            batch.push(change);
+            raw_bytes += raw;
+        }
+        if !batch.is_empty() {
+            batches.push(batch);
+        }
+        for batch in batches {
+            let answer: Value = self
+                .client
+                .post(self.url("/mtaImapChanges"))
+                .bearer_auth(&self.settings.sync_token)
+                .json(&json!({ "changes": batch }))
+                .send()
+                .await
+                .context("reporting IMAP changes")?
+                .error_for_status()
+                .context("reporting IMAP changes")?
+                .json()
+                .await
+                .context("reading the answer to IMAP changes")?;
+            round.reported += batch.len();
+            round.applied += answer["applied"].as_u64().unwrap_or(0);
+            unknown.extend(
+                answer["unknown"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_i64),
+            );
+        }
+        Ok(unknown)
+    }
+
+    // ------------------------------------------------- the store to IMAP
+
+    async fn store_to_imap(&self, round: &mut Round) -> anyhow::Result<()> {
+        let mut after: Option<String> = None;
+        let mut read = 0;
+        loop {
+            let mut url = self.url("/mtaMailboxChanges?limit=200");
+            if let Some(after) = &after {
+                url.push_str(&format!("&after={}", encoded(after)));
+            }
+            let page: Value = self
+                .client
+                .get(url)
+                .bearer_auth(&self.settings.sync_token)
+                .send()
+                .await
+                .context("reading the store's changes")?
+                .error_for_status()
+                .context("reading the store's changes")?
+                .json()
+                .await
+                .context("reading the store's changes")?;
+            let changes = page["changes"].as_array().cloned().unwrap_or_default();
+            read += changes.len();
+            let mut by_user: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+            for change in changes {
+                let user = change["mailbox"].as_str().unwrap_or_default().to_ascii_lowercase();
+                by_user.entry(user).or_default().push(change);
+            }
+            let mut applied = Vec::new();
+            for (user, changes) in by_user {
+                match self.apply(&user, &changes).await {
+                    Ok(()) => applied.extend(changes.iter().map(|c| json!({"mark": c["mark"], "stamp": c["stamp"]}))),
+                    // That user's marks stay; the others go on.
+                    Err(e) => eprintln!("mailbox-sync: {user}: not applied, tried again: {e:#}"),
+                }
+            }
+            round.pulled += applied.len();
+            for chunk in applied.chunks(200) {
+                let answer: Value = self
+                    .client
+                    .post(self.url("/mtaMailboxChanges"))
+                    .bearer_auth(&self.settings.sync_token)
+                    .json(&json!({ "applied": chunk }))
+                    .send()
+                    .await
+                    .context("acknowledging the store's changes")?
+                    .error_for_status()
+                    .context("acknowledging the store's changes")?
+                    .json()
+                    .await
+                    .unwrap_or_default();
+                round.cleared += answer["cleared"].as_u64().unwrap_or(0);
+            }
+            match page["next"].as_str() {
+                Some(next) if read < MARKS_PER_ROUND => after = Some(next.to_string()),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Makes one user's IMAP folders say what the store says.
+    async fn apply(&self, user: &str, changes: &[Value]) -> anyhow::Result<()> {
+        let states: Vec<&Value> = changes
+            .iter()
+            .filter(|c| c["kind"] != "sent")
+            .flat_map(|c| c["messages"].as_array().into_iter().flatten())
+            .collect();
+        let sent: Vec<&Value> = changes.iter().filter(|c| c["kind"] == "sent").collect();
+        let mut ids: Vec<&str> = states
+            .iter()
+            .copied()
+            .chain(sent.iter().flat_map(|c| c["messages"].as_array().into_iter().flatten()))
+            .filter_map(|m| m["messageId"].as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let copies = self.doveadm.copies(user, &ids)?;
+        let plan = plan(&states, &copies);
+        {
+            let due_ms = now_ms() + RECHECK_AFTER_MS;
+            let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+            for state in states.iter().filter(|s| s["direction"] == "inbound") {
+                let Some(message_id) = state["messageId"].as_str() else {
+                    continue;
+                };
+                let key = (user.to_string(), message_id.to_string());
+                if state["gone"] == true {
+                    rechecks.remove(&key);
+                    continue;
+                }
+                let recheck = Recheck {
+                    due_ms,
+                    seen: state["unread"] != true,
+                    folder: folder_of(state["folder"].as_str().unwrap_or("inbox")),
+                };
+                rechecks.insert(key, recheck);
+            }
+        }
+        for ((folder, seen), uids) in &plan.flags {
+            self.doveadm.set_seen(user, folder, uids, *seen)?;
+        }
+        for ((from, to), uids) in &plan.moves {
+            self.doveadm.move_to(user, from, uids, to)?;
+        }
+        for (folder, uids) in &plan.expunges {
+            self.doveadm.expunge(user, folder, uids)?;
+        }
+        for change in sent {
+            let message_id = change["messages"][0]["messageId"].as_str().unwrap_or_default();
+            if copies.iter().any(|c| c.folder == SENT && c.message_id == message_id) {
+                continue;
+            }
+            let answer = self
+                .client
+                .get(self.url(&format!(
+                    "/mtaSentCopy?mark={}",
+                    encoded(change["mark"].as_str().unwrap_or_default())
+                )))
+                .bearer_auth(&self.settings.sync_token)
+                .send()
+                .await
+                .context("fetching a sent copy")?;
+            if answer.status() == reqwest::StatusCode::NOT_FOUND {
+                continue;
+            }
+            let raw = answer
+                .error_for_status()
+                .context("fetching a sent copy")?
+                .bytes()
+                .await?;
+            self.doveadm.save(user, SENT, &raw, message_id)?;
+        }
+        Ok(())
+    }
+}
+
+/// A query string's value, percent-encoded.
+fn encoded(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The place the service knows a folder as.
+fn place_of(folder: &str) -> &'static str {
+    match folder {
+        f if f.eq_ignore_ascii_case(INBOX) => "inbox",
+        ARCHIVE => "archive",
+        TRASH => "trash",
+        SENT => "sent",
+        DRAFTS => "drafts",
+        JUNK => "junk",
+        _ => "own",
+    }
+}
+
+/// Sent and Drafts: the app's own folders, which move no stored row.
+fn app_own(place: &str) -> bool {
+    matches!(place, "sent" | "drafts")
+}
+
+/// The folder a store folder is.
+fn folder_of(folder: &str) -> &'static str {
+    match folder {
+        "archive" => ARCHIVE,
+        "trash" => TRASH,
+        _ => INBOX,
+    }
+}
+
+/// What `doveadm` must do for one user.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// (folder, seen) -> UIDs.
+    pub flags: BTreeMap<(String, bool), Vec<u32>>,
+    /// (from, to) -> UIDs.
+    pub moves: BTreeMap<(String, String), Vec<u32>>,
+    pub expunges: BTreeMap<String, Vec<u32>>,
+}
+
+/// The plan that makes IMAP's copies match the store's states: an inbound
+/// message's copies (in any folder but Sent and Drafts) take its read flag
+/// and move to its folder, except that a folder of the person's own (and
+/// Junk) counts as archived and stays; a message gone goes from every folder
+/// but the app's own (a sent one from Sent).
+pub fn plan(states: &[&Value], copies: &[Copy]) -> Plan {
+    let mut plan = Plan::default();
+    for state in states {
+        let Some(message_id) = state["messageId"].as_str() else {
+            continue;
+        };
+        let outbound = state["direction"] == "outbound";
+        let mine = copies.iter().filter(|c| c.message_id == message_id);
+        if state["gone"] == true {
+            for copy in mine.filter(|c| app_own(place_of(&c.folder)) == outbound && (!outbound || c.folder == SENT)) {
+                plan.expunges.entry(copy.folder.clone()).or_default().push(copy.uid);
+            }
+            continue;
+        }
+        if outbound {
+            continue;
+        }
+        let unread = state["unread"] == true;
+        let target = folder_of(state["folder"].as_str().unwrap_or("inbox"));
+        for copy in mine.filter(|c| !app_own(place_of(&c.folder))) {
+            if copy.seen == unread {
+                plan.flags
+                    .entry((copy.folder.clone(), !unread))
+                    .or_default()
+                    .push(copy.uid);
+            }
+            let kept_as_archived = target == ARCHIVE && matches!(place_of(&copy.folder), "own" | "junk");
+            if copy.folder != target && !kept_as_archived {
+                plan.moves
+                    .entry((copy.folder.clone(), target.to_string()))
+                    .or_default()
+                    .push(copy.uid);
+            }
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(folder: &str, uid: u32, seen: bool, id: &str) -> Copy {
+        Copy {
+            folder: folder.into(),
+            uid,
+            seen,
+            message_id: id.into(),
+        }
+    }
+
+    #[test]
+    fn the_store_state_becomes_flags_moves_and_expunges() {
+        let states = [
+            json!({"messageId": "<a@x>", "direction": "inbound", "folder": "archive", "unread": false, "gone": false}),
+            json!({"messageId": "<b@x>", "direction": "inbound", "folder": "archive", "unread": true, "gone": false}),
+            json!({"messageId": "<c@x>", "direction": "inbound", "folder": "inbox", "unread": false, "gone": true}),
+            json!({"messageId": "<d@x>", "direction": "outbound", "unread": false, "gone": true}),
+            json!({"messageId": "<e@x>", "direction": "inbound", "folder": "trash", "unread": false, "gone": false}),
+        ];
+        let copies = [
+            copy("INBOX", 1, false, "<a@x>"),
+            // A folder of the person's own counts as archived: it stays.
+            copy("Receipts", 4, true, "<b@x>"),
+            copy("Trash", 9, true, "<c@x>"),
+            copy("Sent", 2, true, "<d@x>"),
+            copy("Sent", 3, true, "<c@x>"),
+            copy("Reçus", 5, true, "<e@x>"),
+        ];
+        let states: Vec<&Value> = states.iter().collect();
+        let plan = plan(&states, &copies);
+        assert_eq!(plan.flags[&("INBOX".to_string(), true)], [1]);
+        assert_eq!(plan.flags[&("Receipts".to_string(), false)], [4]);
+        assert_eq!(plan.moves[&("INBOX".to_string(), "Archive".to_string())], [1]);
+        assert_eq!(plan.moves[&("Reçus".to_string(), "Trash".to_string())], [5]);
+        assert_eq!(plan.moves.len(), 2);
+        assert_eq!(plan.expunges["Trash"], [9]);
+        assert_eq!(
+            plan.expunges["Sent"],
+            [2],
+            "an inbound message's namesake in Sent stays"
+        );
+    }
+
+    #[test]
+    fn a_state_already_there_plans_nothing() {
+        let state =
+            json!({"messageId": "<a@x>", "direction": "inbound", "folder": "inbox", "unread": true, "gone": false});
+        let plan = plan(&[&state], &[copy("INBOX", 1, false, "<a@x>")]);
+        assert_eq!(plan, Plan::default());
+    }
+}

@@ -1,0 +1,469 @@
+//! The mailbox sync under its faults (issue 42): the agent killed mid-run,
+//! Dovecot restarted, the service answering 503 for a while; and a backlog
+//! after the sync was down, in step within a minute. The invariants at the
+//! end: nothing lost, nothing doubled, flags and folders equal on both
+//! sides.
+
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::mail_host::{MailHost, Rig, rig_on};
+use crate::mailbox_sync::{Imap, eventually, listed, receive, within};
+use crate::support::{Auth, Backend, SYNC_TOKEN};
+
+/// The service behind a switch: forwarded, or 503 for every request.
+struct Switch {
+    url: String,
+    down: Arc<AtomicBool>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl Switch {
+    async fn start(target: String) -> Switch {
+        let down = Arc::new(AtomicBool::new(false));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let client = reqwest::Client::new();
+        let is_down = down.clone();
+        let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+            let (client, target, is_down) = (client.clone(), target.clone(), is_down.clone());
+            async move {
+                use axum::response::IntoResponse;
+                if is_down.load(Ordering::SeqCst) {
+                    return (
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        [("content-type", "application/json")],
+                        r#"{"ok":false,"error":"Service temporarily unavailable"}"#,
+                    )
+                        .into_response();
+                }
+                let method = request.method().clone();
+                let path = request
+                    .uri()
+                    .path_and_query()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default();
+                let headers = request.headers().clone();
+                let body = axum::body::to_bytes(request.into_body(), 64 << 20).await.unwrap();
+                let mut forwarded = client.request(method, format!("{target}{path}")).body(body.to_vec());
+                for name in ["authorization", "content-type"] {
+                    if let Some(value) = headers.get(name) {
+                        forwarded = forwarded.header(name, value.clone());
+                    }
+                }
+                match forwarded.send().await {
+                    Ok(answer) => {
+                        let status = answer.status();
+                        let kind = answer
+                            .headers()
+                            .get("content-type")
+                            .cloned()
+                            .unwrap_or(axum::http::HeaderValue::from_static("application/octet-stream"));
+                        let bytes = answer.bytes().await.unwrap_or_default();
+                        (status, [("content-type", kind)], bytes.to_vec()).into_response()
+                    }
+                    Err(_) => axum::http::StatusCode::BAD_GATEWAY.into_response(),
+                }
+            }
+        });
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Switch { url, down, server }
+    }
+
+    fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+    }
+}
+
+/// A `mailhost mailbox-sync` of the test's own, against `url`, with the
+/// mail host's state file (so it goes on where the last one stopped).
+struct Agent(Child);
+
+impl Agent {
+    fn start(host: &MailHost, url: &str) -> Agent {
+        let dir = &host.dir;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("test-agent.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_mailhost"))
+            .args(["mailbox-sync", "--url", url, "--interval-ms", "100"])
+            .arg("--dovecot-log")
+            .arg(dir.join("state/dovecot.log"))
+            .arg("--doveadm")
+            .arg(format!("doveadm -c {}", dir.join("dovecot.conf").display()))
+            .arg("--state")
+            .arg(dir.join("state/mailbox-sync.json"))
+            .env("MAILHOST_SYNC_TOKEN", SYNC_TOKEN)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        Agent(child)
+    }
+
+    /// SIGKILL: no chance to finish or save anything.
+    fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn script(dir: &std::path::Path, command: &str) {
+    let out = Command::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mail-host"))
+        .args([command, dir.to_str().unwrap()])
+        .env("MAILHOST_BIN", env!("CARGO_BIN_EXE_mailhost"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{command}: {out:?}");
+}
+
+fn restart_dovecot(dir: &std::path::Path) {
+    let conf = dir.join("dovecot.conf");
+    let _ = Command::new("doveadm")
+        .arg("-c")
+        .arg(&conf)
+        .arg("stop")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    for _ in 0..50 {
+        // No pipes: the daemon would hold them open, and a wait for its
+        // output would never end.
+        let started = Command::new("dovecot")
+            .arg("-c")
+            .arg(&conf)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        if started.success() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("dovecot did not start again");
+}
+
+/// Every message of the mailbox on both sides: API rows (Message-ID ->
+/// (read, folder)) and IMAP copies in INBOX, Archive and Trash.
+async fn sides(rig: &Rig, imap: &Imap) -> (Vec<(String, bool, String)>, Vec<(String, bool, String)>) {
+    let mut api: Vec<(String, bool, String)> = crate::mail_host::all_rows(&rig.app, &rig.key)
+        .await
+        .iter()
+        .map(|r| {
+            (
+                r["messageId"].as_str().unwrap().to_string(),
+                r["unread"] == false,
+                r["folder"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut in_imap = Vec::new();
+    for (folder, name) in [("INBOX", "inbox"), ("Archive", "archive"), ("Trash", "trash")] {
+        for copy in imap.messages(folder).await {
+            let seen = copy["flags"].as_array().unwrap().iter().any(|f| f == "\\Seen");
+            in_imap.push((
+                copy["messageId"].as_str().unwrap_or_default().to_string(),
+                seen,
+                name.to_string(),
+            ));
+        }
+    }
+    api.sort();
+    in_imap.sort();
+    (api, in_imap)
+}
+
+async fn started(backend: Backend) -> Option<Rig> {
+    let rig = rig_on(backend, |config| config.inbound_poll_ms = 100).await?;
+    rig.start().await;
+    Some(rig)
+}
+
+/// Killed mid-run, Dovecot restarted, the service answering 503: nothing
+/// lost, nothing applied twice, both sides equal at the end.
+async fn the_sync_loses_nothing_to_its_faults(backend: Backend) {
+    let Some(rig) = started(backend).await else {
+        return;
+    };
+    let (app, key, dir) = (&rig.app, &rig.key, rig.host.dir.clone());
+    let imap = Imap::of(&rig, "me@tom.example");
+    let mut rows = Vec::new();
+    for i in 0..24 {
+        rows.push(
+            receive(
+                &rig,
+                &imap,
+                "me@tom.example",
+                &format!("Fault {i}"),
+                &format!("<fault-{i}@example.org>"),
+            )
+            .await,
+        );
+    }
+    let mid = |i: usize| format!("<fault-{i}@example.org>");
+    // The agent stops; both doors change meanwhile.
+    script(&dir, "mailbox-sync-stop");
+    let mut ops = Vec::new();
+    for i in 0..6 {
+        ops.push(json!({"op": "store", "box": "INBOX", "messageId": mid(i), "flags": "+FLAGS (\\Seen)"}));
+    }
+    for i in 6..9 {
+        ops.push(json!({"op": "move", "box": "INBOX", "messageId": mid(i), "to": "Archive"}));
+    }
+    for i in 9..11 {
+        ops.push(json!({"op": "expunge", "box": "INBOX", "messageId": mid(i)}));
+    }
+    // Old mail appended and moved on before the agent read its append: its
+    // bytes are found where it went.
+    let moved_on = "<fault-moved@example.org>";
+    ops.push(json!({"op": "append", "box": "INBOX", "flags": "()", "raw": format!(
+        "From: old@example.net\r\nTo: me@tom.example\r\nSubject: Moved on\r\nMessage-ID: {moved_on}\r\nDate: Mon, 7 Jan 2019 10:00:00 +0000\r\n\r\nOld.\r\n"
+    )}));
+    ops.push(json!({"op": "move", "box": "INBOX", "messageId": moved_on, "to": "Archive"}));
+    for answer in imap.run(json!(ops)).await {
+        assert!(answer.get("error").is_none(), "{answer}");
+    }
+    for row in &rows[11..15] {
+        let marked = app
+            .post("/inbox", Auth::Bearer(key), json!({"id": row["id"], "unread": false}))
+            .await;
+        assert_eq!(marked.status, 200);
+    }
+    for row in &rows[15..17] {
+        let moved = app
+            .post("/inbox", Auth::Bearer(key), json!({"id": row["id"], "folder": "trash"}))
+            .await;
+        assert_eq!(moved.status, 200);
+    }
+    let sent = app
+        .send_mail(
+            Auth::Bearer(key),
+            json!({"from": "me@tom.example", "to": "pal@elsewhere.test", "subject": "While away", "text": "Hi."}),
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let sent_id = sent.body["messageId"].as_str().unwrap().to_string();
+
+    // Back, but the service answers 503 for a while; Dovecot restarts.
+    let switch = Switch::start(format!("{}/api", app.base)).await;
+    switch.set_down(true);
+    let agent = Agent::start(&rig.host, &switch.url);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    restart_dovecot(&dir);
+    imap.one(json!({"op": "store", "box": "INBOX", "messageId": mid(17), "flags": "+FLAGS (\\Seen)"}))
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    switch.set_down(false);
+    // Killed mid-run, twice, and started again.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    agent.kill();
+    let agent = Agent::start(&rig.host, &switch.url);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    agent.kill();
+    imap.one(json!({"op": "move", "box": "INBOX", "messageId": mid(18), "to": "Trash"}))
+        .await;
+    let _agent = Agent::start(&rig.host, &switch.url);
+
+    // In step: every message once, the same flag and folder on both sides.
+    let (api, in_imap) = within(60, "both sides equal after the faults", || async {
+        let (api, in_imap) = sides(&rig, &imap).await;
+        (api == in_imap).then_some((api, in_imap))
+    })
+    .await;
+    assert_eq!(api.len(), 23, "24 received, 2 expunged, 1 appended: {api:?}");
+    assert_eq!(
+        api.iter().find(|(m, _, _)| m == moved_on),
+        Some(&(moved_on.to_string(), false, "archive".to_string())),
+        "appended, then moved before the agent looked: filed where it went"
+    );
+    assert_eq!(api, in_imap);
+    let state = |i: usize| api.iter().find(|(m, _, _)| *m == mid(i)).cloned();
+    for i in (0..6).chain(11..15).chain([17]) {
+        assert!(state(i).unwrap().1, "{i} read on both sides");
+    }
+    for i in 6..9 {
+        assert_eq!(state(i).unwrap().2, "archive");
+    }
+    for i in [9, 10] {
+        assert!(state(i).is_none(), "{i} expunged: gone from the API");
+    }
+    for i in [15, 16, 18] {
+        assert_eq!(state(i).unwrap().2, "trash");
+    }
+    let saved = eventually("the send saved to Sent once", || async {
+        let copies = imap.messages("Sent").await;
+        let n = copies.iter().filter(|m| m["messageId"] == sent_id.as_str()).count();
+        (n >= 1).then_some(n)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(saved, 1);
+    assert_eq!(
+        imap.messages("Sent")
+            .await
+            .iter()
+            .filter(|m| m["messageId"] == sent_id.as_str())
+            .count(),
+        1,
+        "never doubled"
+    );
+    // Changes over IMAP applied once each: one audit row per report, and no
+    // message counted twice across them.
+    let audit = app
+        .get("/audit?operation=imapChanges&limit=100", Auth::Bearer(key))
+        .await
+        .body;
+    let mut touched: Vec<String> = audit["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["details"].as_array().cloned().unwrap_or_default())
+        .map(|d| d.to_string())
+        .collect();
+    let all = touched.len();
+    touched.sort();
+    touched.dedup();
+    assert_eq!(touched.len(), all, "no IMAP change applied twice: {audit}");
+}
+
+/// A backlog after the sync was down: the mailbox's messages changed on both
+/// sides while the agent was away are in step within a minute of its return.
+/// `SYNC_BACKLOG=n` messages (default 400; the benchmark runs 10 000).
+async fn a_backlog_is_in_step_within_a_minute(backend: Backend) {
+    let Some(rig) = started(backend).await else {
+        return;
+    };
+    let (app, key, dir) = (&rig.app, &rig.key, rig.host.dir.clone());
+    let imap = Imap::of(&rig, "me@tom.example");
+    let n: usize = std::env::var("SYNC_BACKLOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    // The mailbox, filled as delivery fills it: the spool (filed by the
+    // poller) and the maildir (Dovecot indexes what it finds).
+    let maildir = dir.join("mail/tom.example/me/Maildir/cur");
+    std::fs::create_dir_all(&maildir).unwrap();
+    let spool = common::blob::fs::FsBlobStore::new(app.data_dir.join("blobs"));
+    let seeded = Instant::now();
+    for i in 0..n {
+        let raw = format!(
+            "From: ann@example.org\r\nTo: me@tom.example\r\nSubject: Backlog {i}\r\nMessage-ID: <backlog-{i}@example.org>\r\nDate: Mon, 23 Nov 2026 10:00:00 +0000\r\n\r\nOne of many.\r\n"
+        );
+        std::fs::write(maildir.join(format!("1795000000.M{i}P1.mx:2,")), &raw).unwrap();
+        let envelope = common::mail::inbound::Envelope {
+            recipient: Some("me@tom.example".into()),
+            sender: Some("ann@example.org".into()),
+            ..Default::default()
+        };
+        common::mail::inbound::drop_raw(&spool, envelope.prepend(raw.as_bytes()))
+            .await
+            .unwrap();
+    }
+    Command::new("chown")
+        .args(["-R", "nobody:nogroup"])
+        .arg(dir.join("mail"))
+        .status()
+        .unwrap();
+    within(900, "the backlog's mailbox filed", || async {
+        let rows = crate::mail_host::all_rows(app, key).await;
+        (rows.len() == n).then_some(())
+    })
+    .await;
+    eprintln!("{n} messages seeded in {} ms", seeded.elapsed().as_millis());
+    assert_eq!(imap.messages("INBOX").await.len(), n);
+
+    // Down: the API reads half, IMAP reads the other half and archives a
+    // tenth.
+    script(&dir, "mailbox-sync-stop");
+    let rows = crate::mail_host::all_rows(app, key).await;
+    let (api_half, imap_half) = rows.split_at(n / 2);
+    for row in api_half {
+        let marked = app
+            .post("/inbox", Auth::Bearer(key), json!({"id": row["id"], "unread": false}))
+            .await;
+        assert_eq!(marked.status, 200);
+    }
+    let mut ops: Vec<Value> = imap_half
+        .iter()
+        .map(|r| json!({"op": "store", "box": "INBOX", "messageId": r["messageId"], "flags": "+FLAGS (\\Seen)"}))
+        .collect();
+    ops.extend(
+        imap_half
+            .iter()
+            .step_by(10)
+            .map(|r| json!({"op": "move", "box": "INBOX", "messageId": r["messageId"], "to": "Archive"})),
+    );
+    for answer in imap.run(json!(ops)).await {
+        assert!(answer.get("error").is_none(), "{answer}");
+    }
+
+    // Back: timed until both sides are equal and everything is read.
+    let back = Instant::now();
+    script(&dir, "mailbox-sync-start");
+    within(120, "the backlog in step", || async {
+        let (api, in_imap) = sides(&rig, &imap).await;
+        (api.len() == n && api == in_imap && api.iter().all(|(_, read, _)| *read)).then_some(())
+    })
+    .await;
+    let took = back.elapsed();
+    eprintln!(
+        "a backlog of {n} messages in step {} ms after the sync came back",
+        took.as_millis()
+    );
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    let archived = listed(app, key, imap_half[0]["messageId"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(archived["folder"], "archive");
+}
+
+/// Each scenario once per store.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::Embedded).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::Dynamodb).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(
+    the_sync_loses_nothing_to_its_faults,
+    a_backlog_is_in_step_within_a_minute
+);

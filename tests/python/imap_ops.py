@@ -1,0 +1,173 @@
+"""A person's mail app, played with Python's imaplib against the mail host's
+Dovecot (tests/api/mailbox_sync.rs): reads a list of operations as JSON on
+stdin, runs them in one IMAP session (STARTTLS, then LOGIN), and prints one
+JSON answer per operation.
+
+    python3 imap_ops.py PORT CAFILE USER PASSWORD < ops.json
+
+Operations ({"op": ...}): list, lsub, messages {box} (uid, flags,
+messageId, subject of each), store {box, messageId, flags: "+FLAGS (\\Seen)"},
+store_all {box, flags} (every message of the folder at once), move {box,
+messageId, to}, expunge {box, messageId} (\\Deleted, then UID EXPUNGE), append
+{box, flags, raw}, create {name} (a folder, its name in UTF-8); and for a
+session that does not look again: select {box}, uid_of {messageId}, wait_file
+{path} (until the test makes it), store_uid {flags, uid (default: the last uid_of's)}.
+"""
+
+import imaplib
+import json
+import re
+import socket
+import ssl
+import sys
+
+
+class Client(imaplib.IMAP4):
+    # From 127.0.0.2: Dovecot counts a connection whose two ends are one
+    # address as secured, which a client elsewhere never is.
+    def _create_socket(self, timeout):
+        return socket.create_connection((self.host, self.port), timeout, source_address=("127.0.0.2", 0))
+
+
+def utf7(name):
+    """RFC 3501's modified UTF-7 for a folder name."""
+    out, run = [], []
+
+    def flush():
+        if run:
+            b = "".join(run).encode("utf-16-be")
+            import base64
+
+            out.append("&" + base64.b64encode(b).decode().rstrip("=").replace("/", ",") + "-")
+            run.clear()
+
+    for ch in name:
+        if 0x20 <= ord(ch) <= 0x7E:
+            flush()
+            out.append("&-" if ch == "&" else ch)
+        else:
+            run.append(ch)
+    flush()
+    return "".join(out)
+
+
+def quoted(name):
+    return '"' + utf7(name).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def check(answer):
+    typ, data = answer
+    if typ != "OK":
+        raise RuntimeError(f"{typ} {data}")
+    return data
+
+
+def uids_of(c, box, message_id):
+    check(c.select(quoted(box)))
+    data = check(c.uid("SEARCH", "HEADER", "Message-ID", message_id))
+    return data[0].decode().split()
+
+
+def messages(c, box):
+    check(c.select(quoted(box), readonly=True))
+    data = check(c.uid("SEARCH", "ALL"))
+    uids = data[0].decode().split()
+    found = []
+    if not uids:
+        return found
+    data = check(c.uid("FETCH", ",".join(uids), "(UID FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID SUBJECT BCC)])"))
+    for part in data:
+        if not isinstance(part, tuple):
+            continue
+        meta = part[0].decode()
+        header = part[1].decode(errors="replace")
+        uid = int(re.search(r"UID (\d+)", meta).group(1))
+        flags = re.search(r"FLAGS \(([^)]*)\)", meta).group(1).split()
+        mid = re.search(r"(?im)^message-id:\s*(\S+)", header)
+        subject = re.search(r"(?im)^subject:\s*(.*)$", header)
+        found.append({
+            "uid": uid,
+            "flags": flags,
+            "messageId": mid.group(1) if mid else None,
+            "subject": subject.group(1).strip() if subject else None,
+            "bcc": bool(re.search(r"(?im)^bcc:", header)),
+        })
+    return found
+
+
+def run(c, op, seen):
+    kind = op["op"]
+    if kind in ("list", "lsub"):
+        data = check(c.list() if kind == "list" else c.lsub())
+        return [d.decode() for d in data if d]
+    if kind == "messages":
+        return messages(c, op["box"])
+    if kind == "store":
+        uids = uids_of(c, op["box"], op["messageId"])
+        for uid in uids:
+            check(c.uid("STORE", uid, *op["flags"].split(" ", 1)))
+        return len(uids)
+    if kind == "store_all":
+        check(c.select(quoted(op["box"])))
+        check(c.store("1:*", *op["flags"].split(" ", 1)))
+        return True
+    if kind == "move":
+        uids = uids_of(c, op["box"], op["messageId"])
+        for uid in uids:
+            check(c.uid("MOVE", uid, quoted(op["to"])))
+        return len(uids)
+    if kind == "expunge":
+        uids = uids_of(c, op["box"], op["messageId"])
+        for uid in uids:
+            check(c.uid("STORE", uid, "+FLAGS", "(\\Deleted)"))
+            check(c.uid("EXPUNGE", uid))
+        return len(uids)
+    if kind == "append":
+        data = check(c.append(quoted(op["box"]), op.get("flags", "()"), None, op["raw"].encode()))
+        return data[0].decode() if data and data[0] else ""
+    # A session that does not look again: select, find a UID, wait, then
+    # store on what it saw (a stale view).
+    if kind == "select":
+        check(c.select(quoted(op["box"])))
+        return True
+    if kind == "uid_of":
+        data = check(c.uid("SEARCH", "HEADER", "Message-ID", op["messageId"]))
+        seen["uid"] = int(data[0].decode().split()[0])
+        return seen["uid"]
+    if kind == "wait_file":
+        import os
+        import time
+
+        started = time.monotonic()
+        while not os.path.exists(op["path"]):
+            if time.monotonic() - started > 60:
+                raise TimeoutError(op["path"])
+            time.sleep(0.05)
+        return True
+    if kind == "store_uid":
+        check(c.uid("STORE", str(op.get("uid", seen.get("uid"))), *op["flags"].split(" ", 1)))
+        return True
+    if kind == "create":
+        check(c.create(quoted(op["name"])))
+        return True
+    raise ValueError(kind)
+
+
+def main():
+    port, cafile, user, password = sys.argv[1:5]
+    ops = json.load(sys.stdin)
+    c = Client("127.0.0.1", int(port))
+    c.starttls(ssl_context=ssl.create_default_context(cafile=cafile))
+    c.login(user, password)
+    answers, seen = [], {}
+    for op in ops:
+        try:
+            answers.append({"ok": run(c, op, seen)})
+        except Exception as e:  # the test reads what the server answered
+            answers.append({"error": str(e)})
+    c.logout()
+    print(json.dumps(answers))
+
+
+if __name__ == "__main__":
+    main()
