@@ -37,6 +37,7 @@ pub mod removal;
 pub mod replies;
 pub mod send;
 pub mod sent;
+pub mod spam;
 pub mod submission;
 pub mod suppressions;
 pub mod waits;
