@@ -691,6 +691,8 @@ fn row_and_doc(id: &str, made: &Made, base: &Inbound) -> (Row, search::Doc) {
         reply_to: Vec::new(),
         names: Default::default(),
         references: Vec::new(),
+        spam: None,
+        raw: None,
     };
     let names = vec![made.from_name.clone()];
     let texts = doc::texts(&search::Message {

@@ -7,6 +7,8 @@ pub mod mailbox_sync;
 pub mod maillog;
 pub mod milter;
 pub mod mta_sync;
+pub mod spam_training;
+pub mod verdict;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -93,6 +93,12 @@ struct Deliver {
     /// The name the SMTP client gave in HELO (${client_helo}).
     #[arg(long, requires = "recipient")]
     helo: Option<String>,
+    /// The header rspamd's milter writes its verdict in on this mail host
+    /// (`X-Mailhost-Verdict-<secret>`, mail-host/rspamd): read into the
+    /// envelope line and taken out of the file too, so the maildir copy
+    /// never shows it. A message without it (or with two) has no verdict.
+    #[arg(long, requires = "recipient")]
+    verdict_header: Option<String>,
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }
@@ -148,8 +154,12 @@ async fn deliver(args: Deliver) -> anyhow::Result<()> {
         if Envelope::present(&raw) {
             anyhow::bail!("{}: already starts with an envelope line", file.display());
         }
+        let (raw, spam) = match &args.verdict_header {
+            Some(name) => mailhost::verdict::take(&file, raw, name)?,
+            None => (raw, None),
+        };
         let raw = match &envelope {
-            Some(envelope) => envelope.prepend(&raw),
+            Some(envelope) => common::mail::spam::prepend(envelope, spam.as_ref(), &raw),
             None => raw,
         };
         let key = common::mail::inbound::drop_raw(spool.as_ref(), raw).await?;

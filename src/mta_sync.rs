@@ -10,8 +10,10 @@
 //! delivered, deferred or bounced, to `POST /mtaDeliveryEvents`, at most 100
 //! events a request ([`crate::maillog`]). The position in the log is saved
 //! only once the service has taken every event up to it, so a failure sends
-//! them again next run (the service applies each event once, by its id). The
-//! two steps are independent: a failure of one does not stop the other.
+//! them again next run (the service applies each event once, by its id).
+//! With `--rspamd-controller`, each run then teaches rspamd the owners' spam
+//! reports ([`crate::spam_training`]). The steps are independent: a failure
+//! of one does not stop the others.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +31,8 @@ pub struct Agent {
     pub sync: Settings,
     #[command(flatten)]
     pub log: LogSettings,
+    #[command(flatten)]
+    pub training: crate::spam_training::TrainingSettings,
 }
 
 /// Reading Postfix's log for the delivery status of the service's mail.
@@ -174,6 +178,7 @@ pub async fn run(agent: Agent) -> anyhow::Result<()> {
             Err(e) => (Err(e), BounceDomain::Unknown),
         };
         let reported = report_deliveries(&client, settings, &agent.log, bounce).await;
+        let taught = crate::spam_training::teach(&client, settings, &agent.training).await;
         let sync = match &applied {
             Ok(a) => format!(
                 "version {} applied and acknowledged (maps changed: {}; passwd-file changed: {}; reloaded: {})",
@@ -192,14 +197,19 @@ pub async fn run(agent: Agent) -> anyhow::Result<()> {
             Ok(d) => format!("deliveries: {d}"),
             Err(e) => format!("deliveries: failed, the log position kept: {e:#}"),
         };
-        if applied.is_ok() && reported.is_ok() {
-            println!("mta-sync: {sync}; {deliveries}");
+        let spam = match &taught {
+            Ok(t) => format!("spam reports: {t}"),
+            Err(e) => format!("spam reports: failed, the rest wait: {e:#}"),
+        };
+        if applied.is_ok() && reported.is_ok() && taught.is_ok() {
+            println!("mta-sync: {sync}; {deliveries}; {spam}");
         } else {
-            eprintln!("mta-sync: {sync}; {deliveries}");
+            eprintln!("mta-sync: {sync}; {deliveries}; {spam}");
         }
         if settings.once {
             applied?;
             reported?;
+            taught?;
             return Ok(());
         }
         tokio::time::sleep(Duration::from_secs(settings.interval.max(1))).await;

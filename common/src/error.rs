@@ -156,6 +156,8 @@ catalogue! {
     FORWARD_TO_TOO_MANY = 400 "forwardTo may hold at most 5 addresses";
     /// `{}` is the address as given.
     ACCEPT_SPOOFED_TYPE = 400 "acceptSpoofed must be a boolean";
+    SPAM_FILTER_TYPE = 400 "spamFilter must be a boolean";
+    SPAM_THRESHOLD_INVALID = 400 "spamThreshold must be a number from -50 to 100, or null";
     FORWARD_ADDRESS_INVALID = 400 "Invalid forwarding address: {}";
     FORWARD_TO_SELF = 400 "A mailbox cannot forward to itself";
     /// `{}` is the service domain.
@@ -253,7 +255,7 @@ catalogue! {
     DELIVERY_EVENTS_INVALID = 400 "events must be an array of 1 to 100 delivery events, each with id, returnPath, status (delivered, deferred or bounced) and at";
     MAILBOX_SYNC_INVALID = 400 "after, limit, mark and applied must name marks of this service's changes: applied is an array of 1 to 200 {mark, stamp}";
     IMAP_CHANGES_INVALID = 400 "changes must be an array of 1 to 100 IMAP changes, each with seq, mailbox, messageId and one of seen, place or raw";
-    WEBHOOK_EVENTS_INVALID = 400 "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added";
+    WEBHOOK_EVENTS_INVALID = 400 "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added, message.spam";
 
     // ---------------------------------------------------------------------- scoped keys
     KEY_NAME_REQUIRED = 400 "name is required: a label for the key (at most 64 characters)";
@@ -327,7 +329,7 @@ catalogue! {
     ATTACHMENT_INDEX_INVALID = 400 "index is required and must be an integer from 0 to 19";
     INBOX_MESSAGE_ID_INVALID = 400 "messageId must be a Message-ID such as <id@example.com>";
     INBOX_THREAD_INVALID = 400 "thread must be 64 lowercase hex characters";
-    INBOX_VIEW_INVALID = 400 "view must be threads or quarantine";
+    INBOX_VIEW_INVALID = 400 "view must be threads, quarantine or spam";
     INBOX_ENVELOPE_INVALID = 400 "envelope must be true or false";
     INBOX_QUERY_INVALID = 400 "q must be 2 to 200 characters";
     INBOX_FOLDER_INVALID = 400 "folder must be inbox, archive or trash";
@@ -337,7 +339,12 @@ catalogue! {
     INBOX_FILTER_INVALID = 400 "from and subject must be strings of at most 200 characters";
     INBOX_TARGET_REQUIRED = 400 "thread, id or messageId is required";
     INBOX_NOT_IN_TRASH = 409 "Only mail in the trash can be deleted for good: move it to trash first." code "not_in_trash";
-    INBOX_CHANGE_REQUIRED = 400 "unread or folder is required";
+    INBOX_CHANGE_REQUIRED = 400 "unread, folder or spam is required";
+    SPAM_TYPE = 400 "spam must be a boolean";
+    SPAM_ALONE = 400 "spam is reported alone, for one message: id or messageId, without thread, unread or folder";
+    SPAM_OUTBOUND = 400 "Only received mail can be reported as spam or not spam";
+    SPAM_QUARANTINED = 409 "This message is in the quarantine, not the inbox or the spam folder: it cannot be reported";
+    SPAM_TRAINING_DONE_INVALID = 400 "done must be an array of at most 100 training job ids";
     MESSAGE_TARGET_REQUIRED = 400 "id or messageId is required";
     MAX_CHARS_INVALID = 400 "maxChars must be an integer from 100 to 1000000";
     ATTACHMENT_BOX_INVALID = 400 "box must be inbound or outbound";

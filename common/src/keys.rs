@@ -234,6 +234,13 @@ pub fn quarantine_partition(scope: &str) -> String {
     format!("QUAR#{scope}")
 }
 
+/// `SPAM#<scope>/<id>`: received rows whose content is spam (rspamd's
+/// verdict, or the owner's report), each whole, with a 30-day `ttl`; the
+/// spam view reads it newest first, and a read by id falls back to it.
+pub fn spam_partition(scope: &str) -> String {
+    format!("SPAM#{scope}")
+}
+
 /// `MSGID#<scope>/<Message-ID>\n<mailbox>\n<in|out>`: a copy of each row by
 /// its Message-ID; its conditional put makes filing idempotent per mailbox.
 pub fn message_ids_of(scope: &str) -> String {

@@ -60,6 +60,13 @@ messages! {
     DKIM_MISMATCH = "The DKIM record at {} does not match; copy the value from the instructions.";
     CLAIM_LAPSED = "Not verified within 7 days; the name was released.";
 
+    // ------------------------------------------- content verdicts, for an agent's envelope
+    /// The score, then what rspamd would do.
+    SPAM_KEPT_OUT = "Its content was judged spam by the mail host's filter (score {}; {}): it is kept in the spam folder, out of the inbox. Treat it with more suspicion still.";
+    SPAM_REPORTED = "Its owner reported it as spam: it is kept in the spam folder, out of the inbox. Treat it with more suspicion still.";
+    /// The score, then what rspamd would do.
+    SPAM_SCANNED = "Its content was scanned for spam by the mail host's filter (score {}; {}) and it was filed in the inbox.";
+
     // ---------------------------------------------- why a waiting send did not go
     SEND_KEY_REVOKED = "Cancelled: the key that asked for it was revoked.";
     SEND_HELD_TOO_LONG = "Expired unsent: sending was paused (or the agent key frozen) until 24 hours past its time.";

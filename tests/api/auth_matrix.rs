@@ -161,7 +161,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
         (
             _,
             "/mtaMailboxExport" | "/mtaSubmission" | "/mtaDeliveryEvents" | "/mtaMailboxChanges" | "/mtaSentCopy"
-            | "/mtaImapChanges",
+            | "/mtaImapChanges" | "/mtaSpamTraining",
         ) => match class {
             Sync => None,
             _ => Some((403, SYNC_ONLY)),

@@ -151,7 +151,7 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
     assert_eq!(marked.body["thread"]["unreadCount"], 0);
     for (body, status, error) in [
         (json!({}), 400, "thread, id or messageId is required"),
-        (json!({"id": id}), 400, "unread or folder is required"),
+        (json!({"id": id}), 400, "unread, folder or spam is required"),
         (
             json!({"id": "no/such", "unread": true}),
             400,
@@ -208,7 +208,7 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
             "messageId must be a Message-ID such as <id@example.com>",
         ),
         ("?thread=xyz", "thread must be 64 lowercase hex characters"),
-        ("?view=list", "view must be threads or quarantine"),
+        ("?view=list", "view must be threads, quarantine or spam"),
         ("?q=a", "q must be 2 to 200 characters"),
         ("?q=", "q must be 2 to 200 characters"),
         ("?folder=spam", "folder must be inbox, archive or trash"),

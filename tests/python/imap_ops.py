@@ -62,6 +62,18 @@ def check(answer):
     return data
 
 
+def still_there(answer):
+    """Whether a command found its message: another session (the sync
+    agent applying the API's move) may expunge it between the SEARCH and
+    the command, and Dovecot then answers NO [EXPUNGEISSUED], as a mail app
+    sees it; any other refusal is an error."""
+    typ, data = answer
+    if typ == "NO" and b"EXPUNGEISSUED" in b" ".join(d for d in data if isinstance(d, bytes)):
+        return False
+    check(answer)
+    return True
+
+
 def uids_of(c, box, message_id):
     check(c.select(quoted(box)))
     data = check(c.uid("SEARCH", "HEADER", "Message-ID", message_id))
@@ -104,18 +116,14 @@ def run(c, op, seen):
         return messages(c, op["box"])
     if kind == "store":
         uids = uids_of(c, op["box"], op["messageId"])
-        for uid in uids:
-            check(c.uid("STORE", uid, *op["flags"].split(" ", 1)))
-        return len(uids)
+        return sum(still_there(c.uid("STORE", uid, *op["flags"].split(" ", 1))) for uid in uids)
     if kind == "store_all":
         check(c.select(quoted(op["box"])))
         check(c.store("1:*", *op["flags"].split(" ", 1)))
         return True
     if kind == "move":
         uids = uids_of(c, op["box"], op["messageId"])
-        for uid in uids:
-            check(c.uid("MOVE", uid, quoted(op["to"])))
-        return len(uids)
+        return sum(still_there(c.uid("MOVE", uid, quoted(op["to"]))) for uid in uids)
     if kind == "expunge":
         uids = uids_of(c, op["box"], op["messageId"])
         for uid in uids:

@@ -14,6 +14,7 @@ pub mod received;
 pub mod ses;
 pub mod shown;
 pub mod smtp;
+pub mod spam;
 pub mod spool;
 
 use async_trait::async_trait;

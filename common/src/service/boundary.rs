@@ -134,6 +134,10 @@ pub struct Provenance {
     /// Why it is kept out of the inbox, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<Quarantine>,
+    /// The content verdict in words: judged spam and kept out, or scanned
+    /// and filed in the inbox; absent when nothing judged the content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spam: Option<String>,
 }
 
 #[cfg(test)]

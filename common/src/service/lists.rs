@@ -226,16 +226,38 @@ pub async fn refuse_send(ctx: &Context, owner: &str, from: &str, recipients: &[S
 /// is no address (a null return path) matches no entry, so an allow list
 /// refuses it. One Query.
 pub async fn receive_verdict(ctx: &Context, uid: &str, mailbox: &str, from: &str) -> StoreResult<Option<Quarantine>> {
+    Ok(receive_judgement(ctx, uid, mailbox, from).await?.quarantine)
+}
+
+/// [`receive_verdict`], and whether an allow entry names the sender.
+pub async fn receive_judgement(ctx: &Context, uid: &str, mailbox: &str, from: &str) -> StoreResult<ReceiveVerdict> {
     let listed = entries(ctx, account_of(uid), ListDirection::Receive).await?;
     if listed.is_empty() {
-        return Ok(None);
+        return Ok(ReceiveVerdict::default());
     }
     let from = from.trim().trim_start_matches('<').trim_end_matches('>');
     let from = email(from).unwrap_or_default();
-    Ok(judge(&listed, mailbox, &from).map(|kind| match kind {
+    let quarantine = judge(&listed, mailbox, &from).map(|kind| match kind {
         ListKind::Block => Quarantine::BlockedSender,
         ListKind::Allow => Quarantine::SenderNotAllowed,
-    }))
+    });
+    let mailbox = mailbox.trim().to_ascii_lowercase();
+    let allowed = quarantine.is_none()
+        && listed
+            .iter()
+            .any(|e| e.kind == ListKind::Allow && e.applies_to(&mailbox) && matches(&e.entry, &from));
+    Ok(ReceiveVerdict { quarantine, allowed })
+}
+
+/// The receive lists' word on one received message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiveVerdict {
+    /// Kept out of the inbox, and why.
+    pub quarantine: Option<Quarantine>,
+    /// An applicable allow entry names the sender (who is not blocked):
+    /// it wins over a spam verdict when the sender is authenticated
+    /// (`service::spam`).
+    pub allowed: bool,
 }
 
 // ------------------------------------------------------------- the routes

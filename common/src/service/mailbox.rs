@@ -59,6 +59,13 @@ pub struct Mailbox {
     /// fires its webhook, instead of waiting in the quarantine.
     #[serde(default)]
     pub accept_spoofed: bool,
+    /// The owner's spam settings: mail the mail host's rspamd judged spam
+    /// goes to the spam folder (on unless turned off), above
+    /// `spam_threshold` when one is set (`service::spam`).
+    #[serde(default = "on")]
+    pub spam_filter: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spam_threshold: Option<f64>,
     /// The change counter's value at this mailbox's latest change.
     pub change_seq: i64,
     #[serde(default)]
@@ -75,6 +82,10 @@ pub struct Mailbox {
     pub credential_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+fn on() -> bool {
+    true
 }
 
 /// Legacy records hold a single string where a list is expected.
@@ -113,6 +124,8 @@ impl Mailbox {
             status: MailboxStatus::Active,
             protected: false,
             accept_spoofed: false,
+            spam_filter: true,
+            spam_threshold: None,
             change_seq,
             mta_applied: false,
             mta_applied_at: None,
@@ -200,6 +213,13 @@ pub struct MailboxView {
     /// and it fails) is filed in the inbox, marked; false: it is kept in the
     /// quarantine (GET /inbox?view=quarantine) with no webhook.
     pub accept_spoofed: bool,
+    /// Mail whose content the mail host's rspamd judged spam goes to the
+    /// spam folder (GET /inbox?view=spam), not the inbox; false files it in
+    /// the inbox, its verdict shown.
+    pub spam_filter: bool,
+    /// The score above which mail goes to spam; null: rspamd's own
+    /// judgement (it would reject the message, or mark it as spam).
+    pub spam_threshold: Option<f64>,
     pub delivery: Delivery,
     /// An IMAP/SMTP app password has been issued.
     pub has_credential: bool,
@@ -219,6 +239,8 @@ pub fn view(m: &Mailbox) -> MailboxView {
         status: m.status,
         protected: m.protected,
         accept_spoofed: m.accept_spoofed,
+        spam_filter: m.spam_filter,
+        spam_threshold: m.spam_threshold,
         delivery: delivery(m),
         has_credential: m.password_hash.is_some() && m.mode.stores(),
         mta_applied: m.mta_applied,

@@ -20,7 +20,7 @@ use crate::keys;
 use crate::messages;
 use crate::store::{Cond, StoreError, StoreExt, StoreResult, Update, Write, item};
 use crate::validate::Fields;
-use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, MailboxId};
+use crate::values::{DomainName, EmailAddress, LocalPart, MailboxAddress, MailboxId, Nullable};
 
 pub const MAX_FORWARD: usize = 5;
 
@@ -156,6 +156,13 @@ crate::input! {
         /// Spoofed mail to this mailbox is filed in the inbox, marked,
         /// instead of the quarantine. Left as it was when absent.
         pub accept_spoofed: Option<bool> = error::ACCEPT_SPOOFED_TYPE,
+        /// false files mail the mail host's rspamd judged spam in the inbox
+        /// (its verdict shown) instead of the spam folder. Left as it was
+        /// when absent.
+        pub spam_filter: Option<bool> = error::SPAM_FILTER_TYPE,
+        /// The score above which mail goes to spam (-50 to 100); null goes
+        /// back to rspamd's own judgement. Left as it was when absent.
+        pub spam_threshold: Option<Nullable<super::spam::Threshold>> = error::SPAM_THRESHOLD_INVALID,
     }
     check MailboxInput::by_mailbox_id;
 }
@@ -217,6 +224,8 @@ pub async fn add_mailbox(call: &Call<'_>, input: MailboxInput) -> Result<Mailbox
         let seq = next_seq(ctx).await?;
         let mailbox = Mailbox {
             accept_spoofed: input.accept_spoofed.unwrap_or(false),
+            spam_filter: input.spam_filter.unwrap_or(true),
+            spam_threshold: input.spam_threshold.and_then(|t| t.0).map(|t| t.0),
             ..Mailbox::new(
                 &domain.name,
                 local,
@@ -330,6 +339,14 @@ pub async fn set_mailbox_mode(call: &Call<'_>, input: MailboxInput) -> Result<Ma
         if let Some(accept) = input.accept_spoofed {
             update = update.set("acceptSpoofed", accept);
         }
+        if let Some(filter) = input.spam_filter {
+            update = update.set("spamFilter", filter);
+        }
+        update = match input.spam_threshold {
+            Some(Nullable(Some(threshold))) => update.set("spamThreshold", threshold.0),
+            Some(Nullable(None)) => update.remove("spamThreshold"),
+            None => update,
+        };
         let still = Cond::And(vec![
             Cond::eq("status", MailboxStatus::Active),
             Cond::eq("uid", mailbox.uid.clone()),

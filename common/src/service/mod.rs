@@ -38,6 +38,7 @@ pub mod replies;
 pub mod search;
 pub mod send;
 pub mod sent;
+pub mod spam;
 pub mod submission;
 pub mod suppressions;
 pub mod waits;

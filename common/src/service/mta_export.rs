@@ -379,6 +379,8 @@ mod tests {
             status: MailboxStatus::Active,
             protected: false,
             accept_spoofed: false,
+            spam_filter: true,
+            spam_threshold: None,
             change_seq: 1,
             mta_applied: false,
             mta_applied_at: None,

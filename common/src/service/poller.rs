@@ -19,7 +19,7 @@ use crate::metrics;
 use super::delivery::reports::{self, Consumed};
 use super::dmarc::{self, Intake};
 use super::mail_store::{self, Direction, NewMessage, Quarantine, Row};
-use super::{lists, mailboxes, webhooks};
+use super::{lists, mailboxes, spam, webhooks};
 
 /// What one run did: copies filed, copies already there, files refused, and
 /// files left pending because storage failed (tried again next run).
@@ -176,10 +176,13 @@ async fn one(ctx: &Context, key: &str) -> Result<Option<File>, ApiError> {
         Err(refused) => Err(refused.0),
         // DMARC reports first: no mailbox, whoever holds the address, sees them.
         Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &message, &raw).await?,
-        Ok(message) => match report_to(ctx, &message) {
-            Some(return_path) => report(ctx, &message, &return_path, &raw).await?,
-            None => file(ctx, &message, &raw).await?,
-        },
+        Ok(message) => {
+            let filed_as = format!("{DONE}{name}");
+            match report_to(ctx, &message) {
+                Some(return_path) => report(ctx, &message, &return_path, &raw, &filed_as).await?,
+                None => file(ctx, &message, &raw, &filed_as).await?,
+            }
+        }
     };
     match result {
         Ok((new, duplicates)) => {
@@ -245,12 +248,13 @@ async fn report(
     message: &Inbound,
     return_path: &str,
     raw: &[u8],
+    raw_key: &str,
 ) -> Result<Result<Filed, String>, ApiError> {
     let (_, body) = inbound::Envelope::split(raw);
     match reports::consume(ctx, return_path, body).await? {
         Consumed::Applied(_) => Ok(Ok((Vec::new(), 0))),
         Consumed::Refused(reason) => Ok(Err(reason)),
-        Consumed::AutoReply { deliver_to } => file_for(ctx, message, raw, vec![deliver_to]).await,
+        Consumed::AutoReply { deliver_to } => file_for(ctx, message, raw, raw_key, vec![deliver_to]).await,
     }
 }
 
@@ -259,7 +263,9 @@ async fn report(
 /// when nothing here receives it.
 type Filed = (Vec<(String, Row)>, usize);
 
-async fn file(ctx: &Context, message: &Inbound, raw: &[u8]) -> Result<Result<Filed, String>, ApiError> {
+/// `raw_key` is where the raw file will be once filed (`inbound/done/`):
+/// what a spam report teaches rspamd.
+async fn file(ctx: &Context, message: &Inbound, raw: &[u8], raw_key: &str) -> Result<Result<Filed, String>, ApiError> {
     // The envelope's one recipient; only a bare message dropped by hand (no
     // envelope, no trace lines) is filed by its To and Cc.
     let candidates: Vec<String> = match &message.envelope {
@@ -269,7 +275,7 @@ async fn file(ctx: &Context, message: &Inbound, raw: &[u8]) -> Result<Result<Fil
         },
         None => message.to.iter().chain(&message.cc).cloned().collect(),
     };
-    file_for(ctx, message, raw, candidates).await
+    file_for(ctx, message, raw, raw_key, candidates).await
 }
 
 /// Files one message for these addresses (those that are mailboxes here),
@@ -279,9 +285,12 @@ async fn file_for(
     ctx: &Context,
     message: &Inbound,
     raw: &[u8],
+    raw_key: &str,
     candidates: Vec<String>,
 ) -> Result<Result<Filed, String>, ApiError> {
     let mut auth: Option<Authentication> = None;
+    // rspamd's verdict, from the envelope line the mail host wrote.
+    let verdict = crate::mail::spam::verdict_in(raw);
     let mut seen = std::collections::HashSet::new();
     let mut here = 0;
     let (mut new, mut duplicates) = (Vec::new(), 0);
@@ -307,14 +316,23 @@ async fn file_for(
         }
         // Spoofed mail stays out whatever the lists say, unless the owner
         // opted this mailbox in (it is then filed marked); then the
-        // mailbox's receive lists judge its sender.
+        // mailbox's receive lists judge its sender, and then rspamd's
+        // verdict on the content, by the mailbox's settings.
         let spoofed = auth.as_ref().is_some_and(|a| a.spoofed);
+        let verdict = verdict.as_ref();
         let quarantine = match spoofed && !mailbox.accept_spoofed {
             true => Some(Quarantine::Spoofed),
-            false => listed(ctx, &mailbox, message).await?,
+            false => {
+                let lists = listed(ctx, &mailbox, message).await?;
+                lists.quarantine.or_else(|| {
+                    spam::verdict_at_filing(&mailbox, verdict, auth.as_ref(), lists.allowed).then_some(Quarantine::Spam)
+                })
+            }
         };
         let filing = NewMessage {
             authentication: auth.as_ref(),
+            spam: verdict,
+            raw: Some(raw_key),
             quarantine,
             ..as_new(message, &scope, &mailbox.address)
         };
@@ -331,22 +349,29 @@ async fn file_for(
 
 /// What the mailbox's receive lists say of a message: judged by each address
 /// its From headers name, the first that keeps it out wins (a message naming
-/// a blocked sender beside an allowed one stays out).
+/// a blocked sender beside an allowed one stays out); it is allowed (over a
+/// spam verdict) only when an allow entry names every one of them.
 async fn listed(
     ctx: &Context,
     mailbox: &mailboxes::Mailbox,
     message: &Inbound,
-) -> Result<Option<Quarantine>, ApiError> {
+) -> Result<lists::ReceiveVerdict, ApiError> {
     let mut authors = message.judged_authors();
     if authors.is_empty() {
         authors.push(message.from.clone());
     }
+    let mut allowed = true;
     for author in authors {
-        if let Some(kept) = lists::receive_verdict(ctx, &mailbox.uid, &mailbox.address, &author).await? {
-            return Ok(Some(kept));
+        let judged = lists::receive_judgement(ctx, &mailbox.uid, &mailbox.address, &author).await?;
+        if judged.quarantine.is_some() {
+            return Ok(judged);
         }
+        allowed &= judged.allowed;
     }
-    Ok(None)
+    Ok(lists::ReceiveVerdict {
+        quarantine: None,
+        allowed,
+    })
 }
 
 /// The verdicts on a received message: checked here, through the service's
@@ -407,6 +432,8 @@ pub fn as_new<'a>(message: &'a Inbound, scope: &'a str, mailbox: &'a str) -> New
         only_on_existing_thread: false,
         digest: Some(&message.digest),
         authentication: None,
+        spam: None,
+        raw: None,
         quarantine: None,
         also: Vec::new(),
     }

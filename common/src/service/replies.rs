@@ -173,6 +173,8 @@ pub(crate) async fn file_on_thread(
         digest: None,
         delivery: Some(sent.delivery),
         authentication: None,
+        spam: None,
+        raw: None,
         quarantine: None,
         also: Vec::new(),
     };

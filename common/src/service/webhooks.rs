@@ -157,8 +157,8 @@ crate::input! {
         pub rotate_secret: Option<bool> = error::ROTATE_SECRET_TYPE,
         /// The event types to send (default `["inbound.received"]`): inbound.received,
         /// outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained,
-        /// suppression.added.
-        pub events: Option<List<WebhookEvent, 6, 1>> = (error::WEBHOOK_EVENTS_INVALID, error::WEBHOOK_EVENTS_INVALID),
+        /// suppression.added, message.spam (received mail filed into spam).
+        pub events: Option<List<WebhookEvent, 7, 1>> = (error::WEBHOOK_EVENTS_INVALID, error::WEBHOOK_EVENTS_INVALID),
     }
 }
 
@@ -238,9 +238,10 @@ pub async fn remove(call: &Call<'_>, _: crate::validate::NoInput) -> Result<Webh
 /// Announces newly stored messages: one `inbound.received` event each to its
 /// owner's registration (none when absent or disabled), a few at a time.
 /// Failures are logged; filing already succeeded.
-/// Quarantined rows are never announced.
+/// Quarantined rows are never announced; mail filed into spam is announced
+/// as `message.spam`, to a registration that asks for it alone.
 pub async fn announce(ctx: &Context, filed: &[(String, Row)]) {
-    futures::stream::iter(filed.iter().filter(|(_, row)| row.quarantine.is_none()))
+    futures::stream::iter(filed.iter().filter(|(_, row)| announced_as(row).is_some()))
         .for_each_concurrent(CONCURRENCY, |(scope, row)| async move {
             if let Err(e) = received(ctx, scope, row).await {
                 tracing::error!(error = %e, id = %row.id, "webhook delivery failed");
@@ -249,14 +250,23 @@ pub async fn announce(ctx: &Context, filed: &[(String, Row)]) {
         .await;
 }
 
+/// The event a newly filed row is announced as, if any.
+fn announced_as(row: &Row) -> Option<&'static str> {
+    match &row.quarantine {
+        None => Some("inbound.received"),
+        Some(kept) if kept.reason == crate::service::mail_store::Quarantine::Spam => Some("message.spam"),
+        Some(_) => None,
+    }
+}
+
 async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError> {
     // A scoped key may hold the account's registration: owner-only mail
     // (an access code) is announced to no one.
-    if row.owner_only {
+    let Some(kind) = announced_as(row).filter(|_| !row.owner_only) else {
         return Ok(());
-    }
+    };
     let mut body = serde_json::json!({
-        "type": "inbound.received",
+        "type": kind,
         "id": row.id,
         "messageId": row.message_id,
         "from": row.from,
@@ -270,15 +280,11 @@ async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError>
     if let Some(auth) = &row.authentication {
         body["authentication"] = serde_json::json!(auth.compact());
     }
-    emit(
-        ctx,
-        &owner_of_scope(scope),
-        "inbound.received",
-        &row.id,
-        &row.message_id,
-        body,
-    )
-    .await
+    // The content verdict's score and action, as a list row shows them.
+    if let Some(spam) = &row.spam {
+        body["spam"] = serde_json::json!(spam.compact());
+    }
+    emit(ctx, &owner_of_scope(scope), kind, &row.id, &row.message_id, body).await
 }
 
 /// Sends one event of `kind` to the owner's registration when it is enabled

@@ -223,20 +223,21 @@ text_value!(
 );
 
 /// The webhook event types, as a registration names them.
-pub const WEBHOOK_EVENTS: [&str; 6] = [
+pub const WEBHOOK_EVENTS: [&str; 7] = [
     "inbound.received",
     "outbound.delivered",
     "outbound.deferred",
     "outbound.bounced",
     "outbound.complained",
     "suppression.added",
+    "message.spam",
 ];
 
 text_value!(
     /// One webhook event type.
     WebhookEvent,
     "A webhook event type.",
-    r"(?:inbound\.received|outbound\.(?:delivered|deferred|bounced|complained)|suppression\.added)".to_string(),
+    r"(?:inbound\.received|outbound\.(?:delivered|deferred|bounced|complained)|suppression\.added|message\.spam)".to_string(),
     Some(32),
     |t| WEBHOOK_EVENTS.contains(&t).then(|| t.to_string())
 );
@@ -719,10 +720,6 @@ macro_rules! word {
     };
 }
 
-word!(
-    /// `view=quarantine`: list the received mail kept out of the inbox.
-    QuarantineView = "quarantine"
-);
 word!(
     /// `disposition=inline`: show the file in the browser.
     Inline = "inline"

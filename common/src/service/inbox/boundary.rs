@@ -7,7 +7,7 @@
 use super::{InboxList, MessageView, Summary, ThreadList};
 use crate::error::ApiError;
 use crate::service::boundary::{Boundary, Envelope, Provenance};
-use crate::service::mail_store::Thread;
+use crate::service::mail_store::{Quarantine, Thread};
 
 impl Boundary {
     /// A list row with its stranger-written fields wrapped.
@@ -80,6 +80,10 @@ impl Boundary {
             authentication: of.authentication.as_ref().map(|a| a.summary),
             spoofed: of.authentication.as_ref().is_some_and(|a| a.spoofed),
             quarantine: of.quarantine.as_ref().map(|q| q.reason),
+            spam: crate::service::spam::in_words(
+                of.spam.as_ref(),
+                of.quarantine.as_ref().is_some_and(|q| q.reason == Quarantine::Spam),
+            ),
         }))
     }
 }

@@ -24,6 +24,10 @@ crate::input! {
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
         /// Agent key and operators only: an address at the service domain.
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// Reports one received message (id or messageId, alone): true moves
+        /// it into the spam folder, false back into the inbox; rspamd on the
+        /// mail host learns from it (see `mark_spam`).
+        pub spam: Option<bool> = error::SPAM_TYPE,
     }
     check MarkInput::complete;
 }
@@ -32,6 +36,9 @@ impl MarkInput {
     fn complete(mut self, fields: &Fields) -> Result<Self, ApiError> {
         if self.id.is_none() && self.message_id.is_none() && self.thread.is_none() {
             return Err(error::INBOX_TARGET_REQUIRED.into());
+        }
+        if self.spam.is_some() {
+            return super::report::alone(self);
         }
         if self.unread.is_none() && self.folder.is_none() {
             // The spec's mark_read: "omit unread to mark read".
@@ -44,11 +51,15 @@ impl MarkInput {
     }
 }
 
-/// The thread as it is after the change.
-pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiError> {
+/// The thread as it is after the change (a spam report: the message).
+pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiError> {
     let ctx = call.ctx;
     let scope = scope(call, input.mailbox.as_deref())?;
     let target = target(input.id, input.message_id, input.thread).ok_or(error::INBOX_TARGET_REQUIRED)?;
+    if let Some(spam) = input.spam {
+        let reported = super::report::report(call, &scope, &target, spam).await?;
+        return Ok(MarkOutput::Reported(Box::new(reported)));
+    }
     let (thread_id, row) = match &target {
         Target::Thread(t) => {
             find_thread(call, &scope, t).await?;
@@ -90,11 +101,20 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<ThreadView, ApiEr
         mail_store::page::<Row>(ctx, pk, false, None, THREAD_PAGE)
     );
     let (rows, next_cursor) = page?;
-    Ok(ThreadView {
+    Ok(MarkOutput::Thread(Box::new(ThreadView {
         ok: true,
         thread: summary?.ok_or(error::NOT_FOUND)?,
         messages: rows.iter().map(Summary::from).collect(),
         next_cursor,
         envelope: None,
-    })
+    })))
+}
+
+/// POST /inbox answers with the updated thread, or for a spam report the
+/// message (spec 4.3: "one message when the row has no thread id").
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MarkOutput {
+    Thread(Box<ThreadView>),
+    Reported(Box<super::Reported>),
 }

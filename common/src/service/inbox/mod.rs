@@ -22,13 +22,14 @@ use crate::keys;
 use crate::mail::codes;
 use crate::validate::{Fields, Origin};
 use crate::values::Bounded;
-use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, QuarantineView, RowId, StoredMessageId, ThreadId};
+use crate::values::{Chars, Cursor, EmailAddress, Inline, Needle, RowId, StoredMessageId, ThreadId};
 
 mod attachment;
 mod boundary;
 mod delete;
 mod mark;
 mod read;
+mod report;
 mod shapes;
 mod wait;
 
@@ -37,6 +38,7 @@ pub use attachment::*;
 pub use delete::*;
 pub use mark::*;
 pub use read::*;
+pub use report::*;
 pub use shapes::*;
 pub use wait::*;
 
@@ -67,12 +69,14 @@ pub type MaxChars = Bounded<100, 1_000_000>;
 
 /// `view=`: `threads` lists conversation threads; `quarantine` lists the
 /// received mail kept out of the inbox (spoofed, or refused by a sender
-/// list), newest first, for its 30 days.
+/// list), `spam` the mail whose content is spam, each newest first, for its
+/// 30 days.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum View {
     Threads,
     Quarantine,
+    Spam,
 }
 
 impl crate::values::Value for View {
@@ -80,6 +84,26 @@ impl crate::values::Value for View {
         match text {
             "threads" => Some(View::Threads),
             "quarantine" => Some(View::Quarantine),
+            "spam" => Some(View::Spam),
+            _ => None,
+        }
+    }
+}
+
+/// list_inbox's `view`: the mail kept out of the inbox, `quarantine` or
+/// `spam` (its threads are list_threads').
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeptView {
+    Quarantine,
+    Spam,
+}
+
+impl crate::values::Value for KeptView {
+    fn parse(text: &str) -> Option<KeptView> {
+        match text {
+            "quarantine" => Some(KeptView::Quarantine),
+            "spam" => Some(KeptView::Spam),
             _ => None,
         }
     }

@@ -17,7 +17,8 @@ crate::input! {
         /// Reads the message with this Message-ID (id wins).
         pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
         /// `threads` lists conversation threads; `quarantine` the received
-        /// mail kept out of the inbox (spoofed), newest first.
+        /// mail kept out of the inbox (spoofed, or refused by a sender list),
+        /// `spam` the mail whose content is spam, newest first.
         pub view: Option<View> = error::INBOX_VIEW_INVALID,
         /// A thread's messages, oldest first; marks its inbound rows read.
         pub thread: Option<ThreadId> = error::INBOX_THREAD_INVALID,
@@ -69,6 +70,11 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
     if q.view == Some(View::Quarantine) {
         return Ok(InboxOutput::List(
             quarantine_page(call, &scope, q.cursor.as_deref(), limit).await?,
+        ));
+    }
+    if q.view == Some(View::Spam) {
+        return Ok(InboxOutput::List(
+            spam_page(call, &scope, q.cursor.as_deref(), limit).await?,
         ));
     }
     if q.view.is_some() {
@@ -123,6 +129,13 @@ async fn quarantine_page(
     limit: usize,
 ) -> Result<InboxList, ApiError> {
     let (rows, next_cursor) = mail_store::quarantined(call.ctx, scope, cursor, limit, visible(call)).await?;
+    InboxList::of(&rows, next_cursor)
+}
+
+/// A page of the spam folder, newest first; as the quarantine's, its rows
+/// are never unread.
+async fn spam_page(call: &Call<'_>, scope: &str, cursor: Option<&str>, limit: usize) -> Result<InboxList, ApiError> {
+    let (rows, next_cursor) = mail_store::in_spam(call.ctx, scope, cursor, limit, visible(call)).await?;
     InboxList::of(&rows, next_cursor)
 }
 
@@ -289,9 +302,11 @@ pub(super) async fn read_message(
         truncated = Some(cut_text || cut_html);
     }
     let message = MessageView {
-        // A read of one message carries every check.
+        // A read of one message carries every check, and every rule of the
+        // content verdict.
         summary: Summary {
             authentication: row.authentication.clone(),
+            spam: row.spam.clone(),
             ..summaries(call.ctx, std::slice::from_ref(&row)).await?.remove(0)
         },
         text,
@@ -336,9 +351,11 @@ crate::input! {
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
         /// The nextCursor of the previous page.
         pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
-        /// `quarantine`: the received mail kept out of the inbox (spoofed),
-        /// newest first, instead of the inbox. (`threads` is list_threads.)
-        pub view: Option<QuarantineView> = error::INBOX_VIEW_INVALID,
+        /// `quarantine`: the received mail kept out of the inbox (spoofed,
+        /// or refused by a sender list); `spam`: the mail whose content is
+        /// spam; each newest first, instead of the inbox. (`threads` is
+        /// list_threads.)
+        pub view: Option<KeptView> = error::INBOX_VIEW_INVALID,
     }
 }
 
@@ -346,7 +363,8 @@ pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiErr
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
     let page = match input.view {
-        Some(_) => quarantine_page(call, &scope, input.cursor.as_deref(), limit).await?,
+        Some(KeptView::Quarantine) => quarantine_page(call, &scope, input.cursor.as_deref(), limit).await?,
+        Some(KeptView::Spam) => spam_page(call, &scope, input.cursor.as_deref(), limit).await?,
         None => flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await?,
     };
     Boundary::new().list(page)
@@ -479,9 +497,11 @@ mod tests {
             message_id_conflict: conflict,
             delivery: None,
             authentication: None,
+            spam: None,
             quarantine: None,
             ttl: None,
             owner_only: false,
+            raw: None,
             from_name: Some("Zoë \"Z\" \u{1}".into()),
             cc: vec!["c@example.org".into()],
             bcc: Vec::new(),
@@ -525,6 +545,9 @@ mod tests {
                 at: "2026-11-23T10:00:00Z".into(),
             }),
             ttl: Some(1_800_000_000),
+            spam: crate::mail::spam::SpamVerdict::from_header(
+                r#"{"score":15.5,"action":"reject","symbols":{"GTUBE":15,"MIME_GOOD":-0.1}}"#,
+            ),
             ..row(None, None, vec![], false)
         }
     }
@@ -550,6 +573,11 @@ mod tests {
                 false,
             ),
             judged(),
+            // A verdict in the inbox: the same bytes as its summary.
+            Row {
+                spam: judged().spam,
+                ..row(None, None, vec![], false)
+            },
             Row {
                 owner_only: true,
                 bcc: vec!["hidden@example.org".into()],
@@ -579,6 +607,8 @@ mod tests {
             let text = from_text.get();
             assert!(!text.contains("body") && !text.contains("blobPrefix") && !text.contains("\"pk\""));
             assert!(!text.contains("digest") && !text.contains("ttl") && !text.contains("dmarc"));
+            // A list row's verdict is its score and action, not its rules.
+            assert!(!text.contains("GTUBE") && !text.contains("symbols"));
             assert!(!text.contains("references"), "a list row carries no References");
             // Same fields in the same order: without attachments or a
             // quarantine (whose stored keys are sorted) the two encodings are
@@ -602,6 +632,10 @@ mod tests {
         }
         for s in [AuthSummary::Pass, AuthSummary::Fail, AuthSummary::None] {
             assert_eq!(serde_json::to_string(&s).unwrap(), quoted(s.as_str()));
+        }
+        use crate::mail::spam::SpamAction::*;
+        for a in [NoAction, Greylist, AddHeader, RewriteSubject, SoftReject, Reject] {
+            assert_eq!(serde_json::to_string(&a).unwrap(), quoted(a.as_str()));
         }
     }
 }

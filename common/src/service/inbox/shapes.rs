@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::mail::authenticate::{Authentication, Summary as AuthSummary};
+use crate::mail::spam::{SpamAction, SpamVerdict};
 use crate::service::mail_store::Quarantined;
 
 // ------------------------------------------------------------------ shapes
@@ -43,6 +44,12 @@ pub struct Summary {
     /// `summary` and `spoofed`; a read of one message carries every check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<Authentication>,
+    /// Received mail the mail host's rspamd scanned: its verdict on the
+    /// content (never a header the message came with). A list row carries
+    /// `score` and `action`; a read of one message the rules that fired too.
+    /// Absent when nothing judged the content (no mail host, a send).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spam: Option<SpamVerdict>,
     /// Present on quarantined mail: why it is kept out of the inbox, and since
     /// when (it is kept 30 days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,6 +126,7 @@ impl From<&Row> for Summary {
             message_id_conflict: r.message_id_conflict,
             delivery: None,
             authentication: r.authentication.as_ref().map(Authentication::compact),
+            spam: r.spam.as_ref().map(SpamVerdict::compact),
             quarantine: r.quarantine.clone(),
             owner_only: r.owner_only,
             from_name: r.from_name.clone(),
@@ -173,6 +181,9 @@ pub(super) struct StoredSummary<'a> {
     /// The stored verdicts, read for `summary` and `spoofed` alone.
     #[serde(default)]
     authentication: Option<CompactAuthentication>,
+    /// The stored verdict, read for `score` and `action` alone.
+    #[serde(default)]
+    spam: Option<CompactSpam>,
     #[serde(borrow, default)]
     quarantine: Option<&'a RawValue>,
     #[serde(default)]
@@ -194,6 +205,13 @@ pub(super) struct StoredSummary<'a> {
 struct CompactAuthentication {
     summary: AuthSummary,
     spoofed: bool,
+}
+
+/// [`SpamVerdict::compact`] as a list page reads it from the stored row.
+#[derive(Deserialize)]
+struct CompactSpam {
+    score: f64,
+    action: SpamAction,
 }
 
 impl StoredSummary<'_> {
@@ -229,6 +247,15 @@ impl StoredSummary<'_> {
             } else {
                 "\",\"spoofed\":false}"
             });
+        }
+        if let Some(spam) = &self.spam {
+            let value = out.key("spam");
+            value.push_str("{\"score\":");
+            // serde_json's own number text, as the row's encoder writes it.
+            value.push_str(&serde_json::Number::from_f64(spam.score).map_or("0".into(), |n| n.to_string()));
+            value.push_str(",\"action\":\"");
+            value.push_str(spam.action.as_str());
+            value.push_str("\"}");
         }
         if let Some(quarantine) = self.quarantine {
             out.raw("quarantine", quarantine.get());

@@ -44,7 +44,8 @@ pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool
                 }
                 for row in chunk {
                     match by_id(ctx, scope, &row.id).await? {
-                        Some(now) if now.unread != unread => todo.push(now),
+                        // Moved into spam meanwhile: it is never unread.
+                        Some(now) if now.unread != unread && now.quarantine.is_none() => todo.push(now),
                         Some(now) => done.push(now),
                         None => {}
                     }

@@ -15,6 +15,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
 use crate::mail::authenticate::Authentication;
+use crate::mail::spam::SpamVerdict;
 use crate::store::{Cond, Query, StoreError, StoreExt, Write, item, record};
 
 /// Who a message names beside its sender's address and To: each may be
@@ -59,6 +60,10 @@ pub struct NewMessage<'a> {
     pub delivery: Option<&'a str>,
     /// A received message's verdicts (none for a send).
     pub authentication: Option<&'a Authentication>,
+    /// rspamd's verdict on a received message's content, when there is one.
+    pub spam: Option<&'a SpamVerdict>,
+    /// The received file in the spool once filed (`inbound/done/<name>`).
+    pub raw: Option<&'a str>,
     /// Keep it out of the inbox, for this reason (see [`Quarantine`]).
     pub quarantine: Option<Quarantine>,
     /// Other writes made in the filing's own transaction, only if it files
@@ -205,6 +210,8 @@ fn new_row(
         message_id_conflict: conflict,
         delivery: m.delivery.map(str::to_string),
         authentication: m.authentication.cloned(),
+        spam: m.spam.cloned(),
+        raw: m.raw.map(str::to_string),
         ttl: kept.then(|| now.timestamp() + QUARANTINE_DAYS * 86_400),
         quarantine,
         // What the service mails an owner comes from its noreply address; a
@@ -291,7 +298,7 @@ async fn index(
 
 /// The row's copies and its thread's summary and list copy: at most 7 writes
 /// (a quarantined row's two copies alone), before the message's own `also`.
-fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> Vec<Write> {
+pub(super) fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> Vec<Write> {
     // The row is encoded once; each copy is that item under its own key.
     let copies = row.copies(scope);
     let whole = item(&copies[0], row);
@@ -327,7 +334,7 @@ fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> 
 }
 
 /// An item's copy under another key.
-fn rekeyed(item: &crate::store::Item, key: &crate::store::Key) -> crate::store::Item {
+pub(super) fn rekeyed(item: &crate::store::Item, key: &crate::store::Key) -> crate::store::Item {
     let mut copy = item.clone();
     copy.insert(crate::store::PK.into(), key.pk.clone().into());
     copy.insert(crate::store::SK.into(), key.sk.clone().into());

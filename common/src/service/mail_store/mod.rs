@@ -10,6 +10,7 @@
 //! - `THREADS#S#<folder>/<last ms>-<thread>`: a copy of each summary;
 //! - `QUAR#S/<id>`: each quarantined inbound row (30-day ttl), which no
 //!   other partition but `MSGID#` holds;
+//! - `SPAM#S/<id>`: the same for spam (rspamd's verdict, or a report);
 //! - `MSGID#S/<Message-ID>\n<mailbox>\n<dir>`: a copy of each row by
 //!   Message-ID, whose conditional put makes filing idempotent.
 //!
@@ -23,9 +24,10 @@
 //! The files: `shapes` (the row, the thread summary, folders and
 //! directions), `ids` (row and thread ids), `blobs` (the body kept on the row
 //! and the blobs beside it), `filing`, `pages` (reads by id and cursor pages),
-//! `changes` (unread flags and folder moves), `delete` (one message for
-//! good), `purge`, and `sync_marks` (what the mail host's IMAP side has yet
-//! to take, marked in the same transactions).
+//! `changes` (unread flags and folder moves), `spam_moves` (a report's move
+//! into spam and back), `delete` (one message for good), `purge`, and
+//! `sync_marks` (what the mail host's IMAP side has yet to take, marked in
+//! the same transactions).
 
 mod blobs;
 mod changes;
@@ -36,6 +38,7 @@ mod pages;
 mod purge;
 mod searchable;
 mod shapes;
+mod spam_moves;
 pub mod sync_marks;
 
 pub use blobs::{blob_prefix, body, preview, whole_text};
@@ -44,11 +47,12 @@ pub use delete::{delete_row, delete_thread};
 pub use filing::{Named, NewMessage, file};
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
 pub use pages::{
-    FILTER_SCAN, by_id, by_message_id, covered, newest, page, page_raw, page_raw_where, quarantined, thread,
+    FILTER_SCAN, by_id, by_message_id, covered, in_spam, newest, page, page_raw, page_raw_where, quarantined, thread,
 };
 pub use purge::purge;
 pub use searchable::{backfill, backfilled};
 pub use shapes::{AttachmentInfo, Direction, Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
+pub use spam_moves::{Moved, to_inbox, to_spam};
 
 /// The most of a body kept on the row (and searched); the whole body is then a
 /// blob. Keeps 200 rows of a search near DynamoDB's 1 MB page.

@@ -8,7 +8,7 @@ use crate::keys;
 use crate::store::{Key, Query, RawItem, StoreExt, record};
 
 /// A row by id, from its direction's partition, else (an inbound id) from
-/// the quarantine while it is kept.
+/// the quarantine or the spam folder while it is kept (one batch read).
 pub async fn by_id(ctx: &Context, scope: &str, id: &str) -> Result<Option<Row>, ApiError> {
     let outbound = direction_of(id) == Direction::Outbound;
     let row: Option<Row> = ctx
@@ -18,9 +18,18 @@ pub async fn by_id(ctx: &Context, scope: &str, id: &str) -> Result<Option<Row>, 
     if row.is_some() || outbound {
         return Ok(row);
     }
-    let kept: Option<Row> = ctx.store.read(&Key::new(keys::quarantine_partition(scope), id)).await?;
+    let kept = ctx
+        .store
+        .get_many(&[
+            Key::new(keys::quarantine_partition(scope), id),
+            Key::new(keys::spam_partition(scope), id),
+        ])
+        .await?;
     let now = ctx.clock.now().timestamp();
-    Ok(kept.filter(|r| !expired(r, now)))
+    match kept.into_iter().flatten().next() {
+        Some(item) => Ok(Some(record::<Row>(item)?).filter(|r| !expired(r, now))),
+        None => Ok(None),
+    }
 }
 
 /// A quarantined row past its 30 days (the store may not have dropped it yet).
@@ -38,7 +47,28 @@ pub async fn quarantined(
     limit: usize,
     keep: impl Fn(&RawItem) -> bool,
 ) -> Result<(Vec<Row>, Option<String>), ApiError> {
-    let (items, next) = page_raw_where(ctx, keys::quarantine_partition(scope), true, cursor, limit, keep).await?;
+    kept_page(ctx, keys::quarantine_partition(scope), cursor, limit, keep).await
+}
+
+/// [`quarantined`], of the spam folder.
+pub async fn in_spam(
+    ctx: &Context,
+    scope: &str,
+    cursor: Option<&str>,
+    limit: usize,
+    keep: impl Fn(&RawItem) -> bool,
+) -> Result<(Vec<Row>, Option<String>), ApiError> {
+    kept_page(ctx, keys::spam_partition(scope), cursor, limit, keep).await
+}
+
+async fn kept_page(
+    ctx: &Context,
+    pk: String,
+    cursor: Option<&str>,
+    limit: usize,
+    keep: impl Fn(&RawItem) -> bool,
+) -> Result<(Vec<Row>, Option<String>), ApiError> {
+    let (items, next) = page_raw_where(ctx, pk, true, cursor, limit, keep).await?;
     let rows = items.iter().map(|i| i.record()).collect::<Result<Vec<Row>, _>>()?;
     let now = ctx.clock.now().timestamp();
     Ok((rows.into_iter().filter(|r| !expired(r, now)).collect(), next))

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::keys;
 use crate::mail::authenticate::Authentication;
+use crate::mail::spam::SpamVerdict;
 use crate::store::{Key, item};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -80,6 +81,21 @@ pub enum Quarantine {
     /// The mailbox takes mail only from its allow list, which does not name
     /// the sender.
     SenderNotAllowed,
+    /// rspamd on the mail host judged its content spam (the row's `spam`),
+    /// by the mailbox's settings; or its owner reported it. Kept in a
+    /// partition of its own (`SPAM#<scope>`, `view=spam`), not the
+    /// quarantine's.
+    Spam,
+}
+
+impl Quarantine {
+    /// The partition rows kept out for this reason live in.
+    pub fn partition(self, scope: &str) -> String {
+        match self {
+            Quarantine::Spam => keys::spam_partition(scope),
+            _ => keys::quarantine_partition(scope),
+        }
+    }
 }
 
 /// How long a quarantined row is kept.
@@ -155,6 +171,10 @@ pub struct Row {
     /// mail filed before they were kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<Authentication>,
+    /// rspamd's verdict on its content, when the mail host scanned it (none
+    /// locally, on a send, and on mail filed before verdicts were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spam: Option<SpamVerdict>,
     /// Set when the row is kept out of the inbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<Quarantined>,
@@ -166,6 +186,10 @@ pub struct Row {
     /// never a scoped key, and it fires no webhook.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub owner_only: bool,
+    /// The received file in the spool (`inbound/done/<name>`, kept 30 days):
+    /// what a spam report teaches rspamd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
     /// The display name written beside the sender's address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_name: Option<String>,
@@ -209,8 +233,8 @@ impl Row {
         } else {
             keys::message_id(scope, &self.message_id, &self.mailbox, self.outbound())
         };
-        if self.quarantine.is_some() {
-            return vec![Key::new(keys::quarantine_partition(scope), &self.id), by_message_id];
+        if let Some(kept) = &self.quarantine {
+            return vec![Key::new(kept.reason.partition(scope), &self.id), by_message_id];
         }
         let mut keys = vec![
             Key::new(keys::mail_partition(scope, self.outbound()), &self.id),

@@ -1,0 +1,192 @@
+//! A received row moved into the spam folder and back (an owner's report):
+//! each move is one transaction over every copy of the row and its thread's
+//! summary, conditioned on the row as it was read, with the caller's own
+//! writes (the training job) inside it.
+
+use super::filing::{filing_writes, rekeyed};
+use super::{Folder, QUARANTINE_DAYS, Quarantine, Quarantined, RETRIES, Row, Thread, backoff, by_id, thread};
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::store::{Cond, Key, PK, SK, StoreError, Write, item};
+
+/// What a move found.
+#[derive(Debug)]
+pub enum Moved {
+    /// Moved: the row as it now is.
+    Done(Row),
+    /// It was there already: the row as it is.
+    Already(Row),
+}
+
+/// Moves an inbox (or archive, or trash) row into spam: out of its folder,
+/// its thread and every list, never unread, kept 30 days. `also` is written
+/// in the same transaction, only if the row moves.
+pub async fn to_spam(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) -> Result<Moved, ApiError> {
+    for _ in 0..RETRIES {
+        match &row.quarantine {
+            Some(kept) if kept.reason == Quarantine::Spam => return Ok(Moved::Already(row)),
+            Some(_) => return Err(error::SPAM_QUARANTINED.into()),
+            None => {}
+        }
+        let summary = thread(ctx, scope, &row.thread_id).await?;
+        let now = ctx.clock.now();
+        let spam = Row {
+            quarantine: Some(Quarantined {
+                reason: Quarantine::Spam,
+                at: iso(now),
+            }),
+            unread: false,
+            folder: None,
+            ttl: Some(now.timestamp() + QUARANTINE_DAYS * 86_400),
+            ..row.clone()
+        };
+        let mut writes = out_of_the_inbox(scope, &row, &spam);
+        writes.extend(thread_without(scope, &row, summary.as_ref()));
+        writes.extend(also.iter().cloned());
+        match ctx.store.transact(writes).await {
+            Ok(()) => return Ok(Moved::Done(spam)),
+            // The row was read, moved or reported meanwhile, or its thread
+            // changed: read it again.
+            Err(StoreError::ConditionFailed) => {
+                row = by_id(ctx, scope, &row.id).await?.ok_or(error::NOT_FOUND)?;
+                backoff().await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(error::REQUEST_BUSY.into())
+}
+
+/// Moves a spam row back into the inbox, unread, onto its thread (a new
+/// one when that thread is gone). `also` as in [`to_spam`].
+pub async fn to_inbox(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) -> Result<Moved, ApiError> {
+    for _ in 0..RETRIES {
+        match &row.quarantine {
+            None => return Ok(Moved::Already(row)),
+            Some(kept) if kept.reason != Quarantine::Spam => return Err(error::SPAM_QUARANTINED.into()),
+            Some(_) => {}
+        }
+        let existing = thread(ctx, scope, &row.thread_id).await?;
+        let back = Row {
+            quarantine: None,
+            ttl: None,
+            unread: true,
+            folder: Some(Folder::Inbox),
+            ..row.clone()
+        };
+        let ms = ctx.clock.now().timestamp_millis();
+        let mut writes = into_the_inbox(scope, &back, existing.as_ref(), ms);
+        writes.push(Write::Delete {
+            key: Key::new(keys::spam_partition(scope), &row.id),
+            cond: Some(Cond::Exists),
+        });
+        writes.extend(also.iter().cloned());
+        match ctx.store.transact(writes).await {
+            Ok(()) => return Ok(Moved::Done(back)),
+            Err(StoreError::ConditionFailed) => {
+                row = by_id(ctx, scope, &row.id).await?.ok_or(error::NOT_FOUND)?;
+                backoff().await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(error::REQUEST_BUSY.into())
+}
+
+/// The row's inbox copies gone (the main one conditioned on its flag and
+/// folder as read: a flag flip or a folder move meanwhile rewrites it), its
+/// Message-ID copy rewritten as the spam row, and the spam copy put.
+fn out_of_the_inbox(scope: &str, row: &Row, spam: &Row) -> Vec<Write> {
+    let by_message_id = spam.copies(scope)[1].clone();
+    let as_read = Cond::And(vec![
+        Cond::eq("unread", row.unread),
+        match row.folder {
+            Some(folder) => Cond::eq("folder", folder.as_str()),
+            None => Cond::missing("folder"),
+        },
+    ]);
+    let mut writes: Vec<Write> = row
+        .copies(scope)
+        .into_iter()
+        .enumerate()
+        .map(|(i, key)| match i {
+            0 => Write::Delete {
+                key,
+                cond: Some(as_read.clone()),
+            },
+            _ if key == by_message_id => Write::Put {
+                item: item(&key, spam),
+                cond: Some(Cond::Exists),
+            },
+            _ => Write::Delete { key, cond: None },
+        })
+        .collect();
+    writes.push(Write::Put {
+        item: item(&Key::new(keys::spam_partition(scope), &spam.id), spam),
+        cond: Some(Cond::NotExists),
+    });
+    writes
+}
+
+/// The thread's summary and its list copy without the row (both gone with
+/// its last message), conditioned on the summary's version.
+fn thread_without(scope: &str, row: &Row, summary: Option<&Thread>) -> Vec<Write> {
+    let Some(t) = summary else {
+        return Vec::new();
+    };
+    let summary_key = keys::thread_summary(scope, &t.thread_id);
+    let guard = Some(Cond::eq("version", t.version));
+    if t.message_count <= 1 {
+        return vec![
+            Write::Delete {
+                key: summary_key,
+                cond: guard,
+            },
+            Write::Delete {
+                key: t.list_copy(scope),
+                cond: None,
+            },
+        ];
+    }
+    let less = Thread {
+        message_count: t.message_count - 1,
+        inbound_count: (t.inbound_count - 1).max(0),
+        unread_count: (t.unread_count - i64::from(row.unread)).max(0),
+        version: t.version + 1,
+        ..t.clone()
+    };
+    let stored = less.stored_item(&summary_key);
+    vec![
+        Write::Put {
+            item: stored.clone(),
+            cond: guard,
+        },
+        Write::Put {
+            item: rekeyed(&stored, &less.list_copy(scope)),
+            cond: None,
+        },
+    ]
+}
+
+/// Filing's writes for the row (its copies, its thread's summary and list
+/// copy), but its Message-ID copy, which the spam row holds, is replaced.
+fn into_the_inbox(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> Vec<Write> {
+    let by_message_id = row.copies(scope)[1].clone();
+    filing_writes(scope, row, existing, ms)
+        .into_iter()
+        .map(|write| match write {
+            Write::Put { item, .. } if names(&item, &by_message_id) => Write::Put {
+                item,
+                cond: Some(Cond::Exists),
+            },
+            other => other,
+        })
+        .collect()
+}
+
+fn names(item: &crate::store::Item, key: &Key) -> bool {
+    item.get(PK).and_then(|v| v.as_str()) == Some(key.pk.as_str())
+        && item.get(SK).and_then(|v| v.as_str()) == Some(key.sk.as_str())
+}
