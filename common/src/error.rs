@@ -350,6 +350,13 @@ catalogue! {
     ATTACHMENT_BOX_INVALID = 400 "box must be inbound or outbound";
     ATTACHMENT_DISPOSITION_INVALID = 400 "disposition must be inline";
 
+    // -------------------------------------------------------------------------- search
+    SEARCH_QUERY_INVALID = 400 "q must be 1 to 500 characters";
+    /// `{}` names the part of the query that cannot be read, and why.
+    SEARCH_QUERY_UNREADABLE = 400 "q could not be read: {}" code "query_unreadable";
+    SEARCH_SORT_INVALID = 400 "sort must be newest or relevance";
+    SEARCH_CURSOR_INVALID = 400 "cursor must be the nextCursor of a search in the same order";
+
     // -------------------------------------------------------------------------- drafts
     DRAFT_EMPTY = 400 "A draft needs at least one of to, subject, text or inReplyTo";
     DRAFTS_FULL = 400 "Max 50 drafts per user";

@@ -19,6 +19,7 @@ pub mod messages;
 pub mod metrics;
 pub mod openapi;
 pub mod ratelimit;
+pub mod search;
 pub mod secrets;
 pub mod service;
 pub mod store;

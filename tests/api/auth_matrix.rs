@@ -56,7 +56,7 @@ fn scoped_read(method: &str, path: &str) -> Option<(u16, &'static str)> {
     match (method, path) {
         ("POST", "/sendMail" | "/reply" | "/forward" | "/outbox/cancel") => Some((403, LACKS_SEND)),
         ("GET", "/getDnsInstructions" | "/listDomains" | "/dmarcReports" | "/suppressions" | "/lists") => None,
-        (_, "/getAccountStatus" | "/credits" | "/inbox" | "/attachment" | "/outbox" | "/mcp") => None,
+        (_, "/getAccountStatus" | "/credits" | "/inbox" | "/attachment" | "/outbox" | "/mcp" | "/search") => None,
         _ => Some((403, LACKS_MANAGE)),
     }
 }
@@ -135,7 +135,7 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             _ => Some((403, SETUP)),
         },
         ("POST", "/sendMail" | "/reply" | "/forward" | "/outbox/cancel")
-        | (_, "/inbox" | "/inbox/delete" | "/attachment" | "/outbox" | "/suppressions") => match class {
+        | (_, "/inbox" | "/inbox/delete" | "/attachment" | "/outbox" | "/suppressions" | "/search") => match class {
             AgentBearer | AgentHeader | Standard | Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),
             _ => Some((401, INVALID_KEY)),

@@ -35,6 +35,7 @@ mod onboarding;
 mod openapi;
 mod operations;
 mod received;
+mod search;
 mod send;
 mod send_smtp;
 mod smtp_sink;

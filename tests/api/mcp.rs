@@ -837,7 +837,7 @@ async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
     assert!(forwarded.contains("Your code is 739164."), "{forwarded}");
 }
 
-fn sdk_client(venv: &str, url: &str, key: Option<&str>, steps: &Value) -> Value {
+pub(crate) fn sdk_client(venv: &str, url: &str, key: Option<&str>, steps: &Value) -> Value {
     use std::io::Write;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_client.py");
     let mut cmd = std::process::Command::new(format!("{venv}/bin/python"));

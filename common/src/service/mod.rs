@@ -35,6 +35,7 @@ pub mod poller;
 pub mod recheck;
 pub mod removal;
 pub mod replies;
+pub mod search;
 pub mod send;
 pub mod sent;
 pub mod spam;

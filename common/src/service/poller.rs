@@ -105,6 +105,22 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     // Only newly stored copies are announced, after filing: a receiver that is
     // down or slow delays no message's filing.
     webhooks::announce(ctx, &filed).await;
+    // The search index of each scope filed into, written into a segment
+    // when enough waits (and any index flagged due): a failure here files
+    // nothing less, and the next run tries again.
+    let scopes: Vec<String> = filed.into_iter().map(|(scope, _)| scope).collect();
+    let now = ctx.clock.now().timestamp_millis();
+    match crate::search::maintain(&*ctx.store, &*ctx.blobs, now, &scopes).await {
+        // Mail filed before the index existed, indexed a page at a time.
+        Ok(backfills) => {
+            for scope in backfills {
+                if let Err(e) = mail_store::backfill(ctx, &scope).await {
+                    tracing::error!(error = %e, "older mail could not be indexed for search");
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "the search index could not be compacted"),
+    }
     Ok(outcome)
 }
 

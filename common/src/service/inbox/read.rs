@@ -238,7 +238,8 @@ async fn read_thread_rows(
 }
 
 /// Rows of the newest 200 of each direction whose subject, sender or body
-/// holds the text, newest first. Marks nothing read.
+/// holds the text, newest first: a body longer than the row keeps is read
+/// whole from its blob. Marks nothing read.
 async fn search_scope(
     call: &Call<'_>,
     scope: &str,
@@ -251,11 +252,23 @@ async fn search_scope(
         mail_store::newest(call.ctx, scope, true, SEARCH_DEPTH)
     );
     let needle = text.to_lowercase();
-    let mut hits: Vec<Row> = inbound?
+    let (mut hits, long): (Vec<Row>, Vec<Row>) = inbound?
         .into_iter()
         .chain(outbound?)
-        .filter(|r| folder.is_none_or(|f| r.folder() == f) && r.readable_by(call.caller) && r.matches(&needle))
-        .collect();
+        .filter(|r| folder.is_none_or(|f| r.folder() == f) && r.readable_by(call.caller))
+        .filter(|r| r.matches(&needle) || r.text_in_blob)
+        .partition(|r| r.matches(&needle));
+    let needle = &needle;
+    let mut whole = futures::StreamExt::buffer_unordered(
+        futures::stream::iter(long.into_iter().map(|row| async move {
+            let text = mail_store::whole_text(call.ctx, &row).await?;
+            Ok::<_, ApiError>(text.to_lowercase().contains(needle).then_some(row))
+        })),
+        16,
+    );
+    while let Some(found) = futures::StreamExt::next(&mut whole).await {
+        hits.extend(found?);
+    }
     hits.sort_by(|a, b| b.id.cmp(&a.id));
     hits.truncate(limit);
     InboxList::of_summaries(&summaries(call.ctx, &hits).await?, None)

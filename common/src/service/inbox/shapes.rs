@@ -87,7 +87,7 @@ pub struct Summary {
 
 /// Each row's summary, with its delivery status when it is a send (two
 /// batch reads for the page, none when it holds no send).
-pub(super) async fn summaries(ctx: &crate::context::Context, rows: &[Row]) -> Result<Vec<Summary>, ApiError> {
+pub(crate) async fn summaries(ctx: &crate::context::Context, rows: &[Row]) -> Result<Vec<Summary>, ApiError> {
     let mut out: Vec<Summary> = rows.iter().map(Summary::from).collect();
     let sends: Vec<(usize, &str)> = rows
         .iter()

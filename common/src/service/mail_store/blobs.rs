@@ -94,6 +94,16 @@ fn download_path(m: &NewMessage<'_>, id: &str, index: usize) -> String {
     path
 }
 
+/// The whole text of a row's body (a blob read when it is over 4 KB).
+pub async fn whole_text(ctx: &Context, row: &Row) -> Result<String, ApiError> {
+    if !row.text_in_blob {
+        return Ok(row.text.clone());
+    }
+    let key = format!("{}/body.txt", row.blob_prefix);
+    let bytes = ctx.blobs.get(&key).await.map_err(blob_err)?;
+    Ok(String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned())
+}
+
 /// The body of a row: the text (whole) and the HTML when it had some.
 pub async fn body(ctx: &Context, row: &Row) -> Result<(String, Option<String>), ApiError> {
     let blob = |name: &'static str| {

@@ -8,9 +8,9 @@ use crate::keys;
 use crate::store::{Cond, StoreError, Update, Write, item};
 
 /// Rows that change in one transaction, with their thread's two summary
-/// writes and its sync mark: 4 writes per inbound row and 3 more stay under
-/// 100.
-const FLIPS_PER_TRANSACTION: usize = 24;
+/// writes and its sync mark: 5 writes per inbound row (its 4 copies and its
+/// search state) and 3 more stay under 100.
+const FLIPS_PER_TRANSACTION: usize = 19;
 /// The most writes of one row-moving transaction: 100, less the sync mark.
 const MOVE_WRITES: usize = 99;
 
@@ -78,6 +78,7 @@ fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool, ms:
                 cond: Some(cond),
             });
         }
+        writes.push(super::searchable::unread_write(scope, row, unread));
     }
     let counts = Update::new().add("unreadCount", delta).add("version", 1);
     writes.push(Write::Update {
@@ -223,5 +224,6 @@ fn move_writes(scope: &str, row: &Row, folder: Folder) -> Vec<Write> {
             });
         }
     }
+    writes.push(super::searchable::folder_write(scope, row, folder));
     writes
 }

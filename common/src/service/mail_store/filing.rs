@@ -262,8 +262,11 @@ async fn index(
     mut existing: Option<Thread>,
     ms: i64,
 ) -> Result<Option<Row>, ApiError> {
+    // Searchable as soon as it is listed: its words go in the same transaction.
+    let searchable = super::searchable::filing_write(m.scope, m, &row);
     for _ in 0..RETRIES {
         let mut writes = filing_writes(m.scope, &row, existing.as_ref(), ms);
+        writes.extend(searchable.iter().cloned());
         writes.extend(m.also.iter().cloned());
         match ctx.store.transact(writes).await {
             Ok(()) => return Ok(Some(row)),

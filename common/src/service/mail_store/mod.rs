@@ -36,11 +36,12 @@ mod filing;
 mod ids;
 mod pages;
 mod purge;
+mod searchable;
 mod shapes;
 mod spam_moves;
 pub mod sync_marks;
 
-pub use blobs::{blob_prefix, body, preview};
+pub use blobs::{blob_prefix, body, preview, whole_text};
 pub use changes::{loaded_rows, move_thread, set_unread};
 pub use delete::{delete_row, delete_thread};
 pub use filing::{Named, NewMessage, file};
@@ -49,6 +50,7 @@ pub use pages::{
     FILTER_SCAN, by_id, by_message_id, covered, in_spam, newest, page, page_raw, page_raw_where, quarantined, thread,
 };
 pub use purge::purge;
+pub use searchable::{backfill, backfilled};
 pub use shapes::{AttachmentInfo, Direction, Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
 pub use spam_moves::{Moved, to_inbox, to_spam};
 

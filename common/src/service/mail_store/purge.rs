@@ -13,11 +13,25 @@ pub async fn purge(ctx: &Context, scope: &str, addresses: &[String]) -> Result<u
     let owned = |row: &Row| addresses.contains(&row.mailbox);
     let mut deleted = 0;
     let mut threads = std::collections::BTreeSet::new();
+    let mut both = Vec::new();
     for outbound in [false, true] {
         let rows: Vec<Row> = ctx
             .store
             .all_records(Query::partition(keys::mail_partition(scope, outbound)))
             .await?;
+        both.push(rows);
+    }
+    // Gone from search first: each mailbox up to its newest row.
+    let mut newest: std::collections::BTreeMap<String, String> = Default::default();
+    for row in both.iter().flatten().filter(|r| owned(r)) {
+        let up_to = newest.entry(row.mailbox.clone()).or_default();
+        if row.id > *up_to {
+            *up_to = row.id.clone();
+        }
+    }
+    let newest: Vec<(String, String)> = newest.into_iter().collect();
+    super::searchable::purged(ctx, scope, &newest).await?;
+    for rows in both {
         for row in rows.iter().filter(|r| owned(r)) {
             threads.insert(row.thread_id.clone());
             let mut keys = row.copies(scope);
