@@ -120,7 +120,7 @@ async fn run_poller(ctx: Arc<Context>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = (jobs::POLLER.run)(&ctx).await {
+        if let Err(e) = common::service::poller::run_quick(&ctx).await {
             tracing::error!(job = jobs::POLLER.name, error = %e, "a scheduled job failed");
         }
     }

@@ -338,6 +338,10 @@ catalogue! {
     WAITS_BUSY = 429 "This key already holds 5 waits for mail; let one finish first";
     INBOX_FILTER_INVALID = 400 "from and subject must be strings of at most 200 characters";
     INBOX_TARGET_REQUIRED = 400 "thread, id or messageId is required";
+    /// Emptying the whole trash is asked for by name, never by a body that
+    /// happened to name no message (a client's bug would lose every one).
+    MAIL_TO_DELETE_REQUIRED = 400 "Name the mail to delete (id, messageId or thread), or set emptyTrash to true to empty the trash";
+    EMPTY_TRASH_TYPE = 400 "emptyTrash must be a boolean";
     INBOX_NOT_IN_TRASH = 409 "Only mail in the trash can be deleted for good: move it to trash first." code "not_in_trash";
     INBOX_CHANGE_REQUIRED = 400 "unread, folder or spam is required";
     SPAM_TYPE = 400 "spam must be a boolean";

@@ -546,19 +546,19 @@ async fn bad_input_gets_a_precise_400(app: TestApp) {
             "POST",
             "/webhooks",
             json!({"url": "https://example.org/h", "events": []}),
-            "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added",
+            "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added, message.spam",
         ),
         (
             "POST",
             "/webhooks",
             json!({"url": "https://example.org/h", "events": ["outbound.sent"]}),
-            "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added",
+            "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added, message.spam",
         ),
         (
             "POST",
             "/webhooks",
             json!({"url": "https://example.org/h", "events": "inbound.received"}),
-            "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added",
+            "events must be a non-empty array of: inbound.received, outbound.delivered, outbound.deferred, outbound.bounced, outbound.complained, suppression.added, message.spam",
         ),
     ];
     for (method, path, body, sentence) in cases {

@@ -321,7 +321,8 @@ async fn an_idempotency_key_sends_once(app: TestApp) {
 /// Malformed bodies for every route, with each credential class that reaches
 /// it: never a 5xx, a 4xx says why, and nothing is written. Two exceptions
 /// the spec makes: getRequestStatus answers every shape with 200 (and counts
-/// the call), and sendMail counts its rate window before validating.
+/// the call), and sendMail counts its rate window before validating (as do
+/// /reply and /forward, which send through it: docs/decisions.md).
 async fn every_route_refuses_malformed_input_and_writes_nothing(app: TestApp) {
     let standard = app.onboard(&format!("sweep@{ALLOWED_DOMAIN}")).await;
     let operator = app.operator_token().await;
@@ -438,7 +439,7 @@ async fn every_route_refuses_malformed_input_and_writes_nothing(app: TestApp) {
                 assert!(res.status < 500, "{what}: {} {}", res.status, res.body);
                 let writes = app.ctx.store_meter.counts().since(&before);
                 let written = writes.puts + writes.updates + writes.deletes + writes.transactions;
-                let counts_by_design = route.path == "/getRequestStatus" || route.path == "/sendMail";
+                let counts_by_design = matches!(route.path, "/getRequestStatus" | "/sendMail" | "/reply" | "/forward");
                 if res.status >= 400 {
                     if route.path != "/mcp" {
                         assert!(!res.error().is_empty(), "{what}: a 4xx says why: {}", res.body);

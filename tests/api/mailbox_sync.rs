@@ -361,7 +361,25 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
         .post("/inbox", Auth::Bearer(key), json!({"id": e["id"], "folder": "trash"}))
         .await;
     assert_eq!(trashed.status, 200);
-    let deleted = app.post("/inbox/delete", Auth::Bearer(key), json!({})).await;
+    // Emptying the trash is asked for by name: a body naming nothing deletes nothing.
+    let unnamed = app.post("/inbox/delete", Auth::Bearer(key), json!({})).await;
+    assert_eq!(unnamed.status, 400, "{}", unnamed.body);
+    assert_eq!(
+        unnamed.body["error"],
+        "Name the mail to delete (id, messageId or thread), or set emptyTrash to true to empty the trash"
+    );
+    let refused = app
+        .post("/inbox/delete", Auth::Bearer(key), json!({"emptyTrash": "yes"}))
+        .await;
+    assert_eq!(
+        refused.body["error"], "emptyTrash must be a boolean",
+        "{}",
+        refused.body
+    );
+    // (The deleted count of 1 below shows these deleted nothing.)
+    let deleted = app
+        .post("/inbox/delete", Auth::Bearer(key), json!({"emptyTrash": true}))
+        .await;
     assert_eq!(deleted.status, 200, "{}", deleted.body);
     assert_eq!(deleted.body["deleted"], 1, "{}", deleted.body);
     eventually("the API's delete expunges the IMAP copy", || async {

@@ -1197,8 +1197,8 @@ pub static INBOX: Section = Section {
             permission: Some(Permission::Manage),
             summary: "Delete mail in the trash for good",
             description: "Only mail in the trash goes, as a mail app empties its trash: one message (id wins, or \
-                          messageId), one thread (thread), or with no target the whole trash, 25 threads a call \
-                          (more: true while any is left). Its rows, blobs and thread counts go, and the mail host \
+                          messageId), one thread (thread), or with emptyTrash: true and no target the whole trash, \
+                          25 threads a call (more: true while any is left); a body naming none of these is 400. Its rows, blobs and thread counts go, and the mail host \
                           expunges its IMAP copies; an expunge over IMAP deletes the same way. {ok, deleted, more}. \
                           409 for mail not in the trash.",
             errors: &[
@@ -1206,6 +1206,8 @@ pub static INBOX: Section = Section {
                 INBOX_MESSAGE_ID_INVALID,
                 INBOX_THREAD_INVALID,
                 INBOX_MAILBOX_INVALID,
+                EMPTY_TRASH_TYPE,
+                MAIL_TO_DELETE_REQUIRED,
                 INBOX_NOT_IN_TRASH,
                 NOT_FOUND,
             ],

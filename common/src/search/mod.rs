@@ -150,7 +150,7 @@ pub async fn search(
 }
 
 /// After the poller filed mail: compacts the scopes it filed into whose fresh
-/// messages are due, then the scopes flagged due. Returns the scopes flagged
+/// messages are due, then (with `due`) the scopes flagged due. Returns the scopes flagged
 /// due whose mail filed before the index existed is still to index (the
 /// poller's to do: it knows the rows).
 pub async fn maintain(
@@ -158,6 +158,7 @@ pub async fn maintain(
     blobs: &dyn BlobStore,
     now_ms: i64,
     touched: &[String],
+    due: bool,
 ) -> Result<Vec<String>, ApiError> {
     let mut backfills = Vec::new();
     let mut seen = HashSet::new();
@@ -176,6 +177,9 @@ pub async fn maintain(
         if compact::due(&stored, unfolded) {
             compact::compact(store, blobs, scope, now_ms, compact::Options::default()).await?;
         }
+    }
+    if !due {
+        return Ok(backfills);
     }
     for (scope, at) in items::due(store, 100).await? {
         if at > now_ms {

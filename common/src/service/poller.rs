@@ -76,6 +76,17 @@ pub const CONCURRENT_FILES: usize = 16;
 /// (the store is down) stays pending for the next run, and the run goes on
 /// with the others.
 pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
+    run(ctx, true).await
+}
+
+/// A run for the local server's quick tick (every 100 ms): as `run_once`,
+/// but the search indexes flagged due wait for the scheduled run, so an idle
+/// server asks the store nothing ten times a second.
+pub async fn run_quick(ctx: &Context) -> Result<Outcome, ApiError> {
+    run(ctx, false).await
+}
+
+async fn run(ctx: &Context, due_indexes: bool) -> Result<Outcome, ApiError> {
     let _one_run = ctx.poller_runs.lock().await;
     let mut tally = Tally::default();
     let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
@@ -110,7 +121,7 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
     // nothing less, and the next run tries again.
     let scopes: Vec<String> = filed.into_iter().map(|(scope, _)| scope).collect();
     let now = ctx.clock.now().timestamp_millis();
-    match crate::search::maintain(&*ctx.store, &*ctx.blobs, now, &scopes).await {
+    match crate::search::maintain(&*ctx.store, &*ctx.blobs, now, &scopes, due_indexes).await {
         // Mail filed before the index existed, indexed a page at a time.
         Ok(backfills) => {
             for scope in backfills {

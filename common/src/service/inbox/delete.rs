@@ -1,7 +1,7 @@
 //! POST /inbox/delete (tool `delete_mail`): the API's one way to delete mail
 //! for good. Only what is in the trash goes (as a mail app empties its
-//! trash): one message, one thread, or, with no target, the whole trash a
-//! page at a time. Each message goes through `mail_store::delete_row`, as an
+//! trash): one message, one thread, or, asked by name (`emptyTrash: true`),
+//! the whole trash a page at a time. Each message goes through `mail_store::delete_row`, as an
 //! expunge over IMAP does, and the mail host expunges its IMAP copies.
 
 use super::*;
@@ -19,6 +19,8 @@ crate::input! {
         pub thread: Option<ThreadId> = error::INBOX_THREAD_INVALID,
         /// Agent key and operators only: an address at the service domain.
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+        /// With no target: true empties the whole trash, a page at a time.
+        pub empty_trash: Option<bool> = error::EMPTY_TRASH_TYPE,
     }
 }
 
@@ -57,6 +59,7 @@ pub async fn delete(call: &Call<'_>, input: DeleteInput) -> Result<Deleted, ApiE
             in_trash(folder)?;
             usize::from(mail_store::delete_row(ctx, &scope, &row).await?)
         }
+        None if input.empty_trash != Some(true) => return Err(error::MAIL_TO_DELETE_REQUIRED.into()),
         None => {
             let pk = keys::threads_partition(&scope, Folder::Trash.as_str());
             let (items, next) = mail_store::page_raw_where(ctx, pk, false, None, EMPTY_PAGE, visible(call)).await?;

@@ -181,10 +181,12 @@ pub async fn prepare_sent(
         return Ok(None);
     }
     let blob = blob_key(from, delivery);
-    ctx.blobs
-        .put(&blob, raw.to_vec(), "message/rfc822")
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    // The Sent copy is the mail app's convenience, never a condition of the
+    // send: as with filing the sent row, the mail goes out without it.
+    if let Err(e) = ctx.blobs.put(&blob, raw.to_vec(), "message/rfc822").await {
+        tracing::warn!(error = %e, delivery, "a send's IMAP Sent copy was not saved");
+        return Ok(None);
+    }
     let ms = ctx.clock.now().timestamp_millis();
     Ok(Some(sent_mark(from, message_id, delivery, &blob, ms)))
 }
