@@ -120,7 +120,7 @@ impl Server {
         let base = format!("http://{}", app.addr);
         // Detached: it serves until the benchmark ends.
         drop(app.spawn());
-        let credits = common::keys::credits(common::service::credits::AGENT_BUCKET);
+        let credits = common::keys::credits(common::service::accounts::credits::AGENT_BUCKET);
         ctx.store
             .update(&credits, common::store::Update::new().set("remaining", 1_000_000), None)
             .await

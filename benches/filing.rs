@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use common::config::Config;
 use common::mail::inbound::{Envelope, drop_raw};
-use common::service::poller;
+use common::service::receiving::poller;
 use serde_json::json;
 
 use process::{cpu_time, loadavg};

@@ -77,7 +77,7 @@ async fn phase(
 
         let started = Instant::now();
         mailhost::deliver(&direct.data_dir, raw(i)).await.unwrap();
-        common::service::poller::run_once(direct_ctx).await.unwrap();
+        common::service::receiving::poller::run_once(direct_ctx).await.unwrap();
         assert!(direct.listed(i).await);
         filing.push(started.elapsed());
     }

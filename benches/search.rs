@@ -616,7 +616,7 @@ impl Bench {
 
 /// What a NewMessage of a parsed message holds (as the poller files it).
 fn mail_store_new(m: &Inbound) -> NewMessage<'_> {
-    common::service::poller::as_new(m, "mailbox:costs@svc.test", "costs@svc.test")
+    common::service::receiving::poller::as_new(m, "mailbox:costs@svc.test", "costs@svc.test")
 }
 
 /// An item's size as DynamoDB counts it: attribute names and values.

@@ -55,7 +55,7 @@ async fn main() {
     let ctx = app.context.clone();
     let base = format!("http://{}/sendMail", app.addr);
     let server = app.spawn();
-    let credits = common::keys::credits(common::service::credits::AGENT_BUCKET);
+    let credits = common::keys::credits(common::service::accounts::credits::AGENT_BUCKET);
     ctx.store
         .update(&credits, common::store::Update::new().set("remaining", 1_000_000), None)
         .await

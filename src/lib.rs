@@ -17,7 +17,7 @@ use common::config::Config;
 use common::context::{Built, Context, Mode};
 use common::http;
 use common::jobs;
-use common::service::mta_export;
+use common::service::operators::mta_export;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 
@@ -49,7 +49,7 @@ impl Application {
         let addr = socket.local_addr()?;
         config.addr = addr;
         let Built { context, new_agent_key } = Context::build(config, Mode::Local).await?;
-        common::service::bootstrap::run(&context).await?;
+        common::service::operators::bootstrap::run(&context).await?;
         let listener = socket.listen(1024)?;
         Ok(Self {
             context,
@@ -120,7 +120,7 @@ async fn run_poller(ctx: Arc<Context>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = common::service::poller::run_quick(&ctx).await {
+        if let Err(e) = common::service::receiving::poller::run_quick(&ctx).await {
             tracing::error!(job = jobs::POLLER.name, error = %e, "a scheduled job failed");
         }
     }
@@ -155,7 +155,7 @@ pub fn mail_host_limits() -> [(&'static str, usize); 2] {
         ("message_size_limit", common::mail::inbound::MESSAGE_SIZE_LIMIT),
         (
             "submission_message_size_limit",
-            common::service::submission::SUBMISSION_SIZE_LIMIT,
+            common::service::sending::submission::SUBMISSION_SIZE_LIMIT,
         ),
     ]
 }

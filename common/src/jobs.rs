@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::service::{mta_export, pending, poller, recheck};
+use crate::service::{domains::recheck, operators::mta_export, receiving::poller, sending::pending};
 
 /// How often a job runs: an EventBridge `rate(...)` in AWS, in whole minutes
 /// (EventBridge's smallest rate).

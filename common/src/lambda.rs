@@ -28,7 +28,7 @@ pub async fn schedule(job: &'static Job) -> Result<(), Error> {
         async move {
             if job.bootstraps {
                 BOOTSTRAPPED
-                    .get_or_try_init(|| crate::service::bootstrap::run(&ctx))
+                    .get_or_try_init(|| crate::service::operators::bootstrap::run(&ctx))
                     .await?;
             }
             Ok::<_, Error>((job.run)(&ctx).await?)

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use crate::support::{Auth, TestApp, standin};
 use base64::Engine;
 use common::mail::inbound::Envelope;
-use common::service::poller;
+use common::service::receiving::poller;
 use serde_json::{Value, json};
 
 on_both_backends!(

@@ -45,7 +45,7 @@ async fn deliver(app: &TestApp, key: &str, to: &str, raw: &str) -> Value {
     common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
         .await
         .unwrap();
-    let run = common::service::poller::run_once(&app.ctx).await.unwrap();
+    let run = common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
     assert_eq!(run.filed, 1, "{run:?}");
     let listed = app.get("/inbox", Auth::Bearer(key)).await;
     listed.body["messages"][0].clone()
@@ -575,13 +575,16 @@ async fn replies_and_forwards_keep_every_guardrail_of_a_send(app: TestApp) {
     );
     assert_eq!(credits().await, 98, "a scheduled send is charged when accepted");
     app.ctx.clock.advance(31);
-    assert_eq!(common::service::pending::run_due(&app.ctx).await.unwrap().sent, 1);
+    assert_eq!(
+        common::service::sending::pending::run_due(&app.ctx).await.unwrap().sent,
+        1
+    );
     let view = thread(&app, &key, &row["threadId"]).await;
     assert_eq!(view["thread"]["outboundCount"], 2, "{view}");
 
     // No credits left: the spec's 429.
     let uid = uid_of(&app, &key).await;
-    app.set_credits(&common::service::credits::account_bucket(&uid), 0)
+    app.set_credits(&common::service::accounts::credits::account_bucket(&uid), 0)
         .await;
     app.ctx.clock.advance(61);
     let res = app.post("/reply", Auth::Bearer(&key), reply).await;

@@ -79,7 +79,7 @@ async fn the_agent_key_freezes_and_thaws_itself(app: TestApp) {
     assert_eq!(later.body["agentKey"]["status"], "frozen");
     assert!(later.body["agentKey"]["frozenUntil"].is_string());
     assert!(
-        common::service::credits::agent_switch(&app.ctx)
+        common::service::accounts::credits::agent_switch(&app.ctx)
             .await
             .unwrap()
             .frozen(app.ctx.clock.now())
@@ -112,7 +112,11 @@ async fn only_an_operator_pauses_all_sending(app: TestApp) {
         .await;
     assert_eq!(paused.status, 200, "{}", paused.body);
     assert_eq!(paused.body["sending"]["enabled"], false);
-    assert!(!common::service::credits::sending_enabled(&app.ctx).await.unwrap());
+    assert!(
+        !common::service::accounts::credits::sending_enabled(&app.ctx)
+            .await
+            .unwrap()
+    );
     let person = app.token("pat@people.test").await;
     let refused = app
         .post("/credits", Auth::Bearer(&person), json!({"sendingEnabled": true}))
@@ -251,7 +255,12 @@ async fn request_delete_removes_exactly_the_named_requests(app: TestApp) {
     assert_eq!(deleted, want);
     assert_eq!(res.body["notFound"], json!([missing]));
     for id in [&second, &third] {
-        assert!(common::service::onboarding::load(&app.ctx, id).await.unwrap().is_none());
+        assert!(
+            common::service::accounts::onboarding::load(&app.ctx, id)
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
     // The operators' audit log has the change, with what it touched per id.
     let audit = app.get("/api/audit?operation=requestDelete", op).await;

@@ -7,7 +7,7 @@
 use crate::support::webhooks::Receiver;
 use crate::support::{Auth, Backend, Response, SYNC_TOKEN, TestApp};
 use common::service::delivery::return_path;
-use common::service::poller;
+use common::service::receiving::poller;
 use common::store::StoreExt;
 use serde_json::{Value, json};
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::support::{Auth, TestApp};
 use common::mail::inbound::{Envelope, FAILED};
-use common::service::poller;
+use common::service::receiving::poller;
 use common::store::{Query, StoreExt};
 use serde_json::{Value, json};
 

@@ -407,7 +407,13 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
     common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
         .await
         .unwrap();
-    assert_eq!(common::service::poller::run_once(&app.ctx).await.unwrap().filed, 1);
+    assert_eq!(
+        common::service::receiving::poller::run_once(&app.ctx)
+            .await
+            .unwrap()
+            .filed,
+        1
+    );
     assert_eq!(app.ctx.blobs.list("mail/info@hal.example/").await.unwrap().len(), 2);
 
     let op = app.operator_token().await;
@@ -515,7 +521,7 @@ async fn operators_remove_a_domain_and_its_stored_mail(app: TestApp) {
 /// days: failed, out of the mail host's export, its owner told once. Verified
 /// again, it is back.
 async fn a_domain_whose_mx_moves_away_for_three_days_leaves_the_mail_host(app: TestApp) {
-    use common::service::recheck;
+    use common::service::domains::recheck;
     let owner = format!("mo@{ALLOWED_DOMAIN}");
     let key = app.verified_domain(&owner, "mo.example").await;
     assert_eq!(
@@ -592,12 +598,17 @@ async fn a_domain_whose_mx_moves_away_for_three_days_leaves_the_mail_host(app: T
 /// Writes a new export and gives the domains it read (what mta-export hands
 /// the daily MX look).
 async fn export(app: &TestApp) -> Vec<common::service::domains::Domain> {
-    common::service::mta_export::run_once(&app.ctx).await.unwrap().routed
+    common::service::operators::mta_export::run_once(&app.ctx)
+        .await
+        .unwrap()
+        .routed
 }
 
 /// Writes a new export and says whether it carries `domain`.
 async fn exported(app: &TestApp, domain: &str) -> bool {
-    common::service::mta_export::run_once(&app.ctx).await.unwrap();
+    common::service::operators::mta_export::run_once(&app.ctx)
+        .await
+        .unwrap();
     let res = app.get("/mtaMailboxExport", Auth::Bearer(support::SYNC_TOKEN)).await;
     assert_eq!(res.status, 200, "{}", res.body);
     res.body["export"]["domains"]

@@ -529,7 +529,7 @@ async fn an_approval_code_never_lands_where_a_key_reads_mail(app: TestApp) {
     common::mail::inbound::drop_raw(&*app.ctx.blobs, filed.into_bytes())
         .await
         .unwrap();
-    common::service::poller::run_once(&app.ctx).await.unwrap();
+    common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
     let theirs = app.get("/inbox?q=Approve", Auth::Bearer(&owner)).await;
     assert_eq!(theirs.body["messages"].as_array().unwrap().len(), 1, "{}", theirs.body);
     for path in ["/inbox", "/inbox?q=Approve", "/inbox?wait=1"] {
@@ -568,7 +568,7 @@ async fn a_scoped_key_never_reads_the_access_code_that_would_replace_the_account
     common::mail::inbound::drop_raw(&*app.ctx.blobs, filed.into_bytes())
         .await
         .unwrap();
-    let outcome = common::service::poller::run_once(&app.ctx).await.unwrap();
+    let outcome = common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
     assert_eq!(outcome.filed, 1);
 
     // The owner reads it, marked as the owner's.
@@ -775,7 +775,7 @@ async fn a_first_contact_send_is_held_until_the_owner_decides(app: TestApp) {
 }
 
 async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp) {
-    use common::service::pending;
+    use common::service::sending::pending;
     let owner = app.acme().await;
     let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
     let mail = |to: &str, extra: Value| {
@@ -868,7 +868,7 @@ async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp
 /// conversation when it goes out, as a reply sent at once does: the thread
 /// shows it, its text and its attachment.
 async fn a_reply_that_waited_is_filed_on_its_thread_when_it_goes(app: TestApp) {
-    use common::service::pending;
+    use common::service::sending::pending;
     let owner = app.acme().await;
     app.receive("pal@partner.example", "agent@acme.example", "lunch").await;
     let inbox = app.get("/inbox", Auth::Bearer(&owner)).await.body;
@@ -965,7 +965,7 @@ async fn waiting(app: &TestApp, owner: &str) -> Vec<String> {
 }
 
 /// A waiting send's record, as the store keeps it.
-async fn stored_send(app: &TestApp, id: &str) -> common::service::pending::Pending {
+async fn stored_send(app: &TestApp, id: &str) -> common::service::sending::pending::Pending {
     use common::store::StoreExt;
     app.ctx.store.read(&common::keys::pending(id)).await.unwrap().unwrap()
 }
@@ -981,7 +981,7 @@ fn sorted(ids: &[&str]) -> Vec<String> {
 /// (not failed) and go once sending is allowed again; one held back past
 /// its expiry expires unsent, its credit back.
 async fn waiting_sends_wait_while_sending_is_paused_or_the_agent_key_frozen(app: TestApp) {
-    use common::service::pending;
+    use common::service::sending::pending;
     let owner = app.acme().await;
     let operator = app.operator_token().await;
     let agent = app.agent_key.clone();
@@ -1119,7 +1119,7 @@ async fn waiting_sends_wait_while_sending_is_paused_or_the_agent_key_frozen(app:
 /// held or scheduled) with the messageId that cancels it, and the audit row
 /// of a scheduled send names it.
 async fn a_revoked_keys_waiting_sends_are_cancelled_and_the_owner_lists_every_one(app: TestApp) {
-    use common::service::pending;
+    use common::service::sending::pending;
     let owner = app.acme().await;
     let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
     let (planner, planner_view) = mint(
@@ -1474,7 +1474,7 @@ async fn approving_and_cancelling_a_hold_for_later_at_once_loses_no_credit(app: 
     }
     // At their time exactly those go, charged once.
     app.ctx.clock.advance(3600);
-    let run = common::service::pending::run_due(&app.ctx).await.unwrap();
+    let run = common::service::sending::pending::run_due(&app.ctx).await.unwrap();
     assert_eq!(run.sent as i64, still_scheduled, "{run:?}");
     assert_eq!(
         credits(&app.get("/credits", Auth::Bearer(&owner)).await),

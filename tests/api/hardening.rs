@@ -97,7 +97,9 @@ async fn only_verified_domains_reach_the_export(app: TestApp) {
         .await;
     assert_eq!(added.body["verified"], false, "{}", added.body);
     app.sender(&format!("real@{ALLOWED_DOMAIN}"), "proven.test", "me").await;
-    common::service::mta_export::run_once(&app.ctx).await.unwrap();
+    common::service::operators::mta_export::run_once(&app.ctx)
+        .await
+        .unwrap();
     let export = app
         .get("/mtaMailboxExport", Auth::Bearer(support::SYNC_TOKEN))
         .await

@@ -4,7 +4,7 @@
 
 use crate::support::{Auth, TestApp};
 use base64::Engine;
-use common::service::poller::{self, Outcome};
+use common::service::receiving::poller::{self, Outcome};
 use serde_json::{Value, json};
 
 on_both_backends!(

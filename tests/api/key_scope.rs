@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::guardrails::{approval_code, mint, tool};
 use crate::support::{self, Auth, TestApp};
-use common::service::mta_export;
+use common::service::operators::mta_export;
 
 on_both_backends!(
     a_password_a_scoped_key_issued_sends_as_that_key_and_dies_with_it,

@@ -6,7 +6,7 @@
 
 use crate::support::{self, Auth, TestApp};
 use base64::Engine;
-use common::service::lists;
+use common::service::guardrails::lists;
 use common::service::mail_store::Quarantine;
 use common::store::{StoreExt, Update};
 use serde_json::{Value, json};

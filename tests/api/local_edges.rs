@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::service::operator_sign_in::CODE_LIFETIME_SECS;
+use common::service::operators::operator_sign_in::CODE_LIFETIME_SECS;
 use futures::future::join_all;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

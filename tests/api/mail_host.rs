@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::support::smtp::{SmtpSink, dkim_verify, free_port};
 use crate::support::webhooks::Receiver;
 use crate::support::{self, ALLOWED_DOMAIN, Auth, Backend, SYNC_TOKEN, TestApp};
-use common::service::{mta_export, poller};
+use common::service::{operators::mta_export, receiving::poller};
 use lettre::address::Envelope;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use serde_json::{Value, json};

@@ -19,7 +19,7 @@ use crate::mail_host::rig;
 use crate::support::smtp::free_port;
 use crate::support::webhooks::Receiver;
 use crate::support::{Auth, TestApp};
-use common::service::poller;
+use common::service::receiving::poller;
 use lettre::address::Envelope;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use serde_json::{Value, json};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::mail_host::{Rig, rig};
 use crate::support::{Auth, SYNC_TOKEN};
 use common::mail::inbound::FAILED;
-use common::service::poller;
+use common::service::receiving::poller;
 use lettre::address::Envelope;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use serde_json::{Value, json};

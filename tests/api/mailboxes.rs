@@ -2,7 +2,7 @@
 //! 4.8), with Postfix's postmap and Dovecot's doveadm reading what the export writes.
 
 use crate::support::{self, ALLOWED_DOMAIN, Auth, TestApp};
-use common::service::mta_export;
+use common::service::operators::mta_export;
 use serde_json::{Value, json};
 
 on_both_backends!(

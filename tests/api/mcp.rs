@@ -755,7 +755,13 @@ async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
     let raw = "From: Acme <no-reply@acme.example>\r\nTo: hello@sdk.test\r\nSubject: Confirm your Acme account\r\n\
                Message-ID: <confirm@acme.example>\r\n\r\nYour code is 739164.\r\nhttps://acme.example/confirm?t=9\r\n";
     mailhost::deliver(&app.data_dir, raw.as_bytes().to_vec()).await.unwrap();
-    assert_eq!(common::service::poller::run_once(&app.ctx).await.unwrap().filed, 1);
+    assert_eq!(
+        common::service::receiving::poller::run_once(&app.ctx)
+            .await
+            .unwrap()
+            .filed,
+        1
+    );
     let inbox = run(
         Some(key.clone()),
         json!([

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::support::{ALLOWED_DOMAIN, Auth, SYNC_TOKEN, TestApp};
-use common::service::mta_export;
+use common::service::operators::mta_export;
 use mailhost::mta_sync::{self, Settings};
 use serde_json::{Value, json};
 

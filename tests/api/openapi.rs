@@ -165,7 +165,7 @@ async fn a_generated_python_client_sends_reads_and_downloads() {
     common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.as_bytes().to_vec())
         .await
         .unwrap();
-    common::service::poller::run_once(&app.ctx).await.unwrap();
+    common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
 
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/generated_client.py");
     let base = app.base.clone();

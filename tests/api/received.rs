@@ -4,7 +4,7 @@
 //! through GET /inbox and GET /attachment, each against what its file shows.
 
 use crate::support::{Auth, TestApp};
-use common::service::poller;
+use common::service::receiving::poller;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

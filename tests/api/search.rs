@@ -84,7 +84,7 @@ async fn file_one(app: &TestApp, key: &str, raw: &[u8]) -> Option<String> {
     let mut bytes = b"Delivered-To: me@tom.example\r\n".to_vec();
     bytes.extend_from_slice(raw);
     mailhost::deliver(&app.data_dir, bytes).await.unwrap();
-    let outcome = common::service::poller::run_once(&app.ctx).await.unwrap();
+    let outcome = common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
     if outcome.filed != 1 {
         return None;
     }
@@ -96,7 +96,7 @@ async fn file_one(app: &TestApp, key: &str, raw: &[u8]) -> Option<String> {
 /// item are tried again by the next run).
 async fn file_all(app: &TestApp) {
     for _ in 0..10 {
-        common::service::poller::run_once(&app.ctx).await.unwrap();
+        common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
         if app.ctx.blobs.list("inbound/pending/").await.unwrap().is_empty() {
             return;
         }
@@ -726,7 +726,7 @@ async fn a_scoped_key_finds_only_its_mailboxes_and_never_the_quarantine(app: Tes
         );
         mailhost::deliver(&app.data_dir, raw.into_bytes()).await.unwrap();
     }
-    let outcome = common::service::poller::run_once(&app.ctx).await.unwrap();
+    let outcome = common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
     assert_eq!(outcome.filed, 4, "{outcome:?}");
     let subjects = |body: &Value| {
         let mut s: Vec<String> = body["messages"]
@@ -957,7 +957,7 @@ async fn mail_filed_before_the_index_existed_is_indexed_by_the_poller(app: TestA
     assert_eq!(first["indexing"], true, "{first}");
     // The poller's runs index the rest (a run flags the next).
     for _ in 0..5 {
-        common::service::poller::run_once(&app.ctx).await.unwrap();
+        common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
     }
     let after = search(&app, &key, "heron", "").await;
     assert_eq!(after["total"], 231, "{after}");

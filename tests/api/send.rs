@@ -318,7 +318,7 @@ async fn attachments_are_checked_and_attached(app: TestApp) {
 /// An inbound message filed into a mailbox by the poller, as the mail host
 /// hands it over.
 async fn deliver(app: &TestApp, to: &str, message_id: &str) {
-    use common::service::poller;
+    use common::service::receiving::poller;
     let raw = format!(
         "Delivered-To: {to}\r\nFrom: pal@partner.example\r\nTo: {to}\r\nSubject: Plans\r\nMessage-ID: {message_id}\r\n\r\nShall we?\r\n"
     );

@@ -28,7 +28,7 @@ async fn publish_service_dkim(app: &TestApp) {
         .await
         .unwrap()
         .unwrap();
-    let value = common::service::dkim::record_value(&domain.dkim_public);
+    let value = common::service::domains::dkim::record_value(&domain.dkim_public);
     app.dns.set_txt("mail._domainkey.svc.test", &[&value]);
 }
 

@@ -6,7 +6,7 @@
 use crate::support::dns::TestDns;
 use crate::support::smtp::{SmtpSink, dkim_verify};
 use common::mail::message::Signer;
-use common::service::dkim;
+use common::service::domains::dkim;
 use lettre::address::Envelope;
 use lettre::message::header::ContentType;
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;

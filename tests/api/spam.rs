@@ -13,7 +13,7 @@ use crate::support::{Auth, Backend, SYNC_TOKEN, TestApp};
 use base64::Engine;
 use common::mail::inbound::Envelope;
 use common::mail::spam::{self, SpamVerdict};
-use common::service::poller;
+use common::service::receiving::poller;
 use serde_json::{Value, json};
 
 macro_rules! on_both_stores {

@@ -177,7 +177,7 @@ async fn apply(State(h): State<Shared>) -> Json<Value> {
     let app = &h.app;
     let summary = (common::jobs::MTA_EXPORT.run)(&app.ctx).await.unwrap();
     let version = summary["version"].as_i64().unwrap();
-    common::service::mta_export::acknowledge(&app.ctx, version)
+    common::service::operators::mta_export::acknowledge(&app.ctx, version)
         .await
         .unwrap();
     Json(json!({ "version": version }))
@@ -187,7 +187,7 @@ async fn apply(State(h): State<Shared>) -> Json<Value> {
 async fn deliver(State(h): State<Shared>, raw: String) -> Json<Value> {
     let app = &h.app;
     mailhost::deliver(&app.data_dir, raw.into_bytes()).await.unwrap();
-    let outcome = common::service::poller::run_once(&app.ctx).await.unwrap();
+    let outcome = common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
     Json(json!({ "filed": outcome.filed }))
 }
 

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use crate::support::webhooks::Receiver;
 use crate::support::{self, Auth, Backend, TestApp};
-use common::service::poller;
+use common::service::receiving::poller;
 use serde_json::{Value, json};
 
 /// Each test on both stores; each builds its own service (a receiver's CA and

@@ -7,9 +7,11 @@ use crate::auth::Access::*;
 use crate::auth::Permission;
 use crate::error::*;
 use crate::service::{
-    account, admin, api_keys, audit, conversation, credits, delivery, dmarc, domains, drafts, inbox, lists,
-    mailbox_sync, mailboxes, mta_export, onboarding, outbox, pending, removal, search, send, spam, submission,
-    suppressions, webhooks,
+    accounts::credits, accounts::onboarding, accounts::status as account, delivery, delivery::dmarc, delivery::outbox,
+    delivery::suppressions, domains, guardrails::api_keys, guardrails::audit, guardrails::lists, mailboxes,
+    operators::admin, operators::mta_export, operators::removal, receiving::conversation, receiving::drafts,
+    receiving::inbox, receiving::mailbox_sync, receiving::search, receiving::spam, sending::pending, sending::send,
+    sending::submission, webhooks,
 };
 use crate::validate::Later;
 use crate::validate::NoInput;

@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 
 use crate::auth::{Access, Permission};
 use crate::error::{ApiError, Problem};
-use crate::service::Call;
+use crate::service::caller::Call;
 use crate::validate::Fields;
 
 pub use catalogue::*;
@@ -236,7 +236,7 @@ pub enum Output {
     Bytes(Download),
 }
 
-pub use crate::service::Download;
+pub use crate::service::caller::Download;
 
 /// Parses the fields (or carries their parse error), calls the service, and
 /// encodes its output.
@@ -286,7 +286,7 @@ pub struct Operation {
 macro_rules! io {
     ($service:path, $input:ty, $output:ty) => {{
         fn run<'a>(
-            call: &'a $crate::service::Call<'a>,
+            call: &'a $crate::service::caller::Call<'a>,
             fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
         ) -> $crate::api::Reply<'a> {
             Box::pin(async move {
@@ -306,7 +306,7 @@ macro_rules! io {
     // output type has an `accepted(&self) -> bool`.
     (accepted $service:path, $input:ty, $output:ty) => {{
         fn run<'a>(
-            call: &'a $crate::service::Call<'a>,
+            call: &'a $crate::service::caller::Call<'a>,
             fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
         ) -> $crate::api::Reply<'a> {
             Box::pin(async move {
@@ -328,7 +328,7 @@ macro_rules! io {
     // A service giving file bytes: `async fn(&Call, In) -> Result<Download, ApiError>`.
     (bytes $service:path, $input:ty) => {{
         fn run<'a>(
-            call: &'a $crate::service::Call<'a>,
+            call: &'a $crate::service::caller::Call<'a>,
             fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
         ) -> $crate::api::Reply<'a> {
             Box::pin(async move {
@@ -361,12 +361,12 @@ impl Operation {
         if !self.audited() {
             return self.run(call, fields).await;
         }
-        let target = crate::service::audit::target_of(fields.as_ref().ok());
+        let target = crate::service::guardrails::audit::target_of(fields.as_ref().ok());
         let outcome = self.run(call, fields).await;
         // What happened, and who was refused for want of a permission or a
         // mailbox; a malformed request changed nothing and leaves no row.
         if outcome.as_ref().map_or_else(|e| e.status == 403, |_| true) {
-            crate::service::audit::note(call, self.id, target, outcome.as_ref().map(|_| ())).await;
+            crate::service::guardrails::audit::note(call, self.id, target, outcome.as_ref().map(|_| ())).await;
         }
         outcome
     }

@@ -20,7 +20,7 @@ use crate::api::{self, Operation};
 use crate::auth::{Access, Authenticated, Caller};
 use crate::config::Config;
 use crate::error::{self, ApiError};
-use crate::service::Call;
+use crate::service::caller::Call;
 use crate::validate::{Fields, Origin};
 
 /// The largest JSON-RPC body: a send's 100KB text, escaped, with room to spare.

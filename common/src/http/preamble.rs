@@ -11,7 +11,7 @@ use super::extract::{client_ip, discard, gateway_origin, read_body, request_id};
 use crate::auth::{Access, Authenticated, Caller, IdentityUser, Presented, Via, keys};
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::service::Call;
+use crate::service::caller::Call;
 
 /// Who a transport lets in before it reads the body.
 #[derive(Clone, Copy)]

@@ -18,7 +18,7 @@ use super::extract::{client_ip, read_body};
 use crate::auth::identity::LocalSigner;
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::service::operator_sign_in;
+use crate::service::operators::operator_sign_in;
 use crate::values::EmailAddress;
 
 /// The two paths: ask for a code, trade it for a token.

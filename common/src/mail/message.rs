@@ -242,7 +242,7 @@ mod tests {
 
     #[test]
     fn a_message_carries_threading_headers_parts_and_a_signature() {
-        let key = crate::service::dkim::generate().unwrap();
+        let key = crate::service::domains::dkim::generate().unwrap();
         let signer = Signer::from_pkcs8("mail", "example.com", &key.private_pem).unwrap();
         let to = vec![Person::bare("a@x.org"), Person::bare("b@y.org")];
         let refs = vec!["<r1@x.org>".to_string(), "<r2@x.org>".to_string()];

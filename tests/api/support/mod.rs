@@ -385,7 +385,7 @@ impl TestApp {
         common::mail::inbound::drop_raw(&*self.ctx.blobs, raw.into_bytes())
             .await
             .unwrap();
-        common::service::poller::run_once(&self.ctx).await.unwrap();
+        common::service::receiving::poller::run_once(&self.ctx).await.unwrap();
     }
 
     /// A ready account with a verified domain and a hosted mailbox `local@domain`.

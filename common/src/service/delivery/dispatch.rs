@@ -9,16 +9,16 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::mail::Outgoing;
 use crate::metrics;
-use crate::service::payer::{self, Payer};
-use crate::service::sent::{SentMessage, Status};
-use crate::service::{lists, mail_store, suppressions};
+use crate::service::accounts::payer::{self, Payer};
+use crate::service::delivery::sent::{SentMessage, Status};
+use crate::service::{delivery::suppressions, guardrails::lists, mail_store};
 use crate::store::{Cond, Write, item};
 
 use super::{Event, Reply, apply, first_item, return_path, simulator};
 
 /// What is about to go out.
 pub struct Outbound<'a> {
-    /// Whose outbox and suppression list it counts in ([`crate::service::sent::owner_of`]).
+    /// Whose outbox and suppression list it counts in ([`crate::service::delivery::sent::owner_of`]).
     pub owner: String,
     pub message_id: &'a str,
     pub from: &'a str,
@@ -180,7 +180,11 @@ async fn record(ctx: &Context, out: &Outbound<'_>) -> Result<SentMessage, ApiErr
     }
     // The recipients become the sender's contacts (a first-contact hold
     // asks about anyone else).
-    writes.extend(crate::service::contacts::contact_writes(&sent.owner, &sent.to, &at));
+    writes.extend(crate::service::delivery::contacts::contact_writes(
+        &sent.owner,
+        &sent.to,
+        &at,
+    ));
     // A send from a hosted mailbox is saved to its IMAP Sent.
     writes.extend(
         mail_store::sync_marks::prepare_sent(ctx, out.source, out.from, out.message_id, &sent.id, out.raw).await?,

@@ -3,7 +3,7 @@
 //! whoever reports it: the relay's answer ([`dispatch`]), the mail host's
 //! delivery log ([`mta_events`]), a DSN or complaint sent to the return path
 //! ([`reports`]), or the simulator ([`simulator`]). A change is then felt once:
-//! the suppression list ([`super::suppressions`]) and the owner's webhook.
+//! the suppression list ([`crate::service::delivery::suppressions`]) and the owner's webhook.
 
 pub mod dispatch;
 pub mod mta_events;
@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
-use crate::service::sent::{Change, DeliveryBrief, Recipient, Reply, SentMessage, Status};
-use crate::service::{suppressions, webhooks};
+use crate::service::delivery::sent::{Change, DeliveryBrief, Recipient, Reply, SentMessage, Status};
+use crate::service::webhooks;
 use crate::store::{Cond, StoreError, StoreExt, item};
 
 /// A report about one recipient of one delivery.
@@ -245,3 +245,9 @@ pub(crate) fn first_item(delivery: &str, n: usize, address: &str, at: &str) -> c
     written.insert("rank".into(), Value::from(Status::Sent.rank()));
     written
 }
+pub mod boundary;
+pub mod contacts;
+pub mod dmarc;
+pub mod outbox;
+pub mod sent;
+pub mod suppressions;

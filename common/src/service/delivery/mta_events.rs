@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{self, ApiError};
-use crate::service::Call;
-use crate::service::sent::{Reply, Status};
+use crate::service::caller::Call;
+use crate::service::delivery::sent::{Reply, Status};
 use crate::values::{Field, Origin};
 
 use super::{Applied, Event, apply, return_path};

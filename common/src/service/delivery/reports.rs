@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::mail::dsn::{self, Action, Report};
-use crate::service::sent::{Reply, Status};
+use crate::service::delivery::sent::{Reply, Status};
 
 use super::{Applied, Event, apply, return_path};
 

@@ -11,7 +11,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::mail::dsn;
 use crate::mail::inbound::{self, Envelope};
-use crate::service::sent::{Reply, SentMessage, Status};
+use crate::service::delivery::sent::{Reply, SentMessage, Status};
 
 use super::{Event, apply, reports, return_path};
 

@@ -9,7 +9,7 @@ use crate::dns::Lookup;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::messages;
-use crate::service::dkim;
+use crate::service::domains::dkim;
 use crate::store::{Cond, StoreError, Update, record};
 
 enum Outcome {

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Checks, Domain, DomainStatus};
 use crate::context::Context;
-use crate::service::dkim;
+use crate::service::domains::dkim;
 
 /// One DNS record to publish.
 #[derive(Debug, Clone, Serialize, JsonSchema)]

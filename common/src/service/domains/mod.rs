@@ -24,3 +24,5 @@ pub use routes::{
     VerifyDomainOutput, add_domain, dns_instructions, verify_domain,
 };
 pub use service_domain::ensure_service_domain;
+pub mod dkim;
+pub mod recheck;

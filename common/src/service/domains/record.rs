@@ -7,8 +7,8 @@ use serde_json::Value;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::service::accounts::Account;
-use crate::service::dkim;
+use crate::service::caller::account::Account;
+use crate::service::domains::dkim;
 use crate::store::{Query, StoreExt, StoreResult, record};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

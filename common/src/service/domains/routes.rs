@@ -16,8 +16,8 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::messages;
-use crate::service::Call;
-use crate::service::accounts::Account;
+use crate::service::caller::Call;
+use crate::service::caller::account::Account;
 use crate::store::{Cond, StoreError, Update, Write, item};
 use crate::values::DomainName;
 

@@ -8,7 +8,7 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::service::accounts::OPS_UID;
+use crate::service::caller::account::OPS_UID;
 use crate::store::{Cond, StoreError, Write, item};
 
 /// The service domain and its subdomains are not customers' to add.

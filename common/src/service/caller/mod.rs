@@ -1,0 +1,6 @@
+//! Who is calling ([`Call`]) and the account it acts for ([`account`]).
+
+pub mod account;
+mod call;
+
+pub use call::{Call, Download};

@@ -1,0 +1,7 @@
+//! Mailboxes: the record, the routes that add, change and delete them, and forwarding.
+
+pub mod forwarding;
+pub mod mailbox;
+mod routes;
+
+pub use routes::*;

@@ -1,0 +1,223 @@
+//! `GET /mtaMailboxChanges` and `POST /mtaMailboxChanges`: the store's
+//! changes the mail host has yet to apply to IMAP, each with the state of
+//! the messages it is about as they are now, and the acknowledgement of
+//! what it applied.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::service::caller::Call;
+use crate::service::mail_store::sync_marks::{self, MarkKind};
+use crate::service::mail_store::{Direction, Folder, Row};
+use crate::store::{Query, StoreExt};
+use crate::values::{Bounded, Field, Origin};
+
+/// The most marks one answer carries.
+pub const MAX_CHANGES: i64 = 200;
+/// The most rows of one thread an answer carries (a folder move loads 100 of
+/// each direction).
+const THREAD_ROWS: usize = 400;
+
+/// A mark's sort key, as answered (`t#...`, `d#...`, `s#...`).
+#[derive(Debug, Clone, JsonSchema)]
+pub struct MarkKey(#[schemars(length(min = 3, max = 1000))] pub String);
+
+impl crate::values::Value for MarkKey {
+    fn parse(raw: &str) -> Option<Self> {
+        let sound = (3..=1000).contains(&raw.len())
+            && ["t#", "d#", "s#"].iter().any(|p| raw.starts_with(p))
+            && !raw.chars().any(char::is_control);
+        sound.then(|| MarkKey(raw.to_string()))
+    }
+}
+
+crate::input! {
+    /// GET /mtaMailboxChanges.
+    pub struct ChangesQuery {
+        /// The `next` of the previous answer.
+        pub after: Option<MarkKey> = error::MAILBOX_SYNC_INVALID,
+        /// 1 to 200, default 100.
+        pub limit: Option<Bounded<1, MAX_CHANGES>> = error::MAILBOX_SYNC_INVALID,
+    }
+}
+
+/// One message's state in the store.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageState {
+    pub message_id: String,
+    pub direction: Direction,
+    /// Inbound rows: the folder it is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<Folder>,
+    pub unread: bool,
+    /// Deleted for good: every IMAP copy goes.
+    pub gone: bool,
+}
+
+impl MessageState {
+    fn of(row: &Row) -> MessageState {
+        MessageState {
+            message_id: row.message_id.clone(),
+            direction: row.direction,
+            folder: (!row.outbound()).then(|| row.folder()),
+            unread: row.unread,
+            gone: false,
+        }
+    }
+}
+
+/// One change to apply.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Change {
+    /// What to acknowledge, with the stamp.
+    pub mark: String,
+    pub stamp: String,
+    /// thread (its messages' state), gone, or sent (save the bytes of
+    /// `GET /mtaSentCopy?mark=` to Sent).
+    pub kind: String,
+    /// The mailbox (its IMAP login).
+    pub mailbox: String,
+    /// When the change was made (epoch ms).
+    pub ms: i64,
+    pub messages: Vec<MessageState>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Changes {
+    pub ok: bool,
+    /// Oldest marks first.
+    pub changes: Vec<Change>,
+    /// Pass as `after` for the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+pub async fn changes(call: &Call<'_>, q: ChangesQuery) -> Result<Changes, ApiError> {
+    let ctx = call.ctx;
+    let limit = q.limit.map_or(100, Bounded::get) as usize;
+    let marks = sync_marks::marks(ctx, q.after.as_ref().map(|a| a.0.as_str()), limit + 1).await?;
+    let more = marks.len() > limit;
+    let mut changes = Vec::new();
+    for (sk, mark) in marks.into_iter().take(limit) {
+        let messages = match mark.kind {
+            MarkKind::Thread => {
+                let (Some(scope), Some(thread)) = (&mark.scope, &mark.thread_id) else {
+                    continue;
+                };
+                let query = Query::partition(keys::thread_partition(scope, thread))
+                    .between("0", "~")
+                    .limit(THREAD_ROWS);
+                let rows: Vec<Row> = ctx.store.all_records(query).await?;
+                rows.iter()
+                    .filter(|r| r.mailbox == mark.mailbox)
+                    .take(THREAD_ROWS)
+                    .map(MessageState::of)
+                    .collect()
+            }
+            MarkKind::Gone | MarkKind::Sent => vec![MessageState {
+                message_id: mark.message_id.clone().unwrap_or_default(),
+                direction: mark.direction.unwrap_or(Direction::Inbound),
+                folder: None,
+                unread: false,
+                gone: mark.kind == MarkKind::Gone,
+            }],
+        };
+        changes.push(Change {
+            kind: match mark.kind {
+                MarkKind::Thread => "thread",
+                MarkKind::Gone => "gone",
+                MarkKind::Sent => "sent",
+            }
+            .into(),
+            mark: sk,
+            stamp: mark.stamp,
+            mailbox: mark.mailbox,
+            ms: mark.ms,
+            messages,
+        });
+    }
+    let next = more.then(|| changes.last().map(|c| c.mark.clone())).flatten();
+    Ok(Changes {
+        ok: true,
+        changes,
+        next,
+    })
+}
+
+/// One applied mark.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Applied {
+    #[schemars(length(min = 3, max = 1000))]
+    pub mark: String,
+    #[schemars(length(min = 1, max = 64))]
+    pub stamp: String,
+}
+
+/// 1 to 200 applied marks.
+#[derive(Debug, JsonSchema)]
+pub struct AppliedList(#[schemars(length(min = 1, max = 200))] pub Vec<Applied>);
+
+impl Field for AppliedList {
+    type Problems = ();
+    fn read(value: &Value, _: Origin, (): ()) -> Result<Option<Self>, ApiError> {
+        let list: Vec<Applied> = serde_json::from_value(value.clone()).map_err(|_| error::MAILBOX_SYNC_INVALID)?;
+        let sound = |a: &Applied| {
+            <MarkKey as crate::values::Value>::parse(&a.mark).is_some() && (1..=64).contains(&a.stamp.len())
+        };
+        if list.is_empty() || list.len() > MAX_CHANGES as usize || !list.iter().all(sound) {
+            return Err(error::MAILBOX_SYNC_INVALID.into());
+        }
+        Ok(Some(AppliedList(list)))
+    }
+}
+
+crate::input! {
+    /// POST /mtaMailboxChanges.
+    pub struct AckInput {
+        pub applied: AppliedList = (error::MAILBOX_SYNC_INVALID, ()),
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Acknowledged {
+    pub ok: bool,
+    /// Marks cleared.
+    pub cleared: usize,
+    /// Marks changed since they were read (or already gone): served again.
+    pub kept: usize,
+}
+
+pub async fn acknowledge(call: &Call<'_>, input: AckInput) -> Result<Acknowledged, ApiError> {
+    let ctx = call.ctx;
+    let (mut cleared, mut kept) = (0, 0);
+    for applied in input.applied.0 {
+        // A sent copy's bytes go with its mark.
+        let blob = match applied.mark.starts_with("s#") {
+            true => sync_marks::mark(ctx, &applied.mark).await?.and_then(|m| m.blob),
+            false => None,
+        };
+        if sync_marks::clear(ctx, &applied.mark, &applied.stamp).await? {
+            cleared += 1;
+            if let Some(blob) = blob
+                && let Err(e) = ctx.blobs.delete(&blob).await
+            {
+                tracing::warn!(error = %e, blob, "a saved sent copy's bytes were not deleted");
+            }
+        } else {
+            kept += 1;
+        }
+    }
+    Ok(Acknowledged {
+        ok: true,
+        cleared,
+        kept,
+    })
+}

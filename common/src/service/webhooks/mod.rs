@@ -1,0 +1,5 @@
+//! Webhooks: the registration, the events published to it, the delivery log and replay.
+
+mod routes;
+
+pub use routes::*;
