@@ -23,7 +23,7 @@ HOME = {'ONBOARDING': 'accounts', 'ADMIN': 'operators', 'CREDITS': 'accounts', '
         'WEBHOOKS': 'webhooks', 'DELIVERY': 'delivery', 'GUARDRAILS': 'guardrails'}
 PIECE = {('DOMAINS', 'accounts'): 'DOMAIN_LIST', ('DOMAINS', 'delivery'): 'DMARC',
          ('DOMAINS', 'operators'): 'REMOVAL', ('MAILBOXES', 'operators'): 'MAIL_HOST',
-         ('DELIVERY', 'sending'): 'HOLDS'}
+         ('DELIVERY', 'sending'): 'HOLDS', ('SEND', 'receiving'): 'CONVERSATION'}
 DOC = {
     'accounts': "Getting an account and what it may spend",
     'operators': "What the operators run",
@@ -152,6 +152,12 @@ for m in re.finditer(r'((?:///[^\n]*\n)*)pub static ([A-Z_]+): Section = Section
         else:
             sys.exit(f'section {name} has operations of {cap}: name the piece in PIECE')
         pdoc = doc if piece == name else f'/// The {name.lower()} function\'s operations that {cap} holds.\n'
+        if (cap, piece) in order:
+            # a run after another capability's piece: it joins its own
+            # section (the order of operations without a tool is all it moves)
+            k = [i for i, s in enumerate(files[cap]) if f'pub static {piece}: Section' in s][0]
+            files[cap][k] = files[cap][k][:-len('    ],\n};\n')] + ''.join(texts) + '    ],\n};\n'
+            continue
         order.append((cap, piece))
         families.setdefault(family, []).append(piece)
         files.setdefault(cap, []).append(

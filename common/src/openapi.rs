@@ -136,7 +136,7 @@ fn paths(inputs: &mut SchemaGenerator, outputs: &mut SchemaGenerator) -> BTreeMa
         for op in section.operations {
             let Some(rest) = &op.rest else { continue };
             let method = rest.method.as_str().to_ascii_lowercase();
-            let described = operation(section.family, op, rest, inputs, outputs);
+            let described = operation(api::family_of(section), op, rest, inputs, outputs);
             paths.entry(rest.path).or_default().insert(method, described);
         }
     }

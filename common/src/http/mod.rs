@@ -54,7 +54,7 @@ pub fn routes() -> Vec<Route> {
             op.rest.as_ref().map(|rest| Route {
                 method: rest.method.clone(),
                 path: rest.path,
-                family: section.family,
+                family: crate::api::family_of(section),
                 access: op.access,
             })
         })

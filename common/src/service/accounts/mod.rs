@@ -4,4 +4,5 @@ pub mod allowlist;
 pub mod credits;
 pub mod onboarding;
 pub mod payer;
+pub mod section;
 pub mod status;

@@ -2,5 +2,6 @@
 
 pub mod account;
 mod call;
+pub mod operation;
 
 pub use call::{Call, Download};

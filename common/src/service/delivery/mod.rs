@@ -249,5 +249,6 @@ pub mod boundary;
 pub mod contacts;
 pub mod dmarc;
 pub mod outbox;
+pub mod section;
 pub mod sent;
 pub mod suppressions;

@@ -26,3 +26,4 @@ pub use routes::{
 pub use service_domain::ensure_service_domain;
 pub mod dkim;
 pub mod recheck;
+pub mod section;

@@ -3,3 +3,4 @@
 pub mod api_keys;
 pub mod audit;
 pub mod lists;
+pub mod section;

@@ -3,5 +3,6 @@
 pub mod forwarding;
 pub mod mailbox;
 mod routes;
+pub mod section;
 
 pub use routes::*;

@@ -5,3 +5,4 @@ pub mod bootstrap;
 pub mod mta_export;
 pub mod operator_sign_in;
 pub mod removal;
+pub mod section;

@@ -6,5 +6,6 @@ pub mod inbox;
 pub mod mailbox_sync;
 pub mod poller;
 pub mod search;
+pub mod section;
 pub mod spam;
 pub mod waits;

@@ -2,5 +2,6 @@
 
 pub mod pending;
 pub mod replies;
+pub mod section;
 pub mod send;
 pub mod submission;
