@@ -1,6 +1,24 @@
-//! One module per capability. A service takes a [`Call`] and a typed input and
-//! returns a typed output or a named error from the catalogue
-//! ([`crate::error`]); it never sees HTTP or JSON-RPC types.
+//! The services, one folder per capability. A service takes a
+//! [`caller::Call`] and a typed input and returns a typed output or a named
+//! error from the catalogue ([`crate::error`]); it never sees HTTP or
+//! JSON-RPC types. This file only names the folders: each folder's `mod.rs`
+//! says what it holds.
+//!
+//! The floors, each importing only the ones below it (the architecture test
+//! holds them to it):
+//!
+//! 1. `caller` (who calls, the account it acts for), `mail_store` (stored
+//!    mail: rows, threads, their changes);
+//! 2. `domains` (add, check, verify, DKIM, the daily MX look), `webhooks`
+//!    (the registration, the events published, the delivery log);
+//! 3. `mailboxes` (the record, its routes, forwarding);
+//! 4. `accounts` (onboarding, status, credits, allowlist, who pays),
+//!    `guardrails` (scoped keys, the audit log, allow and block lists);
+//! 5. `delivery` (what happened to each sent mail: the relay's answer,
+//!    bounces, complaints, suppressions, the outbox, DMARC reports);
+//! 6. `sending` (sendMail, submissions, held and scheduled sends),
+//!    `receiving` (the poller, the inbox, drafts), `operators` (decisions,
+//!    removals, the bootstrap, the mail host's export).
 
 pub mod accounts;
 pub mod caller;
@@ -13,25 +31,3 @@ pub mod operators;
 pub mod receiving;
 pub mod sending;
 pub mod webhooks;
-
-/// Stored statuses are compared and set as their typed values, never as
-/// string literals: each becomes the JSON value serde writes for it.
-macro_rules! stored_as_json {
-    ($($status:ty),* $(,)?) => {$(
-        impl From<$status> for serde_json::Value {
-            fn from(status: $status) -> serde_json::Value {
-                serde_json::to_value(status).expect("a status serializes")
-            }
-        }
-    )*};
-}
-
-stored_as_json!(
-    caller::account::AccountStatus,
-    domains::DomainStatus,
-    mailboxes::MailboxStatus,
-    mailboxes::Mode,
-    accounts::onboarding::RequestStatus,
-    sending::pending::Kind,
-    sending::pending::PendingStatus,
-);

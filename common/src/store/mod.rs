@@ -24,6 +24,20 @@ pub mod limits;
 pub mod metered;
 mod ops;
 
+/// A stored status is compared and set as its typed value, never as a
+/// string literal: `stored_as_json!(Status)` beside the enum makes it the
+/// JSON value serde writes for it.
+macro_rules! stored_as_json {
+    ($($status:ty),* $(,)?) => {$(
+        impl From<$status> for serde_json::Value {
+            fn from(status: $status) -> serde_json::Value {
+                serde_json::to_value(status).expect("a status serializes")
+            }
+        }
+    )*};
+}
+pub(crate) use stored_as_json;
+
 pub use ops::StoreExt;
 
 use async_trait::async_trait;

@@ -128,10 +128,10 @@ fn no_cycle(graph: &BTreeMap<String, BTreeSet<String>>) {
     }
 }
 
-/// The services among themselves: each names others as `super::x` or
-/// `crate::service::x` (a folder's files count as its module).
-#[test]
-fn the_services_import_one_way() {
+/// The services' import graph: each top-level room of `service/` (a
+/// capability folder, or `mod.rs`) and the rooms it names, as
+/// `crate::service::x` or, in a file of `service/`'s root, `super::x`.
+fn service_graph() -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (path, text) in sources("service") {
         let rel = path.split("/service/").last().unwrap_or_default();
@@ -146,12 +146,44 @@ fn the_services_import_one_way() {
         named.remove(&module);
         graph.entry(module).or_default().extend(named);
     }
-    graph.remove("mod");
+    graph
+}
+
+/// The services among themselves: no cycle, and `service/mod.rs` only names
+/// the capability folders (it holds nothing a service imports, so no arrow
+/// runs back up to it).
+#[test]
+fn the_services_import_one_way() {
+    let graph = service_graph();
     assert!(
-        graph.get("mailboxes").is_some_and(|m| m.contains("forwarding")),
+        graph.get("receiving").is_some_and(|m| m.contains("delivery")),
         "{graph:?}"
     );
+    for (module, named) in &graph {
+        assert!(!named.contains("mod"), "{module} imports service/mod.rs");
+    }
+    let root = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/service/mod.rs")).unwrap();
+    for line in root.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("//")) {
+        assert!(
+            line.starts_with("pub mod "),
+            "service/mod.rs holds more than its folders: {line}"
+        );
+    }
     no_cycle(&graph);
+}
+
+/// Every service lives in a capability folder: `service/`'s root holds only
+/// `mod.rs`, so a new module is placed on a floor, not beside them.
+#[test]
+fn every_service_is_in_a_capability_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/service");
+    let files: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, ["mod.rs"], "files at service/'s root");
 }
 
 #[test]

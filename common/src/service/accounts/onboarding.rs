@@ -59,6 +59,8 @@ pub enum RequestStatus {
     Unavailable,
 }
 
+crate::store::stored_as_json!(RequestStatus);
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AccessRequest {

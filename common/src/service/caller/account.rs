@@ -17,6 +17,8 @@ pub enum AccountStatus {
     Unavailable,
 }
 
+crate::store::stored_as_json!(AccountStatus);
+
 impl AccountStatus {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -19,6 +19,8 @@ pub enum DomainStatus {
     Removed,
 }
 
+crate::store::stored_as_json!(DomainStatus);
+
 /// Which DNS checks passed (DMARC is reported, never required).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Checks {

@@ -17,6 +17,8 @@ pub enum Mode {
     Both,
 }
 
+crate::store::stored_as_json!(Mode);
+
 impl crate::values::Value for Mode {
     fn parse(text: &str) -> Option<Mode> {
         match text.trim() {
@@ -41,6 +43,8 @@ pub enum MailboxStatus {
     Active,
     Removed,
 }
+
+crate::store::stored_as_json!(MailboxStatus);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -64,6 +64,8 @@ pub enum Kind {
     Scheduled,
 }
 
+crate::store::stored_as_json!(Kind);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PendingStatus {
@@ -77,6 +79,8 @@ pub enum PendingStatus {
     /// Refused when it was due (a recipient suppressed since, the relay).
     Failed,
 }
+
+crate::store::stored_as_json!(PendingStatus);
 
 /// A waiting send as it is stored: what GET /holds shows ([`Hold`]) and
 /// what only the service reads (whose it is, who pays, the code's digest).
