@@ -209,66 +209,50 @@ pub struct Operation {
     pub io: Io,
 }
 
-/// The `Io` of a service `async fn(&Call, In) -> Result<Out, ApiError>`.
+/// The `Io` of a service `async fn(&Call, In) -> Result<Out, ApiError>`:
+/// `io!(service, In, Out)` answers JSON; `io!(accepted service, In, Out)`
+/// answers 202 when the output's `accepted()` says it was only accepted (a
+/// send that waits); `io!(bytes service, In)` answers the file a
+/// [`Download`] holds. The three differ only in how the output is answered.
 macro_rules! io {
-    ($service:path, $input:ty, $output:ty) => {{
-        fn run<'a>(
-            call: &'a $crate::service::caller::Call<'a>,
-            fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
-        ) -> $crate::service::caller::operation::Reply<'a> {
-            Box::pin(async move {
-                let input = <$input as $crate::validate::Input>::from_request(fields)?;
-                let output: $output = $service(call, input).await?;
-                $crate::service::caller::operation::encode(&output)
-            })
-        }
-        $crate::service::caller::operation::Io {
-            input_schema: |g| g.subschema_for::<$input>(),
-            output_schema: |g| g.subschema_for::<$output>(),
-            run,
-            binary: false,
-        }
-    }};
-    // A service whose output may say it was only accepted (202): its
-    // output type has an `accepted(&self) -> bool`.
-    (accepted $service:path, $input:ty, $output:ty) => {{
-        fn run<'a>(
-            call: &'a $crate::service::caller::Call<'a>,
-            fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
-        ) -> $crate::service::caller::operation::Reply<'a> {
-            Box::pin(async move {
-                let input = <$input as $crate::validate::Input>::from_request(fields)?;
-                let output: $output = $service(call, input).await?;
-                match (output.accepted(), $crate::service::caller::operation::encode(&output)?) {
-                    (true, $crate::service::caller::operation::Output::Json(text)) => Ok($crate::service::caller::operation::Output::Accepted(text)),
-                    (_, encoded) => Ok(encoded),
+    ($service:path, $input:ty, $output:ty) => {
+        $crate::service::caller::operation::io!(@ $service, $input, $output,
+            |output: $output| $crate::service::caller::operation::encode(&output),
+            |g| g.subschema_for::<$output>(), false)
+    };
+    (accepted $service:path, $input:ty, $output:ty) => {
+        $crate::service::caller::operation::io!(@ $service, $input, $output,
+            |output: $output| match (output.accepted(), $crate::service::caller::operation::encode(&output)?) {
+                (true, $crate::service::caller::operation::Output::Json(text)) => {
+                    Ok($crate::service::caller::operation::Output::Accepted(text))
                 }
-            })
-        }
-        $crate::service::caller::operation::Io {
-            input_schema: |g| g.subschema_for::<$input>(),
-            output_schema: |g| g.subschema_for::<$output>(),
-            run,
-            binary: false,
-        }
-    }};
-    // A service giving file bytes: `async fn(&Call, In) -> Result<Download, ApiError>`.
-    (bytes $service:path, $input:ty) => {{
+                (_, encoded) => Ok(encoded),
+            },
+            |g| g.subschema_for::<$output>(), false)
+    };
+    (bytes $service:path, $input:ty) => {
+        $crate::service::caller::operation::io!(@ $service, $input, $crate::service::caller::Download,
+            |output| Ok($crate::service::caller::operation::Output::Bytes(output)),
+            |_| schemars::json_schema!({ "type": "string", "format": "binary" }), true)
+    };
+    (@ $service:path, $input:ty, $output:ty, $answer:expr, $output_schema:expr, $binary:expr) => {{
         fn run<'a>(
             call: &'a $crate::service::caller::Call<'a>,
             fields: Result<$crate::validate::Fields, $crate::error::ApiError>,
         ) -> $crate::service::caller::operation::Reply<'a> {
             Box::pin(async move {
                 let input = <$input as $crate::validate::Input>::from_request(fields)?;
-                let output: $crate::service::caller::Download = $service(call, input).await?;
-                Ok($crate::service::caller::operation::Output::Bytes(output))
+                let output: $output = $service(call, input).await?;
+                let answer: fn($output) -> Result<$crate::service::caller::operation::Output, $crate::error::ApiError> =
+                    $answer;
+                answer(output)
             })
         }
         $crate::service::caller::operation::Io {
             input_schema: |g| g.subschema_for::<$input>(),
-            output_schema: |_| schemars::json_schema!({ "type": "string", "format": "binary" }),
+            output_schema: $output_schema,
             run,
-            binary: true,
+            binary: $binary,
         }
     }};
 }
