@@ -4,7 +4,8 @@
 //! side by side with a bare lambda_http binary (benches/bare) in the same run,
 //! and the ratio. Run: `cargo bench --bench init` (`RUNS=n`, default 20;
 //! `INIT_PROFILE=release` measures the shipping profile, default `bench`;
-//! `FUNCTIONS=credits,inbox` builds and measures only those).
+//! `FUNCTIONS=credits,inbox` builds and measures only those; the list is
+//! `common::lambda::functions()`).
 //!
 //! The functions run as in the lambda_functions test: `Mode::Lambda` on the
 //! embedded store in a data directory of their own, secrets from the
@@ -27,20 +28,6 @@ use std::time::{Duration, Instant};
 mod aws_standins;
 use aws_standins::{Recorder, function_env, provision};
 
-const FUNCTIONS: &[&str] = &[
-    "onboarding",
-    "credits",
-    "admin",
-    "domains",
-    "mailboxes",
-    "send",
-    "inbox",
-    "drafts",
-    "webhooks",
-    "mcp",
-    "mta-export",
-    "poller",
-];
 const BARE: &str = "bare-lambda";
 
 fn main() {
@@ -51,9 +38,8 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace.join("target"));
     let only = std::env::var("FUNCTIONS").ok();
-    let functions: Vec<&str> = FUNCTIONS
-        .iter()
-        .copied()
+    let functions: Vec<&str> = common::lambda::functions()
+        .into_iter()
         .filter(|f| {
             only.as_deref()
                 .is_none_or(|only| only.split(',').any(|o| o.trim() == *f))

@@ -36,3 +36,23 @@ pub async fn schedule(job: &'static Job) -> Result<(), Error> {
     }))
     .await
 }
+
+/// Every Lambda function, by its crate's name under `functions/`: one per
+/// route family, then one per scheduled job. The Lambda tests, the template
+/// check and `benches/init.rs` read this list, so none keeps its own.
+pub fn functions() -> Vec<&'static str> {
+    let http = crate::api::Family::ALL.iter().map(|f| f.function());
+    http.chain(crate::jobs::JOBS.iter().map(|job| job.name)).collect()
+}
+
+/// A scheduled function's whole `main`: `common::schedule!(POLLER)` runs
+/// the job `common::jobs::POLLER`.
+#[macro_export]
+macro_rules! schedule {
+    ($job:ident) => {
+        #[tokio::main]
+        async fn main() -> Result<(), $crate::lambda::Error> {
+            $crate::lambda::schedule(&$crate::jobs::$job).await
+        }
+    };
+}

@@ -101,8 +101,28 @@ const PROTECTED_MAILBOXES: &[&str] = &[
 
 /// Every function: one per route family, then one per scheduled job.
 pub(crate) fn functions() -> Vec<&'static str> {
-    let http = Family::ALL.iter().map(|f| f.function());
-    http.chain(JOBS.iter().map(|job| job.name)).collect()
+    common::lambda::functions()
+}
+
+/// Each function's `main.rs` is one line naming it (`common::serve!(SEND)`,
+/// `common::schedule!(POLLER)`), so which sections a function serves is
+/// written once, in `common::api::functions`.
+#[test]
+fn each_functions_main_is_one_line_naming_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for function in functions() {
+        let main = std::fs::read_to_string(root.join("functions").join(function).join("src/main.rs")).unwrap();
+        let code: Vec<&str> = main
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("//"))
+            .collect();
+        let name = function.to_uppercase().replace('-', "_");
+        let expected = match is_scheduled(function) {
+            true => format!("common::schedule!({name});"),
+            false => format!("common::serve!({name});"),
+        };
+        assert_eq!(code, [expected.as_str()], "functions/{function}/src/main.rs");
+    }
 }
 
 /// A function run by a schedule (a declared job) rather than behind the API.

@@ -213,3 +213,36 @@ impl Operation {
 pub fn strip_api(path: &str) -> &str {
     path.strip_prefix("/api").filter(|p| p.starts_with('/')).unwrap_or(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each section of the catalogue is served by exactly one route family's
+    /// function, and each function serves only catalogued sections.
+    #[test]
+    fn every_section_has_one_function() {
+        for section in CATALOGUE {
+            let serving: Vec<Family> = Family::ALL
+                .iter()
+                .copied()
+                .filter(|f| f.sections().iter().any(|s| std::ptr::eq(*s, *section)))
+                .collect();
+            assert_eq!(
+                serving.len(),
+                1,
+                "{:?} serve a section of {:?}",
+                serving,
+                section.operations.first().map(|op| op.id)
+            );
+        }
+        for family in Family::ALL {
+            for section in family.sections() {
+                assert!(
+                    CATALOGUE.iter().any(|s| std::ptr::eq(*s, *section)),
+                    "{family:?} serves an uncatalogued section"
+                );
+            }
+        }
+    }
+}

@@ -191,3 +191,22 @@ pub async fn serve_lambda(routes: fn(AppState) -> Router) -> Result<(), lambda_h
     let built = Context::build(crate::config::Config::from_env()?, crate::context::Mode::Lambda).await?;
     lambda_http::run(routes(built.context)).await
 }
+
+/// A route family's function's whole `main`: `common::serve!(SEND)` serves
+/// the sections `common::api::functions::SEND` names (and links only their
+/// services); `common::serve!(MCP)` serves every tool and the API description.
+#[macro_export]
+macro_rules! serve {
+    (MCP) => {
+        #[tokio::main]
+        async fn main() -> Result<(), lambda_http::Error> {
+            $crate::http::serve_lambda($crate::http::mcp_router).await
+        }
+    };
+    ($function:ident) => {
+        #[tokio::main]
+        async fn main() -> Result<(), lambda_http::Error> {
+            $crate::http::serve_lambda(|ctx| $crate::http::router(ctx, $crate::api::functions::$function)).await
+        }
+    };
+}

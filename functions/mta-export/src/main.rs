@@ -7,7 +7,4 @@
 //! balance, the operators' account, the service domain and its mailboxes):
 //! at the first run rather than at init, because init writes nothing.
 
-#[tokio::main]
-async fn main() -> Result<(), common::lambda::Error> {
-    common::lambda::schedule(&common::jobs::MTA_EXPORT).await
-}
+common::schedule!(MTA_EXPORT);

@@ -4,7 +4,4 @@
 //! schedule is the safety net. Any event means "look at the spool": filing is
 //! idempotent, so overlapping runs file each message once.
 
-#[tokio::main]
-async fn main() -> Result<(), common::lambda::Error> {
-    common::lambda::schedule(&common::jobs::POLLER).await
-}
+common::schedule!(POLLER);

@@ -2,7 +2,4 @@
 //! (the job `common::jobs::SCHEDULED_SENDS`), each exactly once: a send is
 //! taken with a conditional write, so two runs that overlap never both send.
 
-#[tokio::main]
-async fn main() -> Result<(), common::lambda::Error> {
-    common::lambda::schedule(&common::jobs::SCHEDULED_SENDS).await
-}
+common::schedule!(SCHEDULED_SENDS);
