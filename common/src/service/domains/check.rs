@@ -2,14 +2,14 @@
 //! key; DMARC is reported. The result is stored on the domain.
 
 use super::instructions::spf_value;
-use super::{Checks, Domain, DomainStatus};
+use super::record::{Checks, Domain, DomainStatus};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::dns::Lookup;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::messages;
-use crate::service::domains::dkim;
+use super::dkim;
 use crate::store::{Cond, StoreError, Update, record};
 
 enum Outcome {

@@ -13,7 +13,8 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
 use crate::service::caller::account::{self as accounts, OPS_UID};
-use crate::service::domains::{self, Domain, DomainStatus};
+use super::check::mx_names_mail_host;
+use super::record::{Domain, DomainStatus};
 use crate::store::{Cond, StoreError, Update};
 
 /// How often each domain's MX is looked at.
@@ -53,7 +54,7 @@ pub async fn run_once(ctx: &Context, routed: &[Domain]) -> Result<Outcome, ApiEr
             continue;
         }
         outcome.looked += 1;
-        let Some(found) = domains::mx_names_mail_host(&domain.name, &mail_host, ctx.dns.mx(&domain.name).await) else {
+        let Some(found) = mx_names_mail_host(&domain.name, &mail_host, ctx.dns.mx(&domain.name).await) else {
             continue; // the lookup did not finish: look again next run
         };
         if look(ctx, domain, found, now).await? {

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::account::Account;
-use crate::service::domains::dkim;
+use super::dkim;
 use crate::store::{Query, StoreExt, StoreResult, record};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -8,9 +8,8 @@ use serde_json::{Value, json};
 
 use super::check::check_and_store;
 use super::service_domain::refuse_product_domain;
-use super::{
-    Checks, Domain, DomainStatus, DomainView, Instructions, claimant, get, instructions, new_dkim_key, owned, view,
-};
+use super::instructions::{DomainView, Instructions, instructions, view};
+use super::record::{Checks, Domain, DomainStatus, claimant, get, new_dkim_key, owned};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};

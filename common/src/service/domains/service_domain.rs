@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Domain, DomainStatus, new_dkim_key};
+use super::record::{Domain, DomainStatus, new_dkim_key};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
