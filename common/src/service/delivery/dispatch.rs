@@ -4,17 +4,19 @@
 //! recipient. Simulator recipients never leave: their story is told here,
 //! through the same status code.
 
+use super::sent::{SentMessage, Status};
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::mail::Outgoing;
 use crate::metrics;
 use crate::service::accounts::payer::{self, Payer};
-use crate::service::delivery::sent::{SentMessage, Status};
 use crate::service::{delivery::suppressions, guardrails::lists, mail_store};
 use crate::store::{Cond, Write, item};
 
-use super::{Event, Reply, apply, first_item, return_path, simulator};
+use super::record::{Event, apply, first_item};
+use super::sent::Reply;
+use super::{return_path, simulator};
 
 /// What is about to go out.
 pub struct Outbound<'a> {

@@ -8,12 +8,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::sent::{Reply, Status};
 use crate::error::{self, ApiError};
 use crate::service::caller::Call;
-use crate::service::delivery::sent::{Reply, Status};
 use crate::values::{Field, Origin};
 
-use super::{Applied, Event, apply, return_path};
+use super::record::{Applied, Event, apply};
+use super::return_path;
 
 /// The most events one request carries.
 pub const MAX_EVENTS: usize = 100;

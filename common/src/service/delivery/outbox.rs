@@ -8,12 +8,12 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::boundary::{Boundary, Envelope};
+use super::sent::{Recipient, SentMessage, owner_of_caller};
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::Call;
 use crate::service::delivery;
-use crate::service::delivery::boundary::{Boundary, Envelope};
-use crate::service::delivery::sent::{Recipient, SentMessage, owner_of_caller};
 use crate::store::StoreExt;
 use crate::values::{Bounded, Cursor, StoredMessageId};
 

@@ -8,12 +8,13 @@
 
 use sha2::{Digest, Sha256};
 
+use super::sent::{Reply, Status};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::mail::dsn::{self, Action, Report};
-use crate::service::delivery::sent::{Reply, Status};
 
-use super::{Applied, Event, apply, return_path};
+use super::record::{Applied, Event, apply, read};
+use super::return_path;
 
 /// What became of one report.
 #[derive(Debug)]
@@ -40,7 +41,7 @@ pub async fn consume(ctx: &Context, recipient: &str, raw: &[u8]) -> Result<Consu
             "the return path is not one this service issued (a forged or guessed bounce)".into(),
         ));
     };
-    let Some((sent, recipients)) = super::read(ctx, &delivery).await? else {
+    let Some((sent, recipients)) = read(ctx, &delivery).await? else {
         return Ok(Consumed::Refused(
             "the report names a delivery this service does not hold".into(),
         ));

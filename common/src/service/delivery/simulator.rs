@@ -7,46 +7,16 @@
 //! auto-replies built in their real formats and read by the same reader.
 //! Any other local part bounces as an unknown user would.
 
+use super::sent::{Reply, SentMessage, Status};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::mail::dsn;
 use crate::mail::inbound::{self, Envelope};
-use crate::service::delivery::sent::{Reply, SentMessage, Status};
 
-use super::{Event, apply, reports, return_path};
+use super::record::{Event, apply};
+use super::{reports, return_path};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scenario {
-    Delivered,
-    Bounced,
-    Deferred,
-    Complained,
-    AutoReply,
-    /// A local part the simulator does not know: a 5.1.1 bounce.
-    Unknown,
-}
-
-/// The simulator's domain.
-pub fn domain(ctx: &Context) -> String {
-    format!("simulator.{}", ctx.config.service_domain)
-}
-
-/// The scenario of a simulator address, or `None` for any other address.
-pub fn scenario(ctx: &Context, address: &str) -> Option<Scenario> {
-    let (local, host) = address.rsplit_once('@')?;
-    if !host.eq_ignore_ascii_case(&domain(ctx)) {
-        return None;
-    }
-    let base = local.split('+').next().unwrap_or_default().to_ascii_lowercase();
-    Some(match base.as_str() {
-        "delivered" => Scenario::Delivered,
-        "bounced" => Scenario::Bounced,
-        "deferred" => Scenario::Deferred,
-        "complained" => Scenario::Complained,
-        "autoreply" => Scenario::AutoReply,
-        _ => Scenario::Unknown,
-    })
-}
+pub use super::scenarios::{Scenario, domain, scenario};
 
 /// Plays recipient `n`'s scenario to its end.
 pub async fn play(ctx: &Context, sent: &SentMessage, n: usize) -> Result<(), ApiError> {

@@ -12,13 +12,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::boundary::{Boundary, Envelope};
+use super::sent::{Recipient, Reply, SentMessage, Status, owner_of_caller};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::Call;
-use crate::service::delivery::boundary::{Boundary, Envelope};
-use crate::service::delivery::sent::{Recipient, Reply, SentMessage, Status, owner_of_caller};
 use crate::service::webhooks;
 use crate::store::{Cond, StoreError, StoreExt, Write, item};
 use crate::values::{Bounded, Cursor, EmailAddress, Line};

@@ -1,6 +1,7 @@
 //! The DNS check: MX, SPF and DKIM must name the mail host and the domain's
 //! key; DMARC is reported. The result is stored on the domain.
 
+use super::dkim;
 use super::instructions::spf_value;
 use super::record::{Checks, Domain, DomainStatus};
 use crate::clock::iso;
@@ -9,7 +10,6 @@ use crate::dns::Lookup;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::messages;
-use super::dkim;
 use crate::store::{Cond, StoreError, Update, record};
 
 enum Outcome {

@@ -4,9 +4,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::dkim;
 use super::record::{Checks, Domain, DomainStatus};
 use crate::context::Context;
-use super::dkim;
 
 /// One DNS record to publish.
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -16,7 +16,6 @@ mod record;
 mod routes;
 mod service_domain;
 
-pub(crate) use check::mx_names_mail_host;
 pub use instructions::{DnsRecord, DomainView, Instructions, instructions, view};
 pub use record::{Checks, Domain, DomainStatus, claimant, dkim_secret_name, get, new_dkim_key, of_account, owned};
 pub use routes::{

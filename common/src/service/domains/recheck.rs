@@ -8,13 +8,13 @@
 
 use chrono::{DateTime, Utc};
 
+use super::check::mx_names_mail_host;
+use super::record::{Domain, DomainStatus};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
 use crate::service::caller::account::{self as accounts, OPS_UID};
-use super::check::mx_names_mail_host;
-use super::record::{Domain, DomainStatus};
 use crate::store::{Cond, StoreError, Update};
 
 /// How often each domain's MX is looked at.

@@ -4,11 +4,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::dkim;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::account::Account;
-use super::dkim;
 use crate::store::{Query, StoreExt, StoreResult, record};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -7,9 +7,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::check::check_and_store;
-use super::service_domain::refuse_product_domain;
 use super::instructions::{DomainView, Instructions, instructions, view};
 use super::record::{Checks, Domain, DomainStatus, claimant, get, new_dkim_key, owned};
+use super::service_domain::refuse_product_domain;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
