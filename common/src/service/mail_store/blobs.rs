@@ -1,7 +1,8 @@
 //! A message's body: the preview and the head kept on the row, the blobs
 //! beside it under `mail/<mailbox>/`, and the body read back whole.
 
-use super::{AttachmentInfo, NewMessage, PREVIEW_CHARS, Row, TEXT_ON_ROW};
+use super::limits::{PREVIEW_CHARS, TEXT_ON_ROW};
+use super::shapes::{AttachmentInfo, NewMessage, Row};
 use crate::context::Context;
 use crate::error::ApiError;
 
@@ -85,7 +86,7 @@ pub(super) async fn put_blobs(
 /// Where GET /attachment serves an attachment of the row `id`.
 fn download_path(m: &NewMessage<'_>, id: &str, index: usize) -> String {
     let mut path = format!("/attachment?id={id}&index={index}");
-    if m.direction == super::Direction::Outbound {
+    if m.direction == super::shapes::Direction::Outbound {
         path.push_str("&box=outbound");
     }
     if let Some(address) = m.scope.strip_prefix("mailbox:") {

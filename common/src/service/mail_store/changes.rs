@@ -1,7 +1,9 @@
 //! The changes to stored rows: the unread flag, and a thread's folder.
 
+use super::limits::{MOVE_LIMIT, RETRIES, backoff};
+use super::pages::{by_id, page, thread};
+use super::shapes::{Folder, Row, Thread};
 use super::sync_marks::thread_mark;
-use super::{Folder, MOVE_LIMIT, RETRIES, Row, Thread, backoff, by_id, page, thread};
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;

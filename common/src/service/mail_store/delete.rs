@@ -2,8 +2,10 @@
 //! delete from the trash, an expunge over IMAP). Whatever else keeps an index
 //! of stored mail hooks here.
 
+use super::limits::{RETRIES, backoff};
+use super::pages::{by_id, thread};
+use super::shapes::{Row, Thread};
 use super::sync_marks::gone_mark;
-use super::{RETRIES, Row, Thread, backoff, by_id, thread};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;

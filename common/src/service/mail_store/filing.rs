@@ -1,75 +1,18 @@
 //! Filing a message: its blobs, then its row's copies and its thread's
 //! summary in one conditional transaction, idempotent on its Message-ID.
 
-use std::collections::BTreeMap;
-
 use sha2::{Digest, Sha256};
 
 use super::blobs::{StoredBody, head, put_blobs};
-use super::{
-    Direction, Folder, MAX_PARTICIPANTS, MAX_TO, QUARANTINE_DAYS, Quarantine, Quarantined, RETRIES, Row, TEXT_ON_ROW,
-    Thread, backoff, blob_prefix, new_id, preview, root_of, thread_id,
-};
+use super::blobs::{blob_prefix, preview};
+use super::ids::{new_id, root_of, thread_id};
+use super::limits::{MAX_PARTICIPANTS, MAX_TO, RETRIES, TEXT_ON_ROW, backoff};
+use super::shapes::{Direction, Folder, NewMessage, QUARANTINE_DAYS, Quarantined, Row, Thread};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
-use crate::mail::authenticate::Authentication;
-use crate::mail::spam::SpamVerdict;
 use crate::store::{Cond, Query, StoreError, StoreExt, Write, item, record};
-
-/// Who a message names beside its sender's address and To: each may be
-/// left out.
-#[derive(Debug, Default)]
-pub struct Named<'a> {
-    pub from_name: Option<&'a str>,
-    pub cc: &'a [String],
-    /// A send's Bcc recipients, kept on its own row.
-    pub bcc: &'a [String],
-    pub reply_to: &'a [String],
-    /// Display names by address.
-    pub names: BTreeMap<String, String>,
-}
-
-/// A message to file: what the poller parsed, or what a threaded send sent.
-pub struct NewMessage<'a> {
-    pub scope: &'a str,
-    pub mailbox: &'a str,
-    pub direction: Direction,
-    pub message_id: &'a str,
-    pub from: &'a str,
-    pub to: &'a [String],
-    pub named: Named<'a>,
-    pub subject: &'a str,
-    pub date: Option<String>,
-    pub in_reply_to: &'a [String],
-    pub references: &'a [String],
-    pub text: &'a str,
-    pub html: Option<&'a str>,
-    /// (filename, content type, bytes)
-    pub attachments: Vec<(&'a str, &'a str, &'a [u8])>,
-    /// Each attachment's Content-ID, by index (received mail; empty for a send).
-    pub content_ids: Vec<Option<&'a str>>,
-    pub source: &'a str,
-    /// Only file it when it joins a thread this scope already holds.
-    pub only_on_existing_thread: bool,
-    /// The SHA-256 (hex) of a received message's bytes; none for a send,
-    /// whose Message-ID is new.
-    pub digest: Option<&'a str>,
-    /// A send's delivery id, kept on its row.
-    pub delivery: Option<&'a str>,
-    /// A received message's verdicts (none for a send).
-    pub authentication: Option<&'a Authentication>,
-    /// rspamd's verdict on a received message's content, when there is one.
-    pub spam: Option<&'a SpamVerdict>,
-    /// The received file in the spool once filed (`inbound/done/<name>`).
-    pub raw: Option<&'a str>,
-    /// Keep it out of the inbox, for this reason (see [`Quarantine`]).
-    pub quarantine: Option<Quarantine>,
-    /// Other writes made in the filing's own transaction, only if it files
-    /// the message (the poller's: its sender, remembered as a contact).
-    pub also: Vec<Write>,
-}
 
 /// What filing finds already there for a message's Message-ID.
 enum Held {

@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::Direction;
+use super::shapes::Direction;
 
 /// A thread's id: 64 lowercase hex characters from the mailbox and the
 /// Message-ID that started the conversation.

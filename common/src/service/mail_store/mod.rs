@@ -34,6 +34,7 @@ mod changes;
 mod delete;
 mod filing;
 mod ids;
+mod limits;
 mod pages;
 mod purge;
 mod searchable;
@@ -44,30 +45,15 @@ pub mod sync_marks;
 pub use blobs::{blob_prefix, body, preview, whole_text};
 pub use changes::{loaded_rows, move_thread, set_unread};
 pub use delete::{delete_row, delete_thread};
-pub use filing::{Named, NewMessage, file};
+pub use filing::file;
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
+pub use limits::{MOVE_LIMIT, PREVIEW_CHARS, TEXT_ON_ROW};
 pub use pages::{
     FILTER_SCAN, by_id, by_message_id, covered, in_spam, newest, page, page_raw, page_raw_where, quarantined, thread,
 };
 pub use purge::purge;
 pub use searchable::{backfill, backfilled};
-pub use shapes::{AttachmentInfo, Direction, Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
+pub use shapes::{
+    AttachmentInfo, Direction, Folder, Named, NewMessage, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread,
+};
 pub use spam_moves::{Moved, to_inbox, to_spam};
-
-/// The most of a body kept on the row (and searched); the whole body is then a
-/// blob. Keeps 200 rows of a search near DynamoDB's 1 MB page.
-pub const TEXT_ON_ROW: usize = 4 * 1024;
-pub const PREVIEW_CHARS: usize = 200;
-/// Recipients kept on a row.
-const MAX_TO: usize = 50;
-/// Participants kept on a thread summary.
-const MAX_PARTICIPANTS: usize = 20;
-/// A folder move loads at most this many rows of each direction (spec 8).
-pub const MOVE_LIMIT: usize = 100;
-/// Retries of a write that lost a race on a thread summary.
-const RETRIES: usize = 40;
-
-async fn backoff() {
-    let ms = 2 + rand::random::<u64>() % 20;
-    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-}

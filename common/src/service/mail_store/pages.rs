@@ -1,7 +1,8 @@
 //! Reading stored mail: a row by id or Message-ID, a thread's summary, and
 //! cursor pages of a partition.
 
-use super::{Direction, Row, Thread, direction_of};
+use super::ids::direction_of;
+use super::shapes::{Direction, Row, Thread};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;

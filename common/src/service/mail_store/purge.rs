@@ -1,6 +1,8 @@
 //! Removing a mailbox's stored mail for good.
 
-use super::{Folder, Row, blob_prefix, thread};
+use super::blobs::blob_prefix;
+use super::pages::thread;
+use super::shapes::{Folder, Row};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Folder, NewMessage, Row};
+use super::shapes::{Folder, NewMessage, Row};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::search::{self, doc, items};
@@ -101,7 +101,7 @@ const BACKFILL_PAGE: usize = 200;
 /// The index's message of a stored row (mail filed before the index
 /// existed): its whole body read back.
 async fn doc_of_row(ctx: &Context, row: &Row) -> Result<search::Doc, ApiError> {
-    let (text, html) = super::body(ctx, row).await?;
+    let (text, html) = super::blobs::body(ctx, row).await?;
     let people = People::of(row.from_name.as_deref(), &row.to, &row.cc, &row.names);
     let texts = doc::texts(&search::Message {
         subject: &row.subject,
@@ -155,7 +155,7 @@ pub async fn backfill(ctx: &Context, scope: &str) -> Result<bool, ApiError> {
             &mut progress.after_in
         };
         let pk = crate::keys::mail_partition(scope, outbound);
-        let (rows, next) = super::page::<Row>(ctx, pk, false, after.as_deref(), BACKFILL_PAGE).await?;
+        let (rows, next) = super::pages::page::<Row>(ctx, pk, false, after.as_deref(), BACKFILL_PAGE).await?;
         let mut writes = Vec::new();
         for row in rows.iter().filter(|r| !indexed(&r.id) && r.quarantine.is_none()) {
             let doc = doc_of_row(ctx, row).await?;
@@ -188,7 +188,7 @@ pub async fn backfill(ctx: &Context, scope: &str) -> Result<bool, ApiError> {
 pub async fn backfilled(ctx: &Context, scope: &str, oldest_indexed: Option<&str>) -> Result<bool, ApiError> {
     for outbound in [false, true] {
         let pk = crate::keys::mail_partition(scope, outbound);
-        let (rows, _) = super::page::<Row>(ctx, pk, false, None, 1).await?;
+        let (rows, _) = super::pages::page::<Row>(ctx, pk, false, None, 1).await?;
         if rows
             .first()
             .is_some_and(|r| oldest_indexed.is_none_or(|o| r.id.as_str() < o))

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::keys;
 use crate::mail::authenticate::Authentication;
 use crate::mail::spam::SpamVerdict;
-use crate::store::{Key, item};
+use crate::store::{Key, Write, item};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -328,4 +328,57 @@ impl Thread {
             format!("{:013}-{}", self.last_ms.max(0), self.thread_id),
         )
     }
+}
+
+/// Who a message names beside its sender's address and To: each may be
+/// left out.
+#[derive(Debug, Default)]
+pub struct Named<'a> {
+    pub from_name: Option<&'a str>,
+    pub cc: &'a [String],
+    /// A send's Bcc recipients, kept on its own row.
+    pub bcc: &'a [String],
+    pub reply_to: &'a [String],
+    /// Display names by address.
+    pub names: BTreeMap<String, String>,
+}
+
+/// A message to file: what the poller parsed, or what a threaded send sent.
+pub struct NewMessage<'a> {
+    pub scope: &'a str,
+    pub mailbox: &'a str,
+    pub direction: Direction,
+    pub message_id: &'a str,
+    pub from: &'a str,
+    pub to: &'a [String],
+    pub named: Named<'a>,
+    pub subject: &'a str,
+    pub date: Option<String>,
+    pub in_reply_to: &'a [String],
+    pub references: &'a [String],
+    pub text: &'a str,
+    pub html: Option<&'a str>,
+    /// (filename, content type, bytes)
+    pub attachments: Vec<(&'a str, &'a str, &'a [u8])>,
+    /// Each attachment's Content-ID, by index (received mail; empty for a send).
+    pub content_ids: Vec<Option<&'a str>>,
+    pub source: &'a str,
+    /// Only file it when it joins a thread this scope already holds.
+    pub only_on_existing_thread: bool,
+    /// The SHA-256 (hex) of a received message's bytes; none for a send,
+    /// whose Message-ID is new.
+    pub digest: Option<&'a str>,
+    /// A send's delivery id, kept on its row.
+    pub delivery: Option<&'a str>,
+    /// A received message's verdicts (none for a send).
+    pub authentication: Option<&'a Authentication>,
+    /// rspamd's verdict on a received message's content, when there is one.
+    pub spam: Option<&'a SpamVerdict>,
+    /// The received file in the spool once filed (`inbound/done/<name>`).
+    pub raw: Option<&'a str>,
+    /// Keep it out of the inbox, for this reason (see [`Quarantine`]).
+    pub quarantine: Option<Quarantine>,
+    /// Other writes made in the filing's own transaction, only if it files
+    /// the message (the poller's: its sender, remembered as a contact).
+    pub also: Vec<Write>,
 }

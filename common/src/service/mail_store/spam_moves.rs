@@ -4,7 +4,9 @@
 //! writes (the training job) inside it.
 
 use super::filing::{filing_writes, rekeyed};
-use super::{Folder, QUARANTINE_DAYS, Quarantine, Quarantined, RETRIES, Row, Thread, backoff, by_id, thread};
+use super::limits::{RETRIES, backoff};
+use super::pages::{by_id, thread};
+use super::shapes::{Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};

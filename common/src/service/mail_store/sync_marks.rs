@@ -10,7 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Direction, Row, blob_prefix};
+use super::blobs::blob_prefix;
+use super::shapes::{Direction, Row};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
