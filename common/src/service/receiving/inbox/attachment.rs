@@ -1,6 +1,13 @@
 //! GET /attachment: one stored file of a message.
 
-use super::*;
+use super::fields::*;
+use super::scope::*;
+use crate::error::{self, ApiError};
+use crate::service::mail_store::{self, Direction};
+use crate::service::{caller::Call, caller::Download};
+use crate::validate::Fields;
+use crate::values::Bounded;
+use crate::values::{EmailAddress, Inline, RowId, StoredMessageId};
 
 // ---------------------------------------------------------- GET /attachment
 

@@ -4,7 +4,7 @@
 //! names written beside addresses; the sender and
 //! the service's verdicts outside it, as provenance.
 
-use super::{InboxList, MessageView, Summary, ThreadList};
+use super::shapes::{InboxList, MessageView, Summary, ThreadList};
 use crate::error::ApiError;
 use crate::service::delivery::boundary::{Boundary, Envelope, Provenance};
 use crate::service::mail_store::{Quarantine, Thread};

@@ -4,7 +4,15 @@
 //! the whole trash a page at a time. Each message goes through `mail_store::delete_row`, as an
 //! expunge over IMAP does, and the mail host expunges its IMAP copies.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::scope::*;
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::service::caller::Call;
+use crate::service::mail_store::{self, Folder, Row, Thread};
+use crate::values::{EmailAddress, RowId, StoredMessageId, ThreadId};
 
 /// Threads one call empties from the trash at most.
 pub const EMPTY_PAGE: usize = 25;

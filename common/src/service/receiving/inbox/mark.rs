@@ -1,6 +1,17 @@
 //! POST /inbox (tool `mark_read`): read flags and folders.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::fields::*;
+use super::scope::*;
+use super::shapes::*;
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::service::caller::Call;
+use crate::service::mail_store::{self, Folder, Row};
+use crate::validate::{Fields, Origin};
+use crate::values::{EmailAddress, RowId, StoredMessageId, ThreadId};
 
 // ------------------------------------------------------------ POST /inbox
 
@@ -38,7 +49,7 @@ impl MarkInput {
             return Err(error::INBOX_TARGET_REQUIRED.into());
         }
         if self.spam.is_some() {
-            return super::report::alone(self);
+            return alone(self);
         }
         if self.unread.is_none() && self.folder.is_none() {
             // The spec's mark_read: "omit unread to mark read".
@@ -116,5 +127,14 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
 #[serde(untagged)]
 pub enum MarkOutput {
     Thread(Box<ThreadView>),
-    Reported(Box<super::Reported>),
+    Reported(Box<super::report::Reported>),
+}
+
+/// A report names one message and changes nothing else.
+fn alone(input: MarkInput) -> Result<MarkInput, ApiError> {
+    let one_message = input.id.is_some() || input.message_id.is_some();
+    if !one_message || input.unread.is_some() || input.folder.is_some() {
+        return Err(error::SPAM_ALONE.into());
+    }
+    Ok(input)
 }

@@ -1,7 +1,20 @@
 //! Reading stored mail: GET /inbox (the flat list, a read, threads, search)
 //! and the reading tools.
 
-use super::*;
+use serde_json::value::RawValue;
+
+use super::fields::*;
+use super::scope::*;
+use super::shapes::*;
+use super::wait::*;
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::service::caller::Call;
+use crate::service::delivery::boundary::Boundary;
+use crate::service::mail_store::{self, Folder, Row, Thread};
+use crate::validate::Fields;
+use crate::values::Bounded;
+use crate::values::{Chars, Cursor, EmailAddress, Needle, RowId, StoredMessageId, ThreadId};
 
 // ------------------------------------------------------------ GET /inbox
 
@@ -470,6 +483,7 @@ pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, Ap
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::mail_store::{AttachmentInfo, Direction};
     use crate::store::{self, Key};
 
     fn row(date: Option<String>, folder: Option<Folder>, attachments: Vec<AttachmentInfo>, conflict: bool) -> Row {

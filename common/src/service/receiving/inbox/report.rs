@@ -1,8 +1,16 @@
 //! Spam reports through the inbox's doors: POST /inbox `{id, spam}` and the
 //! tool `mark_spam`. What a report does is `service::spam::report`.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::scope::*;
+use super::shapes::*;
+use crate::error::{self, ApiError};
+use crate::service::caller::Call;
 use crate::service::receiving::spam::report;
+use crate::validate::Fields;
+use crate::values::{EmailAddress, RowId, StoredMessageId};
 
 /// What a report answers.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -18,15 +26,6 @@ pub struct Reported {
     /// The mail host's rspamd will learn from it (a move of a message whose
     /// received file the spool still keeps).
     pub learning: bool,
-}
-
-/// A report names one message and changes nothing else.
-pub(super) fn alone(input: MarkInput) -> Result<MarkInput, ApiError> {
-    let one_message = input.id.is_some() || input.message_id.is_some();
-    if !one_message || input.unread.is_some() || input.folder.is_some() {
-        return Err(error::SPAM_ALONE.into());
-    }
-    Ok(input)
 }
 
 /// Reports the message `target` names (404 when the caller cannot read it).

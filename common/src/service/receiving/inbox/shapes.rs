@@ -2,10 +2,16 @@
 
 use std::collections::BTreeMap;
 
-use super::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::error::ApiError;
 use crate::mail::authenticate::{Authentication, Summary as AuthSummary};
 use crate::mail::spam::{SpamAction, SpamVerdict};
+use crate::service::delivery::boundary::Envelope;
 use crate::service::mail_store::Quarantined;
+use crate::service::mail_store::{AttachmentInfo, Direction, Folder, Row, Thread};
 
 // ------------------------------------------------------------------ shapes
 

@@ -2,9 +2,11 @@
 //! text around it, from the field the index says they matched in (the body
 //! first: its head on the row, then the whole text, then the HTML as text).
 
-use super::*;
+use crate::error::ApiError;
+use crate::search::Field;
 use crate::search::grammar::Node;
 use crate::search::text::{self, Word};
+use crate::service::mail_store::{self, Row};
 
 /// Characters of context before and after the match.
 const BEFORE: usize = 60;

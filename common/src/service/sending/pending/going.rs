@@ -4,12 +4,12 @@
 //! checked for (`payer::switches`: sending paused, the agent key frozen) and
 //! that the scoped key that asked for it is still there; a send the switches
 //! hold stays waiting, in its place in the queue, until they let it go or it
-//! expires ([`LATE_HOURS`](super::LATE_HOURS) past its time).
+//! expires ([`LATE_HOURS`](super::record::LATE_HOURS) past its time).
 
 use serde_json::Value;
 
+use super::record::{FiledIn, Kind, Pending, PendingStatus, asking_key, blob, due_key, refund, waiting_key};
 use super::settle::settle;
-use super::{FiledIn, Kind, Pending, PendingStatus, asking_key, blob, due_key, refund, waiting_key};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};

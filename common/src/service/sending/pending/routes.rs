@@ -5,9 +5,17 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::going::held_back;
+use super::going::{held_back, release};
+use super::record::*;
+
+use crate::clock::iso;
+use crate::context::Context;
+use crate::error::{self, ApiError};
+use crate::keys;
+use crate::service::caller::Call;
+use crate::store::{Cond, Query, StoreError, StoreExt, Update, Write};
+
 use super::settle::settle;
-use super::*;
 use crate::values::{Bounded, Cursor};
 
 #[derive(Debug, Serialize, JsonSchema)]

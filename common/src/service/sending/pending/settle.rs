@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::{Kind, Pending, PendingStatus, blob, due_key, refund, waiting_key};
+use super::record::{Kind, Pending, PendingStatus, blob, due_key, refund, waiting_key};
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
