@@ -24,7 +24,7 @@ pub use crate::service::guardrails::section::GUARDRAILS;
 pub use crate::service::mailboxes::section::MAILBOXES;
 pub use crate::service::operators::section::{ADMIN, MAIL_HOST, REMOVAL};
 pub use crate::service::receiving::section::{CONVERSATION, DRAFTS, INBOX};
-pub use crate::service::sending::section::{HOLDS, SEND};
+pub use crate::service::sending::section::{HOLDS, KEYS, SEND};
 pub use crate::service::webhooks::section::WEBHOOKS;
 
 /// The API description and MCP server version (spec part 9).
@@ -102,6 +102,7 @@ pub static CATALOGUE: &[&Section] = &[
     &WEBHOOKS,
     &DELIVERY,
     &HOLDS,
+    &KEYS,
     &GUARDRAILS,
 ];
 
@@ -111,7 +112,7 @@ pub static CATALOGUE: &[&Section] = &[
 pub mod functions {
     use super::Section;
 
-    pub static ONBOARDING: &[&Section] = &[&super::ONBOARDING, &super::GUARDRAILS];
+    pub static ONBOARDING: &[&Section] = &[&super::ONBOARDING, &super::KEYS, &super::GUARDRAILS];
     pub static CREDITS: &[&Section] = &[&super::CREDITS];
     pub static ADMIN: &[&Section] = &[&super::ADMIN];
     pub static DOMAINS: &[&Section] = &[&super::DOMAINS, &super::DOMAIN_LIST, &super::DMARC, &super::REMOVAL];

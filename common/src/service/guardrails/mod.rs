@@ -1,6 +1,5 @@
-//! What a customer sets to limit its own account: scoped keys, the audit log, allow and block lists.
+//! What a customer sets to limit its own account: the audit log, allow and block lists (its scoped keys are sending's `api_keys`: revoking one cancels its waiting sends).
 
-pub mod api_keys;
 pub mod audit;
 pub mod lists;
 pub mod section;

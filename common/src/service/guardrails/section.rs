@@ -2,74 +2,18 @@
 //! beside the service it runs. the api module gathers every section into the
 //! catalogue (REST, MCP and OpenAPI come from it).
 
-use super::api_keys;
 use super::audit;
 use super::lists;
 use crate::auth::Access::*;
 use crate::auth::Permission;
 use crate::error::*;
 use crate::service::caller::operation::{Hints, Operation, Section, delete, get, io, post, tool};
-use crate::validate::NoInput;
 
 /// What lets an owner hand an agent a key safely: scoped keys, the audit
 /// log, and allow and block lists (served by the onboarding function,
 /// beside the account's status).
 pub static GUARDRAILS: Section = Section {
     operations: &[
-        Operation {
-            id: "createKey",
-            rest: post("/keys"),
-            tool: tool("create_key", Hints::CREATE),
-            access: Owner,
-            permission: None,
-            summary: "Mint a scoped key for an agent: some permissions, some mailboxes, its own limits",
-            description: "The account key or an operator only; a scoped key cannot mint keys. {name, permissions: \
-                          subset of [read, send, draft, manage], mailboxes?: [addresses of this account] (default \
-                          all), dailySendCap?: 1 to 50, expiresAt?: RFC 3339 (within a year), approval?: none | \
-                          first_contact | always}. Returns {ok, key, apiKey}: apiKey is shown this once. read covers \
-                          the inbox, attachments, threads and the outbox; send covers sendMail; draft drafts; manage \
-                          domains, mailboxes, suppressions and webhooks. At most 20 keys per account.",
-            errors: &[
-                KEY_NAME_REQUIRED,
-                KEY_NAME_INVALID,
-                KEY_PERMISSIONS_INVALID,
-                KEY_MAILBOXES_INVALID,
-                KEY_MAILBOX_UNKNOWN,
-                KEY_CAP_INVALID,
-                KEY_EXPIRY_INVALID,
-                KEY_APPROVAL_INVALID,
-                KEY_TOO_MANY,
-                SETUP_INCOMPLETE,
-            ],
-            io: io!(api_keys::create, api_keys::CreateKeyInput, api_keys::CreatedKey),
-        },
-        Operation {
-            id: "listKeys",
-            rest: get("/keys"),
-            tool: tool("list_keys", Hints::READ),
-            access: Owner,
-            permission: None,
-            summary: "The account's scoped keys, never the keys themselves",
-            description: "{ok, keys}: newest first, each {id, name, last4, scope {mailboxes?, permissions, \
-                          dailySendCap?, expiresAt?, approval}, createdAt, lastUsedAt?}. The account key or an \
-                          operator only.",
-            errors: &[SETUP_INCOMPLETE],
-            io: io!(api_keys::list, NoInput, api_keys::KeyList),
-        },
-        Operation {
-            id: "revokeKey",
-            rest: delete("/keys"),
-            tool: tool("revoke_key", Hints::DESTROY),
-            access: Owner,
-            permission: None,
-            summary: "Revoke a scoped key at once",
-            description: "id (key_ and 12 hex digits, from GET /keys). The key's next request is 401, the mailbox \
-                          passwords it issued stop working (gone from the next mail-server export), and every send \
-                          it asked for that has not gone out (held or scheduled) is cancelled, its credit back. \
-                          {ok, revoked, cancelledSends}. The account key or an operator only.",
-            errors: &[ID_REQUIRED, KEY_ID_INVALID, KEY_NOT_FOUND, SETUP_INCOMPLETE],
-            io: io!(api_keys::revoke, api_keys::RevokeKeyInput, api_keys::RevokedKey),
-        },
         Operation {
             id: "getAudit",
             rest: get("/audit"),

@@ -277,3 +277,44 @@ pub async fn of_domain(ctx: &Context, domain: &str) -> StoreResult<Vec<Mailbox>>
         .filter(Mailbox::is_active)
         .collect())
 }
+
+/// The lowest and highest `spamThreshold` an owner may set.
+pub const THRESHOLD_RANGE: (f64, f64) = (-50.0, 100.0);
+
+/// `spamThreshold`: the score above which a mailbox's mail goes to spam (a
+/// number from -50 to 100); null goes back to rspamd's own judgement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threshold(pub f64);
+
+impl crate::values::Field for Threshold {
+    type Problems = crate::error::Problem;
+    fn read(
+        value: &serde_json::Value,
+        _: crate::values::Origin,
+        invalid: crate::error::Problem,
+    ) -> Result<Option<Self>, crate::error::ApiError> {
+        match value {
+            serde_json::Value::Null => Ok(None),
+            serde_json::Value::Number(n) => n
+                .as_f64()
+                .filter(|x| x.is_finite() && (THRESHOLD_RANGE.0..=THRESHOLD_RANGE.1).contains(x))
+                .map(|x| Some(Threshold(x)))
+                .ok_or_else(|| invalid.into()),
+            _ => Err(invalid.into()),
+        }
+    }
+}
+
+impl JsonSchema for Threshold {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SpamThreshold".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "number",
+            "minimum": THRESHOLD_RANGE.0,
+            "maximum": THRESHOLD_RANGE.1,
+            "description": "The score above which mail goes to spam; null: rspamd's own judgement (it would reject it, or mark it as spam)."
+        })
+    }
+}

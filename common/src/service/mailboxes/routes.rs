@@ -162,7 +162,7 @@ crate::input! {
         pub spam_filter: Option<bool> = error::SPAM_FILTER_TYPE,
         /// The score above which mail goes to spam (-50 to 100); null goes
         /// back to rspamd's own judgement. Left as it was when absent.
-        pub spam_threshold: Option<Nullable<crate::service::receiving::spam::Threshold>> = error::SPAM_THRESHOLD_INVALID,
+        pub spam_threshold: Option<Nullable<super::mailbox::Threshold>> = error::SPAM_THRESHOLD_INVALID,
     }
     check MailboxInput::by_mailbox_id;
 }

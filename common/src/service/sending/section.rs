@@ -2,6 +2,7 @@
 //! beside the service it runs. the api module gathers every section into the
 //! catalogue (REST, MCP and OpenAPI come from it).
 
+use super::api_keys;
 use super::pending;
 use super::send;
 use super::submission;
@@ -9,7 +10,7 @@ use crate::auth::Access::*;
 use crate::auth::Permission;
 use crate::error::*;
 use crate::service::caller::operation::{
-    Hints, Operation, Rest, Section, Source, Tool, get, io, post, post_large, tool,
+    Hints, Operation, Rest, Section, Source, Tool, delete, get, io, post, post_large, tool,
 };
 use crate::validate::{Later, NoInput};
 
@@ -247,6 +248,67 @@ pub static HOLDS: Section = Section {
                           from going expires 24 hours past its dueAt. The account key or an operator only.",
             errors: &[LIMIT_TO_100_INVALID, INBOX_CURSOR_INVALID, SETUP_INCOMPLETE],
             io: io!(pending::list_waiting, pending::WaitingQuery, pending::WaitingSends),
+        },
+    ],
+};
+
+/// The guardrails' scoped keys: create, list, revoke (served by the
+/// onboarding function, beside the account's status).
+pub static KEYS: Section = Section {
+    operations: &[
+        Operation {
+            id: "createKey",
+            rest: post("/keys"),
+            tool: tool("create_key", Hints::CREATE),
+            access: Owner,
+            permission: None,
+            summary: "Mint a scoped key for an agent: some permissions, some mailboxes, its own limits",
+            description: "The account key or an operator only; a scoped key cannot mint keys. {name, permissions: \
+                          subset of [read, send, draft, manage], mailboxes?: [addresses of this account] (default \
+                          all), dailySendCap?: 1 to 50, expiresAt?: RFC 3339 (within a year), approval?: none | \
+                          first_contact | always}. Returns {ok, key, apiKey}: apiKey is shown this once. read covers \
+                          the inbox, attachments, threads and the outbox; send covers sendMail; draft drafts; manage \
+                          domains, mailboxes, suppressions and webhooks. At most 20 keys per account.",
+            errors: &[
+                KEY_NAME_REQUIRED,
+                KEY_NAME_INVALID,
+                KEY_PERMISSIONS_INVALID,
+                KEY_MAILBOXES_INVALID,
+                KEY_MAILBOX_UNKNOWN,
+                KEY_CAP_INVALID,
+                KEY_EXPIRY_INVALID,
+                KEY_APPROVAL_INVALID,
+                KEY_TOO_MANY,
+                SETUP_INCOMPLETE,
+            ],
+            io: io!(api_keys::create, api_keys::CreateKeyInput, api_keys::CreatedKey),
+        },
+        Operation {
+            id: "listKeys",
+            rest: get("/keys"),
+            tool: tool("list_keys", Hints::READ),
+            access: Owner,
+            permission: None,
+            summary: "The account's scoped keys, never the keys themselves",
+            description: "{ok, keys}: newest first, each {id, name, last4, scope {mailboxes?, permissions, \
+                          dailySendCap?, expiresAt?, approval}, createdAt, lastUsedAt?}. The account key or an \
+                          operator only.",
+            errors: &[SETUP_INCOMPLETE],
+            io: io!(api_keys::list, NoInput, api_keys::KeyList),
+        },
+        Operation {
+            id: "revokeKey",
+            rest: delete("/keys"),
+            tool: tool("revoke_key", Hints::DESTROY),
+            access: Owner,
+            permission: None,
+            summary: "Revoke a scoped key at once",
+            description: "id (key_ and 12 hex digits, from GET /keys). The key's next request is 401, the mailbox \
+                          passwords it issued stop working (gone from the next mail-server export), and every send \
+                          it asked for that has not gone out (held or scheduled) is cancelled, its credit back. \
+                          {ok, revoked, cancelledSends}. The account key or an operator only.",
+            errors: &[ID_REQUIRED, KEY_ID_INVALID, KEY_NOT_FOUND, SETUP_INCOMPLETE],
+            io: io!(api_keys::revoke, api_keys::RevokeKeyInput, api_keys::RevokedKey),
         },
     ],
 };

@@ -34,7 +34,7 @@ use crate::service::caller::account::OPS_UID;
 use crate::service::delivery::dispatch::{self, Outbound, dispatch};
 use crate::service::sending::replies::{self, SentBytes};
 use crate::service::sending::send;
-use crate::service::{caller::Call, domains, guardrails::api_keys, mailboxes, sending::pending};
+use crate::service::{caller::Call, domains, mailboxes, sending::api_keys, sending::pending};
 use crate::validate::{Later, Slot};
 use crate::values::EmailAddress;
 use crate::values::{Field, Origin};

@@ -13,15 +13,10 @@
 pub mod report;
 pub mod training;
 
-use schemars::JsonSchema;
-use serde_json::Value;
-
-use crate::error::{ApiError, Problem};
 use crate::mail::authenticate::{Authentication, Summary as AuthSummary};
 use crate::mail::spam::{SpamAction, SpamVerdict};
 use crate::messages;
 use crate::service::mailboxes::mailbox::Mailbox;
-use crate::values::{Field, Origin};
 
 /// Whether a received message is filed into spam: it has a verdict, the
 /// mailbox filters (`spamFilter`, on unless the owner turned it off), the
@@ -68,47 +63,14 @@ fn action_words(action: SpamAction) -> &'static str {
     }
 }
 
-/// The lowest and highest `spamThreshold` an owner may set.
-pub const THRESHOLD_RANGE: (f64, f64) = (-50.0, 100.0);
-
-/// `spamThreshold`: the score above which a mailbox's mail goes to spam (a
-/// number from -50 to 100); null goes back to rspamd's own judgement.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Threshold(pub f64);
-
-impl Field for Threshold {
-    type Problems = Problem;
-    fn read(value: &Value, _: Origin, invalid: Problem) -> Result<Option<Self>, ApiError> {
-        match value {
-            Value::Null => Ok(None),
-            Value::Number(n) => n
-                .as_f64()
-                .filter(|x| x.is_finite() && (THRESHOLD_RANGE.0..=THRESHOLD_RANGE.1).contains(x))
-                .map(|x| Some(Threshold(x)))
-                .ok_or_else(|| invalid.into()),
-            _ => Err(invalid.into()),
-        }
-    }
-}
-
-impl JsonSchema for Threshold {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "SpamThreshold".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "number",
-            "minimum": THRESHOLD_RANGE.0,
-            "maximum": THRESHOLD_RANGE.1,
-            "description": "The score above which mail goes to spam; null: rspamd's own judgement (it would reject it, or mark it as spam)."
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mail::authenticate::Authentication;
+    use serde_json::Value;
+
+    use crate::service::mailboxes::mailbox::Threshold;
+    use crate::values::{Field, Origin};
 
     fn mailbox(filter: bool, threshold: Option<f64>) -> Mailbox {
         Mailbox {
