@@ -178,7 +178,7 @@ pub async fn run(agent: Agent) -> anyhow::Result<()> {
             Err(e) => (Err(e), BounceDomain::Unknown),
         };
         let reported = report_deliveries(&client, settings, &agent.log, bounce).await;
-        let taught = crate::spam_training::teach(&client, settings, &agent.training).await;
+        let taught = crate::spam_training::teach(&client, &settings.url, &settings.sync_token, &agent.training).await;
         let sync = match &applied {
             Ok(a) => format!(
                 "version {} applied and acknowledged (maps changed: {}; passwd-file changed: {}; reloaded: {})",

@@ -13,8 +13,6 @@ use anyhow::{Context as _, anyhow, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::mta_sync::Settings;
-
 /// Teaching the mail host's rspamd.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct TrainingSettings {
@@ -52,22 +50,24 @@ impl std::fmt::Display for Taught {
     }
 }
 
-/// One run of the spam step.
+/// One run of the spam step, against the service at `url` with the mail
+/// host's sync token.
 pub async fn teach(
     client: &reqwest::Client,
-    settings: &Settings,
+    url: &str,
+    sync_token: &str,
     training: &TrainingSettings,
 ) -> anyhow::Result<Taught> {
     let Some(controller) = training.rspamd_controller.as_deref() else {
         return Ok(Taught::Off);
     };
     let controller = controller.trim_end_matches('/');
-    let base = settings.url.trim_end_matches('/');
+    let base = url.trim_end_matches('/');
     let (mut taught, mut skipped) = (0, 0);
     for _ in 0..PAGES_PER_RUN {
         let page: Value = client
             .get(format!("{base}/mtaSpamTraining"))
-            .bearer_auth(&settings.sync_token)
+            .bearer_auth(sync_token)
             .send()
             .await
             .context("fetching the spam reports")?
@@ -99,7 +99,7 @@ pub async fn teach(
         if !done.is_empty() {
             client
                 .post(format!("{base}/mtaSpamTraining"))
-                .bearer_auth(&settings.sync_token)
+                .bearer_auth(sync_token)
                 .json(&json!({ "done": done }))
                 .send()
                 .await
