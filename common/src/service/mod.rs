@@ -13,12 +13,14 @@
 //!    (the registration, the events published, the delivery log);
 //! 3. `mailboxes` (the record, its routes, forwarding);
 //! 4. `accounts` (onboarding, status, credits, allowlist, who pays),
-//!    `guardrails` (scoped keys, the audit log, allow and block lists);
+//!    `guardrails` (the audit log, allow and block lists);
 //! 5. `delivery` (what happened to each sent mail: the relay's answer,
 //!    bounces, complaints, suppressions, the outbox, DMARC reports);
-//! 6. `sending` (sendMail, submissions, held and scheduled sends),
-//!    `receiving` (the poller, the inbox, drafts), `operators` (decisions,
-//!    removals, the bootstrap, the mail host's export).
+//! 6. `sending` (scoped keys, sendMail, submissions, held and scheduled
+//!    sends), `operators` (decisions, removals, the bootstrap, the mail
+//!    host's export);
+//! 7. `receiving` (the poller and spam, the inbox, search, reply and
+//!    forward, drafts, the IMAP door).
 
 pub mod accounts;
 pub mod caller;

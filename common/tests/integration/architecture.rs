@@ -172,6 +172,53 @@ fn the_services_import_one_way() {
     no_cycle(&graph);
 }
 
+/// Inside a folder of `service/`, a file imports the file that holds what it
+/// uses (`super::file::Name`), never its folder's `mod.rs` (`super::Name`,
+/// `super::*`): `mod.rs` names the files and hands their names on, so an
+/// arrow into it runs back up and hides a circle between its files.
+#[test]
+fn no_file_imports_its_folders_face() {
+    let mut seen = 0;
+    for (path, text) in sources("service") {
+        let file = Path::new(&path);
+        let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let dir = file.parent().unwrap();
+        if name == "mod.rs" || dir.ends_with("src/service") {
+            continue;
+        }
+        seen += 1;
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (at, _) in code.match_indices("super::") {
+            if at > 0 && code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let rest = &code[at + "super::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group.split('}').next().unwrap_or_default().split(',').collect(),
+                None => vec![rest],
+            };
+            for name in names {
+                let head: String = name
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '*')
+                    .collect();
+                if head.is_empty() || head == "super" {
+                    continue;
+                }
+                let sibling = dir.join(format!("{head}.rs")).is_file() || dir.join(&head).is_dir();
+                assert!(
+                    sibling,
+                    "{path} imports its folder's mod.rs (super::{head}): name the file that holds it"
+                );
+            }
+        }
+    }
+    assert!(seen > 50, "the service files were not read: {seen}");
+}
+
 /// Every service lives in a capability folder: `service/`'s root holds only
 /// `mod.rs`, so a new module is placed on a floor, not beside them.
 #[test]

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::Place;
+use super::place::Place;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
