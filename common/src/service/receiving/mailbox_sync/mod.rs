@@ -29,6 +29,7 @@ pub use place::Place;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::mail_store::Folder;
     use crate::values::Value as _;
 
     #[test]
