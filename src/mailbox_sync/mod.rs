@@ -83,6 +83,9 @@ const APPENDED_LIMIT: usize = 4 * 1024 * 1024;
 /// How long a change about a message the store does not hold yet is tried
 /// again (the pipe's copy is filed within seconds).
 const RETRY_FOR_MS: i64 = 10 * 60 * 1000;
+/// How long a mark about one received message waits for its copy in
+/// Dovecot before it is cleared without one.
+const COPY_AWAITED_MS: i64 = 120_000;
 /// Store changes read per round at most.
 const MARKS_PER_ROUND: usize = 2000;
 
@@ -608,7 +611,12 @@ impl Agent {
             let mut applied = Vec::new();
             for (user, changes) in by_user {
                 match self.apply(&user, &changes).await {
-                    Ok(()) => applied.extend(changes.iter().map(|c| json!({"mark": c["mark"], "stamp": c["stamp"]}))),
+                    Ok(early) => applied.extend(
+                        changes
+                            .iter()
+                            .filter(|c| !early.contains(&c["mark"]))
+                            .map(|c| json!({"mark": c["mark"], "stamp": c["stamp"]})),
+                    ),
                     // That user's marks stay; the others go on.
                     Err(e) => eprintln!("mailbox-sync: {user}: not applied, tried again: {e:#}"),
                 }
@@ -637,8 +645,11 @@ impl Agent {
         }
     }
 
-    /// Makes one user's IMAP folders say what the store says.
-    async fn apply(&self, user: &str, changes: &[Value]) -> anyhow::Result<()> {
+    /// Makes one user's IMAP folders say what the store says. The marks
+    /// that came too early: a message filed as spam whose copy Dovecot does
+    /// not hold yet (the mail host delivers the two copies side by side),
+    /// kept to be applied again next round, for [`COPY_AWAITED_MS`].
+    async fn apply(&self, user: &str, changes: &[Value]) -> anyhow::Result<Vec<Value>> {
         let states: Vec<&Value> = changes
             .iter()
             .filter(|c| c["kind"] != "sent")
@@ -655,6 +666,19 @@ impl Agent {
         ids.dedup();
         let copies = self.doveadm.copies(user, &ids)?;
         let plan = plan(&states, &copies);
+        let early = changes
+            .iter()
+            .filter(|c| c["kind"] == "message" && now_ms() - c["ms"].as_i64().unwrap_or(0) < COPY_AWAITED_MS)
+            .filter(|c| {
+                let mut ids = c["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m["messageId"].as_str());
+                ids.any(|id| !copies.iter().any(|copy| copy.message_id == id))
+            })
+            .map(|c| c["mark"].clone())
+            .collect();
         {
             let set_ms = now_ms();
             let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
@@ -671,7 +695,7 @@ impl Agent {
                     set_ms,
                     looks: 0,
                     seen: state["unread"] != true,
-                    folder: folder_of(state["folder"].as_str().unwrap_or("inbox")),
+                    folder: folder_of(state),
                 };
                 rechecks.insert(key, recheck);
             }
@@ -710,7 +734,7 @@ impl Agent {
                 .await?;
             self.doveadm.save(user, SENT, &raw, message_id)?;
         }
-        Ok(())
+        Ok(early)
     }
 }
 
@@ -765,9 +789,13 @@ fn app_own(place: &str) -> bool {
     matches!(place, "sent" | "drafts")
 }
 
-/// The folder a store folder is.
-fn folder_of(folder: &str) -> &'static str {
-    match folder {
+/// The folder a message's state puts it in: its store folder's, or Junk
+/// for spam.
+fn folder_of(state: &Value) -> &'static str {
+    if state["spam"] == true {
+        return JUNK;
+    }
+    match state["folder"].as_str().unwrap_or("inbox") {
         "archive" => ARCHIVE,
         "trash" => TRASH,
         _ => INBOX,
@@ -807,7 +835,7 @@ pub fn plan(states: &[&Value], copies: &[Copy]) -> Plan {
             continue;
         }
         let unread = state["unread"] == true;
-        let target = folder_of(state["folder"].as_str().unwrap_or("inbox"));
+        let target = folder_of(state);
         for copy in mine.filter(|c| !app_own(place_of(&c.folder))) {
             if copy.seen == unread {
                 plan.flags
@@ -923,6 +951,19 @@ mod tests {
             due.push(recheck.due_ms());
         }
         assert_eq!(due, [4_000, 16_000, 61_000]);
+    }
+
+    #[test]
+    fn spam_goes_to_junk_read_and_back_out_when_reported_not_spam() {
+        let spam = json!({"messageId": "<f@x>", "direction": "inbound", "unread": false, "gone": false, "spam": true});
+        let plan_in = plan(&[&spam], &[copy("INBOX", 7, false, "<f@x>")]);
+        assert_eq!(plan_in.moves[&("INBOX".to_string(), "Junk".to_string())], [7]);
+        assert_eq!(plan_in.flags[&("INBOX".to_string(), true)], [7], "spam is never unread");
+        let back =
+            json!({"messageId": "<f@x>", "direction": "inbound", "folder": "inbox", "unread": true, "gone": false});
+        let plan_out = plan(&[&back], &[copy("Junk", 2, true, "<f@x>")]);
+        assert_eq!(plan_out.moves[&("Junk".to_string(), "INBOX".to_string())], [2]);
+        assert_eq!(plan_out.flags[&("Junk".to_string(), false)], [2]);
     }
 
     #[test]

@@ -950,6 +950,85 @@ async fn a_move_that_expunges_before_it_appends_loses_nothing(backend: Backend) 
     assert!(imap.find("INBOX", "<sync-m@example.org>").await.is_none());
 }
 
+/// The report an IMAP change made of a message, as audited (the mailbox
+/// login as the actor).
+async fn reported(app: &TestApp, key: &str, message_id: &str) -> Option<Value> {
+    let audit = app.get("/audit?operation=imapChanges", Auth::Bearer(key)).await.body;
+    audit["changes"].as_array()?.iter().find_map(|c| {
+        assert_eq!(c["actor"]["kind"], "mailbox_login", "{c}");
+        let details = c["details"].as_array()?;
+        let detail = details
+            .iter()
+            .find(|d| d["messageId"] == message_id && d.get("spam").is_some())?;
+        Some(detail["spam"].clone())
+    })
+}
+
+/// Spam is in IMAP's Junk (rspamd's verdict through the real mail host), and
+/// a person's move out of Junk or into it is the owner's report: the store's
+/// spam view and inbox follow, audited, as `POST /inbox {spam}` does.
+async fn spam_is_in_junk_and_a_move_there_or_out_is_a_report(backend: Backend) {
+    if crate::support::standin_command("rspamd").is_none() {
+        return;
+    }
+    let Some(rig) = started(backend).await else {
+        return;
+    };
+    let (app, key) = (&rig.app, &rig.key);
+    let imap = Imap::of(&rig, "me@tom.example");
+    let gtube = "<GTUBE1.1010101@example.com>";
+    let raw = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spam/spamassassin/gtube.eml"))
+        .unwrap();
+    crate::mail_host_spam::send(rig.host.smtp_port, "sender@example.com", &raw)
+        .await
+        .unwrap();
+    let in_spam = |id: &'static str| async move {
+        let page = app.get("/inbox?view=spam&limit=50", Auth::Bearer(key)).await.body;
+        page["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["messageId"] == id)
+            .cloned()
+    };
+    let spam = eventually("GTUBE in the spam view", || in_spam(gtube)).await;
+    eventually("GTUBE in Junk, out of INBOX", || async {
+        let junk = imap.find("Junk", gtube).await?;
+        (seen(&junk) && imap.find("INBOX", gtube).await.is_none()).then_some(())
+    })
+    .await;
+
+    // Out of Junk in the app: not spam, back in the API's inbox.
+    imap.one(json!({"op": "move", "box": "Junk", "messageId": gtube, "to": "INBOX"}))
+        .await;
+    let back = eventually("the move out of Junk reaches the API", || async {
+        listed(app, key, gtube).await.filter(|r| r["folder"] == "inbox")
+    })
+    .await;
+    assert_eq!(back["id"], spam["id"], "the same message: {back}");
+    assert!(in_spam(gtube).await.is_none());
+    // (The audit row is written once the whole report is applied.)
+    eventually("the report out of Junk audited", || async {
+        (reported(app, key, gtube).await? == json!(false)).then_some(())
+    })
+    .await;
+
+    // Into Junk in the app: spam, out of the inbox.
+    receive(&rig, &imap, "me@tom.example", "Juliet", "<sync-j@example.org>").await;
+    imap.one(json!({"op": "move", "box": "INBOX", "messageId": "<sync-j@example.org>", "to": "Junk"}))
+        .await;
+    eventually("the move into Junk reaches the API", || in_spam("<sync-j@example.org>")).await;
+    assert!(listed(app, key, "<sync-j@example.org>").await.is_none());
+    eventually("the report into Junk audited", || async {
+        (reported(app, key, "<sync-j@example.org>").await? == json!(true)).then_some(())
+    })
+    .await;
+    // It stays in Junk: the store's state agrees.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(imap.find("Junk", "<sync-j@example.org>").await.is_some());
+    assert!(imap.find("INBOX", "<sync-j@example.org>").await.is_none());
+}
+
 /// Each scenario once per store.
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
@@ -980,4 +1059,5 @@ on_both_stores!(
     concurrent_changes_end_equal,
     a_change_shows_through_the_other_door_and_its_latency_is_printed,
     a_real_mail_app_syncs_the_whole_mailbox,
+    spam_is_in_junk_and_a_move_there_or_out_is_a_report,
 );

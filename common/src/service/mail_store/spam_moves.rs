@@ -4,6 +4,7 @@
 //! writes (the training job) inside it.
 
 use super::filing::{filing_writes, rekeyed};
+use super::sync_marks::message_mark;
 use super::{Folder, QUARANTINE_DAYS, Quarantine, Quarantined, RETRIES, Row, Thread, backoff, by_id, thread};
 use crate::clock::iso;
 use crate::context::Context;
@@ -44,6 +45,7 @@ pub async fn to_spam(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) -
         };
         let mut writes = out_of_the_inbox(scope, &row, &spam);
         writes.extend(thread_without(scope, &row, summary.as_ref()));
+        writes.push(message_mark(scope, &spam, now.timestamp_millis()));
         writes.extend(also.iter().cloned());
         match ctx.store.transact(writes).await {
             Ok(()) => return Ok(Moved::Done(spam)),
@@ -78,6 +80,7 @@ pub async fn to_inbox(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) 
         };
         let ms = ctx.clock.now().timestamp_millis();
         let mut writes = into_the_inbox(scope, &back, existing.as_ref(), ms);
+        writes.push(message_mark(scope, &back, ms));
         writes.push(Write::Delete {
             key: Key::new(keys::spam_partition(scope), &row.id),
             cond: Some(Cond::Exists),

@@ -38,7 +38,8 @@ pub enum Place {
     /// A folder the person made in their app: theirs alone; the store sees
     /// its mail as archived (out of the inbox, kept).
     Own,
-    /// IMAP's `\Junk` folder: archived too until the store keeps spam apart.
+    /// IMAP's `\Junk` folder: the store's spam folder. A move there reports
+    /// the message as spam; a move out of it, as not spam.
     Junk,
     /// Sent and Drafts are the app's own: they move no stored row.
     Sent,
@@ -52,9 +53,10 @@ impl Place {
     pub fn folder(self) -> Option<Folder> {
         match self {
             Place::Inbox => Some(Folder::Inbox),
-            Place::Archive | Place::Own | Place::Junk => Some(Folder::Archive),
+            Place::Archive | Place::Own => Some(Folder::Archive),
             Place::Trash => Some(Folder::Trash),
-            Place::Sent | Place::Drafts | Place::Gone => None,
+            // Spam is no folder of a thread's: a report moves it.
+            Place::Junk | Place::Sent | Place::Drafts | Place::Gone => None,
         }
     }
 }
@@ -68,12 +70,12 @@ mod tests {
     fn imap_places_read_as_the_stores_folders() {
         assert_eq!(Place::Inbox.folder(), Some(Folder::Inbox));
         assert_eq!(Place::Trash.folder(), Some(Folder::Trash));
-        // A person's own folder, and Junk until spam is kept apart: archived.
-        for place in [Place::Archive, Place::Own, Place::Junk] {
+        // A person's own folder: archived.
+        for place in [Place::Archive, Place::Own] {
             assert_eq!(place.folder(), Some(Folder::Archive));
         }
-        // The app's own folders and a deletion move nothing.
-        for place in [Place::Sent, Place::Drafts, Place::Gone] {
+        // Junk (a report), the app's own folders and a deletion move no thread.
+        for place in [Place::Junk, Place::Sent, Place::Drafts, Place::Gone] {
             assert_eq!(place.folder(), None);
         }
     }
@@ -83,6 +85,7 @@ mod tests {
         use changes::MarkKey;
         assert!(MarkKey::parse("t#acct:u1#0123").is_some());
         assert!(MarkKey::parse("s#0123abcd").is_some());
+        assert!(MarkKey::parse("m#acct:u1#0123").is_some());
         assert!(MarkKey::parse("KEY#abc").is_none());
         assert!(MarkKey::parse("t#").is_none());
         assert!(MarkKey::parse("d#a\nb").is_none());
