@@ -1171,7 +1171,10 @@ async fn bcc_reaches_everyone_through_the_mail_host_and_no_copy_names_it() {
         let text = String::from_utf8_lossy(raw).to_ascii_lowercase();
         let head_len = text.replace("\r\n", "\n").find("\n\n").unwrap_or(text.len());
         for hidden in blind.iter().filter(|h| **h != recipient.as_str()) {
-            assert!(!text.contains(hidden), "{recipient}'s copy names {hidden} ({head_len} header bytes)");
+            assert!(
+                !text.contains(hidden),
+                "{recipient}'s copy names {hidden} ({head_len} header bytes)"
+            );
         }
         let parsed = mail_parser::MessageParser::default().parse(raw).unwrap();
         let addresses = |list: Option<&mail_parser::Address<'_>>| -> Vec<String> {
@@ -1194,5 +1197,9 @@ async fn bcc_reaches_everyone_through_the_mail_host_and_no_copy_names_it() {
     // The sender's own record keeps whom it went to, Bcc too.
     let outbox = app.get("/outbox?limit=5", Auth::Bearer(key)).await;
     assert_eq!(outbox.status, 200, "{}", outbox.body);
-    assert!(outbox.body.to_string().contains("hidden@elsewhere.test"), "{}", outbox.body);
+    assert!(
+        outbox.body.to_string().contains("hidden@elsewhere.test"),
+        "{}",
+        outbox.body
+    );
 }
