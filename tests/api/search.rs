@@ -1320,6 +1320,30 @@ async fn deletions_and_spam_keep_every_answer_and_its_total_exact(app: TestApp) 
     assert_eq!(answer("in:inbox is:unread prize").await, vec![judged.clone()]);
     assert!(answer("in:spam").await.is_empty());
 
+    // Spam filed before spam was indexed (its search item taken away, as it
+    // was then): reported not spam, it is written whole and found.
+    app.ctx.clock.advance(60);
+    file_spam(
+        &app,
+        b"From: win@prize.example\r\nTo: me@tom.example\r\nSubject: Old walrus prize\r\n\
+          Message-ID: <old@prize.example>\r\n\r\nAn old walrus.\r\n",
+    )
+    .await;
+    let spam_rows = app.get("/inbox?view=spam", Auth::Bearer(&key)).await;
+    let old = spam_rows.body["messages"][0]["id"].as_str().unwrap().to_string();
+    app.ctx
+        .store
+        .delete(&search::items::doc_key(&scope, &old), None)
+        .await
+        .unwrap();
+    assert!(answer("in:anywhere walrus").await.is_empty(), "not indexed");
+    let res = app
+        .post("/inbox", Auth::Bearer(&key), json!({"id": old, "spam": false}))
+        .await;
+    assert_eq!((res.status, &res.body["moved"]), (200, &json!(true)), "{}", res.body);
+    assert_eq!(answer("walrus").await, vec![old.clone()], "not spam: written whole");
+    assert_eq!(answer("in:inbox is:unread walrus").await, vec![old]);
+
     // The document names the grammar, in:spam included.
     let openapi = app.get("/api/docs/openapi.json", Auth::None).await;
     let described = openapi.body["paths"]["/search"]["get"]["description"]
