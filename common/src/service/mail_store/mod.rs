@@ -47,10 +47,11 @@ pub use delete::{delete_row, delete_thread};
 pub use filing::{Named, NewMessage, file};
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
 pub use pages::{
-    FILTER_SCAN, by_id, by_message_id, covered, in_spam, newest, page, page_raw, page_raw_where, quarantined, thread,
+    FILTER_SCAN, by_id, by_message_id, covered, expired, in_spam, newest, page, page_raw, page_raw_where, quarantined,
+    thread,
 };
 pub use purge::purge;
-pub use searchable::{backfill, backfilled};
+pub use searchable::{backfill, backfilled, forget_gone};
 pub use shapes::{AttachmentInfo, Direction, Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
 pub use spam_moves::{Moved, to_inbox, to_spam};
 
