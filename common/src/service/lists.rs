@@ -195,7 +195,17 @@ async fn entries(ctx: &Context, uid: &str, direction: ListDirection) -> StoreRes
 /// list (the account-wide entries and the sending mailbox's) matches not
 /// every recipient; the addresses are named in `addresses`. One Query.
 pub async fn refuse_send(ctx: &Context, owner: &str, from: &str, recipients: &[String]) -> Result<(), ApiError> {
-    let listed = entries(ctx, account_of(owner), ListDirection::Send).await?;
+    refuse_send_among(&send_entries(ctx, owner).await?, from, recipients)
+}
+
+/// The owner's send entries, read before the sender is known (a send reads
+/// them beside its other reads); [`refuse_send_among`] judges them.
+pub async fn send_entries(ctx: &Context, owner: &str) -> StoreResult<Vec<Entry>> {
+    entries(ctx, account_of(owner), ListDirection::Send).await
+}
+
+/// [`refuse_send`] on the entries [`send_entries`] read.
+pub fn refuse_send_among(listed: &[Entry], from: &str, recipients: &[String]) -> Result<(), ApiError> {
     if listed.is_empty() {
         return Ok(());
     }
@@ -203,7 +213,7 @@ pub async fn refuse_send(ctx: &Context, owner: &str, from: &str, recipients: &[S
         recipients
             .iter()
             .map(|r| r.trim().to_ascii_lowercase())
-            .filter(|r| judge(&listed, from, r) == Some(kind))
+            .filter(|r| judge(listed, from, r) == Some(kind))
             .collect()
     };
     for (kind, problem) in [

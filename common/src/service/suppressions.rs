@@ -111,14 +111,21 @@ struct Listed {
 /// Refuses a send to any listed recipient, naming each with why and since
 /// when; one request for all of them.
 pub async fn refuse_listed(ctx: &Context, owner: &str, recipients: &[String]) -> Result<(), ApiError> {
-    let keys: Vec<_> = recipients
+    refuse_found(ctx.store.get_many(&keys_of(owner, recipients)).await?)
+}
+
+/// The recipients' suppression items, for a send that reads them in its
+/// own batch ([`refuse_found`] judges what it found).
+pub fn keys_of(owner: &str, recipients: &[String]) -> Vec<crate::store::Key> {
+    recipients
         .iter()
         .map(|r| keys::suppression(owner, &r.to_ascii_lowercase()))
-        .collect();
-    let listed: Vec<Suppression> = ctx
-        .store
-        .get_many(&keys)
-        .await?
+        .collect()
+}
+
+/// [`refuse_listed`] on the items found at [`keys_of`].
+pub fn refuse_found(found: Vec<Option<crate::store::Item>>) -> Result<(), ApiError> {
+    let listed: Vec<Suppression> = found
         .into_iter()
         .flatten()
         .map(crate::store::record)
