@@ -338,7 +338,7 @@ async fn named_sender(ctx: &Context, uid: &str, from: &str) -> Result<Option<(St
         && mailbox.is_active()
         && mailbox.mode.stores()
         && mailbox.address == from;
-    Ok(sends.then(|| (mailbox.address, domain)))
+    Ok(sends.then_some((mailbox.address, domain)))
 }
 
 /// The domain's DKIM signer. Read from its secret once per process: a key's

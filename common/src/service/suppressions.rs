@@ -108,12 +108,6 @@ struct Listed {
 
 // ------------------------------------------------------------- the check
 
-/// Refuses a send to any listed recipient, naming each with why and since
-/// when; one request for all of them.
-pub async fn refuse_listed(ctx: &Context, owner: &str, recipients: &[String]) -> Result<(), ApiError> {
-    refuse_found(ctx.store.get_many(&keys_of(owner, recipients)).await?)
-}
-
 /// The recipients' suppression items, for a send that reads them in its
 /// own batch ([`refuse_found`] judges what it found).
 pub fn keys_of(owner: &str, recipients: &[String]) -> Vec<crate::store::Key> {
@@ -123,7 +117,8 @@ pub fn keys_of(owner: &str, recipients: &[String]) -> Vec<crate::store::Key> {
         .collect()
 }
 
-/// [`refuse_listed`] on the items found at [`keys_of`].
+/// Refuses a send to any listed recipient, naming each with why and since
+/// when, on the items found at [`keys_of`] (one request for all of them).
 pub fn refuse_found(found: Vec<Option<crate::store::Item>>) -> Result<(), ApiError> {
     let listed: Vec<Suppression> = found
         .into_iter()
