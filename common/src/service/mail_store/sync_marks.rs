@@ -219,6 +219,13 @@ pub async fn prepare_sent(
     Ok(Some(sent_mark(from, message_id, delivery, &blob, ms)))
 }
 
+/// A send refused before its record was written: its stored bytes go.
+pub async fn discard_sent(ctx: &Context, source: &str, from: &str, delivery: &str) {
+    if keeps_copy(ctx, source, from) {
+        let _ = ctx.blobs.delete(&blob_key(from, delivery)).await;
+    }
+}
+
 /// A send the relay refused whole went nowhere: no Sent copy.
 pub async fn withdraw_sent(ctx: &Context, source: &str, from: &str, delivery: &str) {
     if !keeps_copy(ctx, source, from) {
