@@ -1,7 +1,7 @@
 //! Send benchmark: POST /sendMail through the local server (embedded store) to a
 //! local SMTP submission server (STARTTLS + AUTH, tests/api/support/smtp_sink.py),
-//! printing sends per second, p50/p99 latency and the storage requests one send
-//! makes, and the SMTP submission alone (the transport without HTTP or
+//! printing sends per second, p50/p99 latency, the storage requests one send
+//! makes, the store round trips it waits for one after another and its write units, and the SMTP submission alone (the transport without HTTP or
 //! store). Run: `MAILHOST_TEST_VENV=~/.cache/mailhost/venv cargo bench --bench send`
 //! (scripts/test installs the venv). `SENDS=n` sets the number of sends;
 //! `TRANSPORT=spool` writes to the local outbox instead, to separate the
@@ -75,6 +75,7 @@ async fn main() {
 
     // Sequential: one client.
     let before = ctx.store_meter.counts();
+    let cost_before = ctx.store_meter.cost();
     let mut latencies = Vec::with_capacity(sends);
     let started = Instant::now();
     for i in 0..sends {
@@ -85,6 +86,7 @@ async fn main() {
     }
     let elapsed = started.elapsed();
     let per_send = ctx.store_meter.counts().since(&before);
+    let cost = ctx.store_meter.cost().since(&cost_before);
     report("sequential, 1 client", &mut latencies, elapsed);
 
     // Concurrent: five clients at once (the agent key's minute window).
@@ -108,6 +110,13 @@ async fn main() {
         per_send.queries as f64 / n,
         per_send.transactions as f64 / n,
         per_send.deletes as f64 / n,
+    );
+    // One client, one send at a time: a request begun while none is under
+    // way is a round trip the send waits for (common::store::metered).
+    println!(
+        "store round trips one after another per send: {:.1}; write units per send: {:.1}",
+        cost.round_trips as f64 / n,
+        cost.write_units as f64 / n,
     );
     if !spool {
         // The SMTP submission alone (the same transport, no HTTP, no store):

@@ -1,8 +1,11 @@
-// Compose, reply, reply all and forward: plain text, up to 3 attachments,
-// the spec's limits and the addresses checked before anything is sent (a
-// refused try still counts against the send rate), a few seconds to undo,
-// and a send for later that stays listed (Sent mail) until it goes.
-// Drafts for people signed in with an identity token.
+// Compose, reply, reply all and forward: plain text, Cc and Bcc, up to 3
+// attachments, the spec's limits and the addresses checked before anything
+// is sent (a refused try still counts against the send rate), a few seconds
+// to undo, and a send for later that stays listed (Sent mail) until it goes.
+// A reply and a forward name the message by its id (POST /reply, /forward):
+// the service fills in whom a reply goes to, the subject, the threading and
+// the quoted original, from the mailbox the message is in. Drafts for people
+// signed in with an identity token.
 
 import * as api from './api.js';
 import { h, field, input, form, busy, showError } from './ui.js';
@@ -29,14 +32,16 @@ function bare(address) {
   return (m ? m[1] : address).trim();
 }
 
-// Why this message cannot be sent as it is, or null.
-export function problem(to, text, files, subject = 'subject', sendAt = null) {
+// Why this message cannot be sent as it is, or null. `copies`: its Cc and
+// Bcc, counted with To against the limit of 5 (an address once).
+export function problem(to, text, files, subject = 'subject', sendAt = null, copies = [], needsText = true) {
   if (!to.length) return 'Add at least one recipient.';
-  if (to.length > MAX_RECIPIENTS) return `At most ${MAX_RECIPIENTS} recipients.`;
-  const bad = to.find((a) => !ADDRESS.test(bare(a)) || bare(a).length > 254);
+  const everyone = [...to, ...copies];
+  if (new Set(everyone.map((a) => bare(a).toLowerCase())).size > MAX_RECIPIENTS) return `At most ${MAX_RECIPIENTS} recipients in To, Cc and Bcc together.`;
+  const bad = everyone.find((a) => !ADDRESS.test(bare(a)) || bare(a).length > 254);
   if (bad) return `“${bad}” is not an email address.`;
   if (!subject.trim()) return 'Add a subject.';
-  if (!text.trim()) return 'Write a message.';
+  if (needsText && !text.trim()) return 'Write a message.';
   if (new TextEncoder().encode(text).length > MAX_TEXT) return 'The text is over 100 KB.';
   if (files.length > MAX_FILES) return `At most ${MAX_FILES} attachments.`;
   let total = 0;
@@ -96,69 +101,94 @@ export function forgetWait(messageId) {
 }
 
 function prefixed(prefix, subject) {
-  const s = subject || '';
-  return new RegExp(`^${prefix}:`, 'i').test(s) ? s : `${prefix}: ${s}`;
+  const s = (subject || '').trim();
+  const already = prefix === 'Fwd' ? /^fwd?:/i : new RegExp(`^${prefix}:`, 'i');
+  return already.test(s) ? s : `${prefix}: ${s}`.trim();
 }
 
-// To, subject and the quoted text of a reply, reply all or forward.
-function answering(reply, own) {
-  const last = reply.last;
-  const mode = reply.mode || 'reply';
-  if (mode === 'forward') {
-    const quoted = `\n\n---------- Forwarded message ----------\nFrom: ${last.from}\nSubject: ${last.subject || ''}\nTo: ${(last.to || []).join(', ')}\n\n${last.preview || ''}`;
-    return { to: '', subject: prefixed('Fwd', reply.thread.subject), text: quoted, threading: {} };
+// "Pal Smith <pal@partner.example>", or the address alone, by the names
+// the message carries.
+function named(m, address) {
+  const name = address === m.from ? m.fromName : (m.names || {})[address];
+  return name ? `${name} <${address}>` : address;
+}
+
+// Whom the service sends a reply to (POST /reply), shown as it will be: the
+// sender, or its Reply-To (one's own sent message: its recipients); to all,
+// its To and Cc too; never the mailbox it is in; each once.
+export function replyRecipients(m, all) {
+  const seen = new Set([(m.mailbox || '').toLowerCase()]);
+  const keep = (list) => (list || []).filter((a) => {
+    const key = (a || '').toLowerCase();
+    if (!key || seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  const outbound = m.box === 'outbound';
+  const replyTo = m.replyTo && m.replyTo.length ? m.replyTo : [m.from];
+  let to = keep(outbound ? m.to : replyTo);
+  let cc = [];
+  if (all) {
+    if (!outbound) to = to.concat(keep(m.to));
+    cc = keep(m.cc);
   }
-  const mine = (a) => own.includes(bare(a).toLowerCase());
-  let to = last.box === 'outbound' ? last.to : [last.from];
-  if (mode === 'reply-all') {
-    to = [last.from, ...(last.to || [])].filter((a) => !mine(a));
-  }
-  to = [...new Set(to.map(bare))];
-  return {
-    to: to.join(', '),
-    subject: prefixed('Re', reply.thread.subject),
-    text: '',
-    threading: { inReplyTo: last.messageId, references: [last.messageId] },
-  };
+  if (!to.length) [to, cc] = [cc, []];
+  return { to, cc };
 }
 
 export function composeView({ reply, draft, onDone, onCancel }) {
   const last = reply && reply.last;
   const mode = reply ? reply.mode || 'reply' : null;
+  const answers = mode === 'reply' || mode === 'reply-all';
+  const forwards = mode === 'forward';
   const title = { reply: 'Reply', 'reply-all': 'Reply all', forward: 'Forward' }[mode] || 'New message';
   const from = h('select', { name: 'from' }, h('option', { value: '', text: 'Loading addresses…' }));
   const to = input({ type: 'text', name: 'to', autocomplete: 'email' });
+  const cc = input({ type: 'text', name: 'cc', autocomplete: 'email' });
+  const bcc = input({ type: 'text', name: 'bcc', autocomplete: 'email' });
   const subject = input({ name: 'subject' });
   const text = h('textarea', { name: 'text', rows: 10 });
   const files = h('input', { type: 'file', name: 'attachments', multiple: true });
   const later = input({ type: 'datetime-local', name: 'sendAt' });
+  const quote = h('input', { type: 'checkbox', name: 'quote', checked: true });
+  const carry = h('input', { type: 'checkbox', name: 'includeAttachments', checked: true });
   let threading = draft && draft.inReplyTo ? { inReplyTo: draft.inReplyTo, references: draft.references } : {};
   if (draft) {
     to.value = [].concat(draft.to || []).join(', ');
     subject.value = draft.subject || '';
     text.value = draft.text || '';
   }
+  // Whom a reply goes to: the service sends to these, from the mailbox the
+  // message is in; shown by name, not typed (Forward or a new message goes
+  // to anyone).
+  const whom = answers ? replyRecipients(last, mode === 'reply-all') : null;
+  if (answers) {
+    to.value = whom.to.map((a) => named(last, a)).join(', ');
+    cc.value = whom.cc.map((a) => named(last, a)).join(', ');
+    subject.value = prefixed('Re', last.subject || reply.thread.subject);
+    for (const el of [to, cc, subject]) el.readOnly = true;
+  }
+  if (forwards) {
+    subject.value = prefixed('Fwd', last.subject || reply.thread.subject);
+    subject.readOnly = true;
+  }
   let draftId = draft ? draft.id : null;
   const ready = senders().then((list) => {
     // The first of the account's addresses is chosen: the service refuses a
     // send without one when there are several. With none listed (the agent
-    // key), the service's default sender.
+    // key), the service's default sender. A reply or forward goes from the
+    // mailbox the message is in.
     from.replaceChildren(...(list.length ? list.map((a) => h('option', { value: a, text: a })) : [h('option', { value: '', text: 'Default sender' })]));
     if (reply) {
-      const own = list.map((a) => a.toLowerCase());
-      const answer = answering(reply, own);
-      to.value = answer.to;
-      subject.value = answer.subject;
-      text.value = answer.text;
-      threading = answer.threading;
-      const mine = last.box === 'outbound' ? last.from : [...(last.to || [])].map(bare).find((t) => own.includes(t.toLowerCase()));
-      if (mine && list.includes(bare(mine))) from.value = bare(mine);
+      if (!list.includes(last.mailbox)) from.append(h('option', { value: last.mailbox, text: last.mailbox }));
+      from.value = last.mailbox;
+      from.disabled = true;
     }
   });
   const cancel = h('button', { type: 'button', class: 'quiet', text: 'Cancel' });
   cancel.addEventListener('click', onCancel);
   const controls = h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Send' }), cancel);
-  if (api.isToken()) {
+  if (api.isToken() && !reply) {
     const save = h('button', { type: 'button', class: 'quiet', text: 'Save draft' });
     save.addEventListener('click', async () => {
       const saved = await busy(save, async () => {
@@ -170,37 +200,57 @@ export function composeView({ reply, draft, onDone, onCancel }) {
     });
     controls.append(save);
   }
+  const attached = (last && last.attachments) || [];
   const composed = form({ class: 'compose', 'aria-label': title }, [
     h('h2', { text: title }),
     field('From', from),
-    field('To', to, 'Up to 5 addresses, separated by commas.'),
+    field('To', to, answers ? 'Filled in from the message you answer.' : 'Up to 5 addresses in To, Cc and Bcc, separated by commas.'),
+    answers ? (cc.value ? field('Cc', cc) : null) : field('Cc', cc),
+    answers ? null : field('Bcc', bcc, 'Each gets a copy; no one sees who was on Bcc.'),
     field('Subject', subject),
-    field('Message', text),
-    field('Attachments', files, 'Up to 3 files: 2 MB each, 4 MB together.'),
+    field(forwards ? 'Note (optional)' : 'Message', text),
+    answers ? h('label', { class: 'check' }, quote, 'Quote the original below my reply') : null,
+    forwards && attached.length ? h('label', { class: 'check' }, carry, `Include its ${attached.length === 1 ? 'attachment' : `${attached.length} attachments`}`) : null,
+    forwards ? h('p', { class: 'hint', text: 'The original message follows your note.' }) : field('Attachments', files, 'Up to 3 files: 2 MB each, 4 MB together.'),
     field('Send later (optional)', later, 'Up to 30 days ahead; until then it can be cancelled.'),
     controls,
   ], async () => {
     await ready;
     const list = [...files.files];
     const sendAt = later.value ? new Date(later.value) : null;
-    const why = problem(recipients(to.value), text.value, list, subject.value, sendAt);
+    const copies = answers ? [] : [...recipients(cc.value), ...recipients(bcc.value)];
+    const why = problem(answers ? whom.to : recipients(to.value), text.value, forwards ? [] : list, subject.value, sendAt, copies, !forwards);
     if (why) throw new Error(why);
     const attachments = await Promise.all(list.map(async (f) => ({ filename: f.name, contentType: f.type || undefined, contentBase64: await base64(f) })));
-    const body = {
-      to: recipients(to.value).map(bare),
-      subject: subject.value,
-      text: text.value,
-      from: from.value || undefined,
-      ...threading,
-      attachments: attachments.length ? attachments : undefined,
-      sendAt: sendAt ? sendAt.toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined,
-    };
+    const at = sendAt ? sendAt.toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined;
+    const addressesIn = (value) => (recipients(value).length ? recipients(value).map(bare) : undefined);
+    let path = '/sendMail';
+    let body;
+    if (answers) {
+      path = '/reply';
+      body = { id: last.id, text: text.value, all: mode === 'reply-all' || undefined, quote: quote.checked ? undefined : false, attachments: attachments.length ? attachments : undefined, sendAt: at };
+    } else if (forwards) {
+      path = '/forward';
+      body = { id: last.id, to: addressesIn(to.value), cc: addressesIn(cc.value), bcc: addressesIn(bcc.value), text: text.value.trim() ? text.value : undefined, includeAttachments: attached.length && !carry.checked ? false : undefined, sendAt: at };
+    } else {
+      body = {
+        to: recipients(to.value).map(bare),
+        cc: addressesIn(cc.value),
+        bcc: addressesIn(bcc.value),
+        subject: subject.value,
+        text: text.value,
+        from: from.value || undefined,
+        ...threading,
+        attachments: attachments.length ? attachments : undefined,
+        sendAt: at,
+      };
+    }
     // A few seconds to take it back: nothing has left the page yet.
     if (!(await undoWindow(composed))) return;
-    const res = await api.post('/sendMail', body);
+    const res = await api.post(path, body);
     if (draftId) await api.del('/drafts', undefined, { id: draftId }).catch(() => {});
     if (res.status) {
-      rememberWait({ messageId: res.messageId, holdId: res.holdId, status: res.status, sendAt: res.sendAt, subject: body.subject, to: body.to });
+      rememberWait({ messageId: res.messageId, holdId: res.holdId, status: res.status, sendAt: res.sendAt, subject: res.subject || body.subject, to: res.to || body.to });
       composed.replaceWith(waitingView(res, onDone));
     } else await onDone(res.threadId);
   });

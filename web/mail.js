@@ -168,16 +168,17 @@ async function actOnSelected(pane, body, after) {
   await after();
 }
 
-// "Pal" from "Pal <pal@partner.example>", the address when it has no name;
-// the mailbox's own addresses left out (they are in every row).
-function people(list, own) {
+// "Pal" from "Pal <pal@partner.example>" or from the names the thread (or
+// message) carries by address, the address when it has none; the mailbox's
+// own addresses left out (they are in every row).
+function people(list, own, given = {}) {
   const mine = new Set(own.map((a) => a.toLowerCase()));
   const names = [];
   for (const who of list) {
     const match = /^\s*"?([^"<]*?)"?\s*<([^>]+)>\s*$/.exec(who);
     const address = (match ? match[2] : who).trim().toLowerCase();
     if (mine.has(address)) continue;
-    const name = match && match[1].trim() ? match[1].trim() : address;
+    const name = match && match[1].trim() ? match[1].trim() : given[address] || given[(match ? match[2] : who).trim()] || address;
     if (!names.includes(name)) names.push(name);
   }
   return names.length ? names.join(', ') : 'me';
@@ -185,7 +186,9 @@ function people(list, own) {
 
 function row(item, own) {
   const unread = item.unreadCount > 0 || item.unread === true;
-  const who = people(item.participants || [item.from], own);
+  // A thread's names by address; a message's: its sender's and the others'.
+  const given = { ...(item.names || {}), ...(item.fromName ? { [item.from]: item.fromName } : {}) };
+  const who = people(item.participants || [item.from], own, given);
   const count = item.messageCount > 1 ? ` (${item.messageCount})` : '';
   const at = item.lastActivity || item.date || item.ingestedAt;
   const link = h(
@@ -258,7 +261,7 @@ function quarantineList(open, mailbox) {
       return { items: res.messages, nextCursor: res.nextCursor };
     },
     render: (m) => {
-      const link = h('a', { href: '#/mail', class: 'open' }, h('span', { class: 'who', text: m.from }), h('span', { class: 'subject', text: m.subject || '(no subject)' }));
+      const link = h('a', { href: '#/mail', class: 'open' }, h('span', { class: 'who', text: m.fromName ? `${m.fromName} <${m.from}>` : m.from }), h('span', { class: 'subject', text: m.subject || '(no subject)' }));
       link.addEventListener('click', (e) => {
         e.preventDefault();
         open(m.id);

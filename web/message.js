@@ -210,20 +210,53 @@ function trustOf(m) {
   return note;
 }
 
-async function messageView(summary) {
+// "Pal Smith <pal@partner.example>", or the address alone, by the names
+// the message carries.
+function person(m, address) {
+  const name = address === m.from ? m.fromName : (m.names || {})[address];
+  return name ? `${name} <${address}>` : address;
+}
+
+// Whether answering `m` to all reaches more than one person beside the
+// mailbox it is in.
+function othersOf(m) {
+  const mine = (m.mailbox || '').toLowerCase();
+  const first = m.box === 'outbound' ? m.to || [] : m.replyTo && m.replyTo.length ? m.replyTo : [m.from];
+  return new Set([...first, ...(m.to || []), ...(m.cc || [])].map((a) => (a || '').toLowerCase()).filter((a) => a && a !== mine)).size;
+}
+
+// Reply, Reply all and Forward under one message: `answer(m, mode)`.
+function answerButtons(m, answer) {
+  const button = (text, mode, label) => {
+    const b = h('button', { type: 'button', class: 'quiet', text, 'data-answer': mode, 'aria-label': label });
+    b.addEventListener('click', () => answer(m, mode));
+    return b;
+  };
+  const who = m.fromName || m.from;
+  return h('div', { class: 'message-actions', role: 'group', 'aria-label': `Answer the message from ${who}` },
+    button('Reply', 'reply', `Reply to this message from ${who}`),
+    othersOf(m) > 1 ? button('Reply all', 'reply-all', `Reply all to this message from ${who}`) : null,
+    button('Forward', 'forward', `Forward this message from ${who}`));
+}
+
+async function messageView(summary, answer) {
   const read = await api.get('/inbox', { id: summary.id });
   const m = read.message;
   const inline = m.html ? await inlineImages(m) : new Map();
   const body = m.html ? mailFrame(m.html, inline) : h('pre', { class: 'mail-text', text: m.text || '' });
+  const list = (label, addresses) => (addresses && addresses.length ? h('p', { class: label.toLowerCase(), text: `${label}: ${addresses.map((a) => person(m, a)).join(', ')}` }) : null);
   return h(
     'article',
     { class: `message ${m.box === 'outbound' ? 'outbound' : 'inbound'}`, 'data-message': m.id, 'data-subject': m.subject || '' },
-    h('header', {}, h('strong', { class: 'from', text: m.from }), h('span', { class: 'date', text: when(m.date || m.ingestedAt) })),
-    h('p', { class: 'to', text: `To: ${(m.to || []).join(', ')}` }),
+    h('header', {}, h('strong', { class: 'from', text: person(m, m.from) }), h('span', { class: 'date', text: when(m.date || m.ingestedAt) })),
+    h('p', { class: 'to', text: `To: ${(m.to || []).map((a) => person(m, a)).join(', ')}` }),
+    list('Cc', m.cc),
+    list('Bcc', m.bcc),
     trustOf(m),
     deliveryOf(m),
     body,
     attachmentList(m, inline),
+    answer ? answerButtons(m, answer) : null,
   );
 }
 
@@ -259,12 +292,12 @@ export async function threadView(threadId, { onBack, onReply, own = [] }) {
     return b;
   };
   // Reply to all: when the last message reached more than one other person.
-  const others = new Set([last.from, ...(last.to || [])].map((a) => a.toLowerCase()).filter((a) => !own.includes(a)));
+  const others = othersOf(last);
   view.append(
     h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Thread actions' },
       back,
       answer('Reply', 'reply', 'primary'),
-      others.size > 1 ? answer('Reply all', 'reply-all') : null,
+      others > 1 ? answer('Reply all', 'reply-all') : null,
       answer('Forward', 'forward'),
       act('Mark unread', { unread: true }, onBack, 'unread'),
       t.folder !== 'archive' ? act('Archive', { folder: 'archive' }, onBack, 'archive') : act('Move to inbox', { folder: 'inbox' }, onBack, 'inbox'),
@@ -272,7 +305,8 @@ export async function threadView(threadId, { onBack, onReply, own = [] }) {
     ),
     h('h2', { class: 'subject', tabindex: '-1', text: t.subject || '(no subject)' }),
   );
-  for (const m of res.messages) view.append(await messageView(m));
+  // Each message answers for itself too (the toolbar's answer the last).
+  for (const m of res.messages) view.append(await messageView(m, (read, mode) => onReply(t, read, mode)));
   view.append(h('div', { class: 'reply-slot' }));
   return view;
 }

@@ -84,20 +84,7 @@ pub async fn hit_all(
             (key, end, *limit)
         })
         .collect();
-    let counts = keyed.iter().map(|(key, end, limit)| {
-        let (update, under) = count(*end, *limit);
-        Write::Update {
-            key: key.clone(),
-            update,
-            cond: Some(under),
-        }
-    });
-    let checked = checks.iter().map(|(key, cond)| Write::Check {
-        key: key.clone(),
-        cond: cond.clone(),
-    });
-    let writes = counts.chain(checked).collect();
-    match store.transact(writes).await {
+    match store.transact(hits(windows, checks, now)).await {
         Ok(()) => Ok(()),
         Err(StoreError::ConditionFailed) => {
             let mut wait = 1;
@@ -114,6 +101,26 @@ pub async fn hit_all(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The writes of [`hit_all`]: a conditional add per window, then `checks`,
+/// for a caller that counts the windows inside its own transaction (a send
+/// taken whole in one; refused, it asks [`hit_all`] why).
+pub fn hits(windows: &[(&str, Limit)], checks: &[(Key, Cond)], now: i64) -> Vec<Write> {
+    let counts = windows.iter().map(|(bucket, limit)| {
+        let (key, end) = window(bucket, *limit, now);
+        let (update, under) = count(end, *limit);
+        Write::Update {
+            key,
+            update,
+            cond: Some(under),
+        }
+    });
+    let checked = checks.iter().map(|(key, cond)| Write::Check {
+        key: key.clone(),
+        cond: cond.clone(),
+    });
+    counts.chain(checked).collect()
 }
 
 /// Whether the window `now` falls in has reached its limit.

@@ -83,6 +83,9 @@ const APPENDED_LIMIT: usize = 4 * 1024 * 1024;
 /// How long a change about a message the store does not hold yet is tried
 /// again (the pipe's copy is filed within seconds).
 const RETRY_FOR_MS: i64 = 10 * 60 * 1000;
+/// How long a mark about one received message waits for its copy in
+/// Dovecot before it is cleared without one.
+const COPY_AWAITED_MS: i64 = 120_000;
 /// Store changes read per round at most.
 const MARKS_PER_ROUND: usize = 2000;
 
@@ -122,6 +125,9 @@ pub struct State {
     pub seq: i64,
     #[serde(default)]
     waiting: Vec<Waiting>,
+    /// Expunges waiting out [`EXPUNGE_GRACE_MS`].
+    #[serde(default)]
+    expunged: Vec<Expunged>,
 }
 
 impl State {
@@ -199,23 +205,53 @@ pub struct Agent {
     doveadm: Doveadm,
     settings: Settings,
     /// Messages whose IMAP state the agent set, looked at again a moment
-    /// later (see [`RECHECK_AFTER_MS`]).
+    /// later (see [`RECHECKS_AFTER_MS`]).
     rechecks: std::sync::Mutex<BTreeMap<(String, String), Recheck>>,
 }
 
 /// An IMAP session that had not yet seen the agent's change and then
 /// stores the flag it believes it lacks changes the message with no line in
 /// Dovecot's log (its own view did not change). So a message the agent set
-/// is looked at again this long after: a flag or folder other than the one
-/// set was a person's change, and is reported like a logged one.
-const RECHECK_AFTER_MS: i64 = 3000;
+/// is looked at again at each of these times after: a flag or folder other
+/// than the one set was a person's change, and is reported like a logged
+/// one. Several looks, since a mail app looks again when it likes (one look
+/// at 3 s missed an app that stored 5 s after the agent's change).
+const RECHECKS_AFTER_MS: [i64; 3] = [3_000, 15_000, 60_000];
 
 /// What the agent set on a message.
 #[derive(Debug, Clone)]
 struct Recheck {
-    due_ms: i64,
+    set_ms: i64,
+    /// Looks taken so far: the next is due at `RECHECKS_AFTER_MS[looks]`.
+    looks: usize,
     seen: bool,
     folder: &'static str,
+}
+
+impl Recheck {
+    fn due_ms(&self) -> i64 {
+        self.set_ms + RECHECKS_AFTER_MS[self.looks.min(RECHECKS_AFTER_MS.len() - 1)]
+    }
+}
+
+/// How long a message expunged with no copy left in another folder waits
+/// before it is reported deleted. A mail app that moves by APPEND and
+/// expunge may expunge first: mbsync syncs one folder after another, so a
+/// move from INBOX to Trash expunges in INBOX's pass and appends in Trash's,
+/// seconds later. Reported at once, the deletion would delete the stored
+/// message, and its gone state would then expunge the copy just appended:
+/// the mail lost on both sides.
+pub const EXPUNGE_GRACE_MS: i64 = 15_000;
+
+/// A message expunged with no other copy yet, waiting out the grace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Expunged {
+    pub user: String,
+    pub message_id: String,
+    /// Expunged from Sent: a sent copy (only a copy left in Sent keeps it).
+    pub sent: bool,
+    pub since_ms: i64,
 }
 
 impl Agent {
@@ -274,9 +310,11 @@ impl Agent {
             state.save(path)?;
         }
         let mut rechecked = self.rechecked()?;
+        rechecked.append(&mut self.deletions_due(&mut state.expunged)?);
         loop {
             let read = log::read_new(&self.settings.dovecot_log, state.position, READ_BUDGET)?;
-            let mut changes = self.changes_of(&read.changes)?;
+            let (mut changes, expunged) = self.changes_of(&read.changes)?;
+            state.expunged.extend(expunged);
             changes.append(&mut rechecked);
             for change in &mut changes {
                 state.seq += 1;
@@ -308,7 +346,7 @@ impl Agent {
             let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
             let keys: Vec<(String, String)> = rechecks
                 .iter()
-                .filter(|(_, r)| r.due_ms <= now)
+                .filter(|(_, r)| r.due_ms() <= now)
                 .map(|(k, _)| k.clone())
                 .collect();
             keys.into_iter()
@@ -320,6 +358,7 @@ impl Agent {
             by_user.entry(user).or_default().push((message_id, recheck));
         }
         let mut changes = Vec::new();
+        let mut again = Vec::new();
         for (user, wanted) in by_user {
             let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
             let copies = self.doveadm.copies(user, &ids)?;
@@ -332,25 +371,68 @@ impl Agent {
                 };
                 let moved = copy.folder != set.folder
                     && !(set.folder == ARCHIVE && matches!(place_of(&copy.folder), "own" | "junk"));
-                if copy.seen != set.seen || moved {
-                    changes.push(Change {
-                        seq: 0,
-                        mailbox: user.to_string(),
-                        message_id: message_id.to_string(),
-                        seen: Some(copy.seen),
-                        place: moved.then(|| place_of(&copy.folder).to_string()),
-                        direction: None,
-                        raw: None,
-                    });
+                if copy.seen == set.seen && !moved {
+                    if set.looks + 1 < RECHECKS_AFTER_MS.len() {
+                        let next = Recheck {
+                            looks: set.looks + 1,
+                            ..set.clone()
+                        };
+                        again.push(((user.to_string(), message_id.to_string()), next));
+                    }
+                    continue;
                 }
+                changes.push(Change {
+                    seq: 0,
+                    mailbox: user.to_string(),
+                    message_id: message_id.to_string(),
+                    seen: Some(copy.seen),
+                    place: moved.then(|| place_of(&copy.folder).to_string()),
+                    direction: None,
+                    raw: None,
+                });
             }
+        }
+        // A newer change the agent set meanwhile keeps its own looks.
+        let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+        for (key, next) in again {
+            rechecks.entry(key).or_insert(next);
         }
         Ok(changes)
     }
 
-    /// The state each logged change left. Sent and Drafts are the app's own
-    /// (its submission was filed by the service already).
-    fn changes_of(&self, logged: &[Logged]) -> anyhow::Result<Vec<Change>> {
+    /// The expunges whose grace is over, as deletions, for messages still
+    /// in no other folder (a copy elsewhere made the expunge a move's first
+    /// half: its own line reported where it went).
+    fn deletions_due(&self, expunged: &mut Vec<Expunged>) -> anyhow::Result<Vec<Change>> {
+        let now = now_ms();
+        let (due, waiting): (Vec<Expunged>, Vec<Expunged>) = std::mem::take(expunged)
+            .into_iter()
+            .partition(|e| now - e.since_ms >= EXPUNGE_GRACE_MS);
+        *expunged = waiting;
+        let mut ids: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for e in &due {
+            ids.entry(&e.user).or_default().push(&e.message_id);
+        }
+        let mut copies: BTreeMap<&str, Vec<Copy>> = BTreeMap::new();
+        for (user, ids) in ids {
+            match self.doveadm.copies(user, &ids) {
+                Ok(found) => copies.insert(user, found),
+                // Dovecot away: they wait for the next round.
+                Err(e) => {
+                    expunged.extend(due.iter().cloned());
+                    return Err(e);
+                }
+            };
+        }
+        Ok(due
+            .iter()
+            .filter_map(|e| deletion(e, copies.get(e.user.as_str()).map_or(&[][..], Vec::as_slice)))
+            .collect())
+    }
+
+    /// A message expunged with no copy left elsewhere is not a change yet:
+    /// it waits out [`EXPUNGE_GRACE_MS`] (the second list).
+    fn changes_of(&self, logged: &[Logged]) -> anyhow::Result<(Vec<Change>, Vec<Expunged>)> {
         // Where each expunged message is now: looked up once per user.
         let mut expunged: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         // (Dovecot logs each expunge after the copy that moved it.)
@@ -362,6 +444,7 @@ impl Agent {
             now_in.insert(user, self.doveadm.copies(user, ids)?);
         }
         let mut changes = Vec::new();
+        let mut pending = Vec::new();
         for l in logged {
             let place = place_of(&l.folder);
             let change = |seen: Option<bool>, place: Option<&str>, direction: Option<&str>| Change {
@@ -400,28 +483,24 @@ impl Agent {
                         ..change(Some(l.seen), Some(place), None)
                     });
                 }
-                Kind::Expunge => {
-                    let copies: Vec<&Copy> = now_in
-                        .get(l.user.as_str())
-                        .into_iter()
-                        .flatten()
-                        .filter(|c| dovecot::same_message_id(&l.message_id, &c.message_id))
-                        .collect();
-                    let elsewhere = copies.iter().any(|c| !app_own(place_of(&c.folder)));
-                    let in_sent = copies.iter().any(|c| c.folder == SENT);
-                    match place {
-                        // A sent copy deleted: the sent row goes.
-                        "sent" if !in_sent => changes.push(change(None, Some("gone"), Some("outbound"))),
-                        "sent" | "drafts" => {}
-                        // A move's second half: where it went says enough.
-                        _ if elsewhere => {}
-                        _ => changes.push(change(None, Some("gone"), Some("inbound"))),
+                Kind::Expunge if place != "drafts" => {
+                    let expunged = Expunged {
+                        user: l.user.clone(),
+                        message_id: l.message_id.clone(),
+                        sent: place == "sent",
+                        since_ms: now_ms(),
+                    };
+                    let copies = now_in.get(l.user.as_str()).map_or(&[][..], Vec::as_slice);
+                    // Still in no other folder: it may be a move whose
+                    // append is still to come.
+                    if deletion(&expunged, copies).is_some() {
+                        pending.push(expunged);
                     }
                 }
                 _ => {}
             }
         }
-        Ok(changes)
+        Ok((changes, pending))
     }
 
     /// The bytes of mail a client appended, wherever it is now: at its
@@ -532,7 +611,12 @@ impl Agent {
             let mut applied = Vec::new();
             for (user, changes) in by_user {
                 match self.apply(&user, &changes).await {
-                    Ok(()) => applied.extend(changes.iter().map(|c| json!({"mark": c["mark"], "stamp": c["stamp"]}))),
+                    Ok(early) => applied.extend(
+                        changes
+                            .iter()
+                            .filter(|c| !early.contains(&c["mark"]))
+                            .map(|c| json!({"mark": c["mark"], "stamp": c["stamp"]})),
+                    ),
                     // That user's marks stay; the others go on.
                     Err(e) => eprintln!("mailbox-sync: {user}: not applied, tried again: {e:#}"),
                 }
@@ -561,8 +645,11 @@ impl Agent {
         }
     }
 
-    /// Makes one user's IMAP folders say what the store says.
-    async fn apply(&self, user: &str, changes: &[Value]) -> anyhow::Result<()> {
+    /// Makes one user's IMAP folders say what the store says. The marks
+    /// that came too early: a message filed as spam whose copy Dovecot does
+    /// not hold yet (the mail host delivers the two copies side by side),
+    /// kept to be applied again next round, for [`COPY_AWAITED_MS`].
+    async fn apply(&self, user: &str, changes: &[Value]) -> anyhow::Result<Vec<Value>> {
         let states: Vec<&Value> = changes
             .iter()
             .filter(|c| c["kind"] != "sent")
@@ -579,8 +666,21 @@ impl Agent {
         ids.dedup();
         let copies = self.doveadm.copies(user, &ids)?;
         let plan = plan(&states, &copies);
+        let early = changes
+            .iter()
+            .filter(|c| c["kind"] == "message" && now_ms() - c["ms"].as_i64().unwrap_or(0) < COPY_AWAITED_MS)
+            .filter(|c| {
+                let mut ids = c["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m["messageId"].as_str());
+                ids.any(|id| !copies.iter().any(|copy| copy.message_id == id))
+            })
+            .map(|c| c["mark"].clone())
+            .collect();
         {
-            let due_ms = now_ms() + RECHECK_AFTER_MS;
+            let set_ms = now_ms();
             let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
             for state in states.iter().filter(|s| s["direction"] == "inbound") {
                 let Some(message_id) = state["messageId"].as_str() else {
@@ -592,9 +692,10 @@ impl Agent {
                     continue;
                 }
                 let recheck = Recheck {
-                    due_ms,
+                    set_ms,
+                    looks: 0,
                     seen: state["unread"] != true,
-                    folder: folder_of(state["folder"].as_str().unwrap_or("inbox")),
+                    folder: folder_of(state),
                 };
                 rechecks.insert(key, recheck);
             }
@@ -633,8 +734,30 @@ impl Agent {
                 .await?;
             self.doveadm.save(user, SENT, &raw, message_id)?;
         }
-        Ok(())
+        Ok(early)
     }
+}
+
+/// The deletion an expunge stands for, given where the message's copies
+/// are now; `None` when a copy elsewhere keeps it (an inbound message in
+/// any folder but Sent and Drafts, a sent one in Sent).
+fn deletion(e: &Expunged, copies: &[Copy]) -> Option<Change> {
+    let mut copies = copies
+        .iter()
+        .filter(|c| dovecot::same_message_id(&e.message_id, &c.message_id));
+    let kept = match e.sent {
+        true => copies.any(|c| c.folder == SENT),
+        false => copies.any(|c| !app_own(place_of(&c.folder))),
+    };
+    (!kept).then(|| Change {
+        seq: 0,
+        mailbox: e.user.clone(),
+        message_id: e.message_id.clone(),
+        seen: None,
+        place: Some("gone".into()),
+        direction: Some(if e.sent { "outbound" } else { "inbound" }.into()),
+        raw: None,
+    })
 }
 
 /// A query string's value, percent-encoded.
@@ -666,9 +789,13 @@ fn app_own(place: &str) -> bool {
     matches!(place, "sent" | "drafts")
 }
 
-/// The folder a store folder is.
-fn folder_of(folder: &str) -> &'static str {
-    match folder {
+/// The folder a message's state puts it in: its store folder's, or Junk
+/// for spam.
+fn folder_of(state: &Value) -> &'static str {
+    if state["spam"] == true {
+        return JUNK;
+    }
+    match state["folder"].as_str().unwrap_or("inbox") {
         "archive" => ARCHIVE,
         "trash" => TRASH,
         _ => INBOX,
@@ -708,7 +835,7 @@ pub fn plan(states: &[&Value], copies: &[Copy]) -> Plan {
             continue;
         }
         let unread = state["unread"] == true;
-        let target = folder_of(state["folder"].as_str().unwrap_or("inbox"));
+        let target = folder_of(state);
         for copy in mine.filter(|c| !app_own(place_of(&c.folder))) {
             if copy.seen == unread {
                 plan.flags
@@ -772,6 +899,71 @@ mod tests {
             [2],
             "an inbound message's namesake in Sent stays"
         );
+    }
+
+    #[test]
+    fn an_expunge_is_a_deletion_only_with_no_copy_left_elsewhere() {
+        let expunged = |id: &str, sent: bool| Expunged {
+            user: "me@t.example".into(),
+            message_id: id.into(),
+            sent,
+            since_ms: 0,
+        };
+        // Moved on: a copy in Trash, or in a folder of the person's own.
+        assert_eq!(
+            deletion(&expunged("<a@x>", false), &[copy("Trash", 3, true, "<a@x>")]),
+            None
+        );
+        assert_eq!(
+            deletion(&expunged("<a@x>", false), &[copy("Reçus", 3, true, "<a@x>")]),
+            None
+        );
+        // Only its namesake in Sent left, or nothing: gone.
+        let gone = deletion(&expunged("<a@x>", false), &[copy("Sent", 3, true, "<a@x>")]).unwrap();
+        assert_eq!(
+            (gone.place.as_deref(), gone.direction.as_deref()),
+            (Some("gone"), Some("inbound"))
+        );
+        // A sent copy is kept by a copy in Sent alone.
+        assert_eq!(
+            deletion(&expunged("<s@x>", true), &[copy("Sent", 4, true, "<s@x>")]),
+            None
+        );
+        let gone = deletion(&expunged("<s@x>", true), &[copy("Archive", 4, true, "<s@x>")]).unwrap();
+        assert_eq!(gone.direction.as_deref(), Some("outbound"));
+        // A Message-ID cut by the log finds its copy.
+        let long = format!("<{}@x>", "l".repeat(90));
+        let cut = format!("{}...", &long[..80]);
+        assert_eq!(deletion(&expunged(&cut, false), &[copy("Trash", 5, true, &long)]), None);
+    }
+
+    #[test]
+    fn a_set_message_is_looked_at_again_later_and_later() {
+        let mut recheck = Recheck {
+            set_ms: 1_000,
+            looks: 0,
+            seen: true,
+            folder: INBOX,
+        };
+        let mut due = Vec::new();
+        for looks in 0..RECHECKS_AFTER_MS.len() {
+            recheck.looks = looks;
+            due.push(recheck.due_ms());
+        }
+        assert_eq!(due, [4_000, 16_000, 61_000]);
+    }
+
+    #[test]
+    fn spam_goes_to_junk_read_and_back_out_when_reported_not_spam() {
+        let spam = json!({"messageId": "<f@x>", "direction": "inbound", "unread": false, "gone": false, "spam": true});
+        let plan_in = plan(&[&spam], &[copy("INBOX", 7, false, "<f@x>")]);
+        assert_eq!(plan_in.moves[&("INBOX".to_string(), "Junk".to_string())], [7]);
+        assert_eq!(plan_in.flags[&("INBOX".to_string(), true)], [7], "spam is never unread");
+        let back =
+            json!({"messageId": "<f@x>", "direction": "inbound", "folder": "inbox", "unread": true, "gone": false});
+        let plan_out = plan(&[&back], &[copy("Junk", 2, true, "<f@x>")]);
+        assert_eq!(plan_out.moves[&("Junk".to_string(), "INBOX".to_string())], [2]);
+        assert_eq!(plan_out.flags[&("Junk".to_string(), false)], [2]);
     }
 
     #[test]

@@ -1051,3 +1051,155 @@ async fn a_mailbox_password_never_sends_a_second_from_or_sender() {
     );
     assert!(dkim_verify(&got[0].raw, rig.app.dns.addr), "{text}");
 }
+
+/// The copies Dovecot delivered to a hosted mailbox's maildir (new and cur).
+fn maildir_copies(host: &MailHost, local: &str) -> Vec<Vec<u8>> {
+    let maildir = host.dir.join(format!("mail/tom.example/{local}/Maildir"));
+    ["new", "cur"]
+        .iter()
+        .filter_map(|sub| std::fs::read_dir(maildir.join(sub)).ok())
+        .flat_map(|dir| dir.filter_map(|e| e.ok()).map(|e| std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+/// A message's header lines, each unfolded.
+fn header_lines(raw: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(raw).replace("\r\n", "\n");
+    let head = text.split("\n\n").next().unwrap_or_default();
+    let mut lines: Vec<String> = Vec::new();
+    for line in head.lines() {
+        match (line.starts_with([' ', '\t']), lines.last_mut()) {
+            (true, Some(last)) => last.push_str(line),
+            _ => lines.push(line.to_string()),
+        }
+    }
+    lines
+}
+
+/// Issue 45: a send with To, Cc and Bcc through the real mail host (the
+/// service's submission to Postfix, delivery by the pipe to the spool and
+/// Dovecot, relay to another host) reaches every recipient, one copy each,
+/// and no copy names a Bcc recipient: no Bcc header, and the address in no
+/// header but the trace lines the receiving side adds to its own copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bcc_reaches_everyone_through_the_mail_host_and_no_copy_names_it() {
+    let Some(rig) = rig(|_| {}).await else {
+        return;
+    };
+    let (app, key, sink, host) = (&rig.app, &rig.key, &rig.sink, &rig.host);
+    for local in ["ann", "bob", "boss"] {
+        let added = app.add_mailbox(key, "tom.example", local, "hosted", json!([])).await;
+        assert_eq!(added.status, 200, "{}", added.body);
+    }
+    rig.start().await;
+    let sent = app
+        .send_mail(
+            Auth::Bearer(key),
+            json!({
+                "from": "me@tom.example", "to": "ann@tom.example",
+                "cc": ["bob@tom.example", "carol@elsewhere.test"],
+                "bcc": ["boss@tom.example", "hidden@elsewhere.test"],
+                "subject": "Blind copies", "text": "For the team.", "html": "<p>For the <b>team</b>.</p>",
+            }),
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let blind = ["boss@tom.example", "hidden@elsewhere.test"];
+
+    // Relayed: one transaction each for the outside Cc and Bcc.
+    let relayed = sink.wait_for(2).await;
+    let mut outside: Vec<(String, Vec<u8>)> = relayed
+        .iter()
+        .map(|m| {
+            assert_eq!(m.rcpt_tos.len(), 1, "one recipient a transaction: {:?}", m.rcpt_tos);
+            (m.rcpt_tos[0].clone(), m.raw.clone())
+        })
+        .collect();
+    outside.sort();
+    assert_eq!(
+        outside.iter().map(|(to, _)| to.as_str()).collect::<Vec<_>>(),
+        ["carol@elsewhere.test", "hidden@elsewhere.test"]
+    );
+    // Delivered here: each hosted recipient's maildir and inbox.
+    assert_eq!(file_copies(app, 3).await, 3, "ann, bob and boss each filed once");
+    let rows = all_rows(app, key).await;
+    let mut filed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["subject"] == "Blind copies")
+        .map(|r| r["mailbox"].as_str().unwrap())
+        .collect();
+    filed.sort();
+    assert_eq!(filed, ["ann@tom.example", "bob@tom.example", "boss@tom.example"]);
+    for row in rows.iter().filter(|r| r["subject"] == "Blind copies") {
+        assert_eq!(row["to"], json!(["ann@tom.example"]), "{row}");
+        assert_eq!(row["cc"], json!(["bob@tom.example", "carol@elsewhere.test"]), "{row}");
+        assert!(row.get("bcc").is_none(), "{row}");
+    }
+    let mut copies = outside;
+    let started = Instant::now();
+    for local in ["ann", "bob", "boss"] {
+        let found = loop {
+            let found = maildir_copies(host, local);
+            if !found.is_empty() || started.elapsed() > Duration::from_secs(30) {
+                break found;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(found.len(), 1, "{local}: one copy in the maildir");
+        copies.push((format!("{local}@tom.example"), found[0].clone()));
+    }
+
+    // Every copy: To and Cc as written, no Bcc header, the blind addresses
+    // nowhere but in a trace line of their own copy, the service's DKIM
+    // signature intact, and the HTML alternative beside the text.
+    const TRACE: [&str; 4] = ["received:", "delivered-to:", "x-original-to:", "return-path:"];
+    for (recipient, raw) in &copies {
+        let lines = header_lines(raw);
+        assert!(
+            !lines.iter().any(|l| l.to_ascii_lowercase().starts_with("bcc:")),
+            "{recipient} got a Bcc header: {lines:?}"
+        );
+        for line in &lines {
+            let lower = line.to_ascii_lowercase();
+            for hidden in blind.iter().filter(|h| lower.contains(*h)) {
+                assert!(
+                    hidden == recipient && TRACE.iter().any(|t| lower.starts_with(t)),
+                    "{recipient}'s copy names {hidden}: {line}"
+                );
+            }
+        }
+        let text = String::from_utf8_lossy(raw).to_ascii_lowercase();
+        let head_len = text.replace("\r\n", "\n").find("\n\n").unwrap_or(text.len());
+        for hidden in blind.iter().filter(|h| **h != recipient.as_str()) {
+            assert!(
+                !text.contains(hidden),
+                "{recipient}'s copy names {hidden} ({head_len} header bytes)"
+            );
+        }
+        let parsed = mail_parser::MessageParser::default().parse(raw).unwrap();
+        let addresses = |list: Option<&mail_parser::Address<'_>>| -> Vec<String> {
+            list.into_iter()
+                .flat_map(|a| a.iter())
+                .filter_map(|a| a.address().map(str::to_string))
+                .collect()
+        };
+        assert_eq!(addresses(parsed.to()), ["ann@tom.example"], "{recipient}");
+        assert_eq!(
+            addresses(parsed.cc()),
+            ["bob@tom.example", "carol@elsewhere.test"],
+            "{recipient}"
+        );
+        assert_eq!(parsed.subject(), Some("Blind copies"));
+        assert_eq!(parsed.body_text(0).unwrap().trim(), "For the team.");
+        assert!(parsed.body_html(0).unwrap().contains("<b>team</b>"), "{recipient}");
+        assert!(dkim_verify(raw, app.dns.addr), "{recipient}: the signature verifies");
+    }
+    // The sender's own record keeps whom it went to, Bcc too.
+    let outbox = app.get("/outbox?limit=5", Auth::Bearer(key)).await;
+    assert_eq!(outbox.status, 200, "{}", outbox.body);
+    assert!(
+        outbox.body.to_string().contains("hidden@elsewhere.test"),
+        "{}",
+        outbox.body
+    );
+}

@@ -87,7 +87,7 @@ fn ham_set() -> Vec<(String, Vec<u8>)> {
 }
 
 /// Sends `raw` as it is over plain SMTP to the host's port 25 stand-in.
-async fn send(port: u16, from: &str, raw: &[u8]) -> Result<(), String> {
+pub(crate) async fn send(port: u16, from: &str, raw: &[u8]) -> Result<(), String> {
     let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
         .port(port)
         .timeout(Some(Duration::from_secs(120)))

@@ -23,6 +23,7 @@ on_both_backends!(
     mail_filed_before_the_index_existed_is_indexed_by_the_poller,
     compactions_racing_each_other_filings_and_marks_lose_nothing,
     a_merge_that_cascades_reads_the_segments_it_just_wrote,
+    deletions_and_spam_keep_every_answer_and_its_total_exact,
 );
 
 const DAY: i64 = 86_400;
@@ -215,7 +216,7 @@ fn fts5(docs: &[Value], queries: &[(&str, String)]) -> BTreeMap<String, Vec<Stri
 }
 
 /// The corpus, the fixtures and a few written messages, filed a day apart,
-/// some read, archived, trashed or answered; then a fixed set of queries,
+/// some read, archived, trashed, reported spam, deleted or answered; then a fixed set of queries,
 /// each answered by the service (every page) and by SQLite FTS5 over the
 /// same texts with the same folders and flags: the same messages in the
 /// same order (precision and recall 1.0), with the fresh messages in the
@@ -261,23 +262,33 @@ async fn search_answers_what_sqlite_fts5_answers(app: TestApp) {
             .await;
         assert_eq!(sent.status, 200, "{}", sent.body);
     }
-    // Some read, some archived or trashed (whole threads), some read again.
+    // Some read, some archived or trashed (whole threads), some reported
+    // spam, some deleted for good.
     let ids: Vec<String> = texts.keys().cloned().collect();
     for (i, id) in ids.iter().enumerate() {
         let change = match i % 9 {
             0 => json!({"id": id, "folder": "archive"}),
-            4 => json!({"id": id, "folder": "trash"}),
+            4 | 8 => json!({"id": id, "folder": "trash"}),
+            6 => json!({"id": id, "spam": true}),
             2 | 5 | 7 => json!({"id": id, "unread": false}),
             _ => continue,
         };
         let res = app.post("/inbox", Auth::Bearer(&key), change).await;
         assert_eq!(res.status, 200, "{}", res.body);
+        if i % 9 == 8 {
+            let res = app.post("/inbox/delete", Auth::Bearer(&key), json!({"id": id})).await;
+            assert_eq!(res.status, 200, "{}", res.body);
+        }
     }
 
-    // Every row as it is now, with its texts.
+    // Every row as it is now, with its texts (spam in folder 3; what was
+    // deleted is in no partition).
     let mut docs = Vec::new();
-    for outbound in [false, true] {
-        let pk = common::keys::mail_partition(&scope, outbound);
+    for (outbound, spam) in [(false, false), (true, false), (false, true)] {
+        let pk = match spam {
+            true => common::keys::spam_partition(&scope),
+            false => common::keys::mail_partition(&scope, outbound),
+        };
         let rows: Vec<mail_store::Row> =
             common::store::StoreExt::all_records(&*app.ctx.store, common::store::Query::partition(pk))
                 .await
@@ -297,6 +308,7 @@ async fn search_answers_what_sqlite_fts5_answers(app: TestApp) {
                 "id": row.id,
                 "ms": doc::filed_ms(&row.id),
                 "folder": match row.folder() {
+                    _ if spam => 3,
                     mail_store::Folder::Inbox => 0,
                     mail_store::Folder::Archive => 1,
                     mail_store::Folder::Trash => 2,
@@ -309,6 +321,13 @@ async fn search_answers_what_sqlite_fts5_answers(app: TestApp) {
         }
     }
     assert_eq!(docs.iter().filter(|d| d["outbound"] == true).count(), 2);
+    assert!(
+        docs.iter().filter(|d| d["folder"] == 3).count() >= 5,
+        "some reported spam"
+    );
+    for (_, id) in ids.iter().enumerate().filter(|(i, _)| i % 9 == 8) {
+        assert!(docs.iter().all(|d| d["id"] != id.as_str()), "{id} deleted for good");
+    }
 
     let day = |n: i64| {
         chrono::DateTime::from_timestamp(start + n * DAY, 0)
@@ -325,7 +344,7 @@ async fn search_answers_what_sqlite_fts5_answers(app: TestApp) {
             .timestamp_millis()
     };
     let now_ms = app.ctx.clock.now().timestamp_millis();
-    let v = "folder != 2";
+    let v = "folder NOT IN (2, 3)";
     let queries: Vec<(String, String)> = vec![
         ("frosche".into(), format!("{v} AND M[frosche]")),
         ("Frösche".into(), format!("{v} AND M[frosche]")),
@@ -394,6 +413,9 @@ async fn search_answers_what_sqlite_fts5_answers(app: TestApp) {
         ("in:archive".into(), "outbound = 0 AND folder = 1".into()),
         ("in:trash".into(), "folder = 2".into()),
         ("in:trash hasen".into(), "folder = 2 AND M[hasen]".into()),
+        ("in:spam".into(), "folder = 3".into()),
+        ("in:spam hasen".into(), "folder = 3 AND M[hasen]".into()),
+        ("in:spam OR in:trash".into(), "folder IN (2, 3)".into()),
         ("in:sent".into(), "outbound = 1 AND folder != 2".into()),
         (
             "in:sent tortoise".into(),
@@ -1147,4 +1169,193 @@ async fn a_merge_that_cascades_reads_the_segments_it_just_wrote(app: TestApp) {
     };
     let found = search::search(store, blobs, scope, &request).await.unwrap();
     assert_eq!(found.total, 1024);
+}
+
+/// Files a message as the mail host hands it over with rspamd's verdict
+/// that it is spam: filed into spam.
+async fn file_spam(app: &TestApp, raw: &[u8]) {
+    use common::mail::spam::{self, SpamVerdict};
+    let envelope = common::mail::inbound::Envelope {
+        recipient: Some("me@tom.example".into()),
+        sender: Some("win@prize.example".into()),
+        client_address: Some("203.0.113.9".into()),
+        helo: Some("mail.prize.example".into()),
+    };
+    let verdict = SpamVerdict::from_header(r#"{"score":15,"action":"reject","symbols":{"GTUBE":15}}"#);
+    let bytes = spam::prepend(&envelope, verdict.as_ref(), raw);
+    mailhost::deliver(&app.data_dir, bytes).await.unwrap();
+    let outcome = common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
+    assert_eq!(outcome.filed, 1, "{outcome:?}");
+}
+
+/// A message deleted for good leaves every answer and `total` at once; one
+/// reported spam leaves the plain answers for `in:spam` (and `in:anywhere`),
+/// read; reported not spam, it is back in the inbox, unread. Spam the
+/// filing judged is found by `in:spam` alone, and by a plain search once
+/// reported not spam. The same after a compaction, which drops the deleted
+/// message from its segment.
+async fn deletions_and_spam_keep_every_answer_and_its_total_exact(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let scope = common::keys::inbox_account_scope(&uid_of(&app, "tom@tom.example").await);
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let raw = format!(
+            "From: Ann <ann@example.org>\r\nTo: me@tom.example\r\nSubject: Narwhal {i}\r\n\
+             Message-ID: <narwhal-{i}@example.org>\r\n\r\nA narwhal, the {i}th.\r\n"
+        );
+        app.ctx.clock.advance(60);
+        ids.push(file_one(&app, &key, raw.as_bytes()).await.expect("filed"));
+    }
+    // Filed as spam by the mail host's verdict.
+    app.ctx.clock.advance(60);
+    file_spam(
+        &app,
+        b"From: win@prize.example\r\nTo: me@tom.example\r\nSubject: Narwhal prize\r\n\
+          Message-ID: <prize@prize.example>\r\n\r\nYou won a narwhal.\r\n",
+    )
+    .await;
+    let spam_rows = app.get("/inbox?view=spam", Auth::Bearer(&key)).await;
+    let judged = spam_rows.body["messages"][0]["id"].as_str().unwrap().to_string();
+
+    // (ids newest first, total) of one search.
+    let answer = |q: &'static str| {
+        let (app, key) = (&app, &key);
+        async move {
+            let body = search(app, key, q, "").await;
+            let ids: Vec<String> = body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_string())
+                .collect();
+            let total = body["total"].as_u64().unwrap() as usize;
+            assert_eq!(ids.len(), total, "{q}: the page holds every match and says so: {body}");
+            ids
+        }
+    };
+    let newest_first = |list: &[&String]| list.iter().rev().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        answer("narwhal").await,
+        newest_first(&[&ids[0], &ids[1], &ids[2], &ids[3]])
+    );
+    assert_eq!(answer("in:spam narwhal").await, vec![judged.clone()], "judged spam");
+    assert_eq!(answer("in:spam").await, vec![judged.clone()]);
+    assert_eq!(answer("in:anywhere narwhal").await.len(), 5);
+    let hit = &search(&app, &key, "in:spam prize", "").await["messages"][0];
+    assert_eq!(hit["id"], judged.as_str());
+    assert_eq!(hit["unread"], false, "spam is never unread");
+
+    // Deleted for good: trashed, then deleted.
+    let res = app
+        .post("/inbox", Auth::Bearer(&key), json!({"id": ids[0], "folder": "trash"}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let res = app
+        .post("/inbox/delete", Auth::Bearer(&key), json!({"id": ids[0]}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    // Reported spam.
+    let res = app
+        .post("/inbox", Auth::Bearer(&key), json!({"id": ids[1], "spam": true}))
+        .await;
+    assert_eq!((res.status, &res.body["moved"]), (200, &json!(true)), "{}", res.body);
+
+    for round in ["fresh", "compacted"] {
+        assert_eq!(
+            answer("narwhal").await,
+            newest_first(&[&ids[2], &ids[3]]),
+            "{round}: neither the deleted nor the reported message"
+        );
+        assert!(
+            answer("in:trash narwhal").await.is_empty(),
+            "{round}: deleted, not trashed"
+        );
+        assert_eq!(
+            answer("in:spam narwhal").await,
+            newest_first(&[&ids[1], &judged]),
+            "{round}: reported spam is in:spam"
+        );
+        assert_eq!(answer("in:spam is:unread").await, Vec::<String>::new(), "{round}");
+        assert_eq!(
+            answer("in:anywhere narwhal").await,
+            newest_first(&[&ids[1], &ids[2], &ids[3], &judged]),
+            "{round}"
+        );
+        assert_eq!(answer("-in:spam narwhal").await.len(), 2, "{round}");
+        if round == "fresh" {
+            let now = app.ctx.clock.now().timestamp_millis();
+            let options = search::compact::Options {
+                force: true,
+                grace_ms: Some(0),
+            };
+            search::compact::compact(&*app.ctx.store, &*app.ctx.blobs, &scope, now, options)
+                .await
+                .unwrap();
+            let stored = search::items::read(&*app.ctx.store, &scope).await.unwrap();
+            assert!(stored.docs.is_empty() && stored.overrides.is_empty(), "{stored:?}");
+            let loaded = search::load::load(&*app.ctx.store, &*app.ctx.blobs, &scope)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                loaded.views.iter().all(|v| v.head.find(&ids[0]).is_none()),
+                "the deleted message left its segment"
+            );
+        }
+    }
+
+    // Both reported not spam: back in the inbox, unread, found by a plain
+    // search (the judged one for the first time).
+    for id in [&ids[1], &judged] {
+        let res = app
+            .post("/inbox", Auth::Bearer(&key), json!({"id": id, "spam": false}))
+            .await;
+        assert_eq!((res.status, &res.body["moved"]), (200, &json!(true)), "{}", res.body);
+    }
+    assert_eq!(
+        answer("narwhal").await,
+        newest_first(&[&ids[1], &ids[2], &ids[3], &judged])
+    );
+    assert_eq!(answer("prize").await, vec![judged.clone()], "not spam: searchable");
+    assert_eq!(answer("in:inbox is:unread prize").await, vec![judged.clone()]);
+    assert!(answer("in:spam").await.is_empty());
+
+    // Spam filed before spam was indexed (its search item taken away, as it
+    // was then): reported not spam, it is written whole and found.
+    app.ctx.clock.advance(60);
+    file_spam(
+        &app,
+        b"From: win@prize.example\r\nTo: me@tom.example\r\nSubject: Old walrus prize\r\n\
+          Message-ID: <old@prize.example>\r\n\r\nAn old walrus.\r\n",
+    )
+    .await;
+    let spam_rows = app.get("/inbox?view=spam", Auth::Bearer(&key)).await;
+    let old = spam_rows.body["messages"][0]["id"].as_str().unwrap().to_string();
+    app.ctx
+        .store
+        .delete(&search::items::doc_key(&scope, &old), None)
+        .await
+        .unwrap();
+    assert!(answer("in:anywhere walrus").await.is_empty(), "not indexed");
+    let res = app
+        .post("/inbox", Auth::Bearer(&key), json!({"id": old, "spam": false}))
+        .await;
+    assert_eq!((res.status, &res.body["moved"]), (200, &json!(true)), "{}", res.body);
+    assert_eq!(answer("walrus").await, vec![old.clone()], "not spam: written whole");
+    assert_eq!(answer("in:inbox is:unread walrus").await, vec![old]);
+
+    // The document names the grammar, in:spam included.
+    let openapi = app.get("/api/docs/openapi.json", Auth::None).await;
+    let described = openapi.body["paths"]["/search"]["get"]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for part in [
+        "in:spam",
+        "in:anywhere (the trash and spam included)",
+        "newer_than:",
+        "OR binds tighter",
+    ] {
+        assert!(described.contains(part), "{part} in {described}");
+    }
 }

@@ -18,6 +18,7 @@ on_both_backends!(
     attachments_are_checked_and_attached,
     a_reply_is_filed_on_its_thread,
     bad_input_gets_a_precise_400_and_changes_nothing,
+    a_send_that_goes_now_waits_for_few_store_round_trips,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
@@ -500,4 +501,69 @@ async fn a_send_that_went_out_is_200_even_when_filing_it_fails() {
     assert!(res.body.get("threadId").is_none(), "not filed: {}", res.body);
     assert_eq!(res.body["attachmentsStored"], 0);
     assert_eq!(app.outbox().len(), before + 1, "sent once");
+}
+
+/// A send that goes now reads all it needs at once and writes it in one
+/// transaction (its windows, the switches' conditions, its credit and its
+/// delivery record), as docs/data-model.md counts it: the store round trips
+/// one after another, counted by the store's meter (a request begun while
+/// another is under way is not one).
+async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
+    let key = app.onboard(&format!("tia@{ALLOWED_DOMAIN}")).await;
+    let added = app
+        .post("/addDomain", Auth::Bearer(&key), json!({"domain": "tia.example"}))
+        .await;
+    app.publish(&added.body["domain"]);
+    app.post("/verifyDomain", Auth::Bearer(&key), json!({"domainId": "tia.example"}))
+        .await;
+    app.add_mailbox(&key, "tia.example", "tia", "hosted", json!([])).await;
+    let agent = app.agent_key.clone();
+    let send = |key: &str, body: Value| metered_send(&app, key.to_string(), body);
+    // The first send of a process reads its DKIM key (not the store).
+    send(&key, mail("a@example.org")).await;
+    send(&agent, mail("a@example.org")).await;
+
+    // Named: its key, one round of reads (the sender's three items in one
+    // batch, the recipients' suppressions and the balance in another,
+    // beside the send lists' Query), the transaction, then the audit row.
+    let named = json!({"to": "b@example.org", "subject": "s", "text": "t", "from": "tia@tia.example"});
+    let (named, named_requests, named_res) = send(&key, named).await;
+    // The agent key: no key to read, its sender one item of the reads.
+    let (agent, agent_requests, agent_res) = send(&agent, mail("c@example.org")).await;
+    // Not named: the mailboxes of the domain it sent from before are read
+    // beside the account's domains (and again after them had it changed).
+    let (default, default_requests, _) = send(&key, mail("d@example.org")).await;
+    eprintln!("store round trips and write units of a send: named {named:?} {named_requests:?}");
+    eprintln!("agent {agent:?} {agent_requests:?}; not named {default:?} {default_requests:?}");
+    assert_eq!(
+        (named.round_trips, agent.round_trips, default.round_trips),
+        (4, 3, 4),
+        "{named_requests:?} {agent_requests:?} {default_requests:?}"
+    );
+    // One transaction, no separate credit update.
+    assert_eq!((named_requests.transactions, named_requests.updates), (1, 0));
+    assert_eq!(
+        named_res.body["creditsRemaining"], 98,
+        "the balance read, less this send"
+    );
+    assert_eq!(agent_res.body["creditsRemaining"], app.agent_credits().await);
+    let credits = app.get("/credits", Auth::Bearer(&key)).await;
+    assert_eq!(credits.body["credits"]["remaining"], 97);
+}
+
+/// One send, with the store round trips and requests it made.
+async fn metered_send(
+    app: &TestApp,
+    key: String,
+    body: Value,
+) -> (
+    common::store::metered::Cost,
+    common::store::metered::Counts,
+    support::Response,
+) {
+    let meter = &app.ctx.store_meter;
+    let (before, requests) = (meter.cost(), meter.counts());
+    let res = app.send_mail(Auth::Bearer(&key), body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    (meter.cost().since(&before), meter.counts().since(&requests), res)
 }

@@ -8,7 +8,8 @@ JSON answer per operation.
 Operations ({"op": ...}): list, lsub, messages {box} (uid, flags,
 messageId, subject of each), store {box, messageId, flags: "+FLAGS (\\Seen)"},
 store_all {box, flags} (every message of the folder at once), move {box,
-messageId, to}, expunge {box, messageId} (\\Deleted, then UID EXPUNGE), append
+messageId, to}, move_by_append {box, messageId, to, pauseMs} (expunged here,
+then appended there), expunge {box, messageId} (\\Deleted, then UID EXPUNGE), append
 {box, flags, raw}, create {name} (a folder, its name in UTF-8); and for a
 session that does not look again: select {box}, uid_of {messageId}, wait_file
 {path} (until the test makes it), store_uid {flags, uid (default: the last uid_of's)}.
@@ -130,6 +131,20 @@ def run(c, op, seen):
             check(c.uid("STORE", uid, "+FLAGS", "(\\Deleted)"))
             check(c.uid("EXPUNGE", uid))
         return len(uids)
+    if kind == "move_by_append":
+        # A move as mbsync makes one: the message expunged in one folder's
+        # pass, then appended in another's, `pauseMs` later.
+        import time
+
+        uids = uids_of(c, op["box"], op["messageId"])
+        data = check(c.uid("FETCH", uids[0], "(FLAGS BODY.PEEK[])"))
+        flags = [f.decode() for f in imaplib.ParseFlags(data[0][0]) if f != b"\\Recent"]
+        raw = data[0][1]
+        check(c.uid("STORE", uids[0], "+FLAGS", "(\\Deleted)"))
+        check(c.uid("EXPUNGE", uids[0]))
+        time.sleep(op.get("pauseMs", 0) / 1000)
+        check(c.append(quoted(op["to"]), "(" + " ".join(flags) + ")", None, raw))
+        return uids[0]
     if kind == "append":
         data = check(c.append(quoted(op["box"]), op.get("flags", "()"), None, op["raw"].encode()))
         return data[0].decode() if data and data[0] else ""

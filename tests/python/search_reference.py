@@ -6,7 +6,7 @@ Usage: search_reference.py < input.json
 The input: {"docs": [{"id", "ms", "folder", "unread", "outbound",
 "attachment", "fields": [subject, from, to, cc, body, filename]}],
 "queries": [{"name", "where"}]}. Each `where` is an SQL condition over the
-columns of `meta` (id, ms, folder: 0 inbox, 1 archive, 2 trash; unread,
+columns of `meta` (id, ms, folder: 0 inbox, 1 archive, 2 trash, 3 spam; unread,
 outbound, attachment: 0 or 1), in which M[...] stands for "the message
 matches this FTS5 query" (columns subject, sender, recipient, cc, body,
 filename).

@@ -491,7 +491,9 @@ def webmail(page, watch):
     shot(page, "thread")
     page.get_by_role("button", name="Reply", exact=True).click()
     compose = page.get_by_role("form", name="Reply")
-    expect(compose.get_by_label("To")).to_have_value("pal@partner.example")
+    # Filled in by the service's rule, by name: shown, not typed.
+    expect(compose.get_by_label("To")).to_have_value("Pal <pal@partner.example>")
+    expect(compose.get_by_label("To")).not_to_be_editable()
     # The reply is written below the thread, which stays on the page.
     expect(page.locator("article.message")).to_have_count(1)
     expect(page.locator(".thread .reply-slot form")).to_be_visible()
@@ -557,6 +559,106 @@ def webmail(page, watch):
     page.wait_for_timeout(500)
     expect(page.get_by_role("list", name="Threads in inbox")).to_be_visible()
     expect(page.get_by_role("list", name="Threads in archive")).to_have_count(0)
+    watch.check()
+
+
+TEAM_LUNCH = """Delivered-To: ann@newco.example\r
+From: =?UTF-8?Q?Pal_Sm=C3=AFth?= <pal@partner.example>\r
+To: Ann <ann@newco.example>, Lee <lee@partner.example>\r
+Cc: Bob <bob@partner.example>\r
+Subject: Team lunch\r
+Message-ID: <lunch@partner.example>\r
+Date: Tue, 24 Nov 2026 11:00:00 +0000\r
+MIME-Version: 1.0\r
+Content-Type: text/plain; charset=utf-8\r
+\r
+Lunch on Thursday, everyone?\r
+"""
+
+
+def posted(page, path, send):
+    """The JSON body the page POSTs to `path` when `send` runs."""
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(path)) as request:
+        send()
+    return request.value.post_data_json
+
+
+def conversation(page, watch):
+    """Issue 45: Reply, Reply all and Forward under every message, by its id
+    (the service fills in whom, the subject, the threading and the quote);
+    Cc and Bcc in compose and forward, the 5-recipient limit across them;
+    names shown where the mail gave them."""
+    harness("/next-minute", body={})
+    harness("/deliver", raw=TEAM_LUNCH)
+    nav(page, "Mail")
+    page.get_by_role("tab", name="Inbox").click()
+    row = page.locator("ul.threads li[data-thread]", has_text="Team lunch")
+    expect(row).to_contain_text("Pal Smïth")
+    row.get_by_role("link").click()
+    original = page.locator("article.message.inbound")
+    expect(original.locator(".from")).to_have_text("Pal Smïth <pal@partner.example>")
+    expect(original.locator(".cc")).to_have_text("Cc: Bob <bob@partner.example>")
+    # Reply all, under the message: everyone but the mailbox, To and Cc kept apart.
+    original.get_by_role("button", name="Reply all to this message from Pal Smïth").click()
+    compose = page.get_by_role("form", name="Reply all")
+    expect(compose.get_by_label("To")).to_have_value("Pal Smïth <pal@partner.example>, Lee <lee@partner.example>")
+    expect(compose.get_by_label("Cc", exact=True)).to_have_value("Bob <bob@partner.example>")
+    expect(compose.get_by_label("Subject")).to_have_value("Re: Team lunch")
+    expect(compose.get_by_label("From")).to_have_value("ann@newco.example")
+    expect(compose.get_by_label("Quote the original below my reply")).to_be_checked()
+    compose.get_by_label("Message").fill("Thursday works for all of us.")
+    shot(page, "reply-all")
+    body = posted(page, "/reply", lambda: (
+        compose.get_by_role("button", name="Send").click(),
+        page.get_by_role("button", name="Send now").click()))
+    assert body["all"] is True and body["text"] == "Thursday works for all of us.", body
+    assert "to" not in body and "subject" not in body and body["id"], body
+    sent = page.locator("article.message.outbound")
+    expect(sent).to_have_count(1)
+    expect(sent.locator(".to")).to_have_text("To: Pal Smïth <pal@partner.example>, Lee <lee@partner.example>")
+    expect(sent.locator(".cc")).to_have_text("Cc: Bob <bob@partner.example>")
+    expect(sent).to_contain_text("Pal Smïth <pal@partner.example> wrote:")
+    expect(sent).to_contain_text("> Lunch on Thursday, everyone?")
+
+    # Forward the original with Cc and Bcc: six people are refused here,
+    # before anything is sent; five go, the Bcc kept on the sent row alone.
+    page.locator("article.message.inbound").get_by_role("button", name="Forward this message from Pal Smïth").click()
+    compose = page.get_by_role("form", name="Forward")
+    expect(compose.get_by_label("Subject")).to_have_value("Fwd: Team lunch")
+    tries = len([u for u in watch.urls if u.endswith("/forward")])
+    compose.get_by_label("To").fill("desk@partner.example, a@partner.example, b@partner.example")
+    compose.get_by_label("Cc", exact=True).fill("lee@partner.example")
+    compose.get_by_label("Bcc").fill("boss@partner.example, c@partner.example")
+    compose.get_by_role("button", name="Send").click()
+    expect(compose.get_by_role("alert")).to_have_text("At most 5 recipients in To, Cc and Bcc together.")
+    assert len([u for u in watch.urls if u.endswith("/forward")]) == tries
+    compose.get_by_label("To").fill("desk@partner.example")
+    compose.get_by_label("Bcc").fill("boss@partner.example")
+    compose.get_by_label("Note (optional)").fill("FYI, the lunch.")
+    body = posted(page, "/forward", lambda: (
+        compose.get_by_role("button", name="Send").click(),
+        page.get_by_role("button", name="Send now").click()))
+    assert body["to"] == ["desk@partner.example"] and body["cc"] == ["lee@partner.example"], body
+    assert body["bcc"] == ["boss@partner.example"] and body["id"] and "subject" not in body, body
+    forwarded = page.locator("article.message.outbound", has_text="FYI, the lunch.")
+    expect(forwarded.locator(".bcc")).to_have_text("Bcc: boss@partner.example")
+    expect(forwarded).to_contain_text("Forwarded message")
+
+    # Archived (the inbox is left as it was); a new message takes Cc and Bcc too.
+    page.get_by_role("button", name="Archive").click()
+    expect(page.get_by_role("list", name="Threads in inbox")).not_to_contain_text("Team lunch")
+    page.get_by_role("button", name="Write").click()
+    compose = page.get_by_role("form", name="New message")
+    compose.get_by_label("To").fill("pal@partner.example")
+    compose.get_by_label("Cc", exact=True).fill("Lee <lee@partner.example>")
+    compose.get_by_label("Bcc").fill("boss@partner.example")
+    compose.get_by_label("Subject").fill("Menu")
+    compose.get_by_label("Message").fill("The menu is attached in spirit.")
+    body = posted(page, "/sendMail", lambda: (
+        compose.get_by_role("button", name="Send").click(),
+        page.get_by_role("button", name="Send now").click()))
+    assert body["cc"] == ["lee@partner.example"] and body["bcc"] == ["boss@partner.example"], body
+    expect(page.get_by_role("form", name="New message")).to_have_count(0)
     watch.check()
 
 
@@ -1237,6 +1339,7 @@ def main():
         mailboxes(page, watch)
         checklist_done(page, watch)
         webmail(page, watch)
+        conversation(page, watch)
         inline_images(page, watch)
         malicious(page, watch)
         quarantine(page, watch)

@@ -31,7 +31,7 @@ const OCTETS: &str = "application/octet-stream";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
     /// Write every fresh message and change now, and rewrite segments that
-    /// hold purged mail.
+    /// hold purged mail or mail deleted for good.
     pub force: bool,
     /// How long replaced items and blobs stay (tests and purges: 0).
     pub grace_ms: Option<i64>,
@@ -133,11 +133,13 @@ async fn once(
         _ => (views.iter().collect(), None),
     };
     let purged = |view: &View, d: usize| stored.purged(view.head.mailbox_of(d), view.head.id(d));
+    // What a merge leaves out: purged mail, and messages deleted for good.
+    let dropped = |view: &View, d: usize| purged(view, d) || view.state(d).gone();
     let flush = fresh_view.is_some() && (unfolded >= TAIL_LIMIT || options.force);
     let fold = stored.overrides.len() >= OVERRIDE_LIMIT || (options.force && !stored.overrides.is_empty());
     let stale: Vec<usize> = if options.force {
         (0..segment_views.len())
-            .filter(|&i| (0..segment_views[i].head.n).any(|d| purged(segment_views[i], d)))
+            .filter(|&i| (0..segment_views[i].head.n).any(|d| dropped(segment_views[i], d)))
             .collect()
     } else {
         Vec::new()
@@ -207,7 +209,11 @@ async fn once(
             let docs: Vec<Doc> = stored
                 .docs
                 .iter()
-                .filter(|d| fresh.head.find(&d.id).is_some() && !stored.purged(&d.mailbox, &d.id))
+                .filter(|d| {
+                    // Deleted meanwhile: never written (its change is folded
+                    // with it, and both go together).
+                    fresh.head.find(&d.id).is_some_and(|f| !fresh.state(f).gone()) && !stored.purged(&d.mailbox, &d.id)
+                })
                 .cloned()
                 .collect();
             folded_docs.extend(
@@ -231,12 +237,12 @@ async fn once(
                 segments.push((seg, state));
             }
         }
-        // Segments holding purged mail, rewritten without it.
+        // Segments holding purged or deleted mail, rewritten without it.
         for &i in stale.iter().rev() {
             let (seg, _) = segments.remove(i);
             replaced.extend(segment_blobs(&prefix, &seg));
             let view = segment_views[i];
-            let merged = merge(blobs, &prefix, &[view], &|v, d| !purged(v, d)).await?;
+            let merged = merge(blobs, &prefix, &[view], &|v, d| !dropped(v, d)).await?;
             if let Some((seg, state, keys)) = merged {
                 written.extend(keys);
                 outcome.segments_written += 1;
@@ -271,10 +277,7 @@ async fn once(
                 });
             }
             let refs: Vec<&View> = input_views.iter().collect();
-            let merged = merge(blobs, &prefix, &refs, &|v, d| {
-                !stored.purged(v.head.mailbox_of(d), v.head.id(d))
-            })
-            .await?;
+            let merged = merge(blobs, &prefix, &refs, &|v, d| !dropped(v, d)).await?;
             // Only once merged: the merge reads the inputs' buckets.
             for (seg, _) in &inputs {
                 if old.segments.iter().any(|s| s.id == seg.id) {

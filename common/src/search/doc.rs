@@ -17,8 +17,9 @@ pub const ATTACHMENT: u8 = 2;
 /// Mail the service sent the owner: no scoped key finds it.
 pub const OWNER_ONLY: u8 = 4;
 
-/// Where a message is, in one byte: its folder (the low two bits) and
-/// whether it is unread.
+/// Where a message is, in one byte: its folder (the low two bits), whether
+/// it is unread, and whether it is gone (deleted for good: left out of every
+/// answer and dropped when its segment is next merged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct State(pub u8);
 
@@ -28,7 +29,8 @@ pub enum Folder {
     Inbox = 0,
     Archive = 1,
     Trash = 2,
-    // 3 is kept for the spam folder (see grammar::Place).
+    /// Received mail filed or reported as spam (`in:spam`).
+    Spam = 3,
 }
 
 impl Folder {
@@ -36,12 +38,13 @@ impl Folder {
         self as u8
     }
 
-    /// A folder by its stored name (`inbox`, `archive`, `trash`).
+    /// A folder by its stored name (`inbox`, `archive`, `trash`, `spam`).
     pub fn named(name: &str) -> Option<Folder> {
         match name {
             "inbox" => Some(Folder::Inbox),
             "archive" => Some(Folder::Archive),
             "trash" => Some(Folder::Trash),
+            "spam" => Some(Folder::Spam),
             _ => None,
         }
     }
@@ -49,6 +52,7 @@ impl Folder {
 
 const FOLDER_BITS: u8 = 3;
 const UNREAD: u8 = 4;
+const GONE: u8 = 8;
 
 impl State {
     pub fn new(folder: Folder, unread: bool) -> State {
@@ -65,6 +69,12 @@ impl State {
     }
     pub fn with_unread(self, unread: bool) -> State {
         State(if unread { self.0 | UNREAD } else { self.0 & !UNREAD })
+    }
+    pub fn gone(self) -> bool {
+        self.0 & GONE != 0
+    }
+    pub fn with_gone(self) -> State {
+        State(self.0 | GONE)
     }
 }
 
@@ -251,6 +261,8 @@ mod tests {
         assert_eq!((s.folder(), s.unread()), (1, true));
         let s = s.with_unread(false).with_folder(Folder::Trash.code());
         assert_eq!((s.folder(), s.unread()), (2, false));
+        let s = s.with_folder(Folder::Spam.code()).with_gone();
+        assert_eq!((s.folder(), s.unread(), s.gone()), (3, false, true));
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub struct Hit {
     /// The fields (bit `1 << code`) where the query's words matched.
     pub fields: u8,
     pub score: f32,
+    /// It is in the spam folder (its row is kept apart).
+    pub spam: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -357,6 +359,7 @@ impl<'a> Eval<'a> {
                     Place::Inbox => Bits::of(n, |d| !outbound(d) && folder(d) == Folder::Inbox.code()),
                     Place::Archive => Bits::of(n, |d| !outbound(d) && folder(d) == Folder::Archive.code()),
                     Place::Trash => Bits::of(n, |d| folder(d) == trash),
+                    Place::Spam => Bits::of(n, |d| folder(d) == Folder::Spam.code()),
                     Place::Sent => Bits::of(n, |d| outbound(d) && folder(d) != trash),
                     Place::Anywhere => Bits::all(n),
                 }
@@ -407,19 +410,24 @@ impl Matches<'_> {
             mailbox: self.view.head.mailbox_of(d).to_string(),
             fields,
             score: self.scores.as_ref().map_or(0.0, |s| s[d]),
+            spam: self.view.state(d).folder() == Folder::Spam.code(),
         }
     }
 }
 
-/// Whether each message of a segment is one the reader may see.
+/// Whether each message of a segment is one the reader may see: never one
+/// deleted for good; trash and spam only when the query names them.
 fn visible(view: &View, reader: &Reader<'_>, query: &Query, purged: &dyn Fn(&str, &str) -> bool) -> Bits {
     let head = &view.head;
     let allowed: Vec<bool> = head.mailboxes().iter().map(|m| (reader.covers)(m)).collect();
-    let trash = Folder::Trash.code();
+    let (trash, spam) = (Folder::Trash.code(), Folder::Spam.code());
     Bits::of(head.n, |d| {
+        let state = view.state(d);
         allowed[head.mailbox[d] as usize]
             && (reader.owner || head.flags[d] & OWNER_ONLY == 0)
-            && (query.names_trash || view.state(d).folder() != trash)
+            && !state.gone()
+            && (query.names_trash || state.folder() != trash)
+            && (query.names_spam || state.folder() != spam)
             && !purged(head.mailbox_of(d), head.id(d))
     })
 }

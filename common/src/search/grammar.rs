@@ -28,18 +28,19 @@ pub enum Place {
     Archive,
     /// Any mail in the trash.
     Trash,
+    /// Received mail filed or reported as spam.
+    Spam,
     /// Sent mail, outside the trash.
     Sent,
-    /// Everywhere, the trash included.
+    /// Everywhere, the trash and spam included.
     Anywhere,
-    // The spam folder (`in:spam`) is the spam verdicts' to add: a `Spam`
-    // place here, its name in `PLACES`, and its state code in `doc::Folder`.
 }
 
 const PLACES: &[(&str, Place)] = &[
     ("inbox", Place::Inbox),
     ("archive", Place::Archive),
     ("trash", Place::Trash),
+    ("spam", Place::Spam),
     ("sent", Place::Sent),
     ("anywhere", Place::Anywhere),
 ];
@@ -72,6 +73,9 @@ pub struct Query {
     /// The query names the trash (`in:trash`, `in:anywhere`): without it,
     /// trashed mail is left out, as Gmail does.
     pub names_trash: bool,
+    /// The query names spam (`in:spam`, `in:anywhere`): without it, spam is
+    /// left out, as Gmail does.
+    pub names_spam: bool,
 }
 
 /// Why a query could not be read: a sentence naming the part at fault.
@@ -95,6 +99,7 @@ pub fn parse(q: &str, now_ms: i64) -> Result<Query, Unreadable> {
         parts: 0,
         now_ms,
         names_trash: false,
+        names_spam: false,
     };
     let root = parser.all(None)?;
     if let Some(extra) = parser.lexemes.get(parser.at) {
@@ -106,6 +111,7 @@ pub fn parse(q: &str, now_ms: i64) -> Result<Query, Unreadable> {
     Ok(Query {
         root,
         names_trash: parser.names_trash,
+        names_spam: parser.names_spam,
     })
 }
 
@@ -297,6 +303,7 @@ struct Parser {
     parts: usize,
     now_ms: i64,
     names_trash: bool,
+    names_spam: bool,
 }
 
 impl Parser {
@@ -460,10 +467,13 @@ impl Parser {
                     if matches!(place, Place::Trash | Place::Anywhere) {
                         self.names_trash = true;
                     }
+                    if matches!(place, Place::Spam | Place::Anywhere) {
+                        self.names_spam = true;
+                    }
                     Ok(Node::In(*place))
                 }
                 None => Err(Unreadable(format!(
-                    "\"{shown}\" is not searchable: in: takes inbox, archive, trash, sent or anywhere"
+                    "\"{shown}\" is not searchable: in: takes inbox, archive, trash, spam, sent or anywhere"
                 ))),
             },
             Operator::Before | Operator::After => {
@@ -621,6 +631,12 @@ mod tests {
         let trash = parse("in:trash", NOW).unwrap();
         assert!(trash.names_trash);
         assert!(!parse("in:inbox -in:sent", NOW).unwrap().names_trash);
+        let spam = parse("IN:Spam", NOW).unwrap();
+        assert_eq!(spam.root, Node::In(Place::Spam));
+        assert!(spam.names_spam && !spam.names_trash);
+        let anywhere = parse("in:anywhere", NOW).unwrap();
+        assert!(anywhere.names_spam && anywhere.names_trash);
+        assert!(!parse("in:trash", NOW).unwrap().names_spam);
     }
 
     #[test]
@@ -637,7 +653,7 @@ mod tests {
         assert_eq!(err("a - b"), "\"-\" needs a word right after it, such as -draft");
         assert!(err("from: alice").starts_with("\"from:\" needs a value"));
         assert!(err("is:starred").contains("\"is:starred\""));
-        assert!(err("in:spam").contains("\"in:spam\""));
+        assert!(err("in:junk").contains("\"in:junk\""));
         assert!(err("before:march").contains("\"before:march\" is not a date"));
         assert!(err("newer_than:7w").contains("\"newer_than:7w\""));
         assert_eq!(err("label:work"), "\"label:\" is not an operator this search has");

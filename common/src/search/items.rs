@@ -6,8 +6,9 @@
 //! - `d#<id>`: a message filed since the last segment was written (its
 //!   words packed), put in the filing's own transaction;
 //! - `o#<id>`: a message's folder (`f`) or unread flag (`u`) changed since
-//!   the state blob was written, set in the change's own transaction, with a
-//!   token (`t`) a fold deletes it on;
+//!   the state blob was written, or the message deleted for good (`g`), set
+//!   in the change's own transaction, with a token (`t`) a fold deletes it
+//!   on;
 //! - `x#<mailbox>`: every message of a purged mailbox up to an id (`upTo`);
 //! - `b`: how far the indexing of mail filed before the index existed has
 //!   come (`done`, or the last row id of each direction indexed).
@@ -114,13 +115,16 @@ pub struct Override {
     pub id: String,
     pub folder: Option<u8>,
     pub unread: Option<bool>,
+    /// Deleted for good.
+    pub gone: bool,
     pub token: String,
 }
 
 impl Override {
     pub fn apply(&self, state: State) -> State {
         let state = self.folder.map_or(state, |f| state.with_folder(f));
-        self.unread.map_or(state, |u| state.with_unread(u))
+        let state = self.unread.map_or(state, |u| state.with_unread(u));
+        if self.gone { state.with_gone() } else { state }
     }
 }
 
@@ -173,6 +177,7 @@ pub async fn read(store: &dyn Store, scope: &str) -> Result<Stored, ApiError> {
                 id: id.to_string(),
                 folder: item.get("f").and_then(Value::as_u64).map(|f| f as u8),
                 unread: item.get("u").and_then(Value::as_bool),
+                gone: item.get("g").and_then(Value::as_bool).unwrap_or(false),
                 token: item.get("t").and_then(Value::as_str).unwrap_or_default().to_string(),
             });
         } else if sk == BACKFILL {
@@ -237,6 +242,26 @@ pub fn unread_write(scope: &str, id: &str, unread: bool) -> Write {
     Write::Update {
         key: override_key(scope, id),
         update: Update::new().set("u", unread).set("t", token()),
+        cond: None,
+    }
+}
+
+/// A message moved to a folder with its unread flag set at once (a spam
+/// report): written in the move's transaction.
+pub fn state_write(scope: &str, id: &str, folder: Folder, unread: bool) -> Write {
+    Write::Update {
+        key: override_key(scope, id),
+        update: Update::new().set("f", folder.code()).set("u", unread).set("t", token()),
+        cond: None,
+    }
+}
+
+/// A message deleted for good: written in the deletion's transaction, so
+/// no answer (nor its `total`) counts it from then on.
+pub fn gone_write(scope: &str, id: &str) -> Write {
+    Write::Update {
+        key: override_key(scope, id),
+        update: Update::new().set("g", true).set("t", token()),
         cond: None,
     }
 }

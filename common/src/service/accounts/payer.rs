@@ -9,7 +9,7 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::ratelimit::{self, DAY, Limit, MINUTE};
 use crate::service::accounts::credits::{self, AGENT_BUCKET, SEND_PER_DAY, SEND_PER_MINUTE};
-use crate::store::{Cond, Key};
+use crate::store::{Cond, Key, Write};
 
 /// Whose switches, rate windows and balance a send counts against (kept
 /// with a waiting send, which is charged later or refunded).
@@ -151,23 +151,59 @@ const SEND_DAY: Limit = Limit {
     period_secs: DAY,
 };
 
-/// Counts one send in every window (the account's two, a scoped key's
-/// day), or in none. A full key window is named as such.
-async fn rate_limit(ctx: &Context, bucket: &str, cap: Option<KeyCap>, checks: &[(Key, Cond)]) -> Result<(), ApiError> {
-    let (minute, day) = (format!("send:{bucket}:{MINUTE}"), format!("send:{bucket}:{DAY}"));
-    let mut windows = vec![(minute.as_str(), SEND_MINUTE), (day.as_str(), SEND_DAY)];
-    let key_window = cap.as_ref().map(|cap| {
+/// The windows one send counts in: the account's two, and a scoped key's
+/// own day.
+fn windows(bucket: &str, cap: Option<&KeyCap>) -> Vec<(String, Limit)> {
+    let mut windows = vec![
+        (format!("send:{bucket}:{MINUTE}"), SEND_MINUTE),
+        (format!("send:{bucket}:{DAY}"), SEND_DAY),
+    ];
+    if let Some(cap) = cap {
         let limit = Limit {
             max: cap.per_day,
             period_secs: DAY,
         };
-        (format!("send:key:{}:{DAY}", cap.key_id), limit)
-    });
-    if let Some((bucket, limit)) = &key_window {
-        windows.push((bucket.as_str(), *limit));
+        windows.push((format!("send:key:{}:{DAY}", cap.key_id), limit));
     }
+    windows
+}
+
+/// [`gate`]'s writes, for a send that takes them in its own transaction
+/// with its credit and delivery record: the window counts and the switches'
+/// conditions. Refused, that transaction wrote nothing, and [`gate`] then
+/// says why in the spec's order.
+pub fn gate_writes(ctx: &Context, payer: &Payer, cap: Option<&KeyCap>) -> Vec<Write> {
+    let windows = windows(&payer.rate_bucket(), cap);
+    let named: Vec<(&str, Limit)> = windows
+        .iter()
+        .map(|(bucket, limit)| (bucket.as_str(), *limit))
+        .collect();
+    ratelimit::hits(&named, &switches(ctx, payer), ctx.clock.epoch())
+}
+
+/// The payer's credit taken inside a transaction, on condition the balance
+/// is still the `seen` one (the caller asks with 1 or more): the balance after is then exactly
+/// `seen - 1`, as [`charge`] would answer. None for a person.
+pub fn charge_write(payer: &Payer, seen: i64) -> Option<Write> {
+    let bucket = payer.credit_bucket()?;
+    Some(Write::Update {
+        key: keys::credits(&bucket),
+        update: crate::store::Update::new().add("remaining", -1),
+        cond: Some(Cond::eq("remaining", seen)),
+    })
+}
+
+/// Counts one send in every window (the account's two, a scoped key's
+/// day), or in none. A full key window is named as such.
+async fn rate_limit(ctx: &Context, bucket: &str, cap: Option<KeyCap>, checks: &[(Key, Cond)]) -> Result<(), ApiError> {
+    let windows = windows(bucket, cap.as_ref());
+    let named: Vec<(&str, Limit)> = windows
+        .iter()
+        .map(|(bucket, limit)| (bucket.as_str(), *limit))
+        .collect();
+    let key_window = cap.is_some().then(|| windows[2].clone());
     let now = ctx.clock.epoch();
-    match ratelimit::hit_all(ctx.store.as_ref(), &windows, checks, now).await {
+    match ratelimit::hit_all(ctx.store.as_ref(), &named, checks, now).await {
         Err(refused) if refused.status == 429 => match &key_window {
             Some((bucket, limit)) if ratelimit::full(ctx.store.as_ref(), bucket, *limit, now).await? => Err(ApiError {
                 retry_after: refused.retry_after,

@@ -12,7 +12,7 @@ use crate::mail::Outgoing;
 use crate::metrics;
 use crate::service::accounts::payer::{self, Payer};
 use crate::service::{delivery::suppressions, guardrails::lists, mail_store};
-use crate::store::{Cond, Write, item};
+use crate::store::{Cond, Item, Key, StoreError, StoreResult, Write, item};
 
 use super::record::{Event, apply, first_item};
 use super::sent::Reply;
@@ -53,12 +53,45 @@ pub async fn dispatch(ctx: &Context, payer: Option<&Payer>, out: &Outbound<'_>) 
 /// them beside its own earlier checks and take the answer in its turn. A
 /// blocked or not-allowed recipient is named before a suppressed one.
 pub async fn check_recipients(ctx: &Context, owner: &str, from: &str, recipients: &[String]) -> Result<(), ApiError> {
-    let (listed, suppressed) = tokio::join!(
-        lists::refuse_send(ctx, owner, from, recipients),
-        suppressions::refuse_listed(ctx, owner, recipients)
-    );
-    listed?;
-    suppressed
+    Looked::read(ctx, owner, recipients, None)
+        .await
+        .check(from, recipients)
+        .map(drop)
+}
+
+/// What the recipient checks read, and the payer's balance read in the same
+/// batch: the lists' Query beside one BatchGetItem.
+pub struct Looked {
+    listed: StoreResult<Vec<lists::Entry>>,
+    found: StoreResult<(Vec<Option<Item>>, Option<i64>)>,
+}
+
+impl Looked {
+    /// Reads the owner's send lists, the recipients' suppressions and, when
+    /// given, the payer's balance item; refuses nothing yet.
+    pub async fn read(ctx: &Context, owner: &str, recipients: &[String], balance: Option<Key>) -> Looked {
+        let mut keys = suppressions::keys_of(owner, recipients);
+        let suppressions = keys.len();
+        keys.extend(balance);
+        let (listed, found) = tokio::join!(lists::send_entries(ctx, owner), ctx.store.get_many(&keys));
+        let found = found.map(|mut items| {
+            let balance = items
+                .get(suppressions)
+                .and_then(|item| item.as_ref()?.get("remaining")?.as_i64());
+            items.truncate(suppressions);
+            (items, balance)
+        });
+        Looked { listed, found }
+    }
+
+    /// [`check_recipients`]'s answer on what was read, and the balance read
+    /// beside it (none when there is no balance item or none was asked).
+    pub fn check(self, from: &str, recipients: &[String]) -> Result<Option<i64>, ApiError> {
+        lists::refuse_send_among(&self.listed?, from, recipients)?;
+        let (found, balance) = self.found?;
+        suppressions::refuse_found(found)?;
+        Ok(balance)
+    }
 }
 
 /// [`dispatch`] once [`check_recipients`] passed for these recipients.
@@ -67,26 +100,120 @@ pub async fn dispatch_checked(
     payer: Option<&Payer>,
     out: &Outbound<'_>,
 ) -> Result<Dispatched, ApiError> {
-    let real: Vec<usize> = (0..out.recipients.len())
+    dispatch_recorded(ctx, payer, out, None).await
+}
+
+/// [`dispatch_checked`] with its delivery record already prepared (a send
+/// whose one transaction was refused tries again the long way with it).
+pub async fn dispatch_recorded(
+    ctx: &Context,
+    payer: Option<&Payer>,
+    out: &Outbound<'_>,
+    recorded: Option<Recorded>,
+) -> Result<Dispatched, ApiError> {
+    let real = real_recipients(ctx, out);
+    let charged = async {
+        let transport = transport(ctx, &real)?;
+        // Mail that never leaves the service costs nothing.
+        let credits_remaining = match (real.is_empty(), payer) {
+            (false, Some(payer)) => payer::charge(ctx, payer).await?,
+            _ => None,
+        };
+        Ok::<_, ApiError>((transport, credits_remaining))
+    };
+    let ((transport, credits_remaining), recorded) = match (charged.await, recorded) {
+        (Ok(charged), recorded) => (charged, recorded),
+        (Err(refused), Some(recorded)) => {
+            recorded.discard(ctx, out).await;
+            return Err(refused);
+        }
+        (Err(refused), None) => return Err(refused),
+    };
+    let recorded = match recorded {
+        Some(recorded) => recorded,
+        None => Recorded::prepare(ctx, out).await?,
+    };
+    ctx.store.transact(recorded.writes).await?;
+    deliver(ctx, transport, out, recorded.sent, &real, credits_remaining).await
+}
+
+/// A send taken whole in one transaction: the gate's writes (its windows
+/// and switches, [`payer::gate_writes`]), the payer's credit on condition
+/// the balance is still the one `balance` read, and the delivery record;
+/// then out. The spec's order of checks holds because the transaction is
+/// all or nothing: refused (a window full, a switch off, the balance moved
+/// or short), it wrote nothing, and the record comes back for the long way
+/// ([`payer::gate`], then [`dispatch_recorded`]), which says why.
+pub async fn dispatch_at_once(
+    ctx: &Context,
+    payer: &Payer,
+    gate: Vec<Write>,
+    balance: Option<i64>,
+    out: &Outbound<'_>,
+    recorded: Recorded,
+) -> Result<Result<Dispatched, Recorded>, ApiError> {
+    let real = real_recipients(ctx, out);
+    if !real.is_empty() && ctx.customer_mail.is_none() {
+        return Ok(Err(recorded));
+    }
+    let (charge, credits_remaining) = match (real.is_empty(), payer.credit_bucket(), balance) {
+        (true, _, _) | (false, None, _) => (None, None),
+        (false, Some(_), Some(seen)) if seen >= 1 => (payer::charge_write(payer, seen), Some(seen - 1)),
+        // No balance, or none left: the long way refuses it in its turn.
+        (false, Some(_), _) => return Ok(Err(recorded)),
+    };
+    let mut writes = gate;
+    writes.extend(charge);
+    writes.extend(recorded.writes.iter().cloned());
+    match ctx.store.transact(writes).await {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed) => return Ok(Err(recorded)),
+        Err(e) => return Err(e.into()),
+    }
+    let transport = transport(ctx, &real)?;
+    Ok(Ok(deliver(
+        ctx,
+        transport,
+        out,
+        recorded.sent,
+        &real,
+        credits_remaining,
+    )
+    .await?))
+}
+
+/// The recipients that leave the service (not the simulator's), by index.
+fn real_recipients(ctx: &Context, out: &Outbound<'_>) -> Vec<usize> {
+    (0..out.recipients.len())
         .filter(|&n| simulator::scenario(ctx, &out.recipients[n]).is_none())
-        .collect();
-    let transport = match real.is_empty() {
-        true => None,
-        false => Some(
-            ctx.customer_mail
-                .as_ref()
-                .ok_or(error::NO_OUTBOUND_HOST)
-                .inspect_err(|_| sent_metrics(ctx, 0, real.len()))?,
-        ),
-    };
-    // Mail that never leaves the service costs nothing.
-    let credits_remaining = match (real.is_empty(), payer) {
-        (false, Some(payer)) => payer::charge(ctx, payer).await?,
-        _ => None,
-    };
-    let sent = record(ctx, out).await?;
+        .collect()
+}
+
+/// The relay, when any recipient leaves the service.
+fn transport<'c>(ctx: &'c Context, real: &[usize]) -> Result<Option<&'c dyn crate::mail::Transport>, ApiError> {
+    if real.is_empty() {
+        return Ok(None);
+    }
+    let transport = ctx
+        .customer_mail
+        .as_ref()
+        .ok_or(error::NO_OUTBOUND_HOST)
+        .inspect_err(|_| sent_metrics(ctx, 0, real.len()))?;
+    Ok(Some(transport.as_ref()))
+}
+
+/// One SMTP transaction per real recipient, after the record is written;
+/// the refusals recorded, the simulator's recipients played.
+async fn deliver(
+    ctx: &Context,
+    transport: Option<&dyn crate::mail::Transport>,
+    out: &Outbound<'_>,
+    sent: SentMessage,
+    real: &[usize],
+    credits_remaining: Option<i64>,
+) -> Result<Dispatched, ApiError> {
     let mut refusals = Vec::new();
-    for &n in &real {
+    for &n in real {
         let copy = Outgoing {
             envelope_from: return_path::for_recipient(ctx, &sent.id, n),
             recipients: vec![out.recipients[n].clone()],
@@ -144,55 +271,64 @@ fn sent_metrics(ctx: &Context, accepted: usize, failed: usize) {
 /// The delivery, its recipients at `sent`, its outbox row and its
 /// Message-ID, written together before anything goes out, so a report that
 /// comes back at once finds them.
-async fn record(ctx: &Context, out: &Outbound<'_>) -> Result<SentMessage, ApiError> {
-    let now = ctx.clock.now();
-    let at = crate::clock::iso(now);
-    let sent = SentMessage {
-        id: return_path::new_delivery_id(),
-        owner: out.owner.clone(),
-        message_id: out.message_id.to_string(),
-        from: out.from.to_string(),
-        subject: out.subject.to_string(),
-        to: out.recipients.to_vec(),
-        created_at: at.clone(),
-        source: out.source.to_string(),
-    };
-    let fresh = |item| Write::Put {
-        item,
-        cond: Some(Cond::NotExists),
-    };
-    let listed = crate::store::Key::new(
-        keys::outbox(&sent.owner),
-        format!("{:013}-{}", now.timestamp_millis().max(0), sent.id),
-    );
-    let mut writes = vec![
-        fresh(item(&keys::delivery_message(&sent.id), &sent)),
-        fresh(item(&listed, &sent)),
-        // A Message-ID sent again (a resubmission) points at its newest send.
-        Write::Put {
-            item: item(
-                &keys::outbox_message_id(&sent.owner, &sent.message_id),
-                &serde_json::json!({ "delivery": sent.id }),
-            ),
-            cond: None,
-        },
-    ];
-    for (n, address) in sent.to.iter().enumerate() {
-        writes.push(fresh(first_item(&sent.id, n, address, &at)));
+pub struct Recorded {
+    sent: SentMessage,
+    writes: Vec<Write>,
+}
+
+impl Recorded {
+    /// The record's writes, its Sent copy's bytes stored first (when the
+    /// sender keeps one).
+    pub async fn prepare(ctx: &Context, out: &Outbound<'_>) -> Result<Recorded, ApiError> {
+        let now = ctx.clock.now();
+        let at = crate::clock::iso(now);
+        let sent = SentMessage {
+            id: return_path::new_delivery_id(),
+            owner: out.owner.clone(),
+            message_id: out.message_id.to_string(),
+            from: out.from.to_string(),
+            subject: out.subject.to_string(),
+            to: out.recipients.to_vec(),
+            created_at: at.clone(),
+            source: out.source.to_string(),
+        };
+        let fresh = |item| Write::Put {
+            item,
+            cond: Some(Cond::NotExists),
+        };
+        let listed = crate::store::Key::new(
+            keys::outbox(&sent.owner),
+            format!("{:013}-{}", now.timestamp_millis().max(0), sent.id),
+        );
+        let mut writes = vec![
+            fresh(item(&keys::delivery_message(&sent.id), &sent)),
+            fresh(item(&listed, &sent)),
+            // A Message-ID sent again (a resubmission) points at its newest send.
+            Write::Put {
+                item: item(
+                    &keys::outbox_message_id(&sent.owner, &sent.message_id),
+                    &serde_json::json!({ "delivery": sent.id }),
+                ),
+                cond: None,
+            },
+        ];
+        for (n, address) in sent.to.iter().enumerate() {
+            writes.push(fresh(first_item(&sent.id, n, address, &at)));
+        }
+        // The recipients become the sender's contacts (a first-contact hold
+        // asks about anyone else).
+        writes.extend(crate::service::delivery::contacts::contact_writes(&sent.owner, &sent.to, &at));
+        // A send from a hosted mailbox is saved to its IMAP Sent.
+        writes.extend(
+            mail_store::sync_marks::prepare_sent(ctx, out.source, out.from, out.message_id, &sent.id, out.raw).await?,
+        );
+        Ok(Recorded { sent, writes })
     }
-    // The recipients become the sender's contacts (a first-contact hold
-    // asks about anyone else).
-    writes.extend(crate::service::delivery::contacts::contact_writes(
-        &sent.owner,
-        &sent.to,
-        &at,
-    ));
-    // A send from a hosted mailbox is saved to its IMAP Sent.
-    writes.extend(
-        mail_store::sync_marks::prepare_sent(ctx, out.source, out.from, out.message_id, &sent.id, out.raw).await?,
-    );
-    ctx.store.transact(writes).await?;
-    Ok(sent)
+
+    /// A record never written (its send refused): its Sent copy's bytes go.
+    pub async fn discard(self, ctx: &Context, out: &Outbound<'_>) {
+        mail_store::sync_marks::discard_sent(ctx, out.source, out.from, &self.sent.id).await;
+    }
 }
 
 /// The relay's refusal as a reply: lettre's error text holds the SMTP code

@@ -108,17 +108,19 @@ struct Listed {
 
 // ------------------------------------------------------------- the check
 
-/// Refuses a send to any listed recipient, naming each with why and since
-/// when; one request for all of them.
-pub async fn refuse_listed(ctx: &Context, owner: &str, recipients: &[String]) -> Result<(), ApiError> {
-    let keys: Vec<_> = recipients
+/// The recipients' suppression items, for a send that reads them in its
+/// own batch ([`refuse_found`] judges what it found).
+pub fn keys_of(owner: &str, recipients: &[String]) -> Vec<crate::store::Key> {
+    recipients
         .iter()
         .map(|r| keys::suppression(owner, &r.to_ascii_lowercase()))
-        .collect();
-    let listed: Vec<Suppression> = ctx
-        .store
-        .get_many(&keys)
-        .await?
+        .collect()
+}
+
+/// Refuses a send to any listed recipient, naming each with why and since
+/// when, on the items found at [`keys_of`] (one request for all of them).
+pub fn refuse_found(found: Vec<Option<crate::store::Item>>) -> Result<(), ApiError> {
+    let listed: Vec<Suppression> = found
         .into_iter()
         .flatten()
         .map(crate::store::record)

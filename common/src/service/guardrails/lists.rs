@@ -3,7 +3,7 @@
 //! of addresses or whole domains (a domain matches itself and its
 //! subdomains). A send to a blocked recipient, or to one no entry of a
 //! non-empty allow list matches, is refused whole before any credit is spent
-//! ([`refuse_send`], called by the dispatch every send path shares); mail
+//! ([`refuse_send_among`], called by the dispatch every send path shares); mail
 //! received from such a sender is judged by [`receive_verdict`].
 //!
 //! Items: `LIST#<uid>/<direction>#<kind>#<mailbox or *>#<entry>` one entry,
@@ -191,11 +191,17 @@ async fn entries(ctx: &Context, uid: &str, direction: ListDirection) -> StoreRes
 
 // ------------------------------------------------------------- the checks
 
+/// The owner's send entries, read before the sender is known (a send reads
+/// them beside its other reads); [`refuse_send_among`] judges them.
+pub async fn send_entries(ctx: &Context, owner: &str) -> StoreResult<Vec<Entry>> {
+    entries(ctx, account_of(owner), ListDirection::Send).await
+}
+
 /// Refuses a send whole when a recipient is blocked, or a non-empty allow
 /// list (the account-wide entries and the sending mailbox's) matches not
-/// every recipient; the addresses are named in `addresses`. One Query.
-pub async fn refuse_send(ctx: &Context, owner: &str, from: &str, recipients: &[String]) -> Result<(), ApiError> {
-    let listed = entries(ctx, account_of(owner), ListDirection::Send).await?;
+/// every recipient; the addresses are named in `addresses`. Judged on the
+/// entries [`send_entries`] read (one Query).
+pub fn refuse_send_among(listed: &[Entry], from: &str, recipients: &[String]) -> Result<(), ApiError> {
     if listed.is_empty() {
         return Ok(());
     }
@@ -203,7 +209,7 @@ pub async fn refuse_send(ctx: &Context, owner: &str, from: &str, recipients: &[S
         recipients
             .iter()
             .map(|r| r.trim().to_ascii_lowercase())
-            .filter(|r| judge(&listed, from, r) == Some(kind))
+            .filter(|r| judge(listed, from, r) == Some(kind))
             .collect()
     };
     for (kind, problem) in [

@@ -13,7 +13,8 @@ use crate::store::{Cond, StoreError, Write};
 
 /// Deletes a row for good: every copy of it, its place in its thread's
 /// summary (the summary too when it was the thread's last message), and its
-/// blobs; the mail host is told (a `gone` mark in the same transaction).
+/// blobs; the mail host and the search index are told (a `gone` mark and an
+/// index change in the same transaction).
 /// `Ok(false)` when it was already gone. Safe to run again after a failure
 /// at any step: the blobs go last, and a row already gone still has its
 /// blobs removed.
@@ -104,6 +105,8 @@ fn delete_writes(scope: &str, row: &Row, summary: Option<&Thread>, ms: i64) -> V
         }
     }
     writes.push(gone_mark(scope, row, ms));
+    // Out of search at once, its count included.
+    writes.push(super::searchable::gone_write(scope, row));
     writes
 }
 

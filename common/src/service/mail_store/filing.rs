@@ -252,7 +252,11 @@ pub(super) fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, m
             cond: Some(Cond::NotExists),
         })
         .collect();
-    if row.quarantine.is_some() {
+    if let Some(kept) = &row.quarantine {
+        // Spam is in IMAP's Junk: the mail host moves its copy there.
+        if kept.reason == super::Quarantine::Spam {
+            writes.push(super::sync_marks::message_mark(scope, row, ms));
+        }
         return writes;
     }
     let thread = summary_with(row, existing, ms);

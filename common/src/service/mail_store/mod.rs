@@ -49,10 +49,11 @@ pub use filing::file;
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
 pub use limits::{MOVE_LIMIT, PREVIEW_CHARS, TEXT_ON_ROW};
 pub use pages::{
-    FILTER_SCAN, by_id, by_message_id, covered, in_spam, newest, page, page_raw, page_raw_where, quarantined, thread,
+    FILTER_SCAN, by_id, by_message_id, covered, expired, in_spam, newest, page, page_raw, page_raw_where, quarantined,
+    thread,
 };
 pub use purge::purge;
-pub use searchable::{backfill, backfilled};
+pub use searchable::{backfill, backfilled, forget_gone};
 pub use shapes::{
     AttachmentInfo, Direction, Folder, Named, NewMessage, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread,
 };

@@ -33,8 +33,9 @@ pub async fn by_id(ctx: &Context, scope: &str, id: &str) -> Result<Option<Row>, 
     }
 }
 
-/// A quarantined row past its 30 days (the store may not have dropped it yet).
-fn expired(row: &Row, now: i64) -> bool {
+/// A quarantined row past its 30 days (the store may not have dropped it
+/// yet); `now` in epoch seconds.
+pub fn expired(row: &Row, now: i64) -> bool {
     row.ttl.is_some_and(|ttl| ttl <= now)
 }
 

@@ -1,14 +1,16 @@
 //! What stored mail tells the search index (`crate::search`), written in the
 //! same transactions as the rows: a filed message's words, a changed folder
-//! or unread flag, and a purge. Quarantined mail is never indexed.
+//! or unread flag, a move into spam and back, a deletion for good, and a
+//! purge. Quarantined mail (spoofed, refused by a list) is never indexed;
+//! spam is, in its own folder (`in:spam`).
 
 use std::collections::BTreeMap;
 
-use super::shapes::{Folder, NewMessage, Row};
+use super::shapes::{Folder, NewMessage, Quarantine, Row};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::search::{self, doc, items};
-use crate::store::Write;
+use crate::store::{Cond, Key, StoreError, Write};
 
 fn folder(f: Folder) -> search::Folder {
     match f {
@@ -16,6 +18,19 @@ fn folder(f: Folder) -> search::Folder {
         Folder::Archive => search::Folder::Archive,
         Folder::Trash => search::Folder::Trash,
     }
+}
+
+/// Where a row is, for the index: spam in its folder, never unread.
+fn state_of(row: &Row) -> search::State {
+    match &row.quarantine {
+        Some(_) => search::State::new(search::Folder::Spam, false),
+        None => search::State::new(folder(row.folder()), row.unread),
+    }
+}
+
+/// Whether the index holds this row: all but the quarantine (spam included).
+fn indexed(row: &Row) -> bool {
+    row.quarantine.as_ref().is_none_or(|q| q.reason == Quarantine::Spam)
 }
 
 /// The display names written beside a message's From, To and Cc.
@@ -36,9 +51,10 @@ impl People {
     }
 }
 
-/// The index item of a message being filed (none when it is quarantined).
+/// The index item of a message being filed (none when it is quarantined;
+/// spam is indexed in its folder).
 pub(super) fn filing_write(scope: &str, m: &NewMessage<'_>, row: &Row) -> Option<Write> {
-    if row.quarantine.is_some() {
+    if !indexed(row) {
         return None;
     }
     let people = People::of(m.named.from_name, m.to, m.named.cc, &m.named.names);
@@ -64,8 +80,7 @@ pub(super) fn filing_write(scope: &str, m: &NewMessage<'_>, row: &Row) -> Option
     if row.owner_only {
         flags |= doc::OWNER_ONLY;
     }
-    let state = search::State::new(folder(row.folder()), row.unread);
-    let mut doc = search::Doc::new(&row.id, &row.mailbox, flags, state, &texts);
+    let mut doc = search::Doc::new(&row.id, &row.mailbox, flags, state_of(row), &texts);
     doc.fit(items::MAX_PACKED);
     Some(items::filing_write(scope, &doc))
 }
@@ -78,6 +93,62 @@ pub(super) fn unread_write(scope: &str, row: &Row, unread: bool) -> Write {
 /// A row moved to a folder, for the index.
 pub(super) fn folder_write(scope: &str, row: &Row, to: Folder) -> Write {
     items::folder_write(scope, &row.id, folder(to))
+}
+
+/// A row deleted for good, for the index: no answer counts it from then on.
+pub(super) fn gone_write(scope: &str, row: &Row) -> Write {
+    items::gone_write(scope, &row.id)
+}
+
+/// A row reported spam, for the index: in the spam folder, read.
+pub(super) fn spam_write(scope: &str, row: &Row) -> Write {
+    items::state_write(scope, &row.id, search::Folder::Spam, false)
+}
+
+/// A message the index found whose row is gone (spam past its 30 days, or
+/// mail deleted before deletions told the index) is marked gone there, so
+/// later counts leave it out: on condition, in one transaction, that no row
+/// holds it (a row moving between the inbox and spam meanwhile stays).
+pub async fn forget_gone(ctx: &Context, scope: &str, id: &str) -> Result<(), ApiError> {
+    let outbound = super::direction_of(id) == super::Direction::Outbound;
+    let mut writes = vec![Write::Check {
+        key: Key::new(crate::keys::mail_partition(scope, outbound), id),
+        cond: Cond::NotExists,
+    }];
+    if !outbound {
+        let now = ctx.clock.now().timestamp();
+        writes.push(Write::Check {
+            key: Key::new(crate::keys::spam_partition(scope), id),
+            cond: Cond::Or(vec![Cond::NotExists, Cond::Le("ttl".into(), now)]),
+        });
+    }
+    writes.push(items::gone_write(scope, id));
+    match ctx.store.transact(writes).await {
+        Ok(()) | Err(StoreError::ConditionFailed) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A spam row reported not spam, for the index: in the inbox, unread. A
+/// row the index lacks (spam filed before spam was indexed) is written
+/// whole, its words read back from its body.
+pub(super) async fn back_from_spam_write(ctx: &Context, scope: &str, row: &Row) -> Result<Write, ApiError> {
+    for _ in 0..3 {
+        let Some(loaded) = search::load::load(&*ctx.store, &*ctx.blobs, scope).await? else {
+            continue;
+        };
+        if loaded.views.iter().any(|v| v.head.find(&row.id).is_some()) {
+            return Ok(items::state_write(scope, &row.id, search::Folder::Inbox, true));
+        }
+        let doc = doc_of_row(ctx, row, search::State::new(search::Folder::Inbox, true)).await?;
+        return Ok(match items::filing_write(scope, &doc) {
+            // Nothing else writes it: the row is still in spam, where no
+            // backfill reads.
+            Write::Put { item, .. } => Write::Put { item, cond: None },
+            other => other,
+        });
+    }
+    Err(ApiError::internal("the search index changed under every read"))
 }
 
 /// Every message of these mailboxes up to the newest purged row is gone
@@ -100,7 +171,7 @@ const BACKFILL_PAGE: usize = 200;
 
 /// The index's message of a stored row (mail filed before the index
 /// existed): its whole body read back.
-async fn doc_of_row(ctx: &Context, row: &Row) -> Result<search::Doc, ApiError> {
+async fn doc_of_row(ctx: &Context, row: &Row, state: search::State) -> Result<search::Doc, ApiError> {
     let (text, html) = super::blobs::body(ctx, row).await?;
     let people = People::of(row.from_name.as_deref(), &row.to, &row.cc, &row.names);
     let texts = doc::texts(&search::Message {
@@ -125,7 +196,6 @@ async fn doc_of_row(ctx: &Context, row: &Row) -> Result<search::Doc, ApiError> {
     if row.owner_only {
         flags |= doc::OWNER_ONLY;
     }
-    let state = search::State::new(folder(row.folder()), row.unread);
     let mut doc = search::Doc::new(&row.id, &row.mailbox, flags, state, &texts);
     doc.fit(items::MAX_PACKED);
     Ok(doc)
@@ -147,7 +217,7 @@ pub async fn backfill(ctx: &Context, scope: &str) -> Result<bool, ApiError> {
         return Ok(false);
     };
     let mut progress = loaded.stored.backfill.clone();
-    let indexed = |id: &str| loaded.views.iter().any(|v| v.head.find(id).is_some());
+    let in_index = |id: &str| loaded.views.iter().any(|v| v.head.find(id).is_some());
     for outbound in [false, true] {
         let after = if outbound {
             &mut progress.after_out
@@ -157,8 +227,8 @@ pub async fn backfill(ctx: &Context, scope: &str) -> Result<bool, ApiError> {
         let pk = crate::keys::mail_partition(scope, outbound);
         let (rows, next) = super::pages::page::<Row>(ctx, pk, false, after.as_deref(), BACKFILL_PAGE).await?;
         let mut writes = Vec::new();
-        for row in rows.iter().filter(|r| !indexed(&r.id) && r.quarantine.is_none()) {
-            let doc = doc_of_row(ctx, row).await?;
+        for row in rows.iter().filter(|r| !in_index(&r.id) && indexed(r)) {
+            let doc = doc_of_row(ctx, row, state_of(row)).await?;
             // A filing of the same row cannot race this one: its row is
             // already stored, and with it its index item.
             if let Write::Put { item, .. } = items::filing_write(scope, &doc) {

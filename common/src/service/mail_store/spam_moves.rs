@@ -1,12 +1,13 @@
 //! A received row moved into the spam folder and back (an owner's report):
-//! each move is one transaction over every copy of the row and its thread's
-//! summary, conditioned on the row as it was read, with the caller's own
-//! writes (the training job) inside it.
+//! each move is one transaction over every copy of the row, its thread's
+//! summary and its place in the search index, conditioned on the row as it
+//! was read, with the caller's own writes (the training job) inside it.
 
 use super::filing::{filing_writes, rekeyed};
 use super::limits::{RETRIES, backoff};
 use super::pages::{by_id, thread};
 use super::shapes::{Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
+use super::sync_marks::message_mark;
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
@@ -46,6 +47,8 @@ pub async fn to_spam(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) -
         };
         let mut writes = out_of_the_inbox(scope, &row, &spam);
         writes.extend(thread_without(scope, &row, summary.as_ref()));
+        writes.push(message_mark(scope, &spam, now.timestamp_millis()));
+        writes.push(super::searchable::spam_write(scope, &row));
         writes.extend(also.iter().cloned());
         match ctx.store.transact(writes).await {
             Ok(()) => return Ok(Moved::Done(spam)),
@@ -64,6 +67,13 @@ pub async fn to_spam(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) -
 /// Moves a spam row back into the inbox, unread, onto its thread (a new
 /// one when that thread is gone). `also` as in [`to_spam`].
 pub async fn to_inbox(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) -> Result<Moved, ApiError> {
+    // Searchable again in the inbox (unread) once it moves.
+    let searchable = match &row.quarantine {
+        Some(kept) if kept.reason == Quarantine::Spam => {
+            Some(super::searchable::back_from_spam_write(ctx, scope, &row).await?)
+        }
+        _ => None,
+    };
     for _ in 0..RETRIES {
         match &row.quarantine {
             None => return Ok(Moved::Already(row)),
@@ -80,10 +90,12 @@ pub async fn to_inbox(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) 
         };
         let ms = ctx.clock.now().timestamp_millis();
         let mut writes = into_the_inbox(scope, &back, existing.as_ref(), ms);
+        writes.push(message_mark(scope, &back, ms));
         writes.push(Write::Delete {
             key: Key::new(keys::spam_partition(scope), &row.id),
             cond: Some(Cond::Exists),
         });
+        writes.extend(searchable.iter().cloned());
         writes.extend(also.iter().cloned());
         match ctx.store.transact(writes).await {
             Ok(()) => return Ok(Moved::Done(back)),

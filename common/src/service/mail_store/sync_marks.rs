@@ -30,6 +30,9 @@ pub enum MarkKind {
     Gone,
     /// A message sent from a hosted mailbox: its bytes go to IMAP's Sent.
     Sent,
+    /// A received row moved into the spam folder or out of it (a message
+    /// out of every thread): its state as it is, spam in IMAP's Junk.
+    Message,
 }
 
 /// One mark, as stored.
@@ -49,6 +52,9 @@ pub struct Mark {
     /// A sent copy's bytes: this blob.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+    /// The row a `Message` mark is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_id: Option<String>,
     /// Random per write: a clear holds only while it is unchanged.
     pub stamp: String,
     /// When the change was made (epoch ms): the sync's latency counts from it.
@@ -81,6 +87,7 @@ pub fn thread_mark(scope: &str, mailbox: &str, thread_id: &str, ms: i64) -> Writ
             message_id: None,
             direction: None,
             blob: None,
+            row_id: None,
             stamp: stamp(),
             ms,
         },
@@ -99,6 +106,26 @@ pub fn gone_mark(scope: &str, row: &Row, ms: i64) -> Write {
             message_id: Some(row.message_id.clone()),
             direction: Some(row.direction),
             blob: None,
+            row_id: None,
+            stamp: stamp(),
+            ms,
+        },
+    )
+}
+
+/// The mark of a received row moved into spam or out of it.
+pub fn message_mark(scope: &str, row: &Row, ms: i64) -> Write {
+    put(
+        format!("m#{scope}#{}", row.id),
+        &Mark {
+            kind: MarkKind::Message,
+            mailbox: row.mailbox.clone(),
+            scope: Some(scope.to_string()),
+            thread_id: None,
+            message_id: Some(row.message_id.clone()),
+            direction: Some(row.direction),
+            blob: None,
+            row_id: Some(row.id.clone()),
             stamp: stamp(),
             ms,
         },
@@ -117,6 +144,7 @@ pub fn sent_mark(mailbox: &str, message_id: &str, delivery: &str, blob: &str, ms
             message_id: Some(message_id.to_string()),
             direction: Some(Direction::Outbound),
             blob: Some(blob.to_string()),
+            row_id: None,
             stamp: stamp(),
             ms,
         },
@@ -190,6 +218,13 @@ pub async fn prepare_sent(
     }
     let ms = ctx.clock.now().timestamp_millis();
     Ok(Some(sent_mark(from, message_id, delivery, &blob, ms)))
+}
+
+/// A send refused before its record was written: its stored bytes go.
+pub async fn discard_sent(ctx: &Context, source: &str, from: &str, delivery: &str) {
+    if keeps_copy(ctx, source, from) {
+        let _ = ctx.blobs.delete(&blob_key(from, delivery)).await;
+    }
 }
 
 /// A send the relay refused whole went nowhere: no Sent copy.

@@ -205,17 +205,54 @@ async fn sender(
             Ok((noreply, service_domain().await?))
         }
         _ => {
+            if let (Caller::Standard(key), Some(from)) = (caller, requested)
+                && let Some(found) = named_sender(ctx, &key.uid, from).await?
+            {
+                caller.may_use(from)?;
+                return Ok(found);
+            }
             // Without a ready account there is no hosted mailbox to send from.
-            let account = accounts::acting(ctx, caller).await.map_err(|e| match e.status {
+            let no_mailbox = |e: ApiError| match e.status {
                 403 => error::NO_HOSTED_MAILBOX.into(),
                 _ => e,
-            })?;
-            let mut sendable = Vec::new();
-            for domain in domains::of_account(ctx, &account.uid).await? {
-                if domain.status != DomainStatus::Verified {
-                    continue;
+            };
+            let of_domains = |names: Vec<String>| async move {
+                futures::future::try_join_all(names.iter().map(|name| mailboxes::of_domain(ctx, name))).await
+            };
+            // A standard key names its account: its domains are read beside
+            // it, and the mailboxes of the domains it sent from last time
+            // beside them (kept only when those are still its verified ones).
+            let (domains, guessed) = match caller {
+                Caller::Standard(key) => {
+                    let hinted = SENDING_DOMAINS.get(&key.uid);
+                    let (account, domains, guessed) = tokio::join!(
+                        accounts::acting(ctx, caller),
+                        domains::of_account(ctx, &key.uid),
+                        of_domains(hinted.clone())
+                    );
+                    account.map_err(no_mailbox)?;
+                    (domains?, Some((key.uid.as_str(), hinted, guessed)))
                 }
-                for mailbox in mailboxes::of_domain(ctx, &domain.name).await? {
+                _ => {
+                    let account = accounts::acting(ctx, caller).await.map_err(no_mailbox)?;
+                    (domains::of_account(ctx, &account.uid).await?, None)
+                }
+            };
+            let verified: Vec<&domains::Domain> =
+                domains.iter().filter(|d| d.status == DomainStatus::Verified).collect();
+            let names: Vec<String> = verified.iter().map(|d| d.name.clone()).collect();
+            let each = match guessed {
+                Some((_, hinted, Ok(each))) if hinted == names => each,
+                guessed => {
+                    if let Some((uid, _, _)) = guessed {
+                        SENDING_DOMAINS.keep(uid, names.clone());
+                    }
+                    of_domains(names).await?
+                }
+            };
+            let mut sendable = Vec::new();
+            for (domain, mailboxes) in verified.into_iter().zip(each) {
+                for mailbox in mailboxes {
                     if mailbox.mode.stores() {
                         sendable.push((mailbox.address.clone(), domain.clone()));
                     }
@@ -245,6 +282,63 @@ async fn sender(
             }
         }
     }
+}
+
+/// The verified domains each standard account was last seen sending from,
+/// by uid: a guess only, so a send that names no address reads their
+/// mailboxes beside the account's domains rather than after them. Every
+/// send checks it against the domains it read, and reads again when wrong.
+static SENDING_DOMAINS: Hint = Hint(std::sync::Mutex::new(None));
+
+struct Hint(std::sync::Mutex<Option<std::collections::HashMap<String, Vec<String>>>>);
+
+impl Hint {
+    /// Accounts remembered at most; past it the guesses start again.
+    const KEPT: usize = 10_000;
+
+    fn get(&self, uid: &str) -> Vec<String> {
+        let held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.as_ref().and_then(|m| m.get(uid).cloned()).unwrap_or_default()
+    }
+
+    fn keep(&self, uid: &str, names: Vec<String>) {
+        let mut held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let map = held.get_or_insert_with(Default::default);
+        if map.len() >= Self::KEPT {
+            map.clear();
+        }
+        map.insert(uid.to_string(), names);
+    }
+}
+
+/// The address a standard key named, found in one read of the three items
+/// that let it send (its account ready, the address's domain verified in
+/// it, the mailbox active and keeping mail); none when any of them does
+/// not, and [`sender`] reads the account's mailboxes to say why.
+async fn named_sender(ctx: &Context, uid: &str, from: &str) -> Result<Option<(String, domains::Domain)>, ApiError> {
+    let Some((local, domain)) = from.rsplit_once('@') else {
+        return Ok(None);
+    };
+    let found = ctx
+        .store
+        .get_many(&[
+            keys::account(uid),
+            keys::domain(uid, domain),
+            keys::mailbox(domain, local),
+        ])
+        .await?;
+    let [Some(account), Some(domain), Some(mailbox)] = <[_; 3]>::try_from(found).unwrap_or_default() else {
+        return Ok(None);
+    };
+    let account: accounts::Account = crate::store::record(account)?;
+    let domain: domains::Domain = crate::store::record(domain)?;
+    let mailbox: mailboxes::Mailbox = crate::store::record(mailbox)?;
+    let sends = account.status == accounts::AccountStatus::Ready
+        && domain.status == DomainStatus::Verified
+        && mailbox.is_active()
+        && mailbox.mode.stores()
+        && mailbox.address == from;
+    Ok(sends.then_some((mailbox.address, domain)))
 }
 
 /// The domain's DKIM signer. Read from its secret once per process: a key's
@@ -436,58 +530,47 @@ impl Idempotency {
 
 /// The one send path: sendMail and send_mail, a reply and a forward all
 /// leave through here, in the spec's order of checks. `plan` (the input
-/// parsed, and for a reply or a forward the message it answers read) runs
-/// beside the gate, and its refusal is taken after the gate's.
+/// parsed, and for a reply or a forward the message it answers read) is
+/// read first.
+///
+/// Everything the send reads comes first, all at once and writing nothing
+/// (the sender, the recipients' lists and suppressions, the payer's
+/// balance); then a send that goes now is taken whole in one transaction
+/// (its windows, the switches' conditions, its credit and its delivery
+/// record, [`dispatch::dispatch_at_once`]). A send that cannot (a refusal
+/// among its reads, one that waits, or that transaction refused, which
+/// wrote nothing) takes the long way: the gate's transaction, whose refusal
+/// comes first, then the reads' refusals in the spec's order, then the
+/// credit and the record one after the other.
 pub async fn send(
     call: &Call<'_>,
     plan: impl std::future::Future<Output = Result<Plan, ApiError>>,
 ) -> Result<SendOutput, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
     let payer = Payer::of(caller);
-    // The sender is looked up, and the recipients checked against the lists
-    // and suppressions, while the gate runs (each is a few store round trips,
-    // and neither writes); their answers are taken in the spec's order: the
-    // gate's refusal first, then the input's, then the sender's, and the
-    // recipients' once the send is accepted, to go now or to wait.
-    let prepared = async {
-        let plan = plan.await?;
-        let found = sender(ctx, caller, plan.from.as_deref()).await;
-        let checked = match &found {
-            Ok((from, domain)) => {
-                let owner = sent::owner_of(&domain.uid);
-                dispatch::check_recipients(ctx, &owner, from, &plan.addressees.all()).await
-            }
-            Err(_) => Ok(()),
-        };
-        Ok::<_, ApiError>((plan, found, checked))
-    };
-    let (gated, prepared) = tokio::join!(payer::gate(ctx, &payer, payer::KeyCap::of(caller)), prepared);
-    gated?;
-    let (plan, found, checked) = prepared?;
-    let (from, domain) = found?;
-    let message_id = message::new_message_id(&domain.name);
+    let staged = stage(call, &payer, plan).await;
+    // The gate's refusal comes before any other: taken here unless the
+    // send goes at once, where the one transaction holds the gate's writes.
+    if !matches!(&staged, Ok(s) if s.wait.is_none()) {
+        payer::gate(ctx, &payer, payer::KeyCap::of(caller)).await?;
+    }
+    let Staged {
+        plan,
+        from,
+        domain,
+        message_id,
+        raw,
+        balance,
+        wait,
+    } = staged?;
     let recipients = plan.addressees.all();
-    let draft = Draft {
-        from: &from,
-        to: &plan.addressees.to,
-        cc: &plan.addressees.cc,
-        bcc: &plan.addressees.bcc,
-        subject: &plan.subject,
-        text: &plan.text,
-        html: plan.html.as_deref(),
-        in_reply_to: plan.in_reply_to.as_deref(),
-        references: &plan.references,
-        attachments: &plan.attachments,
-    };
-    let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
-        .map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
     let outbound = Outbound {
         owner: sent::owner_of(&domain.uid),
         message_id: &message_id,
         from: &from,
         subject: &plan.subject,
         recipients: &recipients,
-        raw: &outgoing.raw,
+        raw: &raw,
         source: "api",
     };
     let mut output = SendOutput {
@@ -505,9 +588,6 @@ pub async fn send(
         cc: plan.echo.then(|| Addressees::addresses(&plan.addressees.cc)),
         subject: plan.echo.then(|| plan.subject.clone()),
     };
-    let due_at = plan.timing.due_at(ctx.clock.now())?;
-    let wait = pending::wait_for(call, &outbound.owner, &recipients, due_at).await?;
-    checked?;
     if let Some(wait) = wait {
         let kind = wait.kind;
         let accepted = pending::accept(call, wait, payer, &outbound, &plan.text).await?;
@@ -517,12 +597,113 @@ pub async fn send(
         output.credits_remaining = accepted.credits_remaining;
         return Ok(output);
     }
-    let dispatched = dispatch::dispatch_checked(ctx, Some(&payer), &outbound).await?;
+    let recorded = dispatch::Recorded::prepare(ctx, &outbound).await?;
+    let gate = payer::gate_writes(ctx, &payer, payer::KeyCap::of(caller).as_ref());
+    let dispatched = match dispatch::dispatch_at_once(ctx, &payer, gate, balance, &outbound, recorded).await? {
+        Ok(dispatched) => dispatched,
+        Err(recorded) => {
+            if let Err(refused) = payer::gate(ctx, &payer, payer::KeyCap::of(caller)).await {
+                recorded.discard(ctx, &outbound).await;
+                return Err(refused);
+            }
+            dispatch::dispatch_recorded(ctx, Some(&payer), &outbound, Some(recorded)).await?
+        }
+    };
     output.credits_remaining = dispatched.credits_remaining;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.
     (output.thread_id, output.attachments_stored) = file_sent(call, &plan, &dispatched.delivery, &output).await;
     Ok(output)
+}
+
+/// A send read and built, nothing written yet.
+struct Staged {
+    plan: Plan,
+    from: String,
+    domain: domains::Domain,
+    message_id: String,
+    /// The signed message.
+    raw: Vec<u8>,
+    /// The payer's balance as read (none: a person, or no balance item).
+    balance: Option<i64>,
+    wait: Option<pending::Wait>,
+}
+
+/// Reads what the send needs and builds it, refusing in the spec's order
+/// after the gate: the input, the sender, the message, its timing, its
+/// wait, then its recipients. The recipients' reads (and the payer's
+/// balance, in the same batch) run beside the sender's when the owner of
+/// the lists is known from the caller alone.
+async fn stage(
+    call: &Call<'_>,
+    payer: &Payer,
+    plan: impl std::future::Future<Output = Result<Plan, ApiError>>,
+) -> Result<Staged, ApiError> {
+    let (ctx, caller) = (call.ctx, call.caller);
+    let plan = plan.await?;
+    let recipients = plan.addressees.all();
+    let balance_key = payer.credit_bucket().map(|bucket| keys::credits(&bucket));
+    let ahead = owner_ahead(ctx, caller, plan.from.as_deref());
+    let look = |owner: String| {
+        let key = balance_key.clone();
+        let recipients = &recipients;
+        async move { dispatch::Looked::read(ctx, &owner, recipients, key).await }
+    };
+    let (found, looked) = tokio::join!(sender(ctx, caller, plan.from.as_deref()), async {
+        match &ahead {
+            Some(owner) => Some(look(owner.clone()).await),
+            None => None,
+        }
+    });
+    let (from, domain) = found?;
+    let owner = sent::owner_of(&domain.uid);
+    let looked = match looked {
+        Some(looked) if ahead.as_deref() == Some(owner.as_str()) => looked,
+        _ => look(owner.clone()).await,
+    };
+    let message_id = message::new_message_id(&domain.name);
+    let draft = Draft {
+        from: &from,
+        to: &plan.addressees.to,
+        cc: &plan.addressees.cc,
+        bcc: &plan.addressees.bcc,
+        subject: &plan.subject,
+        text: &plan.text,
+        html: plan.html.as_deref(),
+        in_reply_to: plan.in_reply_to.as_deref(),
+        references: &plan.references,
+        attachments: &plan.attachments,
+    };
+    let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
+        .map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
+    let due_at = plan.timing.due_at(ctx.clock.now())?;
+    let wait = pending::wait_for(call, &owner, &recipients, due_at).await?;
+    let balance = looked.check(&from, &recipients)?;
+    Ok(Staged {
+        plan,
+        from,
+        domain,
+        message_id,
+        raw: outgoing.raw,
+        balance,
+        wait,
+    })
+}
+
+/// The owner whose lists and suppressions a send from this caller counts
+/// in, when the caller alone says it (a standard key: its account; the
+/// agent key and an operator sending as noreply: the service domain's);
+/// none when only the sender found says it.
+fn owner_ahead(ctx: &Context, caller: &Caller, requested: Option<&str>) -> Option<String> {
+    let noreply = || format!("noreply@{}", ctx.config.service_domain.as_str());
+    match caller {
+        Caller::Agent => Some(sent::owner_of(OPS_UID)),
+        Caller::Standard(key) => Some(sent::owner_of(&key.uid)),
+        Caller::Identity(user) if user.operator && requested.is_none_or(|r| r == noreply()) => {
+            Some(sent::owner_of(OPS_UID))
+        }
+        _ => None,
+    }
 }
 
 /// Files what went out on its thread: (thread id, attachments stored).

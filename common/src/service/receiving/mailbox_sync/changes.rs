@@ -11,7 +11,7 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::Call;
 use crate::service::mail_store::sync_marks::{self, MarkKind};
-use crate::service::mail_store::{Direction, Folder, Row};
+use crate::service::mail_store::{self, Direction, Folder, Quarantine, Row};
 use crate::store::{Query, StoreExt};
 use crate::values::{Bounded, Field, Origin};
 
@@ -21,14 +21,14 @@ pub const MAX_CHANGES: i64 = 200;
 /// each direction).
 const THREAD_ROWS: usize = 400;
 
-/// A mark's sort key, as answered (`t#...`, `d#...`, `s#...`).
+/// A mark's sort key, as answered (`t#...`, `d#...`, `s#...`, `m#...`).
 #[derive(Debug, Clone, JsonSchema)]
 pub struct MarkKey(#[schemars(length(min = 3, max = 1000))] pub String);
 
 impl crate::values::Value for MarkKey {
     fn parse(raw: &str) -> Option<Self> {
         let sound = (3..=1000).contains(&raw.len())
-            && ["t#", "d#", "s#"].iter().any(|p| raw.starts_with(p))
+            && ["t#", "d#", "s#", "m#"].iter().any(|p| raw.starts_with(p))
             && !raw.chars().any(char::is_control);
         sound.then(|| MarkKey(raw.to_string()))
     }
@@ -56,6 +56,9 @@ pub struct MessageState {
     pub unread: bool,
     /// Deleted for good: every IMAP copy goes.
     pub gone: bool,
+    /// In the spam folder (no folder of its own): IMAP's Junk.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub spam: bool,
 }
 
 impl MessageState {
@@ -63,9 +66,10 @@ impl MessageState {
         MessageState {
             message_id: row.message_id.clone(),
             direction: row.direction,
-            folder: (!row.outbound()).then(|| row.folder()),
+            folder: (!row.outbound() && row.quarantine.is_none()).then(|| row.folder()),
             unread: row.unread,
             gone: false,
+            spam: row.quarantine.as_ref().is_some_and(|q| q.reason == Quarantine::Spam),
         }
     }
 }
@@ -77,7 +81,7 @@ pub struct Change {
     /// What to acknowledge, with the stamp.
     pub mark: String,
     pub stamp: String,
-    /// thread (its messages' state), gone, or sent (save the bytes of
+    /// thread (its messages' state), message (one row's: spam or back), gone, or sent (save the bytes of
     /// `GET /mtaSentCopy?mark=` to Sent).
     pub kind: String,
     /// The mailbox (its IMAP login).
@@ -120,12 +124,25 @@ pub async fn changes(call: &Call<'_>, q: ChangesQuery) -> Result<Changes, ApiErr
                     .map(MessageState::of)
                     .collect()
             }
+            // Gone since (a gone mark says so): nothing to apply.
+            MarkKind::Message => {
+                let (Some(scope), Some(id)) = (&mark.scope, &mark.row_id) else {
+                    continue;
+                };
+                mail_store::by_id(ctx, scope, id)
+                    .await?
+                    .filter(|r| r.mailbox == mark.mailbox)
+                    .iter()
+                    .map(MessageState::of)
+                    .collect()
+            }
             MarkKind::Gone | MarkKind::Sent => vec![MessageState {
                 message_id: mark.message_id.clone().unwrap_or_default(),
                 direction: mark.direction.unwrap_or(Direction::Inbound),
                 folder: None,
                 unread: false,
                 gone: mark.kind == MarkKind::Gone,
+                spam: false,
             }],
         };
         changes.push(Change {
@@ -133,6 +150,7 @@ pub async fn changes(call: &Call<'_>, q: ChangesQuery) -> Result<Changes, ApiErr
                 MarkKind::Thread => "thread",
                 MarkKind::Gone => "gone",
                 MarkKind::Sent => "sent",
+                MarkKind::Message => "message",
             }
             .into(),
             mark: sk,

@@ -19,8 +19,8 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::mail::inbound::{self, Limits};
 use crate::service::guardrails::audit::{Actor, Change as AuditChange, KEPT_DAYS};
-use crate::service::mail_store::{self, Direction, NewMessage, Row};
-use crate::service::{caller::Call, mailboxes, receiving::poller};
+use crate::service::mail_store::{self, Direction, NewMessage, Quarantine, Row};
+use crate::service::{caller::Call, mailboxes, receiving::poller, receiving::spam};
 use crate::store::{Cond, Query, StoreError, TTL, Update, item};
 use crate::values::{Field, Origin};
 
@@ -157,7 +157,7 @@ pub async fn report(call: &Call<'_>, input: ImapInput) -> Result<ImapApplied, Ap
             .map(|list| async move {
                 let mut done = Vec::new();
                 for change in list {
-                    done.push((change.seq, apply(ctx, scope, address, &change).await?));
+                    done.push((change.seq, apply(call, scope, address, &change).await?));
                 }
                 Ok(done)
             })
@@ -231,7 +231,8 @@ async fn row_of(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) 
     Ok(row.filter(|r| r.mailbox == mailbox))
 }
 
-async fn apply(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) -> Result<Outcome, ApiError> {
+async fn apply(call: &Call<'_>, scope: &str, mailbox: &str, change: &ImapChange) -> Result<Outcome, ApiError> {
+    let ctx = call.ctx;
     let mut detail = Map::new();
     detail.insert(
         "messageId".into(),
@@ -239,14 +240,16 @@ async fn apply(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) -
     );
     let row = match row_of(ctx, scope, mailbox, change).await? {
         Some(row) => row,
-        None => match (&change.raw, change.place.and_then(Place::folder)) {
-            (Some(raw), Some(_)) => match appended(ctx, scope, mailbox, raw).await? {
-                Some(row) => {
-                    detail.insert("appended".into(), json!(true));
-                    row
+        None => match (&change.raw, change.place) {
+            (Some(raw), Some(place)) if place.folder().is_some() || place == Place::Junk => {
+                match appended(ctx, scope, mailbox, raw).await? {
+                    Some(row) => {
+                        detail.insert("appended".into(), json!(true));
+                        row
+                    }
+                    None => return Ok(Outcome::Ignored),
                 }
-                None => return Ok(Outcome::Ignored),
-            },
+            }
             // Nothing to delete, or the app's own Sent and Drafts.
             _ if matches!(change.place, Some(Place::Gone | Place::Sent | Place::Drafts)) => {
                 return Ok(Outcome::Ignored);
@@ -254,10 +257,12 @@ async fn apply(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) -
             _ => return Ok(Outcome::Unknown),
         },
     };
-    // A quarantined row is out of every folder: IMAP moves nothing of it.
-    if row.quarantine.is_some() {
-        return Ok(Outcome::Ignored);
-    }
+    // A quarantined row is out of every folder: IMAP moves nothing of it,
+    // but spam, which is in Junk.
+    let spam = match &row.quarantine {
+        Some(kept) if kept.reason != Quarantine::Spam => return Ok(Outcome::Ignored),
+        kept => kept.is_some(),
+    };
     let mut changed = detail.contains_key("appended");
     if change.place == Some(Place::Gone) {
         mail_store::delete_row(ctx, scope, &row).await?;
@@ -265,6 +270,25 @@ async fn apply(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) -
         return Ok(Outcome::Applied(detail));
     }
     let mut row = row;
+    // Into Junk, a report that it is spam; out of it into a folder of the
+    // store's, that it is not (then it moves on as any message).
+    let reported = match (change.place, spam) {
+        (Some(Place::Junk), false) if !row.outbound() => Some(true),
+        (Some(place), true) if place.folder().is_some() => Some(false),
+        _ => None,
+    };
+    if let Some(is_spam) = reported {
+        row = spam::report::apply(call, scope, row, is_spam).await?.row;
+        detail.insert("spam".into(), json!(is_spam));
+        changed = true;
+    }
+    // Spam is never unread, and has no folder to move in.
+    if row.quarantine.is_some() {
+        return Ok(match changed {
+            true => Outcome::Applied(detail),
+            false => Outcome::Ignored,
+        });
+    }
     if let Some(folder) = change.place.and_then(Place::folder)
         && !row.outbound()
         && row.folder() != folder

@@ -36,12 +36,12 @@ mod tests {
     fn imap_places_read_as_the_stores_folders() {
         assert_eq!(Place::Inbox.folder(), Some(Folder::Inbox));
         assert_eq!(Place::Trash.folder(), Some(Folder::Trash));
-        // A person's own folder, and Junk until spam is kept apart: archived.
-        for place in [Place::Archive, Place::Own, Place::Junk] {
+        // A person's own folder: archived.
+        for place in [Place::Archive, Place::Own] {
             assert_eq!(place.folder(), Some(Folder::Archive));
         }
-        // The app's own folders and a deletion move nothing.
-        for place in [Place::Sent, Place::Drafts, Place::Gone] {
+        // Junk (a report), the app's own folders and a deletion move no thread.
+        for place in [Place::Junk, Place::Sent, Place::Drafts, Place::Gone] {
             assert_eq!(place.folder(), None);
         }
     }
@@ -51,6 +51,7 @@ mod tests {
         use changes::MarkKey;
         assert!(MarkKey::parse("t#acct:u1#0123").is_some());
         assert!(MarkKey::parse("s#0123abcd").is_some());
+        assert!(MarkKey::parse("m#acct:u1#0123").is_some());
         assert!(MarkKey::parse("KEY#abc").is_none());
         assert!(MarkKey::parse("t#").is_none());
         assert!(MarkKey::parse("d#a\nb").is_none());

@@ -15,7 +15,8 @@ pub enum Place {
     /// A folder the person made in their app: theirs alone; the store sees
     /// its mail as archived (out of the inbox, kept).
     Own,
-    /// IMAP's `\Junk` folder: archived too until the store keeps spam apart.
+    /// IMAP's `\Junk` folder: the store's spam folder. A move there reports
+    /// the message as spam; a move out of it, as not spam.
     Junk,
     /// Sent and Drafts are the app's own: they move no stored row.
     Sent,
@@ -29,9 +30,10 @@ impl Place {
     pub fn folder(self) -> Option<Folder> {
         match self {
             Place::Inbox => Some(Folder::Inbox),
-            Place::Archive | Place::Own | Place::Junk => Some(Folder::Archive),
+            Place::Archive | Place::Own => Some(Folder::Archive),
             Place::Trash => Some(Folder::Trash),
-            Place::Sent | Place::Drafts | Place::Gone => None,
+            // Spam is no folder of a thread's: a report moves it.
+            Place::Junk | Place::Sent | Place::Drafts | Place::Gone => None,
         }
     }
 }

@@ -47,7 +47,7 @@ crate::input! {
         /// The query: words (all must match, whole words, any case and
         /// accent), "exact phrases", -word to leave out, OR, parentheses, and
         /// from:, to:, cc:, subject:, filename:, has:attachment, is:unread,
-        /// is:read, in:inbox|archive|trash|sent|anywhere, before:YYYY-MM-DD,
+        /// is:read, in:inbox|archive|trash|spam|sent|anywhere, before:YYYY-MM-DD,
         /// after:YYYY-MM-DD, newer_than:7d, older_than:1y. 1 to 500
         /// characters.
         pub q: Chars<1, MAX_QUERY> = (error::SEARCH_QUERY_INVALID, error::SEARCH_QUERY_INVALID),
@@ -179,6 +179,9 @@ pub async fn search(call: &Call<'_>, input: SearchInput) -> Result<SearchResults
         .hits
         .iter()
         .map(|h| {
+            if h.spam {
+                return Key::new(keys::spam_partition(&scope), &h.id);
+            }
             let outbound = mail_store::direction_of(&h.id) == Direction::Outbound;
             Key::new(keys::mail_partition(&scope, outbound), &h.id)
         })
@@ -190,10 +193,15 @@ pub async fn search(call: &Call<'_>, input: SearchInput) -> Result<SearchResults
     };
     let mut hits = Vec::with_capacity(items.len());
     let mut rows = Vec::with_capacity(items.len());
+    let now_s = now / 1000;
     for (hit, item) in found.hits.iter().zip(items) {
-        // A row gone meanwhile (purged) is left out.
-        let Some(item) = item else { continue };
-        let row: Row = record(item)?;
+        // A row gone (spam past its 30 days; or moved meanwhile) is left
+        // out, and the index told when it is gone for good.
+        let row = item.map(record::<Row>).transpose()?;
+        let Some(row) = row.filter(|r| !mail_store::expired(r, now_s)) else {
+            mail_store::forget_gone(ctx, &scope, &hit.id).await?;
+            continue;
+        };
         if row.readable_by(call.caller) {
             hits.push(hit);
             rows.push(row);
