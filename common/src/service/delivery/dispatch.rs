@@ -317,7 +317,11 @@ impl Recorded {
         }
         // The recipients become the sender's contacts (a first-contact hold
         // asks about anyone else).
-        writes.extend(crate::service::delivery::contacts::contact_writes(&sent.owner, &sent.to, &at));
+        writes.extend(crate::service::delivery::contacts::contact_writes(
+            &sent.owner,
+            &sent.to,
+            &at,
+        ));
         // A send from a hosted mailbox is saved to its IMAP Sent.
         writes.extend(
             mail_store::sync_marks::prepare_sent(ctx, out.source, out.from, out.message_id, &sent.id, out.raw).await?,
