@@ -254,7 +254,7 @@ pub(super) fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, m
         .collect();
     if let Some(kept) = &row.quarantine {
         // Spam is in IMAP's Junk: the mail host moves its copy there.
-        if kept.reason == super::Quarantine::Spam {
+        if kept.reason == super::shapes::Quarantine::Spam {
             writes.push(super::sync_marks::message_mark(scope, row, ms));
         }
         return writes;

@@ -110,7 +110,7 @@ pub(super) fn spam_write(scope: &str, row: &Row) -> Write {
 /// later counts leave it out: on condition, in one transaction, that no row
 /// holds it (a row moving between the inbox and spam meanwhile stays).
 pub async fn forget_gone(ctx: &Context, scope: &str, id: &str) -> Result<(), ApiError> {
-    let outbound = super::direction_of(id) == super::Direction::Outbound;
+    let outbound = super::ids::direction_of(id) == super::shapes::Direction::Outbound;
     let mut writes = vec![Write::Check {
         key: Key::new(crate::keys::mail_partition(scope, outbound), id),
         cond: Cond::NotExists,
