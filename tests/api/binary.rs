@@ -469,3 +469,34 @@ fn help_describes_each_command_under_its_own_name() {
         assert!(own.starts_with(opening), "{command}: {own}");
     }
 }
+
+/// The settings of one `[profile.NAME]` table of the workspace's Cargo.toml,
+/// as `key = value` text.
+fn profile(name: &str) -> Vec<(String, String)> {
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let header = format!("[profile.{name}]");
+    manifest
+        .lines()
+        .skip_while(|l| l.trim() != header)
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+        .collect()
+}
+
+/// The README's run command builds a profile that exists and skips LTO (a
+/// fresh clone's first start), while `--release`, all `sam build` can ask
+/// for, keeps what ships to Lambda: fat LTO in one codegen unit.
+#[test]
+fn the_readme_runs_a_quick_profile_and_lambda_keeps_fat_lto() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(readme.contains("\ncargo run --profile local\n"), "the README's run command changed");
+    let local = profile("local");
+    let setting = |p: &[(String, String)], k: &str| p.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+    assert_eq!(setting(&local, "inherits").as_deref(), Some("release"));
+    assert_eq!(setting(&local, "lto").as_deref(), Some("off"));
+    let release = profile("release");
+    assert_eq!(setting(&release, "lto").as_deref(), Some("fat"));
+    assert_eq!(setting(&release, "codegen-units").as_deref(), Some("1"));
+}
