@@ -1,15 +1,18 @@
 //! Keeping spam out through the real mail host (issue 44): Debian's rspamd
 //! as the port-25 milter of the private Postfix `scripts/mail-host` starts,
 //! its verdict carried by the spool pipe into the envelope line. GTUBE and
-//! real spam from SpamAssassin's test suite (tests/fixtures/spam, origin
-//! and licence beside them) land in the spam folder; real ham (the
-//! mail-parser and mikel/mail fixtures, and the shared corpus when present)
-//! lands in the inbox; verdict headers a sender wrote change nothing and
-//! the host's own never reaches a maildir; reporting not-spam moves a
-//! message back, is audited, and `mailhost mta-sync` teaches rspamd's
-//! controller. `benchmark` (ignored; `--ignored --nocapture`) prints the
-//! detection and false-positive rates on every sample and the drop-to-listed
-//! latency, beside the same run without rspamd.
+//! real spam (SpamAssassin's test spam and a sample of its public corpus,
+//! tests/fixtures/spam and publiccorpus, origin and terms beside them) land
+//! in the spam folder; real ham (SpamAssassin's test ham, the public
+//! corpus's, the mail-parser and mikel/mail fixtures, and the shared corpus
+//! when present) lands in the inbox; each sample is replayed as a mailbox
+//! would receive it today ([`replay`]); verdict headers a sender wrote
+//! change nothing and the host's own never reaches a maildir; reporting
+//! not-spam moves a message back, is audited, and `mailhost mta-sync`
+//! teaches rspamd's controller. `benchmark` (ignored; `--ignored
+//! --nocapture`) prints the detection and false-positive rates of every set,
+//! then those of one half once Bayes has learned the other, and the
+//! drop-to-listed latency, beside the same run without rspamd.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -157,7 +160,7 @@ fn header_fields(raw: &[u8]) -> Vec<Field> {
 fn mail_date(text: &[u8]) -> Option<(i64, i32)> {
     let field = [b"Date: ", text, b"\r\n\r\n"].concat();
     let message = mail_parser::MessageParser::default().parse(&field)?;
-    let mut date = message.date()?.clone();
+    let mut date = *message.date()?;
     // Years of two or three digits, as RFC 5322's obsolete syntax and
     // rspamd read them ("0102" is 2002).
     date.year += match date.year {
@@ -595,7 +598,7 @@ fn bench_sets() -> Vec<Set> {
 /// Bayes learns from the even-numbered samples of each set (in name order)
 /// and is measured on the odd-numbered ones.
 fn teaches(index: usize) -> bool {
-    index % 2 == 0
+    index.is_multiple_of(2)
 }
 
 #[derive(Clone, Copy, PartialEq)]
