@@ -22,7 +22,7 @@ pub enum Origin {
 /// answers with those instead.
 pub trait Field: Sized + schemars::JsonSchema {
     /// What a wrong value is answered with: one problem for most types.
-    type Problems: Copy;
+    type Problems: Copy + crate::validate::Named;
     /// `Ok(None)`: the value counts as not given (null; for free text, a
     /// blank string).
     fn read(value: &Value, origin: Origin, invalid: Self::Problems) -> Result<Option<Self>, ApiError>;

@@ -14,12 +14,14 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 mod field;
 mod lists;
 mod message;
+pub mod page;
 
 pub use field::{Bounded, Field, List, Nullable, Origin, REST_ONLY, RestOnly, without_null};
 pub use lists::{
     Copies, MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients,
 };
 pub use message::{Body, DraftSubject, DraftText, Html, MAX_SUBJECT, MAX_TEXT_BYTES, Subject};
+pub use page::{Limit, Page};
 
 /// A value read from one field's text, as sent (each type trims it, and
 /// counts its length as sent, as the schema's `maxLength` does).

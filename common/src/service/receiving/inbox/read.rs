@@ -14,6 +14,7 @@ use crate::service::delivery::boundary::Boundary;
 use crate::service::mail_store::{self, Folder, Row, Thread};
 use crate::validate::Fields;
 use crate::values::Bounded;
+use crate::values::Page;
 use crate::values::{Chars, Cursor, EmailAddress, Needle, RowId, StoredMessageId, ThreadId};
 
 // ------------------------------------------------------------ GET /inbox
@@ -21,7 +22,7 @@ use crate::values::{Chars, Cursor, EmailAddress, Needle, RowId, StoredMessageId,
 crate::input! {
     pub struct InboxQuery {
         /// 1 to 50, default 25.
-        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Limit>,
         /// Agent key and operators only: an address at the service domain
         /// (default inbox@ the service domain).
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
@@ -42,11 +43,11 @@ crate::input! {
         /// every folder.
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
         /// Wait up to this many seconds (1 to 25) for a matching message.
         pub wait: Option<WaitSeconds> = error::INBOX_WAIT_INVALID,
         /// With wait: only messages after this message id; without it, unread ones.
-        pub after: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub after: Option<Cursor> = error::CURSOR_INVALID,
         /// With wait: the sender contains this (case-insensitive).
         pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
         /// With wait: the subject contains this (case-insensitive).
@@ -58,7 +59,7 @@ crate::input! {
 }
 
 pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiError> {
-    let limit = q.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    let limit = Limit::rows(q.limit, DEFAULT_LIMIT);
     let boundary = q.envelope.unwrap_or(false).then(Boundary::new);
     match target(q.id, q.message_id, q.thread) {
         Some(Target::Thread(thread)) => {
@@ -121,7 +122,7 @@ async fn flat_page(
         Some(f) => keys::folder_partition(scope, f.as_str()),
         None => keys::mail_partition(scope, false),
     };
-    let (items, next_cursor) =
+    let Page { items, next_cursor } =
         mail_store::page_raw_where(call.ctx, pk.clone(), true, cursor, limit, visible(call)).await?;
     let (messages, unread_in_page) = call.ctx.summaries.page(&pk, items, encode_stored)?;
     Ok(InboxList {
@@ -141,14 +142,20 @@ async fn quarantine_page(
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<InboxList, ApiError> {
-    let (rows, next_cursor) = mail_store::quarantined(call.ctx, scope, cursor, limit, visible(call)).await?;
+    let Page {
+        items: rows,
+        next_cursor,
+    } = mail_store::quarantined(call.ctx, scope, cursor, limit, visible(call)).await?;
     InboxList::of(&rows, next_cursor)
 }
 
 /// A page of the spam folder, newest first; as the quarantine's, its rows
 /// are never unread.
 async fn spam_page(call: &Call<'_>, scope: &str, cursor: Option<&str>, limit: usize) -> Result<InboxList, ApiError> {
-    let (rows, next_cursor) = mail_store::in_spam(call.ctx, scope, cursor, limit, visible(call)).await?;
+    let Page {
+        items: rows,
+        next_cursor,
+    } = mail_store::in_spam(call.ctx, scope, cursor, limit, visible(call)).await?;
     InboxList::of(&rows, next_cursor)
 }
 
@@ -168,7 +175,8 @@ async fn threads_page(
     limit: usize,
 ) -> Result<ThreadList, ApiError> {
     let pk = keys::threads_partition(scope, folder.as_str());
-    let (items, next_cursor) = mail_store::page_raw_where(call.ctx, pk, true, cursor, limit, visible(call)).await?;
+    let Page { items, next_cursor } =
+        mail_store::page_raw_where(call.ctx, pk, true, cursor, limit, visible(call)).await?;
     let threads = items.iter().map(|i| i.record()).collect::<Result<Vec<Thread>, _>>()?;
     Ok(ThreadList {
         ok: true,
@@ -212,7 +220,10 @@ async fn read_thread_rows(
         mail_store::page::<Row>(ctx, pk.clone(), false, cursor, THREAD_PAGE)
     );
     let mut summary = summary?;
-    let (mut rows, next_cursor) = page?;
+    let Page {
+        items: mut rows,
+        next_cursor,
+    } = page?;
     // Owner-only mail that joined a thread stays the owner's.
     rows.retain(|r| r.readable_by(call.caller));
     let unread_here = rows.iter().filter(|r| r.unread).count() as i64;
@@ -356,14 +367,14 @@ crate::input! {
     /// Tool `list_inbox`: the flat list.
     pub struct ListQuery {
         /// 1 to 50, default 25.
-        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Limit>,
         /// Agent key only: an address at the service domain (default inbox@
         /// the service domain).
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
         /// inbox, archive or trash; omitted: every folder.
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
         /// `quarantine`: the received mail kept out of the inbox (spoofed,
         /// or refused by a sender list); `spam`: the mail whose content is
         /// spam; each newest first, instead of the inbox. (`threads` is
@@ -374,7 +385,7 @@ crate::input! {
 
 pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    let limit = Limit::rows(input.limit, DEFAULT_LIMIT);
     let page = match input.view {
         Some(KeptView::Quarantine) => quarantine_page(call, &scope, input.cursor.as_deref(), limit).await?,
         Some(KeptView::Spam) => spam_page(call, &scope, input.cursor.as_deref(), limit).await?,
@@ -423,15 +434,15 @@ crate::input! {
     pub struct ThreadsQuery {
         /// inbox (default), archive or trash.
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
-        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub limit: Option<Limit>,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
     }
 }
 
 pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<ThreadList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    let limit = Limit::rows(input.limit, DEFAULT_LIMIT);
     let page = threads_page(
         call,
         &scope,
@@ -447,7 +458,7 @@ crate::input! {
     /// Tool `get_thread`.
     pub struct ThreadQuery {
         pub thread: ThreadId = (error::INBOX_THREAD_INVALID, error::INBOX_THREAD_INVALID),
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
     }
 }
@@ -469,14 +480,14 @@ crate::input! {
     pub struct SearchQuery {
         pub q: Chars<2, 200> = (error::INBOX_QUERY_INVALID, error::INBOX_QUERY_INVALID),
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
-        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Limit>,
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
     }
 }
 
 pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    let limit = Limit::rows(input.limit, DEFAULT_LIMIT);
     Boundary::new().list(search_scope(call, &scope, &input.q, input.folder, limit).await?)
 }
 
