@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{self, ApiError, Problem};
-use crate::values::Field;
+use crate::values::{Field, Named};
 
 pub use crate::values::Origin;
 
@@ -90,29 +90,6 @@ pub struct NoInput {}
 impl Input for NoInput {
     fn parse(_: &Fields) -> Result<Self, ApiError> {
         Ok(NoInput {})
-    }
-}
-
-/// The problems a field is declared with, listed: one, none (a type that
-/// names its own, such as a send's subject), or a tuple of them.
-pub trait Named {
-    fn name(&self, into: &mut Vec<Problem>);
-}
-
-impl Named for Problem {
-    fn name(&self, into: &mut Vec<Problem>) {
-        into.push(*self);
-    }
-}
-
-impl Named for () {
-    fn name(&self, _: &mut Vec<Problem>) {}
-}
-
-impl<A: Named, B: Named> Named for (A, B) {
-    fn name(&self, into: &mut Vec<Problem>) {
-        self.0.name(into);
-        self.1.name(into);
     }
 }
 
@@ -234,7 +211,7 @@ macro_rules! input {
                 let mut named = Vec::new();
                 $({
                     let problems: <$ty as $crate::validate::Slot>::Problems = $crate::input!(@problems $($problems)?);
-                    $crate::validate::Named::name(&problems, &mut named);
+                    $crate::values::Named::name(&problems, &mut named);
                 })*
                 named
             }

@@ -16,7 +16,7 @@ mod lists;
 mod message;
 pub mod page;
 
-pub use field::{Bounded, Field, List, Nullable, Origin, REST_ONLY, RestOnly, without_null};
+pub use field::{Bounded, Field, List, Named, Nullable, Origin, REST_ONLY, RestOnly, without_null};
 pub use lists::{
     Copies, MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients,
 };
@@ -163,6 +163,37 @@ macro_rules! text_value {
     };
 }
 
+/// An id this service mints: a prefix and lower-case hex digits (`key_`
+/// and 12). Parsed, described and minted in one place, so an id's shape is
+/// written once.
+macro_rules! prefixed_id {
+    ($(#[$doc:meta])* $name:ident = $prefix:literal + $hex:literal hex, $description:literal) => {
+        text_value!(
+            $(#[$doc])*
+            $name,
+            $description,
+            format!("{}[0-9a-f]{{{}}}", $prefix, $hex),
+            None,
+            |t| $name::is_one(t).then(|| t.to_string())
+        );
+
+        impl $name {
+            /// Whether `text` is one, exactly as written.
+            pub fn is_one(text: &str) -> bool {
+                text.strip_prefix($prefix)
+                    .is_some_and(|hex| hex.len() == $hex && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+            }
+
+            /// A new one, random.
+            pub fn mint() -> Self {
+                let mut hex = hex::encode(rand::random::<[u8; ($hex + 1) / 2]>());
+                hex.truncate($hex);
+                $name(format!("{}{hex}", $prefix))
+            }
+        }
+    };
+}
+
 text_value!(
     /// A domain name: at least two labels, the last starting with a letter;
     /// lower case, without its trailing dot.
@@ -259,27 +290,17 @@ text_value!(
     }
 );
 
-text_value!(
+prefixed_id!(
     /// A webhook event's id: `evt_` and 29 hex characters.
-    EventId,
-    "A webhook event id from the delivery log: evt_ and 29 lowercase hex characters.",
-    r"evt_[0-9a-f]{29}".to_string(),
-    None,
-    |t| t
-        .strip_prefix("evt_")
-        .is_some_and(|rest| rest.len() == 29 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-        .then(|| t.to_string())
+    EventId = "evt_" + 29 hex,
+    "A webhook event id from the delivery log: evt_ and 29 lowercase hex characters."
 );
 
-text_value!(
+prefixed_id!(
     /// An access request's id: `ar_` and 24 hex characters.
-    RequestId,
-    "An access request id: ar_ and 24 lowercase hex characters.",
-    r"ar_[0-9a-f]{24}".to_string(),
-    None,
-    |t| valid_request_id(t).then(|| t.to_string())
+    RequestId = "ar_" + 24 hex,
+    "An access request id: ar_ and 24 lowercase hex characters."
 );
-
 /// Letters, digits, `.`, `_`, `+` and `-`, no leading, trailing or double
 /// dot; lower case.
 fn local_part(t: &str) -> Option<String> {
@@ -422,7 +443,7 @@ pub fn valid_uid(uid: &str) -> bool {
 
 /// An access request id: `ar_` and 24 lowercase hex characters.
 pub fn valid_request_id(id: &str) -> bool {
-    id.len() == 27 && id.starts_with("ar_") && id[3..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    RequestId::is_one(id)
 }
 
 text_value!(
@@ -615,61 +636,17 @@ impl std::ops::Deref for IdempotencyKey {
     }
 }
 
-/// A key id: `key_` and 12 lower-case hex digits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyId(String);
+prefixed_id!(
+    /// A key id: `key_` and 12 lower-case hex digits.
+    KeyId = "key_" + 12 hex,
+    "A scoped API key's id: key_ and 12 lowercase hex characters."
+);
 
-impl KeyId {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Value for KeyId {
-    fn parse(raw: &str) -> Option<KeyId> {
-        let raw = raw.trim();
-        let hex = raw.strip_prefix("key_")?;
-        (hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| KeyId(raw.to_string()))
-    }
-}
-
-impl JsonSchema for KeyId {
-    fn schema_name() -> Cow<'static, str> {
-        "KeyId".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "pattern": "^\\s*key_[0-9a-f]{12}\\s*$" })
-    }
-}
-
-/// A waiting send's id: `snd_` and 16 lower-case hex digits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HoldId(String);
-
-impl HoldId {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Value for HoldId {
-    fn parse(raw: &str) -> Option<HoldId> {
-        let raw = raw.trim();
-        let hex = raw.strip_prefix("snd_")?;
-        (hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| HoldId(raw.to_string()))
-    }
-}
-
-impl JsonSchema for HoldId {
-    fn schema_name() -> Cow<'static, str> {
-        "HoldId".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "pattern": "^\\s*snd_[0-9a-f]{16}\\s*$" })
-    }
-}
+prefixed_id!(
+    /// A waiting send's id: `snd_` and 16 lower-case hex digits.
+    HoldId = "snd_" + 16 hex,
+    "A waiting send's id: snd_ and 16 lowercase hex characters."
+);
 
 /// An emailed approval code: 8 digits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -815,6 +792,19 @@ mod tests {
         }
     }
 
+    /// A minted id is one its type reads back, of the length it names.
+    #[test]
+    fn a_minted_id_reads_back() {
+        for _ in 0..20 {
+            let (key, hold, event, request) = (KeyId::mint(), HoldId::mint(), EventId::mint(), RequestId::mint());
+            assert_eq!(KeyId::parse(&key), Some(key.clone()));
+            assert_eq!(HoldId::parse(&hold), Some(hold.clone()));
+            assert_eq!(EventId::parse(&event), Some(event.clone()));
+            assert_eq!(RequestId::parse(&request), Some(request.clone()));
+            assert_eq!((key.len(), hold.len(), event.len(), request.len()), (16, 20, 33, 27));
+        }
+    }
+
     #[test]
     fn a_mailbox_id_is_an_address_or_a_local_part() {
         let local = |l: &str| LocalPart::parse(l).unwrap();
@@ -943,6 +933,19 @@ mod tests {
             "opss",
         ]);
         agree::<RequestId>(&["ar_0123456789abcdef01234567", "ar_0123456789ABCDEF01234567", "ar_1", ""]);
+        agree::<KeyId>(&[
+            "key_0123456789ab",
+            " key_0123456789ab ",
+            "key_0123456789AB",
+            "key_0123",
+            "snd_0123456789ab",
+        ]);
+        agree::<HoldId>(&["snd_0123456789abcdef", "snd_0123456789abcde", "key_0123456789abcdef"]);
+        agree::<EventId>(&[
+            &format!("evt_{}", "a".repeat(29)),
+            &format!("evt_{}", "a".repeat(28)),
+            "evt_",
+        ]);
         agree::<Text<5>>(&["hello", " hi ", "", "   ", "toolong", "a\u{1}b", "é"]);
         agree::<Line<5>>(&["hello", " hi ", "", "   ", "toolong", "a\u{1}b", "a\nb", "\tab\n", "é"]);
     }

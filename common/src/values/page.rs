@@ -9,9 +9,8 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
-use super::field::{Bounded, Field, Origin};
+use super::field::{Bounded, Field, Named, Origin};
 use crate::error::{self, ApiError, Problem};
-use crate::validate::Named;
 
 /// How many rows a page holds: 1 to `MAX`. A wrong value is answered with
 /// the sentence that names `MAX` ([`Limit::INVALID`]), so a route that

@@ -136,7 +136,7 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
     ratelimit::hit(ctx.store.as_ref(), &ip_bucket, REQUEST_PER_IP, now.timestamp()).await?;
     ratelimit::hit(ctx.store.as_ref(), &email_bucket, REQUEST_PER_EMAIL, now.timestamp()).await?;
 
-    let id = format!("ar_{}", hex::encode(rand::random::<[u8; 12]>()));
+    let id = RequestId::mint().into_string();
     let code = format!("{:08}", rand::random_range(0..100_000_000u32));
     let req = AccessRequest {
         code_digest: code_digest(ctx, &id, &code),

@@ -235,7 +235,7 @@ pub(super) fn record(
     code: Option<&str>,
 ) -> Pending {
     let now = call.ctx.clock.now();
-    let id = format!("snd_{}", hex::encode(rand::random::<[u8; 8]>()));
+    let id = crate::values::HoldId::mint().into_string();
     let (scope, mailbox) = crate::service::sending::replies::reply_scope(call.ctx, call.caller, out.from);
     Pending {
         list_key: format!("{:013}-{id}", now.timestamp_millis()),
