@@ -19,6 +19,7 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::messages;
 use crate::ratelimit::{self, HOUR, Limit};
+use crate::service::system_mail::{self, Relay};
 use crate::store::{Cond, Key, StoreError, StoreExt, TTL, Update, Write, item};
 use crate::validate::Fields;
 use crate::values::{DomainName, EmailAddress, Line, RequestId, Text};
@@ -195,18 +196,11 @@ async fn withdraw_request(ctx: &Context, req: &AccessRequest) -> Result<(), ApiE
 }
 
 async fn send_code(ctx: &Context, to: &str, code: &str) -> anyhow::Result<()> {
-    let transport = ctx
-        .system_mail
-        .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("no system mail transport"))?;
-    let from = format!("noreply@{}", ctx.config.service_domain);
     let body = format!(
         "Your access code is {code}\r\n\r\nEnter it with verifyAccessRequest within 24 hours. \
          If you did not ask for access, ignore this message.\r\n"
     );
-    let message = crate::mail::plain_text(&from, to, "Your access code", &body)?;
-    transport.send(&message).await?;
-    Ok(())
+    system_mail::send(ctx, Relay::System, to, "Your access code", &body).await
 }
 
 // ---------------------------------------------------------- verifyAccessRequest

@@ -192,7 +192,7 @@ async fn sender(
     requested: Option<&str>,
 ) -> Result<(String, domains::Domain), ApiError> {
     let service = ctx.config.service_domain.as_str();
-    let noreply = format!("noreply@{service}");
+    let noreply = ctx.config.noreply();
     let service_domain = || async {
         domains::get(ctx, OPS_UID, service)
             .await?
@@ -695,7 +695,7 @@ async fn stage(
 /// agent key and an operator sending as noreply: the service domain's);
 /// none when only the sender found says it.
 fn owner_ahead(ctx: &Context, caller: &Caller, requested: Option<&str>) -> Option<String> {
-    let noreply = || format!("noreply@{}", ctx.config.service_domain.as_str());
+    let noreply = || ctx.config.noreply();
     match caller {
         Caller::Agent => Some(sent::owner_of(OPS_UID)),
         Caller::Standard(key) => Some(sent::owner_of(&key.uid)),
