@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::context::Context;
@@ -22,9 +21,10 @@ use crate::service::accounts::payer::{self, Payer};
 use crate::service::caller::account::{self as accounts, OPS_UID};
 use crate::service::delivery::dispatch::{self, Outbound};
 use crate::service::domains::{self, DomainStatus};
+use crate::service::sending::idempotency::{Begun, Idempotency};
 use crate::service::sending::replies::{Sent, file_on_thread, reply_scope};
 use crate::service::{caller::Call, delivery::sent, domains::dkim, mailboxes, sending::pending};
-use crate::validate::{Fields, Later, Slot};
+use crate::validate::{Fields, Later};
 use crate::values::{Body, Copies, EmailAddress, Html, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
 use crate::values::{Bounded, IsoTime, RestOnly};
 
@@ -418,116 +418,6 @@ pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendO
     outcome
 }
 
-/// A send keyed by an Idempotency-Key: one record per caller (each key its
-/// own, [`Caller::holder`]) and Idempotency-Key, claimed
-/// with a conditional write (so concurrent requests with one key send once),
-/// holding the first answer for 24 hours.
-pub struct Idempotency {
-    key: crate::store::Key,
-}
-
-enum Claimed {
-    Fresh(Idempotency),
-    Replay(SendOutput),
-}
-
-/// A send's start under its Idempotency-Key: the first answer to give
-/// again, or the claim to settle once it is known (none without a key).
-pub enum Begun {
-    Replay(SendOutput),
-    Fresh(Option<Idempotency>),
-}
-
-const IDEMPOTENCY_SECS: i64 = 86_400;
-
-impl Idempotency {
-    /// Claims the request's `idempotencyKey`, when it has one. `operation`
-    /// names a route beside sendMail (a reply, a forward), so the same body
-    /// sent to two of them is two requests.
-    pub async fn begin<T: crate::validate::Input>(
-        call: &Call<'_>,
-        input: &Later<T>,
-        operation: Option<&str>,
-    ) -> Result<Begun, ApiError> {
-        let fields = input.fields();
-        let key = fields
-            .map(|f| <Option<IdempotencyKey>>::pick(f, "idempotencyKey", error::IDEMPOTENCY_KEY_INVALID))
-            .transpose()?
-            .flatten();
-        let Some(key) = key else {
-            return Ok(Begun::Fresh(None));
-        };
-        // Each key's own: another key of the account replays nothing of it.
-        Ok(
-            match Self::claim(call.ctx, &call.caller.holder(), &key, fields, operation).await? {
-                Claimed::Replay(first) => Begun::Replay(first),
-                Claimed::Fresh(claim) => Begun::Fresh(Some(claim)),
-            },
-        )
-    }
-
-    async fn claim(
-        ctx: &Context,
-        bucket: &str,
-        key: &IdempotencyKey,
-        fields: Option<&Fields>,
-        operation: Option<&str>,
-    ) -> Result<Claimed, ApiError> {
-        use crate::store::{Cond, StoreError, TTL, item};
-        use sha2::{Digest, Sha256};
-        let mut request = fields.map(|f| f.map.clone()).unwrap_or_default();
-        request.remove("idempotencyKey");
-        if let Some(operation) = operation {
-            request.insert("operation".into(), operation.into());
-        }
-        // serde_json's maps are ordered, so equal bodies hash equally.
-        let fingerprint = hex::encode(Sha256::digest(Value::Object(request).to_string()));
-        let record = keys::idempotency(bucket, &hex::encode(Sha256::digest(key.as_bytes())));
-        let now = ctx.clock.epoch();
-        let claim = json!({ "state": "in_flight", "fingerprint": fingerprint, TTL: now + IDEMPOTENCY_SECS });
-        // A record past its 24 hours counts as absent (DynamoDB's TTL deletes lazily).
-        let free = Cond::Or(vec![Cond::NotExists, Cond::Lt(TTL.into(), now)]);
-        match ctx.store.put(item(&record, &claim), Some(free)).await {
-            Ok(()) => return Ok(Claimed::Fresh(Idempotency { key: record })),
-            Err(StoreError::ConditionFailed) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let Some(held) = ctx.store.get(&record).await? else {
-            return Err(error::IDEMPOTENCY_IN_PROGRESS.into());
-        };
-        if held.get("fingerprint").and_then(Value::as_str) != Some(fingerprint.as_str()) {
-            return Err(error::IDEMPOTENCY_KEY_REUSED.into());
-        }
-        match held.get("response") {
-            Some(first) => Ok(Claimed::Replay(
-                serde_json::from_value(first.clone()).map_err(ApiError::internal)?,
-            )),
-            None => Err(error::IDEMPOTENCY_IN_PROGRESS.into()),
-        }
-    }
-
-    /// Keeps the answer of a send that went out; forgets the claim of one that
-    /// did not, so the same key can be tried again.
-    pub async fn settle(self, ctx: &Context, sent: Option<&SendOutput>) {
-        use crate::store::Update;
-        let done = match sent {
-            Some(out) => ctx
-                .store
-                .update(
-                    &self.key,
-                    Update::new().set("state", "completed").set("response", json!(out)),
-                    None,
-                )
-                .await
-                .map(drop),
-            None => ctx.store.delete(&self.key, None).await.map(drop),
-        };
-        if let Err(e) = done {
-            tracing::error!(error = %e, "an idempotency record could not be settled");
-        }
-    }
-}
-
 /// The one send path: sendMail and send_mail, a reply and a forward all
 /// leave through here, in the spec's order of checks. `plan` (the input
 /// parsed, and for a reply or a forward the message it answers read) is
@@ -738,7 +628,7 @@ async fn file_sent(call: &Call<'_>, plan: &Plan, delivery: &str, output: &SendOu
 mod tests {
     use super::*;
     use crate::validate::{Input, Origin};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn fields(v: Value) -> Fields {
         Fields::new(v.as_object().unwrap().clone(), Default::default())
