@@ -6,4 +6,5 @@ pub mod pending;
 pub mod replies;
 pub mod section;
 pub mod send;
+pub mod sender;
 pub mod submission;
