@@ -188,7 +188,7 @@ macro_rules! prefixed_id {
 
             /// A new one, random.
             pub fn mint() -> Self {
-                let mut hex = hex::encode(rand::random::<[u8; ($hex + 1) / 2]>());
+                let mut hex = hex::encode(rand::random::<[u8; ($hex as usize).div_ceil(2)]>());
                 hex.truncate($hex);
                 $name(format!("{}{hex}", $prefix))
             }
