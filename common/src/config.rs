@@ -174,6 +174,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// The address the service writes from itself (codes, notices,
+    /// approval requests) and the agent key sends as.
+    pub fn noreply(&self) -> String {
+        format!("noreply@{}", self.service_domain)
+    }
+
     /// Reads the configuration from the flags' `MAILHOST_*` variables alone,
     /// as a Lambda function does, with the flags' defaults. It reads them
     /// without clap: building and matching clap's command took 0.15 ms, the

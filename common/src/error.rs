@@ -319,10 +319,15 @@ catalogue! {
     SUBMISSION_NOT_SENDABLE = 403 "This mailbox cannot send: it must be a hosted mailbox on a verified domain";
     SUBMISSION_SENDER = 400 "A mailbox password sends only as its own address: the envelope sender and From: must both be that mailbox";
 
-    // --------------------------------------------------------------------------- inbox
-    INBOX_LIMIT_INVALID = 400 "limit must be an integer from 1 to 50";
-    /// `GET /audit` and `GET /outbox/waiting` page up to 100 rows: a bad limit names that range.
+    // --------------------------------------------------------------------------- pages
+    /// A page's limit names the range its route takes (`values::page::Limit`):
+    /// most lists page up to 50 rows, `GET /audit` and `GET /outbox/waiting` up to 100.
+    LIMIT_TO_50_INVALID = 400 "limit must be an integer from 1 to 50";
     LIMIT_TO_100_INVALID = 400 "limit must be an integer from 1 to 100";
+    /// Any list's `cursor` (the nextCursor of its previous page), and the inbox's `after`.
+    CURSOR_INVALID = 400 "cursor and after must be a cursor or message id from this API";
+
+    // --------------------------------------------------------------------------- inbox
     INBOX_MAILBOX_INVALID = 400 "mailbox must be an address at the service domain, and only the agent key or an operator may name one";
     INBOX_ID_INVALID = 400 "id must match ^[A-Za-z0-9_-]{1,128}$";
     UNREAD_TYPE = 400 "unread must be a boolean";
@@ -333,7 +338,6 @@ catalogue! {
     INBOX_ENVELOPE_INVALID = 400 "envelope must be true or false";
     INBOX_QUERY_INVALID = 400 "q must be 2 to 200 characters";
     INBOX_FOLDER_INVALID = 400 "folder must be inbox, archive or trash";
-    INBOX_CURSOR_INVALID = 400 "cursor and after must be a cursor or message id from this API";
     INBOX_WAIT_INVALID = 400 "wait must be an integer from 1 to 25";
     WAITS_BUSY = 429 "This key already holds 5 waits for mail; let one finish first";
     INBOX_FILTER_INVALID = 400 "from and subject must be strings of at most 200 characters";

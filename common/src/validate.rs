@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{self, ApiError, Problem};
-use crate::values::Field;
+use crate::values::{Field, Named};
 
 pub use crate::values::Origin;
 
@@ -22,6 +22,12 @@ pub struct Fields {
 /// Its JSON Schema (the wire shape) feeds the MCP tool list and OpenAPI.
 pub trait Input: Sized + schemars::JsonSchema {
     fn parse(fields: &Fields) -> Result<Self, ApiError>;
+
+    /// The problems its fields are declared with: each is among its
+    /// operation's `errors` (a unit test of the catalogue holds them to it).
+    fn problems() -> Vec<Problem> {
+        Vec::new()
+    }
 
     /// From what the request carried: its fields, or why they could not be
     /// read (broken JSON, say).
@@ -60,6 +66,9 @@ impl<T: Input> schemars::JsonSchema for Later<T> {
 }
 
 impl<T: Input> Input for Later<T> {
+    fn problems() -> Vec<Problem> {
+        T::problems()
+    }
     fn parse(fields: &Fields) -> Result<Self, ApiError> {
         Ok(Later {
             fields: Ok(fields.clone()),
@@ -88,7 +97,7 @@ impl Input for NoInput {
 /// the problem for a wrong value; a bare `T` must be given and names two,
 /// `(missing, invalid)`.
 pub trait Slot: Sized {
-    type Problems: Copy;
+    type Problems: Copy + Named;
     fn pick(fields: &Fields, name: &str, problems: Self::Problems) -> Result<Self, ApiError>;
 
     /// Makes the field's schema admit what `pick` takes: `null` only where
@@ -166,18 +175,21 @@ pub fn wire_name(rust: &'static str) -> std::borrow::Cow<'static, str> {
 
 /// Declares an operation's input: the struct, its schema and its parse, from
 /// one list of fields, each with its type and the problems it answers with
-/// (see [`Slot`]); `name or "other": T` also reads `other` when `name` is
-/// not given. Fields are read in the order written, so the first bad
+/// (see [`Slot`]; left out for a type that names its own, such as a page's
+/// [`crate::values::Limit`]); `name or "other": T` also reads `other` when
+/// `name` is not given. Fields are read in the order written, so the first bad
 /// one names the error. An optional `before` function looks at the raw
 /// fields first (`fn(&Fields) -> Result<(), ApiError>`, for a rule the spec
 /// puts ahead of the fields'); an optional `check` function then applies
 /// the rules between fields: `fn(Self, &Fields) -> Result<Self, ApiError>`.
 #[macro_export]
 macro_rules! input {
+    (@problems) => { ::core::default::Default::default() };
+    (@problems $problems:expr) => { $problems };
     (
         $(#[$meta:meta])*
         $vis:vis struct $name:ident {
-            $($(#[$field_meta:meta])* $field_vis:vis $field:ident $(or $alias:literal)? : $ty:ty = $problems:expr),* $(,)?
+            $($(#[$field_meta:meta])* $field_vis:vis $field:ident $(or $alias:literal)? : $ty:ty $(= $problems:expr)?),* $(,)?
         }
         $(before $before:path;)?
         $(check $check:path;)?
@@ -195,12 +207,21 @@ macro_rules! input {
         }
 
         impl $crate::validate::Input for $name {
+            fn problems() -> Vec<$crate::error::Problem> {
+                let mut named = Vec::new();
+                $({
+                    let problems: <$ty as $crate::validate::Slot>::Problems = $crate::input!(@problems $($problems)?);
+                    $crate::values::Named::name(&problems, &mut named);
+                })*
+                named
+            }
+
             fn parse(fields: &$crate::validate::Fields) -> Result<Self, $crate::error::ApiError> {
                 $($before(fields)?;)?
                 $(let $field = <$ty as $crate::validate::Slot>::pick(
                     fields,
                     fields.given_as(&$crate::validate::wire_name(stringify!($field)), &[$($alias)?]),
-                    $problems,
+                    $crate::input!(@problems $($problems)?),
                 )?;)*
                 let input = $name { $($field),* };
                 $(let input = $check(input, fields)?;)?
@@ -258,7 +279,7 @@ mod tests {
 
     #[test]
     fn fields_refuse_wrong_types() {
-        let bad = error::INBOX_LIMIT_INVALID;
+        let bad = error::LIMIT_TO_50_INVALID;
         let f = Fields::parse(br#"{"a": 1, "b": " x ", "c": true, "d": "", "n": 7}"#).unwrap();
         assert!(<Option<String>>::pick(&f, "a", bad).is_err());
         assert_eq!(<Option<String>>::pick(&f, "b", bad).unwrap().as_deref(), Some("x"));

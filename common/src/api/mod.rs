@@ -219,6 +219,34 @@ pub fn strip_api(path: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// Each problem an operation's input is declared with is among the
+    /// errors it documents (its `errors` list or its access rule's), so the
+    /// list is checked here, not only by the after-suite test of what the
+    /// routes answered (tests/api/errors_seen.rs).
+    #[test]
+    fn every_input_problem_is_in_its_operations_errors() {
+        let mut missing = Vec::new();
+        let mut named = 0;
+        for op in operations() {
+            let documented: Vec<Problem> = op.errors.iter().copied().chain(op.refusals()).collect();
+            for problem in (op.io.input_problems)() {
+                named += 1;
+                if !documented.contains(&problem) {
+                    missing.push(format!("{}: {:?}", op.id, problem.sentence));
+                }
+            }
+        }
+        assert!(
+            named > 100,
+            "only {named} problems were named: the inputs were not read"
+        );
+        assert!(
+            missing.is_empty(),
+            "input problems not in errors:\n{}",
+            missing.join("\n")
+        );
+    }
+
     /// Each section of the catalogue is served by exactly one route family's
     /// function, and each function serves only catalogued sections.
     #[test]

@@ -148,7 +148,7 @@ pub fn same_digest(a: &str, b: &str) -> bool {
 
 /// An API key's id, shown and used to revoke it: `key_` and 12 hex digits.
 pub fn new_key_id() -> String {
-    format!("key_{}", hex::encode(rand::random::<[u8; 6]>()))
+    crate::values::KeyId::mint().into_string()
 }
 
 pub fn new_key() -> String {

@@ -8,7 +8,8 @@
 //! holds them to it):
 //!
 //! 1. `caller` (who calls, the account it acts for), `mail_store` (stored
-//!    mail: rows, threads, their changes);
+//!    mail: rows, threads, their changes), `system_mail` (what the service
+//!    mails from noreply@ itself);
 //! 2. `domains` (add, check, verify, DKIM, the daily MX look), `webhooks`
 //!    (the registration, the events published, the delivery log);
 //! 3. `mailboxes` (the record, its routes, forwarding);
@@ -32,4 +33,5 @@ pub mod mailboxes;
 pub mod operators;
 pub mod receiving;
 pub mod sending;
+pub mod system_mail;
 pub mod webhooks;

@@ -22,7 +22,7 @@ pub enum Origin {
 /// answers with those instead.
 pub trait Field: Sized + schemars::JsonSchema {
     /// What a wrong value is answered with: one problem for most types.
-    type Problems: Copy;
+    type Problems: Copy + Named;
     /// `Ok(None)`: the value counts as not given (null; for free text, a
     /// blank string).
     fn read(value: &Value, origin: Origin, invalid: Self::Problems) -> Result<Option<Self>, ApiError>;
@@ -30,6 +30,29 @@ pub trait Field: Sized + schemars::JsonSchema {
     /// Whether `read` takes `null` as not given; where it does not, an
     /// optional field's schema leaves `null` out too.
     const TAKES_NULL: bool = true;
+}
+
+/// The problems a field is declared with, listed: one, none (a type that
+/// names its own, such as a send's subject), or a tuple of them.
+pub trait Named {
+    fn name(&self, into: &mut Vec<Problem>);
+}
+
+impl Named for Problem {
+    fn name(&self, into: &mut Vec<Problem>) {
+        into.push(*self);
+    }
+}
+
+impl Named for () {
+    fn name(&self, _: &mut Vec<Problem>) {}
+}
+
+impl<A: Named, B: Named> Named for (A, B) {
+    fn name(&self, into: &mut Vec<Problem>) {
+        self.0.name(into);
+        self.1.name(into);
+    }
 }
 
 /// Every [`super::Value`] is a field given as a string.

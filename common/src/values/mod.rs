@@ -14,12 +14,16 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 mod field;
 mod lists;
 mod message;
+pub mod page;
+mod text;
 
-pub use field::{Bounded, Field, List, Nullable, Origin, REST_ONLY, RestOnly, without_null};
+pub use field::{Bounded, Field, List, Named, Nullable, Origin, REST_ONLY, RestOnly, without_null};
 pub use lists::{
     Copies, MAX_RECIPIENTS, MAX_REFERENCES, MessageIds, Recipients, SomeRecipients, message_id, recipients,
 };
 pub use message::{Body, DraftSubject, DraftText, Html, MAX_SUBJECT, MAX_TEXT_BYTES, Subject};
+pub use page::{Limit, Page};
+pub use text::{Chars, Line, Needle, Text};
 
 /// A value read from one field's text, as sent (each type trims it, and
 /// counts its length as sent, as the schema's `maxLength` does).
@@ -161,6 +165,37 @@ macro_rules! text_value {
     };
 }
 
+/// An id this service mints: a prefix and lower-case hex digits (`key_`
+/// and 12). Parsed, described and minted in one place, so an id's shape is
+/// written once.
+macro_rules! prefixed_id {
+    ($(#[$doc:meta])* $name:ident = $prefix:literal + $hex:literal hex, $description:literal) => {
+        text_value!(
+            $(#[$doc])*
+            $name,
+            $description,
+            format!("{}[0-9a-f]{{{}}}", $prefix, $hex),
+            None,
+            |t| $name::is_one(t).then(|| t.to_string())
+        );
+
+        impl $name {
+            /// Whether `text` is one, exactly as written.
+            pub fn is_one(text: &str) -> bool {
+                text.strip_prefix($prefix)
+                    .is_some_and(|hex| hex.len() == $hex && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+            }
+
+            /// A new one, random.
+            pub fn mint() -> Self {
+                let mut hex = hex::encode(rand::random::<[u8; ($hex as usize).div_ceil(2)]>());
+                hex.truncate($hex);
+                $name(format!("{}{hex}", $prefix))
+            }
+        }
+    };
+}
+
 text_value!(
     /// A domain name: at least two labels, the last starting with a letter;
     /// lower case, without its trailing dot.
@@ -257,27 +292,17 @@ text_value!(
     }
 );
 
-text_value!(
+prefixed_id!(
     /// A webhook event's id: `evt_` and 29 hex characters.
-    EventId,
-    "A webhook event id from the delivery log: evt_ and 29 lowercase hex characters.",
-    r"evt_[0-9a-f]{29}".to_string(),
-    None,
-    |t| t
-        .strip_prefix("evt_")
-        .is_some_and(|rest| rest.len() == 29 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-        .then(|| t.to_string())
+    EventId = "evt_" + 29 hex,
+    "A webhook event id from the delivery log: evt_ and 29 lowercase hex characters."
 );
 
-text_value!(
+prefixed_id!(
     /// An access request's id: `ar_` and 24 hex characters.
-    RequestId,
-    "An access request id: ar_ and 24 lowercase hex characters.",
-    r"ar_[0-9a-f]{24}".to_string(),
-    None,
-    |t| valid_request_id(t).then(|| t.to_string())
+    RequestId = "ar_" + 24 hex,
+    "An access request id: ar_ and 24 lowercase hex characters."
 );
-
 /// Letters, digits, `.`, `_`, `+` and `-`, no leading, trailing or double
 /// dot; lower case.
 fn local_part(t: &str) -> Option<String> {
@@ -420,7 +445,7 @@ pub fn valid_uid(uid: &str) -> bool {
 
 /// An access request id: `ar_` and 24 lowercase hex characters.
 pub fn valid_request_id(id: &str) -> bool {
-    id.len() == 27 && id.starts_with("ar_") && id[3..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    RequestId::is_one(id)
 }
 
 text_value!(
@@ -453,121 +478,6 @@ impl JsonSchema for IsoTime {
             "type": "string",
             "format": "date-time",
             "description": "An RFC 3339 time, such as 2026-11-24T10:00:00Z.",
-        })
-    }
-}
-
-/// Control characters (Unicode Cc), which no one-line text may hold.
-const CONTROL: &str = r"\u0000-\u001F\u007F-\u009F";
-
-/// Free text: not blank, at most `MAX` characters once trimmed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Text<const MAX: usize>(String);
-
-/// One line of text: as [`Text`], without control characters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line<const MAX: usize>(String);
-
-impl<const MAX: usize> Value for Text<MAX> {
-    fn parse(raw: &str) -> Option<Self> {
-        let text = raw.trim();
-        (!text.is_empty() && raw.chars().count() <= MAX).then(|| Text(text.to_string()))
-    }
-}
-
-impl<const MAX: usize> Value for Line<MAX> {
-    fn parse(text: &str) -> Option<Self> {
-        let text = Text::<MAX>::parse(text)?.0;
-        (!text.chars().any(char::is_control)).then_some(Line(text))
-    }
-}
-
-impl<const MAX: usize> JsonSchema for Text<MAX> {
-    fn schema_name() -> Cow<'static, str> {
-        format!("Text{MAX}").into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "description": format!("Text, not blank, at most {MAX} characters."),
-            "pattern": r"\S",
-            "maxLength": MAX,
-        })
-    }
-}
-
-impl<const MAX: usize> JsonSchema for Line<MAX> {
-    fn schema_name() -> Cow<'static, str> {
-        format!("Line{MAX}").into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let char = format!("[^{CONTROL}]");
-        let visible = format!(r"[^\s{CONTROL}]");
-        json_schema!({
-            "type": "string",
-            "description": format!("One line of text, not blank, at most {MAX} characters."),
-            "pattern": format!(r"^\s*{visible}(?:{char}*{visible})?\s*$"),
-            "maxLength": MAX,
-        })
-    }
-}
-
-/// Text of `MIN` to `MAX` characters once trimmed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chars<const MIN: usize, const MAX: usize>(String);
-
-impl<const MIN: usize, const MAX: usize> Value for Chars<MIN, MAX> {
-    fn parse(raw: &str) -> Option<Self> {
-        let text = raw.trim();
-        (MIN..=MAX)
-            .contains(&text.chars().count())
-            .then(|| Chars(text.to_string()))
-    }
-}
-
-impl<const MIN: usize, const MAX: usize> JsonSchema for Chars<MIN, MAX> {
-    fn schema_name() -> Cow<'static, str> {
-        format!("Chars{MIN}To{MAX}").into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "description": format!("Text of {MIN} to {MAX} characters."),
-            "minLength": MIN,
-            "maxLength": MAX,
-        })
-    }
-}
-
-/// Text to look for, in lower case: at most 200 characters; blank looks
-/// for nothing (the field counts as not given).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Needle(String);
-
-impl Field for Needle {
-    type Problems = crate::error::Problem;
-    fn read(
-        value: &serde_json::Value,
-        origin: Origin,
-        invalid: crate::error::Problem,
-    ) -> Result<Option<Self>, crate::error::ApiError> {
-        let text = <String as Field>::read(value, origin, invalid)?;
-        match text {
-            Some(t) if t.chars().count() > 200 => Err(invalid.into()),
-            t => Ok(t.map(|t| Needle(t.to_lowercase()))),
-        }
-    }
-}
-
-impl JsonSchema for Needle {
-    fn schema_name() -> Cow<'static, str> {
-        "Needle".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "description": "Text to look for (case-insensitive), at most 200 characters.",
-            "maxLength": 200,
         })
     }
 }
@@ -613,61 +523,17 @@ impl std::ops::Deref for IdempotencyKey {
     }
 }
 
-/// A key id: `key_` and 12 lower-case hex digits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyId(String);
+prefixed_id!(
+    /// A key id: `key_` and 12 lower-case hex digits.
+    KeyId = "key_" + 12 hex,
+    "A scoped API key's id: key_ and 12 lowercase hex characters."
+);
 
-impl KeyId {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Value for KeyId {
-    fn parse(raw: &str) -> Option<KeyId> {
-        let raw = raw.trim();
-        let hex = raw.strip_prefix("key_")?;
-        (hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| KeyId(raw.to_string()))
-    }
-}
-
-impl JsonSchema for KeyId {
-    fn schema_name() -> Cow<'static, str> {
-        "KeyId".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "pattern": "^\\s*key_[0-9a-f]{12}\\s*$" })
-    }
-}
-
-/// A waiting send's id: `snd_` and 16 lower-case hex digits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HoldId(String);
-
-impl HoldId {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Value for HoldId {
-    fn parse(raw: &str) -> Option<HoldId> {
-        let raw = raw.trim();
-        let hex = raw.strip_prefix("snd_")?;
-        (hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| HoldId(raw.to_string()))
-    }
-}
-
-impl JsonSchema for HoldId {
-    fn schema_name() -> Cow<'static, str> {
-        "HoldId".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "pattern": "^\\s*snd_[0-9a-f]{16}\\s*$" })
-    }
-}
+prefixed_id!(
+    /// A waiting send's id: `snd_` and 16 lower-case hex digits.
+    HoldId = "snd_" + 16 hex,
+    "A waiting send's id: snd_ and 16 lowercase hex characters."
+);
 
 /// An emailed approval code: 8 digits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -725,40 +591,6 @@ word!(
     Inline = "inline"
 );
 
-macro_rules! text_access {
-    ($($name:ident),*) => {$(
-        impl<const MAX: usize> $name<MAX> {
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-            pub fn into_string(self) -> String {
-                self.0
-            }
-        }
-        impl<const MAX: usize> std::ops::Deref for $name<MAX> {
-            type Target = str;
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-    )*};
-}
-text_access!(Text, Line);
-
-impl<const MIN: usize, const MAX: usize> std::ops::Deref for Chars<MIN, MAX> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::ops::Deref for Needle {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -810,6 +642,19 @@ mod tests {
             let admitted = regex.is_match(sample) && max.is_none_or(|m| sample.chars().count() <= m);
             let parsed = T::parse(sample).is_some();
             assert_eq!(admitted, parsed, "{}: {sample:?}", T::schema_name());
+        }
+    }
+
+    /// A minted id is one its type reads back, of the length it names.
+    #[test]
+    fn a_minted_id_reads_back() {
+        for _ in 0..20 {
+            let (key, hold, event, request) = (KeyId::mint(), HoldId::mint(), EventId::mint(), RequestId::mint());
+            assert_eq!(KeyId::parse(&key), Some(key.clone()));
+            assert_eq!(HoldId::parse(&hold), Some(hold.clone()));
+            assert_eq!(EventId::parse(&event), Some(event.clone()));
+            assert_eq!(RequestId::parse(&request), Some(request.clone()));
+            assert_eq!((key.len(), hold.len(), event.len(), request.len()), (16, 20, 33, 27));
         }
     }
 
@@ -941,6 +786,19 @@ mod tests {
             "opss",
         ]);
         agree::<RequestId>(&["ar_0123456789abcdef01234567", "ar_0123456789ABCDEF01234567", "ar_1", ""]);
+        agree::<KeyId>(&[
+            "key_0123456789ab",
+            " key_0123456789ab ",
+            "key_0123456789AB",
+            "key_0123",
+            "snd_0123456789ab",
+        ]);
+        agree::<HoldId>(&["snd_0123456789abcdef", "snd_0123456789abcde", "key_0123456789abcdef"]);
+        agree::<EventId>(&[
+            &format!("evt_{}", "a".repeat(29)),
+            &format!("evt_{}", "a".repeat(28)),
+            "evt_",
+        ]);
         agree::<Text<5>>(&["hello", " hi ", "", "   ", "toolong", "a\u{1}b", "é"]);
         agree::<Line<5>>(&["hello", " hi ", "", "   ", "toolong", "a\u{1}b", "a\nb", "\tab\n", "é"]);
     }

@@ -19,6 +19,7 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::messages;
 use crate::ratelimit::{self, HOUR, Limit};
+use crate::service::system_mail::{self, Relay};
 use crate::store::{Cond, Key, StoreError, StoreExt, TTL, Update, Write, item};
 use crate::validate::Fields;
 use crate::values::{DomainName, EmailAddress, Line, RequestId, Text};
@@ -136,7 +137,7 @@ pub async fn request_access(call: &Call<'_>, input: RequestAccessInput) -> Resul
     ratelimit::hit(ctx.store.as_ref(), &ip_bucket, REQUEST_PER_IP, now.timestamp()).await?;
     ratelimit::hit(ctx.store.as_ref(), &email_bucket, REQUEST_PER_EMAIL, now.timestamp()).await?;
 
-    let id = format!("ar_{}", hex::encode(rand::random::<[u8; 12]>()));
+    let id = RequestId::mint().into_string();
     let code = format!("{:08}", rand::random_range(0..100_000_000u32));
     let req = AccessRequest {
         code_digest: code_digest(ctx, &id, &code),
@@ -195,18 +196,11 @@ async fn withdraw_request(ctx: &Context, req: &AccessRequest) -> Result<(), ApiE
 }
 
 async fn send_code(ctx: &Context, to: &str, code: &str) -> anyhow::Result<()> {
-    let transport = ctx
-        .system_mail
-        .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("no system mail transport"))?;
-    let from = format!("noreply@{}", ctx.config.service_domain);
     let body = format!(
         "Your access code is {code}\r\n\r\nEnter it with verifyAccessRequest within 24 hours. \
          If you did not ask for access, ignore this message.\r\n"
     );
-    let message = crate::mail::plain_text(&from, to, "Your access code", &body)?;
-    transport.send(&message).await?;
-    Ok(())
+    system_mail::send(ctx, Relay::System, to, "Your access code", &body).await
 }
 
 // ---------------------------------------------------------- verifyAccessRequest

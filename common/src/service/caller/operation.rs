@@ -179,6 +179,9 @@ pub type Handler = for<'a> fn(&'a Call<'a>, Result<Fields, ApiError>) -> Reply<'
 /// service function and its two types, so the three always agree.
 pub struct Io {
     pub input_schema: fn(&mut SchemaGenerator) -> Schema,
+    /// The problems the input's fields are declared with
+    /// ([`crate::validate::Input::problems`]).
+    pub input_problems: fn() -> Vec<Problem>,
     pub output_schema: fn(&mut SchemaGenerator) -> Schema,
     pub run: Handler,
     /// The output is file bytes ([`Download`]), not JSON.
@@ -250,6 +253,7 @@ macro_rules! io {
         }
         $crate::service::caller::operation::Io {
             input_schema: |g| g.subschema_for::<$input>(),
+            input_problems: <$input as $crate::validate::Input>::problems,
             output_schema: $output_schema,
             run,
             binary: $binary,

@@ -15,7 +15,8 @@ use crate::keys;
 use crate::service::caller::Call;
 use crate::service::delivery;
 use crate::store::StoreExt;
-use crate::values::{Bounded, Cursor, StoredMessageId};
+use crate::values::Page;
+use crate::values::{Cursor, Limit, StoredMessageId};
 
 /// One sent message and what became of it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -55,9 +56,9 @@ crate::input! {
     pub struct OutboxQuery {
         /// One sent message by its Message-ID.
         pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
-        pub limit: Option<Bounded<1, 50>> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Limit<50>>,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
     }
 }
 
@@ -95,9 +96,9 @@ pub async fn outbox(call: &Call<'_>, input: OutboxQuery) -> Result<OutboxOutput,
 
 crate::input! {
     pub struct ListQuery {
-        pub limit: Option<Bounded<1, 50>> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Limit<50>>,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
     }
 }
 
@@ -172,13 +173,13 @@ async fn one(call: &Call<'_>, message_id: &str) -> Result<OutboxMessage, ApiErro
 
 async fn page(
     call: &Call<'_>,
-    limit: Option<Bounded<1, 50>>,
+    limit: Option<Limit<50>>,
     cursor: Option<Cursor>,
 ) -> Result<(Vec<OutboxMessage>, Option<String>), ApiError> {
     let owner = owner_of_caller(call.caller);
-    let limit = limit.map_or(25, Bounded::get) as usize;
+    let limit = Limit::rows(limit, 25);
     let keep = crate::service::mail_store::covered(call.caller, "from");
-    let (items, next_cursor) = crate::service::mail_store::page_raw_where(
+    let Page { items, next_cursor } = crate::service::mail_store::page_raw_where(
         call.ctx,
         keys::outbox(&owner),
         true,

@@ -34,8 +34,8 @@ pub static DMARC: Section = Section {
             errors: &[
                 DOMAIN_ID_REQUIRED,
                 DOMAIN_INVALID,
-                INBOX_LIMIT_INVALID,
-                INBOX_CURSOR_INVALID,
+                LIMIT_TO_50_INVALID,
+                CURSOR_INVALID,
                 DMARC_KEY_MAILBOXES,
                 SETUP_INCOMPLETE,
                 NOT_FOUND,
@@ -60,8 +60,8 @@ pub static DMARC: Section = Section {
             errors: &[
                 DOMAIN_ID_REQUIRED,
                 DOMAIN_INVALID,
-                INBOX_LIMIT_INVALID,
-                INBOX_CURSOR_INVALID,
+                LIMIT_TO_50_INVALID,
+                CURSOR_INVALID,
                 DMARC_KEY_MAILBOXES,
                 SETUP_INCOMPLETE,
                 NOT_FOUND,
@@ -92,12 +92,7 @@ pub static DELIVERY: Section = Section {
                           operators the service-domain sender's. Mail to delivered@, bounced@, deferred@, complained@ \
                           and autoreply@simulator.<service domain> (with any +label) never leaves the service and \
                           plays that outcome within a second, free of credit.",
-            errors: &[
-                INBOX_MESSAGE_ID_INVALID,
-                INBOX_LIMIT_INVALID,
-                INBOX_CURSOR_INVALID,
-                NOT_FOUND,
-            ],
+            errors: &[INBOX_MESSAGE_ID_INVALID, LIMIT_TO_50_INVALID, CURSOR_INVALID, NOT_FOUND],
             io: io!(outbox::outbox, outbox::OutboxQuery, outbox::OutboxOutput),
         },
         Operation {
@@ -112,7 +107,7 @@ pub static DELIVERY: Section = Section {
                           come inside `<D>...</D>`, D being envelope.delimiter (random per response). Test outcomes \
                           without real mail by sending to delivered@, bounced@, deferred@, complained@ or \
                           autoreply@simulator.<service domain>.",
-            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID],
+            errors: &[LIMIT_TO_50_INVALID, CURSOR_INVALID],
             io: io!(outbox::list, outbox::ListQuery, outbox::OutboxList),
         },
         Operation {
@@ -141,7 +136,7 @@ pub static DELIVERY: Section = Section {
                           soft bounces on 3 sends in a row over at least 3 days. A send to a listed address is refused \
                           whole (recipient_suppressed) before any credit is spent. The tool wraps each remote \
                           reply's text and host in envelope.delimiter.",
-            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID, SUPPRESSION_ADDRESS_INVALID],
+            errors: &[LIMIT_TO_50_INVALID, CURSOR_INVALID, SUPPRESSION_ADDRESS_INVALID],
             io: io!(
                 suppressions::list,
                 suppressions::ListQuery,

@@ -21,7 +21,8 @@ use crate::keys;
 use crate::service::caller::Call;
 use crate::service::webhooks;
 use crate::store::{Cond, StoreError, StoreExt, Write, item};
-use crate::values::{Bounded, Cursor, EmailAddress, Line};
+use crate::values::Page;
+use crate::values::{Cursor, EmailAddress, Limit, Line};
 
 /// Soft bounces in a row that suppress a recipient ...
 pub const SOFT_BOUNCES: i64 = 3;
@@ -265,9 +266,9 @@ async fn add(ctx: &Context, owner: &str, entry: Suppression) -> Result<Option<Su
 
 crate::input! {
     pub struct ListQuery {
-        pub limit: Option<Bounded<1, 50>> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Limit<50>>,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
         /// Look up one address (any case).
         pub address: Option<EmailAddress> = error::SUPPRESSION_ADDRESS_INVALID,
     }
@@ -304,9 +305,9 @@ pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<SuppressionList, 
             envelope,
         });
     }
-    let limit = input.limit.map_or(25, Bounded::get) as usize;
+    let limit = Limit::rows(input.limit, 25);
     let seen = |item: &crate::store::RawItem| item.record::<Suppression>().is_ok_and(|s| s.seen_by(call.caller));
-    let (items, next_cursor) = crate::service::mail_store::page_raw_where(
+    let Page { items, next_cursor } = crate::service::mail_store::page_raw_where(
         call.ctx,
         keys::suppression_list(&owner),
         true,

@@ -15,6 +15,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
 use crate::service::caller::account::{self as accounts, OPS_UID};
+use crate::service::system_mail::{self, Relay};
 use crate::store::{Cond, StoreError, Update};
 
 /// How often each domain's MX is looked at.
@@ -111,11 +112,6 @@ async fn tell_owner(ctx: &Context, domain: &Domain, reason: &str) {
         let account = accounts::get(ctx, &domain.uid)
             .await?
             .ok_or_else(|| anyhow::anyhow!("no account {}", domain.uid))?;
-        let transport = ctx
-            .system_mail
-            .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("no system mail transport"))?;
-        let from = format!("noreply@{}", ctx.config.service_domain);
         let name = &domain.name;
         let body = format!(
             "Mail for {name} no longer reaches its mailboxes here: for three days its MX has not named \
@@ -123,14 +119,8 @@ async fn tell_owner(ctx: &Context, domain: &Domain, reason: &str) {
              the MX is fixed and verifyDomain passes again. Stored mail is kept.\r\n",
             mail_host = ctx.config.mail_host,
         );
-        let message = crate::mail::plain_text(
-            &from,
-            &account.email,
-            &format!("{name}: mail is no longer received"),
-            &body,
-        )?;
-        transport.send(&message).await?;
-        anyhow::Ok(())
+        let subject = format!("{name}: mail is no longer received");
+        system_mail::send(ctx, Relay::System, &account.email, &subject, &body).await
     };
     if let Err(e) = told.await {
         tracing::error!(error = %e, domain = %domain.name, "the owner of a dropped domain could not be told");

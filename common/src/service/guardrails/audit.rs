@@ -26,7 +26,8 @@ use crate::keys;
 use crate::service::caller::Call;
 use crate::store::{Cond, StoreError, StoreResult, TTL, Update, Write, item};
 use crate::validate::Fields;
-use crate::values::{Bounded, Cursor, EmailAddress, KeyId};
+use crate::values::Page;
+use crate::values::{Cursor, EmailAddress, KeyId, Limit};
 
 /// How long a change stays in the log.
 pub const KEPT_DAYS: i64 = 90;
@@ -280,9 +281,9 @@ fn refusal_kind(change: &Change) -> String {
 crate::input! {
     /// GET /audit.
     pub struct AuditQuery {
-        pub limit: Option<Bounded<1, 100>> = error::LIMIT_TO_100_INVALID,
+        pub limit: Option<Limit<100>>,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
         /// Only this actor's changes: a key id (key_...) or an email.
         pub actor: Option<ActorFilter> = error::AUDIT_ACTOR_INVALID,
         /// Only this operation's changes (an operationId, such as sendMail).
@@ -306,11 +307,14 @@ const SCAN: usize = 500;
 
 pub async fn list(call: &Call<'_>, q: AuditQuery) -> Result<AuditPage, ApiError> {
     let account = call.account().await?;
-    let limit = q.limit.map_or(25, Bounded::get) as usize;
+    let limit = Limit::rows(q.limit, 25);
     let filtered = q.actor.is_some() || q.operation.is_some();
     let read = if filtered { SCAN } else { limit };
     let pk = keys::audit_log(&account.uid);
-    let (items, next) = crate::service::mail_store::page_raw(call.ctx, pk, true, q.cursor.as_deref(), read).await?;
+    let Page {
+        items,
+        next_cursor: next,
+    } = crate::service::mail_store::page_raw(call.ctx, pk, true, q.cursor.as_deref(), read).await?;
     let mut changes = Vec::new();
     let mut last_seen = None;
     for raw in items {

@@ -30,7 +30,7 @@ pub static GUARDRAILS: Section = Section {
                           The account key or an operator only.",
             errors: &[
                 LIMIT_TO_100_INVALID,
-                INBOX_CURSOR_INVALID,
+                CURSOR_INVALID,
                 AUDIT_ACTOR_INVALID,
                 AUDIT_OPERATION_INVALID,
                 SETUP_INCOMPLETE,

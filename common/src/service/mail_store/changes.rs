@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::store::{Cond, StoreError, Update, Write, item};
+use crate::values::Page;
 
 /// Rows that change in one transaction, with their thread's two summary
 /// writes and its sync mark: 5 writes per inbound row (its 4 copies and its
@@ -99,7 +100,7 @@ fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool, ms:
 
 /// The rows of a thread a folder move loads: the newest 100 of each direction.
 pub async fn loaded_rows(ctx: &Context, scope: &str, thread_id: &str) -> Result<Vec<Row>, ApiError> {
-    let (rows, _) = page::<Row>(
+    let Page { items: rows, .. } = page::<Row>(
         ctx,
         keys::thread_partition(scope, thread_id),
         true,

@@ -7,6 +7,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
 use crate::store::{Key, Query, RawItem, StoreExt, record};
+use crate::values::Page;
 
 /// A row by id, from its direction's partition, else (an inbound id) from
 /// the quarantine or the spam folder while it is kept (one batch read).
@@ -48,7 +49,7 @@ pub async fn quarantined(
     cursor: Option<&str>,
     limit: usize,
     keep: impl Fn(&RawItem) -> bool,
-) -> Result<(Vec<Row>, Option<String>), ApiError> {
+) -> Result<Page<Row>, ApiError> {
     kept_page(ctx, keys::quarantine_partition(scope), cursor, limit, keep).await
 }
 
@@ -59,7 +60,7 @@ pub async fn in_spam(
     cursor: Option<&str>,
     limit: usize,
     keep: impl Fn(&RawItem) -> bool,
-) -> Result<(Vec<Row>, Option<String>), ApiError> {
+) -> Result<Page<Row>, ApiError> {
     kept_page(ctx, keys::spam_partition(scope), cursor, limit, keep).await
 }
 
@@ -69,11 +70,13 @@ async fn kept_page(
     cursor: Option<&str>,
     limit: usize,
     keep: impl Fn(&RawItem) -> bool,
-) -> Result<(Vec<Row>, Option<String>), ApiError> {
-    let (items, next) = page_raw_where(ctx, pk, true, cursor, limit, keep).await?;
-    let rows = items.iter().map(|i| i.record()).collect::<Result<Vec<Row>, _>>()?;
+) -> Result<Page<Row>, ApiError> {
+    let mut rows = page_raw_where(ctx, pk, true, cursor, limit, keep)
+        .await?
+        .try_map(|i| i.record::<Row>())?;
     let now = ctx.clock.now().timestamp();
-    Ok((rows.into_iter().filter(|r| !expired(r, now)).collect(), next))
+    rows.items.retain(|r| !expired(r, now));
+    Ok(rows)
 }
 
 /// A row by Message-ID, of one direction, or the inbound copy before the
@@ -120,10 +123,10 @@ pub async fn page<T: serde::de::DeserializeOwned + Send>(
     newest_first: bool,
     cursor: Option<&str>,
     limit: usize,
-) -> Result<(Vec<T>, Option<String>), ApiError> {
-    let (items, next) = page_raw(ctx, pk, newest_first, cursor, limit).await?;
-    let records = items.iter().map(|i| i.record()).collect::<Result<Vec<T>, _>>()?;
-    Ok((records, next))
+) -> Result<Page<T>, ApiError> {
+    Ok(page_raw(ctx, pk, newest_first, cursor, limit)
+        .await?
+        .try_map(|i| i.record())?)
 }
 
 /// [`page`], each item left as its stored text.
@@ -133,7 +136,7 @@ pub async fn page_raw(
     newest_first: bool,
     cursor: Option<&str>,
     limit: usize,
-) -> Result<(Vec<RawItem>, Option<String>), ApiError> {
+) -> Result<Page<RawItem>, ApiError> {
     page_raw_where(ctx, pk, newest_first, cursor, limit, |_| true).await
 }
 
@@ -165,7 +168,7 @@ pub async fn page_raw_where(
     cursor: Option<&str>,
     limit: usize,
     keep: impl Fn(&RawItem) -> bool,
-) -> Result<(Vec<RawItem>, Option<String>), ApiError> {
+) -> Result<Page<RawItem>, ApiError> {
     // Message ids and list keys start with a digit; `#` (a thread summary)
     // sorts before them and `~` after.
     let (low, high) = match (cursor, newest_first) {
@@ -199,17 +202,19 @@ pub async fn page_raw_where(
     }
     let more = items.len() > limit;
     items.truncate(limit);
-    let next = if more {
+    let next_cursor = if more {
         items.last().map(|i| i.sk.clone())
     } else if scanned >= FILTER_SCAN {
         last_scanned
     } else {
         None
     };
-    Ok((items, next))
+    Ok(Page { items, next_cursor })
 }
 
 /// The newest `n` rows of a direction (search reads 200 of each).
 pub async fn newest(ctx: &Context, scope: &str, outbound: bool, n: usize) -> Result<Vec<Row>, ApiError> {
-    Ok(page(ctx, keys::mail_partition(scope, outbound), true, None, n).await?.0)
+    Ok(page(ctx, keys::mail_partition(scope, outbound), true, None, n)
+        .await?
+        .items)
 }

@@ -11,6 +11,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::search::{self, doc, items};
 use crate::store::{Cond, Key, StoreError, Write};
+use crate::values::Page;
 
 fn folder(f: Folder) -> search::Folder {
     match f {
@@ -225,7 +226,10 @@ pub async fn backfill(ctx: &Context, scope: &str) -> Result<bool, ApiError> {
             &mut progress.after_in
         };
         let pk = crate::keys::mail_partition(scope, outbound);
-        let (rows, next) = super::pages::page::<Row>(ctx, pk, false, after.as_deref(), BACKFILL_PAGE).await?;
+        let Page {
+            items: rows,
+            next_cursor: next,
+        } = super::pages::page::<Row>(ctx, pk, false, after.as_deref(), BACKFILL_PAGE).await?;
         let mut writes = Vec::new();
         for row in rows.iter().filter(|r| !in_index(&r.id) && indexed(r)) {
             let doc = doc_of_row(ctx, row, state_of(row)).await?;
@@ -258,7 +262,7 @@ pub async fn backfill(ctx: &Context, scope: &str) -> Result<bool, ApiError> {
 pub async fn backfilled(ctx: &Context, scope: &str, oldest_indexed: Option<&str>) -> Result<bool, ApiError> {
     for outbound in [false, true] {
         let pk = crate::keys::mail_partition(scope, outbound);
-        let (rows, _) = super::pages::page::<Row>(ctx, pk, false, None, 1).await?;
+        let Page { items: rows, .. } = super::pages::page::<Row>(ctx, pk, false, None, 1).await?;
         if rows
             .first()
             .is_some_and(|r| oldest_indexed.is_none_or(|o| r.id.as_str() < o))

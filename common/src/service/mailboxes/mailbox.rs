@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
 use crate::keys;
-use crate::store::{Query, StoreExt, StoreResult};
+use crate::store::{Query, StoreExt, StoreResult, Update};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -317,4 +317,19 @@ impl JsonSchema for Threshold {
             "description": "The score above which mail goes to spam; null: rspamd's own judgement (it would reject it, or mark it as spam)."
         })
     }
+}
+
+/// The next change number: each change of a mailbox takes one, and the
+/// mail-server export applies them in order.
+pub(super) async fn next_seq(ctx: &Context) -> StoreResult<i64> {
+    ctx.store.add(&keys::mailbox_changes(), "value", 1).await
+}
+
+/// The fields every change sets: a fresh change number, not yet applied.
+pub(super) fn changed(update: Update, seq: i64, now: &str) -> Update {
+    update
+        .set("changeSeq", seq)
+        .set("mtaApplied", false)
+        .remove("mtaAppliedAt")
+        .set("updatedAt", now)
 }

@@ -2,7 +2,7 @@
 //! beside the service it runs. the api module gathers every section into the
 //! catalogue (REST, MCP and OpenAPI come from it).
 
-use super::routes;
+use super::{credential, routes};
 use crate::auth::Access::*;
 use crate::auth::Permission;
 use crate::error::*;
@@ -113,9 +113,9 @@ pub static MAILBOXES: Section = Section {
                 KEY_OWNER_MAILBOX,
             ],
             io: io!(
-                routes::issue_credential,
-                routes::CredentialInput,
-                routes::CredentialOutput
+                credential::issue_credential,
+                credential::CredentialInput,
+                credential::CredentialOutput
             ),
         },
     ],

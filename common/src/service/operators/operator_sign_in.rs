@@ -22,6 +22,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::ratelimit::{self, HOUR, Limit};
+use crate::service::system_mail::{self, Relay};
 use crate::store::{Cond, StoreError, StoreExt, TTL, Update, item};
 
 /// How long a code lives.
@@ -137,16 +138,9 @@ pub async fn verify(ctx: &Context, ip: &str, email: &str, code: &str) -> Result<
 }
 
 async fn send_code(ctx: &Context, to: &str, code: &str) -> anyhow::Result<()> {
-    let transport = ctx
-        .system_mail
-        .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("no system mail transport"))?;
-    let from = format!("noreply@{}", ctx.config.service_domain);
     let body = format!(
         "Your sign-in code is {code}\r\n\r\nEnter it in the web app within 10 minutes. \
          If you did not ask to sign in, ignore this message.\r\n"
     );
-    let message = crate::mail::plain_text(&from, to, "Your sign-in code", &body)?;
-    transport.send(&message).await?;
-    Ok(())
+    system_mail::send(ctx, Relay::System, to, "Your sign-in code", &body).await
 }

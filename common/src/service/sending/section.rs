@@ -246,7 +246,7 @@ pub static HOLDS: Section = Section {
                           requestedBy, createdAt, dueAt?, expiresAt?}. Cancel one with POST /outbox/cancel and its \
                           messageId. limit 1 to 100 (default 50). A scheduled send that sending being paused kept \
                           from going expires 24 hours past its dueAt. The account key or an operator only.",
-            errors: &[LIMIT_TO_100_INVALID, INBOX_CURSOR_INVALID, SETUP_INCOMPLETE],
+            errors: &[LIMIT_TO_100_INVALID, CURSOR_INVALID, SETUP_INCOMPLETE],
             io: io!(pending::list_waiting, pending::WaitingQuery, pending::WaitingSends),
         },
     ],

@@ -5,26 +5,22 @@
 //! then SMTP delivery. Nothing before the credit step spends a credit, and a
 //! failed delivery does not refund it.
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::auth::Caller;
-use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::mail::attachments::{Attachment, Attachments};
-use crate::mail::message::{self, Draft, Signer};
+use crate::mail::message::{self, Draft};
 use crate::mail::people::{self, Person};
 use crate::service::accounts::payer::{self, Payer};
-use crate::service::caller::account::{self as accounts, OPS_UID};
 use crate::service::delivery::dispatch::{self, Outbound};
-use crate::service::domains::{self, DomainStatus};
+use crate::service::domains;
+use crate::service::sending::idempotency::{Begun, Idempotency};
 use crate::service::sending::replies::{Sent, file_on_thread, reply_scope};
-use crate::service::{caller::Call, delivery::sent, domains::dkim, mailboxes, sending::pending};
-use crate::validate::{Fields, Later, Slot};
+use crate::service::sending::sender::{owner_ahead, sender, signer};
+use crate::service::{caller::Call, delivery::sent, sending::pending};
+use crate::validate::{Fields, Later};
 use crate::values::{Body, Copies, EmailAddress, Html, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
 use crate::values::{Bounded, IsoTime, RestOnly};
 
@@ -185,179 +181,6 @@ pub struct Plan {
     pub echo: bool,
 }
 
-/// The address a caller sends from, and the domain that signs it.
-async fn sender(
-    ctx: &Context,
-    caller: &Caller,
-    requested: Option<&str>,
-) -> Result<(String, domains::Domain), ApiError> {
-    let service = ctx.config.service_domain.as_str();
-    let noreply = format!("noreply@{service}");
-    let service_domain = || async {
-        domains::get(ctx, OPS_UID, service)
-            .await?
-            .ok_or_else(|| ApiError::internal("service domain missing"))
-    };
-    match caller {
-        // The shared agent key always sends as noreply@{service_domain}.
-        Caller::Agent => Ok((noreply, service_domain().await?)),
-        Caller::Identity(user) if user.operator && requested.is_none_or(|r| r == noreply) => {
-            Ok((noreply, service_domain().await?))
-        }
-        _ => {
-            if let (Caller::Standard(key), Some(from)) = (caller, requested)
-                && let Some(found) = named_sender(ctx, &key.uid, from).await?
-            {
-                caller.may_use(from)?;
-                return Ok(found);
-            }
-            // Without a ready account there is no hosted mailbox to send from.
-            let no_mailbox = |e: ApiError| match e.status {
-                403 => error::NO_HOSTED_MAILBOX.into(),
-                _ => e,
-            };
-            let of_domains = |names: Vec<String>| async move {
-                futures::future::try_join_all(names.iter().map(|name| mailboxes::of_domain(ctx, name))).await
-            };
-            // A standard key names its account: its domains are read beside
-            // it, and the mailboxes of the domains it sent from last time
-            // beside them (kept only when those are still its verified ones).
-            let (domains, guessed) = match caller {
-                Caller::Standard(key) => {
-                    let hinted = SENDING_DOMAINS.get(&key.uid);
-                    let (account, domains, guessed) = tokio::join!(
-                        accounts::acting(ctx, caller),
-                        domains::of_account(ctx, &key.uid),
-                        of_domains(hinted.clone())
-                    );
-                    account.map_err(no_mailbox)?;
-                    (domains?, Some((key.uid.as_str(), hinted, guessed)))
-                }
-                _ => {
-                    let account = accounts::acting(ctx, caller).await.map_err(no_mailbox)?;
-                    (domains::of_account(ctx, &account.uid).await?, None)
-                }
-            };
-            let verified: Vec<&domains::Domain> =
-                domains.iter().filter(|d| d.status == DomainStatus::Verified).collect();
-            let names: Vec<String> = verified.iter().map(|d| d.name.clone()).collect();
-            let each = match guessed {
-                Some((_, hinted, Ok(each))) if hinted == names => each,
-                guessed => {
-                    if let Some((uid, _, _)) = guessed {
-                        SENDING_DOMAINS.keep(uid, names.clone());
-                    }
-                    of_domains(names).await?
-                }
-            };
-            let mut sendable = Vec::new();
-            for (domain, mailboxes) in verified.into_iter().zip(each) {
-                for mailbox in mailboxes {
-                    if mailbox.mode.stores() {
-                        sendable.push((mailbox.address.clone(), domain.clone()));
-                    }
-                }
-            }
-            if sendable.is_empty() {
-                return Err(error::NO_HOSTED_MAILBOX.into());
-            }
-            match requested {
-                Some(from) => {
-                    let found = sendable
-                        .into_iter()
-                        .find(|(address, _)| address == from)
-                        .ok_or(error::FROM_NOT_ALLOWED)?;
-                    caller.may_use(from)?;
-                    Ok(found)
-                }
-                // A scoped key chooses among its own mailboxes.
-                None => {
-                    sendable.retain(|(address, _)| caller.covers(address));
-                    match sendable.len() {
-                        0 => Err(error::NO_HOSTED_MAILBOX.into()),
-                        1 => Ok(sendable.remove(0)),
-                        _ => Err(error::CHOOSE_FROM.into()),
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The verified domains each standard account was last seen sending from,
-/// by uid: a guess only, so a send that names no address reads their
-/// mailboxes beside the account's domains rather than after them. Every
-/// send checks it against the domains it read, and reads again when wrong.
-static SENDING_DOMAINS: Hint = Hint(std::sync::Mutex::new(None));
-
-struct Hint(std::sync::Mutex<Option<std::collections::HashMap<String, Vec<String>>>>);
-
-impl Hint {
-    /// Accounts remembered at most; past it the guesses start again.
-    const KEPT: usize = 10_000;
-
-    fn get(&self, uid: &str) -> Vec<String> {
-        let held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        held.as_ref().and_then(|m| m.get(uid).cloned()).unwrap_or_default()
-    }
-
-    fn keep(&self, uid: &str, names: Vec<String>) {
-        let mut held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let map = held.get_or_insert_with(Default::default);
-        if map.len() >= Self::KEPT {
-            map.clear();
-        }
-        map.insert(uid.to_string(), names);
-    }
-}
-
-/// The address a standard key named, found in one read of the three items
-/// that let it send (its account ready, the address's domain verified in
-/// it, the mailbox active and keeping mail); none when any of them does
-/// not, and [`sender`] reads the account's mailboxes to say why.
-async fn named_sender(ctx: &Context, uid: &str, from: &str) -> Result<Option<(String, domains::Domain)>, ApiError> {
-    let Some((local, domain)) = from.rsplit_once('@') else {
-        return Ok(None);
-    };
-    let found = ctx
-        .store
-        .get_many(&[
-            keys::account(uid),
-            keys::domain(uid, domain),
-            keys::mailbox(domain, local),
-        ])
-        .await?;
-    let [Some(account), Some(domain), Some(mailbox)] = <[_; 3]>::try_from(found).unwrap_or_default() else {
-        return Ok(None);
-    };
-    let account: accounts::Account = crate::store::record(account)?;
-    let domain: domains::Domain = crate::store::record(domain)?;
-    let mailbox: mailboxes::Mailbox = crate::store::record(mailbox)?;
-    let sends = account.status == accounts::AccountStatus::Ready
-        && domain.status == DomainStatus::Verified
-        && mailbox.is_active()
-        && mailbox.mode.stores()
-        && mailbox.address == from;
-    Ok(sends.then_some((mailbox.address, domain)))
-}
-
-/// The domain's DKIM signer. Read from its secret once per process: a key's
-/// secret name is new for every key, so a cached signer is never stale.
-pub(crate) async fn signer(ctx: &Context, domain: &domains::Domain) -> Result<Arc<Signer>, ApiError> {
-    // A poisoned cache still holds good signers: a panic elsewhere never
-    // turns every later send into one.
-    let cache = || ctx.signers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(cached) = cache().get(&domain.dkim_secret) {
-        return Ok(cached.clone());
-    }
-    let pem = ctx.secrets.get(&domain.dkim_secret).await.map_err(ApiError::internal)?;
-    let pem = pem.ok_or_else(|| ApiError::internal("the domain's DKIM key is missing"))?;
-    let signer = Signer::from_pkcs8(dkim::SELECTOR, &domain.name, &pem).map_err(ApiError::internal)?;
-    let signer = Arc::new(signer);
-    cache().insert(domain.dkim_secret.clone(), signer.clone());
-    Ok(signer)
-}
-
 /// The send result (spec 2.2).
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -416,116 +239,6 @@ pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendO
         claim.settle(call.ctx, outcome.as_ref().ok()).await;
     }
     outcome
-}
-
-/// A send keyed by an Idempotency-Key: one record per caller (each key its
-/// own, [`Caller::holder`]) and Idempotency-Key, claimed
-/// with a conditional write (so concurrent requests with one key send once),
-/// holding the first answer for 24 hours.
-pub struct Idempotency {
-    key: crate::store::Key,
-}
-
-enum Claimed {
-    Fresh(Idempotency),
-    Replay(SendOutput),
-}
-
-/// A send's start under its Idempotency-Key: the first answer to give
-/// again, or the claim to settle once it is known (none without a key).
-pub enum Begun {
-    Replay(SendOutput),
-    Fresh(Option<Idempotency>),
-}
-
-const IDEMPOTENCY_SECS: i64 = 86_400;
-
-impl Idempotency {
-    /// Claims the request's `idempotencyKey`, when it has one. `operation`
-    /// names a route beside sendMail (a reply, a forward), so the same body
-    /// sent to two of them is two requests.
-    pub async fn begin<T: crate::validate::Input>(
-        call: &Call<'_>,
-        input: &Later<T>,
-        operation: Option<&str>,
-    ) -> Result<Begun, ApiError> {
-        let fields = input.fields();
-        let key = fields
-            .map(|f| <Option<IdempotencyKey>>::pick(f, "idempotencyKey", error::IDEMPOTENCY_KEY_INVALID))
-            .transpose()?
-            .flatten();
-        let Some(key) = key else {
-            return Ok(Begun::Fresh(None));
-        };
-        // Each key's own: another key of the account replays nothing of it.
-        Ok(
-            match Self::claim(call.ctx, &call.caller.holder(), &key, fields, operation).await? {
-                Claimed::Replay(first) => Begun::Replay(first),
-                Claimed::Fresh(claim) => Begun::Fresh(Some(claim)),
-            },
-        )
-    }
-
-    async fn claim(
-        ctx: &Context,
-        bucket: &str,
-        key: &IdempotencyKey,
-        fields: Option<&Fields>,
-        operation: Option<&str>,
-    ) -> Result<Claimed, ApiError> {
-        use crate::store::{Cond, StoreError, TTL, item};
-        use sha2::{Digest, Sha256};
-        let mut request = fields.map(|f| f.map.clone()).unwrap_or_default();
-        request.remove("idempotencyKey");
-        if let Some(operation) = operation {
-            request.insert("operation".into(), operation.into());
-        }
-        // serde_json's maps are ordered, so equal bodies hash equally.
-        let fingerprint = hex::encode(Sha256::digest(Value::Object(request).to_string()));
-        let record = keys::idempotency(bucket, &hex::encode(Sha256::digest(key.as_bytes())));
-        let now = ctx.clock.epoch();
-        let claim = json!({ "state": "in_flight", "fingerprint": fingerprint, TTL: now + IDEMPOTENCY_SECS });
-        // A record past its 24 hours counts as absent (DynamoDB's TTL deletes lazily).
-        let free = Cond::Or(vec![Cond::NotExists, Cond::Lt(TTL.into(), now)]);
-        match ctx.store.put(item(&record, &claim), Some(free)).await {
-            Ok(()) => return Ok(Claimed::Fresh(Idempotency { key: record })),
-            Err(StoreError::ConditionFailed) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let Some(held) = ctx.store.get(&record).await? else {
-            return Err(error::IDEMPOTENCY_IN_PROGRESS.into());
-        };
-        if held.get("fingerprint").and_then(Value::as_str) != Some(fingerprint.as_str()) {
-            return Err(error::IDEMPOTENCY_KEY_REUSED.into());
-        }
-        match held.get("response") {
-            Some(first) => Ok(Claimed::Replay(
-                serde_json::from_value(first.clone()).map_err(ApiError::internal)?,
-            )),
-            None => Err(error::IDEMPOTENCY_IN_PROGRESS.into()),
-        }
-    }
-
-    /// Keeps the answer of a send that went out; forgets the claim of one that
-    /// did not, so the same key can be tried again.
-    pub async fn settle(self, ctx: &Context, sent: Option<&SendOutput>) {
-        use crate::store::Update;
-        let done = match sent {
-            Some(out) => ctx
-                .store
-                .update(
-                    &self.key,
-                    Update::new().set("state", "completed").set("response", json!(out)),
-                    None,
-                )
-                .await
-                .map(drop),
-            None => ctx.store.delete(&self.key, None).await.map(drop),
-        };
-        if let Err(e) = done {
-            tracing::error!(error = %e, "an idempotency record could not be settled");
-        }
-    }
 }
 
 /// The one send path: sendMail and send_mail, a reply and a forward all
@@ -690,22 +403,6 @@ async fn stage(
     })
 }
 
-/// The owner whose lists and suppressions a send from this caller counts
-/// in, when the caller alone says it (a standard key: its account; the
-/// agent key and an operator sending as noreply: the service domain's);
-/// none when only the sender found says it.
-fn owner_ahead(ctx: &Context, caller: &Caller, requested: Option<&str>) -> Option<String> {
-    let noreply = || format!("noreply@{}", ctx.config.service_domain.as_str());
-    match caller {
-        Caller::Agent => Some(sent::owner_of(OPS_UID)),
-        Caller::Standard(key) => Some(sent::owner_of(&key.uid)),
-        Caller::Identity(user) if user.operator && requested.is_none_or(|r| r == noreply()) => {
-            Some(sent::owner_of(OPS_UID))
-        }
-        _ => None,
-    }
-}
-
 /// Files what went out on its thread: (thread id, attachments stored).
 async fn file_sent(call: &Call<'_>, plan: &Plan, delivery: &str, output: &SendOutput) -> (Option<String>, usize) {
     let in_reply_to: Vec<String> = plan.in_reply_to.iter().cloned().collect();
@@ -738,7 +435,7 @@ async fn file_sent(call: &Call<'_>, plan: &Plan, delivery: &str, output: &SendOu
 mod tests {
     use super::*;
     use crate::validate::{Input, Origin};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn fields(v: Value) -> Fields {
         Fields::new(v.as_object().unwrap().clone(), Default::default())

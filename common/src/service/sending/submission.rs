@@ -33,7 +33,7 @@ use crate::service::accounts::payer::{self, Payer};
 use crate::service::caller::account::OPS_UID;
 use crate::service::delivery::dispatch::{self, Outbound, dispatch};
 use crate::service::sending::replies::{self, SentBytes};
-use crate::service::sending::send;
+use crate::service::sending::{send, sender};
 use crate::service::{caller::Call, domains, mailboxes, sending::api_keys, sending::pending};
 use crate::validate::{Later, Slot};
 use crate::values::EmailAddress;
@@ -170,7 +170,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     if !written_by(&ready, &mailbox.address) {
         return Err(error::SUBMISSION_SENDER.into());
     }
-    let signed = send::signer(ctx, &domain)
+    let signed = sender::signer(ctx, &domain)
         .await?
         .sign(raw)
         .map_err(|e| error::SEND_FAILED.caused_by(e))?;

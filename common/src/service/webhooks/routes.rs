@@ -25,7 +25,8 @@ use crate::service::caller::Call;
 use crate::service::mail_store::{self, Row};
 use crate::store::{StoreExt, TTL, item};
 use crate::validate::Fields;
-use crate::values::Bounded;
+use crate::values::Page;
+use crate::values::page;
 use crate::values::{Cursor, EventId, IsoTime, List, WEBHOOK_EVENTS, WebhookEvent};
 use crate::webhook::{self, Refused};
 
@@ -424,9 +425,9 @@ async fn deliver(
 
 crate::input! {
     pub struct DeliveriesQuery {
-        pub limit: Option<Bounded<1, 50>> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<page::Limit<50>>,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
     }
 }
 
@@ -442,8 +443,11 @@ pub struct Deliveries {
 
 pub async fn deliveries(call: &Call<'_>, input: DeliveriesQuery) -> Result<Deliveries, ApiError> {
     let owner = owner(call)?;
-    let limit = input.limit.map_or(25, Bounded::get) as usize;
-    let (deliveries, next_cursor) = mail_store::page::<Delivery>(
+    let limit = page::Limit::rows(input.limit, 25);
+    let Page {
+        items: deliveries,
+        next_cursor,
+    } = mail_store::page::<Delivery>(
         call.ctx,
         keys::webhook_deliveries(&owner),
         true,

@@ -69,7 +69,7 @@ pub static WEBHOOKS: Section = Section {
             description: "{ok, deliveries, nextCursor?}: every attempt of the last 7 days (eventId, the message's id \
                           and messageId, attempt, replay, at, url, status or error, latencyMs); limit 1 to 50 \
                           (default 25), cursor. No credit.",
-            errors: &[INBOX_LIMIT_INVALID, INBOX_CURSOR_INVALID, WEBHOOK_KEY_MAILBOXES],
+            errors: &[LIMIT_TO_50_INVALID, CURSOR_INVALID, WEBHOOK_KEY_MAILBOXES],
             io: io!(routes::deliveries, routes::DeliveriesQuery, routes::Deliveries),
         },
         Operation {

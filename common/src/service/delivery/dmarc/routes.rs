@@ -14,7 +14,8 @@ use crate::service::caller::Call;
 use crate::service::delivery::boundary::{Boundary, Envelope};
 use crate::service::domains;
 use crate::service::mail_store::page_raw;
-use crate::values::{Bounded, Cursor, DomainName};
+use crate::values::Page;
+use crate::values::{Cursor, DomainName, Limit};
 
 crate::input! {
     /// GET /dmarcReports and get_dmarc_summary.
@@ -22,9 +23,9 @@ crate::input! {
         /// The domain's hostname.
         pub domain_id or "domain": DomainName = (error::DOMAIN_ID_REQUIRED, error::DOMAIN_INVALID),
         /// Reports per page, 1 to 50 (default 25).
-        pub limit: Option<Bounded<1, 50>> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Limit<50>>,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
     }
 }
 
@@ -131,9 +132,12 @@ async fn page(
     }
     let account = call.account().await?;
     let domain = domains::owned(call.ctx, &account, input.domain_id.as_str()).await?;
-    let limit = input.limit.map_or(25, Bounded::get) as usize;
+    let limit = Limit::rows(input.limit, 25);
     let pk = keys::dmarc_reports(&account.uid, &domain.name);
-    let (items, next) = page_raw(call.ctx, pk, true, input.cursor.as_deref(), limit).await?;
+    let Page {
+        items,
+        next_cursor: next,
+    } = page_raw(call.ctx, pk, true, input.cursor.as_deref(), limit).await?;
     let reports = items
         .iter()
         .map(|i| i.record())

@@ -12,6 +12,7 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::Call;
 use crate::service::mail_store::{self, Folder, Row, Thread};
+use crate::values::Page;
 use crate::values::{EmailAddress, RowId, StoredMessageId, ThreadId};
 
 /// Threads one call empties from the trash at most.
@@ -70,7 +71,10 @@ pub async fn delete(call: &Call<'_>, input: DeleteInput) -> Result<Deleted, ApiE
         None if input.empty_trash != Some(true) => return Err(error::MAIL_TO_DELETE_REQUIRED.into()),
         None => {
             let pk = keys::threads_partition(&scope, Folder::Trash.as_str());
-            let (items, next) = mail_store::page_raw_where(ctx, pk, false, None, EMPTY_PAGE, visible(call)).await?;
+            let Page {
+                items,
+                next_cursor: next,
+            } = mail_store::page_raw_where(ctx, pk, false, None, EMPTY_PAGE, visible(call)).await?;
             let mut deleted = 0;
             for item in items {
                 let thread: Thread = item.record()?;
@@ -85,7 +89,10 @@ pub async fn delete(call: &Call<'_>, input: DeleteInput) -> Result<Deleted, ApiE
             }
             // Trashed messages whose thread new mail brought back.
             let pk = keys::folder_partition(&scope, Folder::Trash.as_str());
-            let (rows, next) = mail_store::page_raw_where(ctx, pk, false, None, 4 * EMPTY_PAGE, visible(call)).await?;
+            let Page {
+                items: rows,
+                next_cursor: next,
+            } = mail_store::page_raw_where(ctx, pk, false, None, 4 * EMPTY_PAGE, visible(call)).await?;
             for item in rows {
                 let row: Row = item.record()?;
                 if let Some(now) = mail_store::by_id(ctx, &scope, &row.id).await?

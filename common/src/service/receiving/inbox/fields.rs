@@ -25,7 +25,7 @@ pub(super) const WAIT_POLL: Duration = Duration::from_millis(500);
 pub const DEFAULT_MAX_CHARS: i64 = 20_000;
 
 /// A page's length: 1 to 50.
-pub type Limit = Bounded<1, MAX_LIMIT>;
+pub type Limit = crate::values::Limit<MAX_LIMIT>;
 /// Seconds to wait for mail.
 pub type WaitSeconds = Bounded<1, MAX_WAIT_SECONDS>;
 /// How much of a message's text and html an MCP read returns.

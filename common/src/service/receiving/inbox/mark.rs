@@ -11,6 +11,7 @@ use crate::keys;
 use crate::service::caller::Call;
 use crate::service::mail_store::{self, Folder, Row};
 use crate::validate::{Fields, Origin};
+use crate::values::Page;
 use crate::values::{EmailAddress, RowId, StoredMessageId, ThreadId};
 
 // ------------------------------------------------------------ POST /inbox
@@ -111,7 +112,10 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
         mail_store::thread(ctx, &scope, &thread_id),
         mail_store::page::<Row>(ctx, pk, false, None, THREAD_PAGE)
     );
-    let (rows, next_cursor) = page?;
+    let Page {
+        items: rows,
+        next_cursor,
+    } = page?;
     Ok(MarkOutput::Thread(Box::new(ThreadView {
         ok: true,
         thread: summary?.ok_or(error::NOT_FOUND)?,

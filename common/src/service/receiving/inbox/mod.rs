@@ -16,6 +16,7 @@ mod read;
 mod report;
 mod scope;
 mod shapes;
+mod tools;
 mod wait;
 mod wait_for_message;
 
@@ -28,4 +29,5 @@ pub use read::*;
 pub use report::*;
 pub(crate) use scope::scope;
 pub use shapes::*;
+pub use tools::*;
 pub use wait_for_message::*;

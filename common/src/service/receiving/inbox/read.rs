@@ -12,8 +12,7 @@ use crate::keys;
 use crate::service::caller::Call;
 use crate::service::delivery::boundary::Boundary;
 use crate::service::mail_store::{self, Folder, Row, Thread};
-use crate::validate::Fields;
-use crate::values::Bounded;
+use crate::values::Page;
 use crate::values::{Chars, Cursor, EmailAddress, Needle, RowId, StoredMessageId, ThreadId};
 
 // ------------------------------------------------------------ GET /inbox
@@ -21,7 +20,7 @@ use crate::values::{Chars, Cursor, EmailAddress, Needle, RowId, StoredMessageId,
 crate::input! {
     pub struct InboxQuery {
         /// 1 to 50, default 25.
-        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<Limit>,
         /// Agent key and operators only: an address at the service domain
         /// (default inbox@ the service domain).
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
@@ -42,11 +41,11 @@ crate::input! {
         /// every folder.
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
         /// Wait up to this many seconds (1 to 25) for a matching message.
         pub wait: Option<WaitSeconds> = error::INBOX_WAIT_INVALID,
         /// With wait: only messages after this message id; without it, unread ones.
-        pub after: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub after: Option<Cursor> = error::CURSOR_INVALID,
         /// With wait: the sender contains this (case-insensitive).
         pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
         /// With wait: the subject contains this (case-insensitive).
@@ -58,7 +57,7 @@ crate::input! {
 }
 
 pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiError> {
-    let limit = q.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
+    let limit = Limit::rows(q.limit, DEFAULT_LIMIT);
     let boundary = q.envelope.unwrap_or(false).then(Boundary::new);
     match target(q.id, q.message_id, q.thread) {
         Some(Target::Thread(thread)) => {
@@ -110,7 +109,7 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
     ))
 }
 
-async fn flat_page(
+pub(super) async fn flat_page(
     call: &Call<'_>,
     scope: &str,
     folder: Option<Folder>,
@@ -121,7 +120,7 @@ async fn flat_page(
         Some(f) => keys::folder_partition(scope, f.as_str()),
         None => keys::mail_partition(scope, false),
     };
-    let (items, next_cursor) =
+    let Page { items, next_cursor } =
         mail_store::page_raw_where(call.ctx, pk.clone(), true, cursor, limit, visible(call)).await?;
     let (messages, unread_in_page) = call.ctx.summaries.page(&pk, items, encode_stored)?;
     Ok(InboxList {
@@ -135,20 +134,31 @@ async fn flat_page(
 
 /// A page of the quarantine, newest first. Reading it marks nothing (its
 /// rows are never unread).
-async fn quarantine_page(
+pub(super) async fn quarantine_page(
     call: &Call<'_>,
     scope: &str,
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<InboxList, ApiError> {
-    let (rows, next_cursor) = mail_store::quarantined(call.ctx, scope, cursor, limit, visible(call)).await?;
+    let Page {
+        items: rows,
+        next_cursor,
+    } = mail_store::quarantined(call.ctx, scope, cursor, limit, visible(call)).await?;
     InboxList::of(&rows, next_cursor)
 }
 
 /// A page of the spam folder, newest first; as the quarantine's, its rows
 /// are never unread.
-async fn spam_page(call: &Call<'_>, scope: &str, cursor: Option<&str>, limit: usize) -> Result<InboxList, ApiError> {
-    let (rows, next_cursor) = mail_store::in_spam(call.ctx, scope, cursor, limit, visible(call)).await?;
+pub(super) async fn spam_page(
+    call: &Call<'_>,
+    scope: &str,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<InboxList, ApiError> {
+    let Page {
+        items: rows,
+        next_cursor,
+    } = mail_store::in_spam(call.ctx, scope, cursor, limit, visible(call)).await?;
     InboxList::of(&rows, next_cursor)
 }
 
@@ -160,7 +170,7 @@ fn encode_stored(text: &[u8]) -> Result<(Box<RawValue>, bool), ApiError> {
     Ok((summary.encode(), summary.unread))
 }
 
-async fn threads_page(
+pub(super) async fn threads_page(
     call: &Call<'_>,
     scope: &str,
     folder: Folder,
@@ -168,7 +178,8 @@ async fn threads_page(
     limit: usize,
 ) -> Result<ThreadList, ApiError> {
     let pk = keys::threads_partition(scope, folder.as_str());
-    let (items, next_cursor) = mail_store::page_raw_where(call.ctx, pk, true, cursor, limit, visible(call)).await?;
+    let Page { items, next_cursor } =
+        mail_store::page_raw_where(call.ctx, pk, true, cursor, limit, visible(call)).await?;
     let threads = items.iter().map(|i| i.record()).collect::<Result<Vec<Thread>, _>>()?;
     Ok(ThreadList {
         ok: true,
@@ -180,7 +191,7 @@ async fn threads_page(
 
 /// A thread's summary and a page of its messages, oldest first; every unread
 /// inbound row of the thread is marked read.
-async fn read_thread(
+pub(super) async fn read_thread(
     call: &Call<'_>,
     scope: &str,
     thread: &str,
@@ -212,7 +223,10 @@ async fn read_thread_rows(
         mail_store::page::<Row>(ctx, pk.clone(), false, cursor, THREAD_PAGE)
     );
     let mut summary = summary?;
-    let (mut rows, next_cursor) = page?;
+    let Page {
+        items: mut rows,
+        next_cursor,
+    } = page?;
     // Owner-only mail that joined a thread stays the owner's.
     rows.retain(|r| r.readable_by(call.caller));
     let unread_here = rows.iter().filter(|r| r.unread).count() as i64;
@@ -253,7 +267,7 @@ async fn read_thread_rows(
 /// Rows of the newest 200 of each direction whose subject, sender or body
 /// holds the text, newest first: a body longer than the row keeps is read
 /// whole from its blob. Marks nothing read.
-async fn search_scope(
+pub(super) async fn search_scope(
     call: &Call<'_>,
     scope: &str,
     text: &str,
@@ -348,136 +362,6 @@ fn cut_chars(s: &mut String, max: usize) -> bool {
         }
         None => false,
     }
-}
-
-// ------------------------------------------------------------- MCP tools
-
-crate::input! {
-    /// Tool `list_inbox`: the flat list.
-    pub struct ListQuery {
-        /// 1 to 50, default 25.
-        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
-        /// Agent key only: an address at the service domain (default inbox@
-        /// the service domain).
-        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
-        /// inbox, archive or trash; omitted: every folder.
-        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
-        /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
-        /// `quarantine`: the received mail kept out of the inbox (spoofed,
-        /// or refused by a sender list); `spam`: the mail whose content is
-        /// spam; each newest first, instead of the inbox. (`threads` is
-        /// list_threads.)
-        pub view: Option<KeptView> = error::INBOX_VIEW_INVALID,
-    }
-}
-
-pub async fn list(call: &Call<'_>, input: ListQuery) -> Result<InboxList, ApiError> {
-    let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    let page = match input.view {
-        Some(KeptView::Quarantine) => quarantine_page(call, &scope, input.cursor.as_deref(), limit).await?,
-        Some(KeptView::Spam) => spam_page(call, &scope, input.cursor.as_deref(), limit).await?,
-        None => flat_page(call, &scope, input.folder, input.cursor.as_deref(), limit).await?,
-    };
-    Boundary::new().list(page)
-}
-
-crate::input! {
-    /// Tool `get_message`: one message by id or Message-ID.
-    #[schemars(extend("anyOf" = [
-        {"required": ["id"], "properties": {"id": {"type": "string"}}},
-        {"required": ["messageId"], "properties": {"messageId": {"type": "string"}}}
-    ]))]
-    pub struct MessageTarget {
-        pub id: Option<RowId> = error::INBOX_ID_INVALID,
-        /// The RFC Message-ID (id wins when both are given).
-        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
-        /// Agent key and operators only: an address at the service domain.
-        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
-        /// Cut text and html to this many characters (100 to 1000000, default
-        /// 20000); `truncated` says whether they were.
-        pub max_chars: Option<MaxChars> = error::MAX_CHARS_INVALID,
-    }
-    check MessageTarget::named;
-}
-
-impl MessageTarget {
-    fn named(self, _: &Fields) -> Result<Self, ApiError> {
-        if self.id.is_none() && self.message_id.is_none() {
-            return Err(error::MESSAGE_TARGET_REQUIRED.into());
-        }
-        Ok(self)
-    }
-}
-
-pub async fn get_message(call: &Call<'_>, input: MessageTarget) -> Result<MessageRead, ApiError> {
-    let scope = scope(call, input.mailbox.as_deref())?;
-    let target = target(input.id, input.message_id, None).ok_or(error::MESSAGE_TARGET_REQUIRED)?;
-    let max = input.max_chars.map_or(DEFAULT_MAX_CHARS, Bounded::get) as usize;
-    read_message(call, &scope, &target, Some(max), Some(&Boundary::new())).await
-}
-
-crate::input! {
-    /// Tool `list_threads`: a folder's threads.
-    pub struct ThreadsQuery {
-        /// inbox (default), archive or trash.
-        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
-        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
-        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
-    }
-}
-
-pub async fn list_threads(call: &Call<'_>, input: ThreadsQuery) -> Result<ThreadList, ApiError> {
-    let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    let page = threads_page(
-        call,
-        &scope,
-        input.folder.unwrap_or(Folder::Inbox),
-        input.cursor.as_deref(),
-        limit,
-    )
-    .await?;
-    Ok(Boundary::new().threads(page))
-}
-
-crate::input! {
-    /// Tool `get_thread`.
-    pub struct ThreadQuery {
-        pub thread: ThreadId = (error::INBOX_THREAD_INVALID, error::INBOX_THREAD_INVALID),
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
-        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
-    }
-}
-
-pub async fn get_thread(call: &Call<'_>, input: ThreadQuery) -> Result<ThreadView, ApiError> {
-    let scope = scope(call, input.mailbox.as_deref())?;
-    read_thread(
-        call,
-        &scope,
-        &input.thread,
-        input.cursor.as_deref(),
-        Some(&Boundary::new()),
-    )
-    .await
-}
-
-crate::input! {
-    /// Tool `search_inbox`.
-    pub struct SearchQuery {
-        pub q: Chars<2, 200> = (error::INBOX_QUERY_INVALID, error::INBOX_QUERY_INVALID),
-        pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
-        pub limit: Option<Limit> = error::INBOX_LIMIT_INVALID,
-        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
-    }
-}
-
-pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, ApiError> {
-    let scope = scope(call, input.mailbox.as_deref())?;
-    let limit = input.limit.map_or(DEFAULT_LIMIT, Bounded::get) as usize;
-    Boundary::new().list(search_scope(call, &scope, &input.q, input.folder, limit).await?)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::keys;
 use crate::service::caller::Call;
 use crate::service::mail_store::{self, Row};
 use crate::service::receiving::waits;
+use crate::values::Page;
 use crate::values::{Cursor, Needle};
 
 // ------------------------------------------------------------ waiting
@@ -55,7 +56,7 @@ pub(super) async fn wait_rows(
 async fn watch(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) -> Result<Vec<Row>, ApiError> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds as u64);
     loop {
-        let (rows, _) = match &filter.after {
+        let Page { items: rows, .. } = match &filter.after {
             // Oldest first past `after`, so nothing newer is skipped.
             Some(after) => {
                 mail_store::page::<Row>(call.ctx, keys::mail_partition(scope, false), false, Some(after), 50).await?

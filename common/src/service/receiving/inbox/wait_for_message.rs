@@ -23,7 +23,7 @@ crate::input! {
         /// Seconds to wait, 1 to 25 (default 25).
         pub wait: Option<WaitSeconds> = error::INBOX_WAIT_INVALID,
         /// Only messages after this message id; omitted: any unread message.
-        pub after: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub after: Option<Cursor> = error::CURSOR_INVALID,
         /// The sender contains this (case-insensitive).
         pub from: Option<Needle> = error::INBOX_FILTER_INVALID,
         /// The subject contains this (case-insensitive).

@@ -52,7 +52,7 @@ crate::input! {
         /// characters.
         pub q: Chars<1, MAX_QUERY> = (error::SEARCH_QUERY_INVALID, error::SEARCH_QUERY_INVALID),
         /// 1 to 50, default 25.
-        pub limit: Option<inbox::Limit> = error::INBOX_LIMIT_INVALID,
+        pub limit: Option<inbox::Limit>,
         /// The nextCursor of the previous page (same q and sort).
         pub cursor: Option<Cursor> = error::SEARCH_CURSOR_INVALID,
         /// newest (default) or relevance.
@@ -158,7 +158,7 @@ pub async fn search(call: &Call<'_>, input: SearchInput) -> Result<SearchResults
     {
         return Err(error::SEARCH_CURSOR_INVALID.into());
     }
-    let limit = input.limit.map_or(inbox::DEFAULT_LIMIT, |l| l.get()) as usize;
+    let limit = inbox::Limit::rows(input.limit, inbox::DEFAULT_LIMIT);
     let covers = |mailbox: &str| call.caller.covers(mailbox);
     let request = index::Request {
         query: &query,

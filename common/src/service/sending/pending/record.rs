@@ -13,6 +13,7 @@ use crate::service::accounts::payer::Payer;
 use crate::service::caller::Call;
 use crate::service::delivery::dispatch::Outbound;
 use crate::service::guardrails::audit::Actor;
+use crate::service::system_mail::{self, Relay};
 use crate::store::{Cond, StoreError, TTL, Write, item};
 
 /// How long a hold waits for its owner.
@@ -235,7 +236,7 @@ pub(super) fn record(
     code: Option<&str>,
 ) -> Pending {
     let now = call.ctx.clock.now();
-    let id = format!("snd_{}", hex::encode(rand::random::<[u8; 8]>()));
+    let id = crate::values::HoldId::mint().into_string();
     let (scope, mailbox) = crate::service::sending::replies::reply_scope(call.ctx, call.caller, out.from);
     Pending {
         list_key: format!("{:013}-{id}", now.timestamp_millis()),
@@ -382,13 +383,6 @@ pub(super) async fn mail_approval(
     code: &str,
     text: &str,
 ) -> anyhow::Result<()> {
-    let ctx = call.ctx;
-    let transport = ctx
-        .customer_mail
-        .as_ref()
-        .or(ctx.system_mail.as_ref())
-        .ok_or_else(|| anyhow::anyhow!("no mail transport"))?;
-    let from = format!("noreply@{}", ctx.config.service_domain);
     let by = match (&p.hold.requested_by.name, &p.hold.requested_by.key_id) {
         (Some(name), Some(id)) => format!("the key \"{name}\" ({id})"),
         (None, Some(id)) => format!("the key {id}"),
@@ -413,10 +407,8 @@ pub(super) async fn mail_approval(
             .map(|link| format!("Or signed in to the web app: {link}\r\n\r\n"))
             .unwrap_or_default(),
     );
-    let mut message = crate::mail::plain_text(&from, to, &format!("Approve a send: {}", p.hold.subject), &body)?;
-    message.envelope_from = from;
-    transport.send(&message).await?;
-    Ok(())
+    let subject = format!("Approve a send: {}", p.hold.subject);
+    system_mail::send(call.ctx, Relay::CustomerFirst, to, &subject, &body).await
 }
 
 pub(super) async fn refund(ctx: &Context, p: &Pending) {

@@ -16,7 +16,8 @@ use crate::service::caller::Call;
 use crate::store::{Cond, Query, StoreError, StoreExt, Update, Write};
 
 use super::settle::settle;
-use crate::values::{Bounded, Cursor};
+use crate::values::Page;
+use crate::values::{Cursor, Limit};
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -278,9 +279,9 @@ pub async fn cancel(call: &Call<'_>, input: CancelInput) -> Result<Cancelled, Ap
 crate::input! {
     /// GET /outbox/waiting.
     pub struct WaitingQuery {
-        pub limit: Option<Bounded<1, 100>> = error::LIMIT_TO_100_INVALID,
+        pub limit: Option<Limit<100>>,
         /// The nextCursor of the previous page.
-        pub cursor: Option<Cursor> = error::INBOX_CURSOR_INVALID,
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
     }
 }
 
@@ -299,8 +300,11 @@ pub struct WaitingSends {
 /// messageId POST /outbox/cancel takes.
 pub async fn list_waiting(call: &Call<'_>, input: WaitingQuery) -> Result<WaitingSends, ApiError> {
     let account = call.account().await?;
-    let limit = input.limit.map_or(50, Bounded::get) as usize;
-    let (rows, next_cursor) = crate::service::mail_store::page_raw(
+    let limit = Limit::rows(input.limit, 50);
+    let Page {
+        items: rows,
+        next_cursor,
+    } = crate::service::mail_store::page_raw(
         call.ctx,
         keys::waiting_sends(&account.uid),
         true,
