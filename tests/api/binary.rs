@@ -491,7 +491,10 @@ fn profile(name: &str) -> Vec<(String, String)> {
 #[test]
 fn the_readme_runs_a_quick_profile_and_lambda_keeps_fat_lto() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    assert!(readme.contains("\ncargo run --profile local\n"), "the README's run command changed");
+    assert!(
+        readme.contains("\ncargo run --profile local\n"),
+        "the README's run command changed"
+    );
     let local = profile("local");
     let setting = |p: &[(String, String)], k: &str| p.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     assert_eq!(setting(&local, "inherits").as_deref(), Some("release"));

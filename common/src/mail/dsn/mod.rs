@@ -13,8 +13,13 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Utc};
 use mail_parser::{Message, MessageParser, MessagePart, MimeHeaders, PartType};
+
+mod build;
+mod plain;
+
+pub use build::{Abuse, Bounce, build_arf, build_dsn};
+use plain::{is_auto_reply, looks_like_bounce, plain_bounce};
 
 /// Larger inputs are refused unread. A report carries at most the returned
 /// message, and the service sends nothing near this size.
@@ -267,7 +272,7 @@ fn blocks(text: &str) -> Vec<Vec<&str>> {
 /// The header fields of one block: names lower case, folded lines joined.
 /// A line that is neither a field nor a continuation is skipped, and so is
 /// anything folded under it.
-fn fields(lines: &[&str]) -> Vec<(String, String)> {
+pub(super) fn fields(lines: &[&str]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut open = false;
     for line in lines {
@@ -301,12 +306,12 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.trim())
 }
 
-fn first_word(value: &str) -> &str {
+pub(super) fn first_word(value: &str) -> &str {
     value.split_whitespace().next().unwrap_or_default()
 }
 
 /// `rfc822; <User@Example.COM>` -> `user@example.com`.
-fn address(value: &str) -> Option<String> {
+pub(super) fn address(value: &str) -> Option<String> {
     let bare = value.split_once(';').map_or(value, |(_, a)| a).trim();
     let bare = bare.strip_prefix('<').unwrap_or(bare);
     let bare = bare.strip_suffix('>').unwrap_or(bare).trim();
@@ -321,7 +326,7 @@ fn host_name(value: &str) -> Option<String> {
 }
 
 /// `5.1.1` (RFC 3463: class 2, 4 or 5, then two numbers of 1 to 3 digits).
-fn enhanced_status(token: &str) -> Option<String> {
+pub(super) fn enhanced_status(token: &str) -> Option<String> {
     let token = token.trim_matches(|c: char| !c.is_ascii_digit());
     let mut parts = token.split('.');
     let class = parts.next()?;
@@ -332,7 +337,7 @@ fn enhanced_status(token: &str) -> Option<String> {
 }
 
 /// The code an SMTP reply starts with: `550`, `550-...`, `550 ...`.
-fn reply_code(text: &str) -> Option<u16> {
+pub(super) fn reply_code(text: &str) -> Option<u16> {
     let bytes = text.as_bytes();
     let digits = bytes.get(..3)?;
     let ends = matches!(bytes.get(3), None | Some(b' ' | b'-'));
@@ -342,11 +347,11 @@ fn reply_code(text: &str) -> Option<u16> {
 }
 
 /// Folded and repeated white space as single spaces.
-fn unfold(text: &str) -> String {
+pub(super) fn unfold(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn bounded(text: &str) -> String {
+pub(super) fn bounded(text: &str) -> String {
     text.chars()
         .take(MAX_DIAGNOSTIC_CHARS)
         .collect::<String>()
@@ -392,444 +397,16 @@ fn returned_headers<'x>(message: &'x Message<'x>) -> Option<Message<'x>> {
 }
 
 /// The address in From, lower case.
-fn sender(message: &Message<'_>) -> Option<String> {
+pub(super) fn sender(message: &Message<'_>) -> Option<String> {
     let from = message.from()?.first()?.address()?;
     address(from)
 }
 
-// ---------------------------------------------------------------------------
-// Bounces without RFC 3464
-
-/// A bounce by its sender or its subject, the two things every bounce
-/// format has kept.
-fn looks_like_bounce(message: &Message<'_>) -> bool {
-    const DAEMONS: [&str; 4] = ["mailer-daemon", "postmaster", "mail-daemon", "mailerdaemon"];
-    const SUBJECTS: [&str; 12] = [
-        "undeliver",
-        "delivery status notification",
-        "delivery failure",
-        "delivery failed",
-        "delivery has failed",
-        "failure notice",
-        "returned mail",
-        "returned to sender",
-        "could not be delivered",
-        "non-delivery",
-        "delivery problem",
-        "bounce",
-    ];
-    let daemon = sender(message)
-        .and_then(|from| from.split_once('@').map(|(local, _)| local.to_string()))
-        .is_some_and(|local| DAEMONS.contains(&local.as_str()));
-    let subject = message.subject().unwrap_or_default().to_lowercase();
-    daemon || SUBJECTS.iter().any(|s| subject.contains(s))
-}
-
-/// A bounce in prose: the recipients it names (`<addr>:` lines, or the
-/// addresses in X-Failed-Recipients), each with the first SMTP reply or
-/// enhanced status written under it.
-fn plain_bounce(message: &Message<'_>) -> Result<Dsn, Unreadable> {
-    const NO_CODE: Unreadable = Unreadable("a bounce without an SMTP reply or status code");
-    let body = message.body_text(0).ok_or(NO_CODE)?;
-    let lines = notice(&body);
-    let failed: Vec<String> = message
-        .headers_raw()
-        .filter(|(name, _)| name.eq_ignore_ascii_case("X-Failed-Recipients"))
-        .flat_map(|(_, value)| value.split(',').filter_map(address).collect::<Vec<_>>())
-        .collect();
-    let anchors: Vec<(usize, String)> = lines
-        .iter()
-        .enumerate()
-        .filter_map(|(i, line)| recipient_line(line, &failed).map(|a| (i, a)))
-        .collect();
-    let sections: Vec<(Option<String>, &[&str])> = if anchors.is_empty() {
-        vec![(failed.first().cloned(), &lines[..])]
-    } else {
-        let ends = anchors.iter().skip(1).map(|(i, _)| *i).chain([lines.len()]);
-        anchors
-            .iter()
-            .zip(ends)
-            .map(|((start, a), end)| (Some(a.clone()), &lines[*start..end]))
-            .collect()
-    };
-    let text = format!("{}\n{}", message.subject().unwrap_or_default(), lines.join("\n")).to_lowercase();
-    let action = if delay_wording(&text) {
-        Action::Delayed
-    } else {
-        Action::Failed
-    };
-    let mut recipients = Vec::new();
-    for (recipient, section) in sections {
-        let Some((smtp_code, status, diagnostic)) = reply_in(section) else {
-            continue;
-        };
-        if recipients.len() == MAX_RECIPIENTS {
-            return Err(Unreadable("more than 100 recipients"));
-        }
-        recipients.push(RecipientStatus {
-            final_recipient: recipient,
-            original_recipient: None,
-            action,
-            status,
-            smtp_code,
-            diagnostic: Some(diagnostic),
-            remote_mta: None,
-        });
-    }
-    if recipients.is_empty() {
-        return Err(NO_CODE);
-    }
-    Ok(Dsn {
-        reporting_mta: None,
-        recipients,
-    })
-}
-
-/// The notice's own lines: up to the copy of the returned message, whose
-/// headers and text would otherwise read as the bounce's.
-fn notice(body: &str) -> Vec<&str> {
-    body.lines()
-        .take_while(|line| {
-            let lower = line.trim().to_lowercase();
-            let separator = lower.starts_with('-') && ["copy", "original", "message"].iter().any(|w| lower.contains(w));
-            let header = ["received:", "return-path:"]
-                .iter()
-                .any(|h| line.to_lowercase().starts_with(h));
-            !separator && !header
-        })
-        .collect()
-}
-
-/// The recipient a notice line introduces: `<addr>:` (qmail, Yahoo,
-/// Postfix's own text) or a line that is one of `failed` (Exim, Gmail).
-fn recipient_line(line: &str, failed: &[String]) -> Option<String> {
-    let trimmed = line.trim();
-    if let Some(rest) = trimmed.strip_prefix('<')
-        && let Some((inside, after)) = rest.split_once('>')
-        && after.starts_with(':')
-        && inside.contains('@')
-        && !inside.contains(char::is_whitespace)
-    {
-        return address(inside);
-    }
-    failed.iter().find(|f| trimmed.eq_ignore_ascii_case(f)).cloned()
-}
-
-/// The first SMTP reply in `lines` (with the lines folded under it), or
-/// else the first bare enhanced status, as (code, status, diagnostic).
-fn reply_in(lines: &[&str]) -> Option<(Option<u16>, Option<String>, String)> {
-    for (i, line) in lines.iter().enumerate() {
-        let Some(start) = smtp_reply_at(line) else { continue };
-        let indent = |l: &str| l.len() - l.trim_start().len();
-        let mut text = line[start..].to_string();
-        for next in &lines[i + 1..] {
-            if next.trim().is_empty() || indent(next) == 0 || indent(next) < indent(line) {
-                break;
-            }
-            text.push(' ');
-            text.push_str(next.trim());
-        }
-        let text = bounded(&unfold(&text));
-        // `550 5.1.1 ...` or `550-5.1.1 ...`; the status's class is the code's.
-        let status = text
-            .get(4..)
-            .and_then(|rest| enhanced_status(first_word(rest)))
-            .filter(|s| text.starts_with(&s[..1]));
-        return Some((reply_code(&text), status, text));
-    }
-    // A failure notice has no use for a 2.x.x; one in its prose is a version.
-    lines.iter().find_map(|line| {
-        let status = line
-            .split_whitespace()
-            .filter_map(enhanced_status)
-            .find(|s| !s.starts_with('2'))?;
-        Some((None, Some(status), bounded(&unfold(line))))
-    })
-}
-
-/// Where a 4xx or 5xx reply starts in `line`: three digits standing alone
-/// (not part of an address, a date or a number), then a space, a dash or the
-/// end of the line.
-fn smtp_reply_at(line: &str) -> Option<usize> {
-    let bytes = line.as_bytes();
-    (0..bytes.len().saturating_sub(2)).find(|&i| {
-        let before = i.checked_sub(1).map(|j| bytes[j]);
-        matches!(bytes[i], b'4' | b'5')
-            && bytes[i + 1..i + 3].iter().all(u8::is_ascii_digit)
-            && matches!(before, None | Some(b' ' | b'\t' | b':' | b'('))
-            && matches!(bytes.get(i + 3), None | Some(b' ' | b'-'))
-    })
-}
-
-/// Whether a notice says the system is still trying.
-fn delay_wording(lower: &str) -> bool {
-    const DELAYED: [&str; 6] = [
-        "delayed",
-        "will keep trying",
-        "will continue trying",
-        "not yet been delivered",
-        "still being retried",
-        "will retry",
-    ];
-    const GIVEN_UP: [&str; 3] = ["permanent", "given up", "giving up"];
-    DELAYED.iter().any(|w| lower.contains(w)) && !GIVEN_UP.iter().any(|w| lower.contains(w))
-}
-
-// ---------------------------------------------------------------------------
-// RFC 3834
-
-fn is_auto_reply(message: &Message<'_>) -> bool {
-    const SUBJECTS: [&str; 10] = [
-        "auto:",
-        "automatic reply",
-        "auto reply",
-        "auto-reply",
-        "autoreply",
-        "auto response",
-        "autoresponse",
-        "out of office",
-        "out of the office",
-        "away from",
-    ];
-    let header = |name: &str| {
-        message
-            .headers_raw()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_ascii_lowercase())
-    };
-    let subject = message.subject().unwrap_or_default().trim().to_lowercase();
-    header("Auto-Submitted").is_some_and(|v| v.starts_with("auto-replied"))
-        || header("X-Autoreply").is_some()
-        || header("X-Autorespond").is_some()
-        || header("Precedence").is_some_and(|v| v == "auto_reply")
-        || SUBJECTS.iter().any(|s| subject.starts_with(s))
-        || ["out of office", "out of the office", "automatic reply"]
-            .iter()
-            .any(|s| subject.contains(s))
-}
-
-// ---------------------------------------------------------------------------
-// Building
-
-/// One recipient's outcome, to build a bounce from.
-#[derive(Debug, Clone)]
-pub struct Bounce<'a> {
-    /// The host that writes the report.
-    pub reporting_mta: &'a str,
-    /// Where the report goes: the message's return path.
-    pub to: &'a str,
-    pub recipient: &'a str,
-    pub action: Action,
-    /// `5.1.1`, `4.4.1`, `2.0.0`.
-    pub status: &'a str,
-    pub smtp_code: u16,
-    /// The remote server's reply, with or without its code in front.
-    pub diagnostic: &'a str,
-    pub remote_mta: &'a str,
-    /// The message the report is about; its header section is returned.
-    pub original: &'a str,
-    pub date: DateTime<Utc>,
-}
-
-/// A genuine RFC 3464 report: a human-readable part, the
-/// message/delivery-status part and the original's header section as
-/// text/rfc822-headers, the way Postfix writes one. `read` gives back the
-/// bounce's facts, addresses in lower case and the diagnostic with the
-/// reply code in front.
-pub fn build_dsn(b: &Bounce<'_>) -> Vec<u8> {
-    let (mta, recipient) = (b.reporting_mta, b.recipient);
-    let subject = match b.action {
-        Action::Failed => "Undelivered Mail Returned to Sender",
-        Action::Delayed => "Delayed Mail (still being retried)",
-        Action::Delivered | Action::Relayed | Action::Expanded => "Successful Mail Delivery Report",
-    };
-    let code = b.smtp_code.to_string();
-    let diagnostic = match b.diagnostic.trim() {
-        d if reply_code(d) == Some(b.smtp_code) => d.to_string(),
-        "" => code,
-        d => format!("{code} {d}"),
-    };
-    let outcome = match b.action {
-        Action::Failed => "could not be delivered",
-        Action::Delayed => "is not delivered yet; the mail system will keep trying",
-        Action::Delivered => "was delivered",
-        Action::Relayed => "was relayed to a system that sends no further report",
-        Action::Expanded => "was delivered to a list or alias",
-    };
-    let status = format!(
-        "Reporting-MTA: dns; {mta}\r\n\r\n\
-         Final-Recipient: rfc822; {recipient}\r\n\
-         Action: {action}\r\n\
-         Status: {status}\r\n\
-         Remote-MTA: dns; {remote}\r\n\
-         {diagnostic_field}",
-        action = b.action.as_str(),
-        status = b.status,
-        remote = b.remote_mta,
-        diagnostic_field = folded(&format!("Diagnostic-Code: smtp; {diagnostic}")),
-    );
-    let human = format!(
-        "This is the mail system at host {mta}.\r\n\r\n\
-         Your message to <{recipient}> {outcome}.\r\n{said}",
-        said = folded(&format!("{} said: {diagnostic}", b.remote_mta)),
-    );
-    let head = format!(
-        "From: Mail Delivery System <MAILER-DAEMON@{mta}>\r\n\
-         To: <{to}>\r\n\
-         Subject: {subject}\r\n\
-         Date: {date}\r\n\
-         Message-ID: <{id}@{mta}>\r\n\
-         Auto-Submitted: auto-replied\r\n",
-        to = b.to,
-        date = b.date.to_rfc2822(),
-        id = message_id(&status, b.original, b.date),
-    );
-    multipart_report(&head, "delivery-status", &human, &status, b.original).into_bytes()
-}
-
-/// A spam complaint, to build a feedback report from.
-#[derive(Debug, Clone)]
-pub struct Abuse<'a> {
-    /// The feedback loop's address, the report's From.
-    pub reporter: &'a str,
-    /// Where the report goes: the address the sender registered.
-    pub to: &'a str,
-    pub original_recipient: &'a str,
-    pub original_mail_from: &'a str,
-    /// The message complained about; its header section is returned.
-    pub original: &'a str,
-    pub date: DateTime<Utc>,
-}
-
-/// A genuine RFC 5965 `abuse` report: a human-readable part, the
-/// message/feedback-report part and the original's header section as
-/// text/rfc822-headers. `read` gives back its facts, addresses in lower
-/// case, with the original's Message-ID.
-pub fn build_arf(a: &Abuse<'_>) -> Vec<u8> {
-    let host = a.reporter.rsplit_once('@').map_or(a.reporter, |(_, h)| h);
-    // Version and User-Agent are required (RFC 5965 section 3.1).
-    let report = format!(
-        "Feedback-Type: abuse\r\n\
-         User-Agent: mailhost-simulator/1.0\r\n\
-         Version: 1\r\n\
-         Original-Mail-From: <{from}>\r\n\
-         Original-Rcpt-To: <{rcpt}>\r\n\
-         Arrival-Date: {date}\r\n",
-        from = a.original_mail_from,
-        rcpt = a.original_recipient,
-        date = a.date.to_rfc2822(),
-    );
-    let human = format!("This is an email abuse report for a message received by {host}.\r\n");
-    let head = format!(
-        "From: <{reporter}>\r\n\
-         To: <{to}>\r\n\
-         Subject: Email Feedback Report\r\n\
-         Date: {date}\r\n\
-         Message-ID: <{id}@{host}>\r\n",
-        reporter = a.reporter,
-        to = a.to,
-        date = a.date.to_rfc2822(),
-        id = message_id(&report, a.original, a.date),
-    );
-    multipart_report(&head, "feedback-report", &human, &report, a.original).into_bytes()
-}
-
-/// The three-part multipart/report both builders write under `head` (the
-/// outer header fields but the MIME ones): the human text, the
-/// machine-readable message/`kind` part and the returned header section.
-fn multipart_report(head: &str, kind: &str, human: &str, machine: &str, original: &str) -> String {
-    let headers = header_section(original);
-    let boundary = boundary(&[head, machine, &headers].concat());
-    format!(
-        "{head}\
-         MIME-Version: 1.0\r\n\
-         Content-Type: multipart/report; report-type={kind};\r\n\tboundary=\"{boundary}\"\r\n\
-         \r\n\
-         This is a MIME-encapsulated message.\r\n\
-         \r\n\
-         --{boundary}\r\n\
-         Content-Description: Notification\r\n\
-         Content-Type: text/plain; charset=utf-8\r\n\
-         \r\n\
-         {human}\
-         \r\n\
-         --{boundary}\r\n\
-         Content-Type: message/{kind}\r\n\
-         \r\n\
-         {machine}\
-         \r\n\
-         --{boundary}\r\n\
-         Content-Description: Original Message Headers\r\n\
-         Content-Type: text/rfc822-headers\r\n\
-         \r\n\
-         {headers}\
-         \r\n\
-         --{boundary}--\r\n"
-    )
-}
-
-/// `original`'s header section with CRLF line ends, ending in one CRLF.
-fn header_section(original: &str) -> String {
-    let mut out = String::new();
-    for line in original.lines().take_while(|line| !line.is_empty()) {
-        out.push_str(line);
-        out.push_str("\r\n");
-    }
-    out
-}
-
-/// `line` folded at spaces so that no line passes 78 characters where a
-/// word break allows it (RFC 5322 section 2.1.1), with its CRLF.
-fn folded(line: &str) -> String {
-    let mut out = String::new();
-    let mut width = 0;
-    for word in line.split(' ') {
-        if width > 0 && width + 1 + word.len() > 78 {
-            out.push_str("\r\n ");
-            width = 1;
-        } else if width > 0 {
-            out.push(' ');
-            width += 1;
-        }
-        out.push_str(word);
-        width += word.len();
-    }
-    out.push_str("\r\n");
-    out
-}
-
-/// FNV-1a: boundaries and Message-IDs that are the same for the same report,
-/// so a built report can be compared byte for byte.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-fn boundary(seed: &str) -> String {
-    // The returned headers are the one part not written here; a boundary
-    // they happen to contain would cut them short, so another is taken.
-    let mut salt = 0u64;
-    loop {
-        let b = format!("=_report_{:016x}", fnv(format!("{seed}{salt}").as_bytes()));
-        if !seed.contains(&b) {
-            return b;
-        }
-        salt += 1;
-    }
-}
-
-fn message_id(machine: &str, original: &str, date: DateTime<Utc>) -> String {
-    format!(
-        "{}.{:016x}",
-        date.timestamp(),
-        fnv(format!("{machine}{original}").as_bytes())
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use super::plain::{delay_wording, reply_in, smtp_reply_at};
     use super::*;
+    use chrono::DateTime;
 
     fn bounce<'a>(diagnostic: &'a str) -> Bounce<'a> {
         Bounce {
