@@ -430,9 +430,13 @@ impl Matches<'_> {
     }
 }
 
+/// Whether a message (its mailbox, its id) was deleted with its whole
+/// mailbox.
+pub type Purged<'a> = &'a dyn Fn(&str, &str) -> bool;
+
 /// Whether each message of a segment is one the reader may see: never one
 /// deleted for good; trash and spam only when the query names them.
-fn visible(view: &View, reader: &Reader<'_>, query: &Query, purged: Option<&dyn Fn(&str, &str) -> bool>) -> Bits {
+fn visible(view: &View, reader: &Reader<'_>, query: &Query, purged: Option<Purged<'_>>) -> Bits {
     let head = &view.head;
     let allowed: Vec<bool> = head.mailboxes().iter().map(|m| (reader.covers)(m)).collect();
     let (trash, spam) = (Folder::Trash.code(), Folder::Spam.code());
@@ -475,7 +479,7 @@ pub fn run(
     buckets: &[HashMap<u32, Arc<Bucket>>],
     query: &Query,
     reader: &Reader<'_>,
-    purged: Option<&dyn Fn(&str, &str) -> bool>,
+    purged: Option<Purged<'_>>,
     sort: Sort,
     cursor: Option<&str>,
     limit: usize,

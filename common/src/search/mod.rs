@@ -128,7 +128,7 @@ pub async fn search(
         };
         let purged = |mailbox: &str, id: &str| loaded.stored.purged(mailbox, id);
         // Most scopes never had a mailbox purged: no message asks then.
-        let purged: Option<&dyn Fn(&str, &str) -> bool> = (!loaded.stored.tombstones.is_empty()).then_some(&purged);
+        let purged: Option<exec::Purged<'_>> = (!loaded.stored.tombstones.is_empty()).then_some(&purged);
         let mut found = exec::run(
             &loaded.views,
             &buckets,
