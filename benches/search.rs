@@ -93,10 +93,16 @@ fn env(name: &str, default: usize) -> usize {
 
 fn corpus() -> Vec<Inbound> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let roots = [
-        manifest.join("../shared/corpus/eml"),
-        manifest.join("tests/fixtures/eml"),
-    ];
+    // The shared corpus sits beside the main checkout (`../shared`), and
+    // two levels up from a worktree under `/work/wt/`.
+    let shared = ["../shared/corpus/eml", "../../shared/corpus/eml"]
+        .iter()
+        .map(|p| manifest.join(p))
+        .find(|p| p.is_dir());
+    let roots: Vec<PathBuf> = shared
+        .into_iter()
+        .chain([manifest.join("tests/fixtures/eml")])
+        .collect();
     let mut files: Vec<PathBuf> = Vec::new();
     let mut stack: Vec<PathBuf> = roots.to_vec();
     while let Some(dir) = stack.pop() {

@@ -19,6 +19,8 @@ enum Part {
     Head(Arc<Head>),
     Bucket(Arc<Bucket>),
     State(Arc<Vec<u8>>),
+    /// A scope's fresh messages made into a segment, and which they are.
+    Fresh([u8; 32], Arc<Head>),
 }
 
 impl Part {
@@ -27,6 +29,7 @@ impl Part {
             Part::Head(h) => h.size(),
             Part::Bucket(b) => b.size(),
             Part::State(s) => s.len(),
+            Part::Fresh(_, h) => h.size(),
         }
     }
 }
@@ -125,6 +128,24 @@ pub async fn bucket(blobs: &dyn BlobStore, key: &str) -> Result<Option<Arc<Bucke
     let bucket = Arc::new(Bucket::parse(bytes).map_err(ApiError::internal)?);
     keep(key, Part::Bucket(bucket.clone()));
     Ok(Some(bucket))
+}
+
+/// A scope's fresh messages as a segment: built again only when they are
+/// other messages (`which`, a digest of their ids: a fresh message's words
+/// never change, and its state is applied after). One is kept per scope.
+pub fn fresh(
+    key: &str,
+    which: [u8; 32],
+    build: impl FnOnce() -> Result<Arc<Head>, ApiError>,
+) -> Result<Arc<Head>, ApiError> {
+    if let Some(Part::Fresh(held, h)) = cached(key)
+        && held == which
+    {
+        return Ok(h);
+    }
+    let head = build()?;
+    keep(key, Part::Fresh(which, head.clone()));
+    Ok(head)
 }
 
 /// The state blob; `None` when it is gone.

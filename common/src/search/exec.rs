@@ -275,27 +275,42 @@ impl<'a> Eval<'a> {
             .min_by_key(|(_, p)| p.docs.len())
             .map(|(i, _)| i)
             .unwrap_or(0);
-        let candidates: Vec<u32> = lists[shortest]
-            .docs
-            .iter()
-            .copied()
-            .filter(|d| lists.iter().all(|p| p.docs.binary_search(d).is_ok()))
-            .collect();
+        // Each candidate with its index in every list (the lists ascend, so
+        // each search starts where the last one ended).
+        let mut from = vec![0usize; lists.len()];
+        let mut candidates: Vec<(u32, Vec<usize>)> = Vec::new();
+        'docs: for d in lists[shortest].docs.iter().copied() {
+            let mut at = Vec::with_capacity(lists.len());
+            for (p, from) in lists.iter().zip(from.iter_mut()) {
+                match p.docs[*from..].binary_search(&d) {
+                    Ok(i) => {
+                        *from += i;
+                        at.push(*from);
+                    }
+                    Err(i) => {
+                        *from += i;
+                        continue 'docs;
+                    }
+                }
+            }
+            candidates.push((d, at));
+        }
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
-        let positions: Vec<Vec<Vec<u32>>> = lists.iter().map(Postings::positions).collect::<Result<_, _>>()?;
+        // Only the candidates' positions are read.
+        let mut readers: Vec<_> = lists.iter().map(Postings::position_reader).collect();
+        let mut positions: Vec<Vec<u32>> = vec![Vec::new(); lists.len()];
         let mut out = Vec::new();
-        for d in candidates {
-            let at: Vec<&Vec<u32>> = lists
-                .iter()
-                .zip(&positions)
-                .map(|(p, pos)| &pos[p.docs.binary_search(&d).unwrap_or(0)])
-                .collect();
-            let count = at[0]
+        for (d, at) in candidates {
+            for ((reader, i), pos) in readers.iter_mut().zip(&at).zip(positions.iter_mut()) {
+                reader.read(*i, pos)?;
+            }
+            let count = positions[0]
                 .iter()
                 .filter(|start| {
-                    at.iter()
+                    positions
+                        .iter()
                         .enumerate()
                         .skip(1)
                         .all(|(i, pos)| pos.binary_search(&(**start + i as u32)).is_ok())
@@ -415,9 +430,13 @@ impl Matches<'_> {
     }
 }
 
+/// Whether a message (its mailbox, its id) was deleted with its whole
+/// mailbox.
+pub type Purged<'a> = &'a dyn Fn(&str, &str) -> bool;
+
 /// Whether each message of a segment is one the reader may see: never one
 /// deleted for good; trash and spam only when the query names them.
-fn visible(view: &View, reader: &Reader<'_>, query: &Query, purged: &dyn Fn(&str, &str) -> bool) -> Bits {
+fn visible(view: &View, reader: &Reader<'_>, query: &Query, purged: Option<Purged<'_>>) -> Bits {
     let head = &view.head;
     let allowed: Vec<bool> = head.mailboxes().iter().map(|m| (reader.covers)(m)).collect();
     let (trash, spam) = (Folder::Trash.code(), Folder::Spam.code());
@@ -428,7 +447,7 @@ fn visible(view: &View, reader: &Reader<'_>, query: &Query, purged: &dyn Fn(&str
             && !state.gone()
             && (query.names_trash || state.folder() != trash)
             && (query.names_spam || state.folder() != spam)
-            && !purged(head.mailbox_of(d), head.id(d))
+            && !purged.is_some_and(|purged| purged(head.mailbox_of(d), head.id(d)))
     })
 }
 
@@ -452,14 +471,15 @@ pub fn cursor_fits(cursor: &str, sort: Sort) -> bool {
 }
 
 /// Runs a query over the loaded segments: a page of at most `limit` hits
-/// past `cursor`.
+/// past `cursor`. `purged` (none when no mailbox was purged) says whether a
+/// message was deleted with its whole mailbox.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     views: &[View],
     buckets: &[HashMap<u32, Arc<Bucket>>],
     query: &Query,
     reader: &Reader<'_>,
-    purged: &dyn Fn(&str, &str) -> bool,
+    purged: Option<Purged<'_>>,
     sort: Sort,
     cursor: Option<&str>,
     limit: usize,

@@ -104,8 +104,15 @@ pub async fn load_from(blobs: &dyn BlobStore, scope: &str, stored: Stored) -> Re
         .collect();
     let unfolded = fresh.len();
     if !fresh.is_empty() {
-        let built = segment::build(&fresh, true);
-        let head = Arc::new(Head::parse(built.head).map_err(ApiError::internal)?);
+        let mut which = Sha256::new();
+        for d in &fresh {
+            which.update(d.id.as_bytes());
+            which.update(b"\n");
+        }
+        let head = cache::fresh(&format!("{prefix}/fresh"), which.finalize().into(), || {
+            let built = segment::build(&fresh, true);
+            Ok(Arc::new(Head::parse(built.head).map_err(ApiError::internal)?))
+        })?;
         let by_id: HashMap<&str, State> = fresh.iter().map(|d| (d.id.as_str(), d.state)).collect();
         let state = (0..head.n).map(|d| by_id.get(head.id(d)).map_or(0, |s| s.0)).collect();
         views.push(View {

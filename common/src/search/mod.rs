@@ -127,12 +127,14 @@ pub async fn search(
             continue;
         };
         let purged = |mailbox: &str, id: &str| loaded.stored.purged(mailbox, id);
+        // Most scopes never had a mailbox purged: no message asks then.
+        let purged: Option<exec::Purged<'_>> = (!loaded.stored.tombstones.is_empty()).then_some(&purged);
         let mut found = exec::run(
             &loaded.views,
             &buckets,
             request.query,
             &request.reader,
-            &purged,
+            purged,
             request.sort,
             request.cursor,
             request.limit,
