@@ -1,0 +1,306 @@
+//! IMAP to the store: what IMAP clients did, read from Dovecot's log from
+//! where the agent stopped, turned into the states they left and reported
+//! (`POST /mtaImapChanges`); an expunge with no copy left waits out its
+//! grace, and a message the agent set is looked at again later.
+
+use super::*;
+
+impl Agent {
+    pub(super) async fn imap_to_store(&self, round: &mut Round) -> anyhow::Result<()> {
+        let path = &self.settings.state;
+        let mut state = State::load(path)?;
+        // Changes still waiting for their message, numbered anew.
+        if !state.waiting.is_empty() {
+            let now = now_ms();
+            let mut waiting = std::mem::take(&mut state.waiting);
+            waiting.retain(|w| now - w.since_ms < RETRY_FOR_MS);
+            let mut changes: Vec<Change> = Vec::new();
+            for w in &waiting {
+                state.seq += 1;
+                changes.push(Change {
+                    seq: state.seq,
+                    ..w.change.clone()
+                });
+            }
+            let since: BTreeMap<i64, i64> = changes.iter().zip(&waiting).map(|(c, w)| (c.seq, w.since_ms)).collect();
+            let unknown = self.report(&changes, round).await?;
+            state.waiting = changes
+                .into_iter()
+                .filter(|c| unknown.contains(&c.seq))
+                .map(|c| Waiting {
+                    since_ms: since[&c.seq],
+                    change: c,
+                })
+                .collect();
+            state.save(path)?;
+        }
+        let mut rechecked = self.rechecked()?;
+        rechecked.append(&mut self.deletions_due(&mut state.expunged)?);
+        loop {
+            let read = log::read_new(&self.settings.dovecot_log, state.position, READ_BUDGET)?;
+            let (mut changes, expunged) = self.changes_of(&read.changes)?;
+            state.expunged.extend(expunged);
+            changes.append(&mut rechecked);
+            for change in &mut changes {
+                state.seq += 1;
+                change.seq = state.seq;
+            }
+            let unknown = self.report(&changes, round).await?;
+            let now = now_ms();
+            state.waiting.extend(
+                changes
+                    .into_iter()
+                    .filter(|c| unknown.contains(&c.seq))
+                    .map(|change| Waiting { change, since_ms: now }),
+            );
+            state.position = read.position;
+            state.save(path)?;
+            if !read.more {
+                break;
+            }
+        }
+        round.waiting = state.waiting.len();
+        Ok(())
+    }
+
+    /// The messages due a second look whose IMAP state is not what the
+    /// agent set: a person's change Dovecot did not log, as changes.
+    fn rechecked(&self) -> anyhow::Result<Vec<Change>> {
+        let now = now_ms();
+        let due: Vec<((String, String), Recheck)> = {
+            let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+            let keys: Vec<(String, String)> = rechecks
+                .iter()
+                .filter(|(_, r)| r.due_ms() <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.into_iter()
+                .filter_map(|k| rechecks.remove(&k).map(|r| (k, r)))
+                .collect()
+        };
+        let mut by_user: BTreeMap<&str, Vec<(&str, &Recheck)>> = BTreeMap::new();
+        for ((user, message_id), recheck) in &due {
+            by_user.entry(user).or_default().push((message_id, recheck));
+        }
+        let mut changes = Vec::new();
+        let mut again = Vec::new();
+        for (user, wanted) in by_user {
+            let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
+            let copies = self.doveadm.copies(user, &ids)?;
+            for (message_id, set) in wanted {
+                let Some(copy) = copies
+                    .iter()
+                    .find(|c| c.message_id == message_id && !app_own(place_of(&c.folder)))
+                else {
+                    continue;
+                };
+                let moved = copy.folder != set.folder
+                    && !(set.folder == ARCHIVE && matches!(place_of(&copy.folder), "own" | "junk"));
+                if copy.seen == set.seen && !moved {
+                    if set.looks + 1 < RECHECKS_AFTER_MS.len() {
+                        let next = Recheck {
+                            looks: set.looks + 1,
+                            ..set.clone()
+                        };
+                        again.push(((user.to_string(), message_id.to_string()), next));
+                    }
+                    continue;
+                }
+                changes.push(Change {
+                    seq: 0,
+                    mailbox: user.to_string(),
+                    message_id: message_id.to_string(),
+                    seen: Some(copy.seen),
+                    place: moved.then(|| place_of(&copy.folder).to_string()),
+                    direction: None,
+                    raw: None,
+                });
+            }
+        }
+        // A newer change the agent set meanwhile keeps its own looks.
+        let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+        for (key, next) in again {
+            rechecks.entry(key).or_insert(next);
+        }
+        Ok(changes)
+    }
+
+    /// The expunges whose grace is over, as deletions, for messages still
+    /// in no other folder (a copy elsewhere made the expunge a move's first
+    /// half: its own line reported where it went).
+    fn deletions_due(&self, expunged: &mut Vec<Expunged>) -> anyhow::Result<Vec<Change>> {
+        let now = now_ms();
+        let (due, waiting): (Vec<Expunged>, Vec<Expunged>) = std::mem::take(expunged)
+            .into_iter()
+            .partition(|e| now - e.since_ms >= EXPUNGE_GRACE_MS);
+        *expunged = waiting;
+        let mut ids: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for e in &due {
+            ids.entry(&e.user).or_default().push(&e.message_id);
+        }
+        let mut copies: BTreeMap<&str, Vec<Copy>> = BTreeMap::new();
+        for (user, ids) in ids {
+            match self.doveadm.copies(user, &ids) {
+                Ok(found) => copies.insert(user, found),
+                // Dovecot away: they wait for the next round.
+                Err(e) => {
+                    expunged.extend(due.iter().cloned());
+                    return Err(e);
+                }
+            };
+        }
+        Ok(due
+            .iter()
+            .filter_map(|e| deletion(e, copies.get(e.user.as_str()).map_or(&[][..], Vec::as_slice)))
+            .collect())
+    }
+
+    /// A message expunged with no copy left elsewhere is not a change yet:
+    /// it waits out [`EXPUNGE_GRACE_MS`] (the second list).
+    fn changes_of(&self, logged: &[Logged]) -> anyhow::Result<(Vec<Change>, Vec<Expunged>)> {
+        // Where each expunged message is now: looked up once per user.
+        let mut expunged: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        // (Dovecot logs each expunge after the copy that moved it.)
+        for l in logged.iter().filter(|l| l.kind == Kind::Expunge) {
+            expunged.entry(&l.user).or_default().push(&l.message_id);
+        }
+        let mut now_in: BTreeMap<&str, Vec<Copy>> = BTreeMap::new();
+        for (user, ids) in &expunged {
+            now_in.insert(user, self.doveadm.copies(user, ids)?);
+        }
+        let mut changes = Vec::new();
+        let mut pending = Vec::new();
+        for l in logged {
+            let place = place_of(&l.folder);
+            let change = |seen: Option<bool>, place: Option<&str>, direction: Option<&str>| Change {
+                seq: 0,
+                mailbox: l.user.clone(),
+                message_id: l.message_id.clone(),
+                seen,
+                place: place.map(str::to_string),
+                direction: direction.map(str::to_string),
+                raw: None,
+            };
+            match l.kind {
+                Kind::FlagChange if !app_own(place) => changes.push(change(Some(l.seen), None, None)),
+                Kind::Copy if !app_own(place) => changes.push(change(None, Some(place), None)),
+                Kind::Save if !app_own(place) => {
+                    // Appended mail: its bytes, for a message the store
+                    // does not hold (it files it as appended).
+                    let raw = match self.appended_text(l)? {
+                        Some(raw) if raw.len() <= APPENDED_LIMIT => {
+                            Some(base64::engine::general_purpose::STANDARD.encode(raw))
+                        }
+                        Some(raw) => {
+                            eprintln!(
+                                "mailbox-sync: appended mail of {} bytes in {}'s {} stays in IMAP alone",
+                                raw.len(),
+                                l.user,
+                                l.folder
+                            );
+                            None
+                        }
+                        // Expunged already: its later lines say so.
+                        None => None,
+                    };
+                    changes.push(Change {
+                        raw,
+                        ..change(Some(l.seen), Some(place), None)
+                    });
+                }
+                Kind::Expunge if place != "drafts" => {
+                    let expunged = Expunged {
+                        user: l.user.clone(),
+                        message_id: l.message_id.clone(),
+                        sent: place == "sent",
+                        since_ms: now_ms(),
+                    };
+                    let copies = now_in.get(l.user.as_str()).map_or(&[][..], Vec::as_slice);
+                    // Still in no other folder: it may be a move whose
+                    // append is still to come.
+                    if deletion(&expunged, copies).is_some() {
+                        pending.push(expunged);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok((changes, pending))
+    }
+
+    /// The bytes of mail a client appended, wherever it is now: at its
+    /// folder and UID, or, moved on already (the app appended, then moved it
+    /// before this round), found by its Message-ID in the folders the store
+    /// mirrors. `None` once it is gone. An error is Dovecot's (down,
+    /// restarting): the round fails and reads these lines again, since
+    /// reporting the append without its bytes would leave the message in
+    /// IMAP alone.
+    fn appended_text(&self, l: &Logged) -> anyhow::Result<Option<Vec<u8>>> {
+        if let Ok(raw) = self.doveadm.text(&l.user, &l.folder, l.uid)
+            && !raw.is_empty()
+        {
+            return Ok(Some(raw));
+        }
+        if l.message_id.is_empty() {
+            return Ok(None);
+        }
+        for copy in self.doveadm.copies(&l.user, &[&l.message_id])? {
+            if app_own(place_of(&copy.folder)) {
+                continue;
+            }
+            let raw = self.doveadm.text(&l.user, &copy.folder, copy.uid)?;
+            if !raw.is_empty() {
+                return Ok(Some(raw));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reports changes; the numbers of those about messages the store does
+    /// not hold yet.
+    async fn report(&self, changes: &[Change], round: &mut Round) -> anyhow::Result<Vec<i64>> {
+        let mut unknown = Vec::new();
+        let mut batch: Vec<&Change> = Vec::new();
+        let mut batches = Vec::new();
+        let mut raw_bytes = 0;
+        for change in changes {
+            // Appended bytes share a request up to RAW_PER_REQUEST (the
+            // service files a request's messages side by side).
+            let raw = change.raw.as_ref().map_or(0, String::len);
+            if (batch.len() == CHANGES_PER_REQUEST || raw_bytes + raw > RAW_PER_REQUEST) && !batch.is_empty() {
+                batches.push(std::mem::take(&mut batch));
+                raw_bytes = 0;
+            }
+            batch.push(change);
+            raw_bytes += raw;
+        }
+        if !batch.is_empty() {
+            batches.push(batch);
+        }
+        for batch in batches {
+            let answer: Value = self
+                .client
+                .post(self.url("/mtaImapChanges"))
+                .bearer_auth(&self.settings.sync_token)
+                .json(&json!({ "changes": batch }))
+                .send()
+                .await
+                .context("reporting IMAP changes")?
+                .error_for_status()
+                .context("reporting IMAP changes")?
+                .json()
+                .await
+                .context("reading the answer to IMAP changes")?;
+            round.reported += batch.len();
+            round.applied += answer["applied"].as_u64().unwrap_or(0);
+            unknown.extend(
+                answer["unknown"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_i64),
+            );
+        }
+        Ok(unknown)
+    }
+}
