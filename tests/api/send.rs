@@ -525,7 +525,8 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
 
     // Named: its key, one round of reads (the sender's three items in one
     // batch, the recipients' suppressions and the balance in another,
-    // beside the send lists' Query), the transaction, then the audit row.
+    // beside the send lists' Query), then the transaction, which holds the
+    // audit row too.
     let named = json!({"to": "b@example.org", "subject": "s", "text": "t", "from": "tia@tia.example"});
     let (named, named_requests, named_res) = send(&key, named).await;
     // The agent key: no key to read, its sender one item of the reads.
@@ -537,11 +538,22 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
     eprintln!("agent {agent:?} {agent_requests:?}; not named {default:?} {default_requests:?}");
     assert_eq!(
         (named.round_trips, agent.round_trips, default.round_trips),
-        (4, 3, 4),
+        (3, 2, 3),
         "{named_requests:?} {agent_requests:?} {default_requests:?}"
     );
-    // One transaction, no separate credit update.
-    assert_eq!((named_requests.transactions, named_requests.updates), (1, 0));
+    // One transaction, no separate credit update, no audit row of its own.
+    assert_eq!(
+        (named_requests.transactions, named_requests.updates, named_requests.puts),
+        (1, 0, 0)
+    );
+    let log = app.get("/audit?operation=sendMail&limit=1", Auth::Bearer(&key)).await;
+    let row = &log.body["changes"][0];
+    assert_eq!(
+        (&row["status"], &row["target"]["to"], &row["actor"]["kind"]),
+        (&json!(200), &json!("d@example.org"), &json!("account_key")),
+        "{}",
+        log.body
+    );
     assert_eq!(
         named_res.body["creditsRemaining"], 98,
         "the balance read, less this send"

@@ -216,6 +216,18 @@ async fn a_refused_delivery_is_500_send_failed_and_the_credit_stays_spent() {
     assert_eq!((res.status, res.error()), (500, "Send failed"));
     assert_eq!(app.agent_credits().await, 99, "not refunded when SMTP fails");
     assert!(sink.messages().is_empty());
+    // The send's transaction wrote its audit row as a success; the row
+    // then says what the caller was answered (the credit is spent).
+    let op = app.operator_token().await;
+    let log = app.get("/audit?operation=sendMail", Auth::Bearer(&op)).await;
+    let rows = log.body["changes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{}", log.body);
+    assert_eq!(
+        (&rows[0]["status"], &rows[0]["error"], &rows[0]["actor"]["kind"]),
+        (&json!(500), &json!("Send failed"), &json!("agent_key")),
+        "{}",
+        log.body
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -312,7 +312,13 @@ class FaultProxy:
     @property
     def counts(self):
         """Calls passed and faults played (what the report shows)."""
-        return {k: v for k, v in self.all_counts().items() if not k.startswith(("op ", "item "))}
+        return {k: v for k, v in self.all_counts().items() if not k.startswith(("op ", "item ")) and k not in ("wu", "ru")}
+
+    def units(self):
+        """DynamoDB's consumed capacity, as it answered: {"wu": write units,
+        "ru": read units}."""
+        counts = self.all_counts()
+        return {k: counts.get(k, 0) for k in ("wu", "ru")}
 
     def operations(self):
         """Calls passed to the upstream, by operation."""
@@ -363,6 +369,42 @@ def partitions(body):
     return sorted(found)
 
 
+# DynamoDB's operations that can say what they consumed, by the units they
+# spend: what the soak counts per route ("wu", "ru"; DynamoDB Local computes
+# them by DynamoDB's rules: 1 KB a write unit, 4 KB a strongly consistent
+# read unit, transactions double).
+WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+READS = {"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"}
+
+
+def with_consumed_capacity(op, body):
+    """The request asking DynamoDB to return what it consumed (the server
+    never asks; DynamoDB Local does not check the signature the proxy's
+    change breaks)."""
+    if op not in WRITES | READS:
+        return body
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return body
+    request["ReturnConsumedCapacity"] = "TOTAL"
+    return json.dumps(request).encode()
+
+
+def consumed_capacity(op, data):
+    """("wu" or "ru", the units an answer says it consumed), or (None, 0)."""
+    kind = "wu" if op in WRITES else "ru" if op in READS else None
+    if not kind:
+        return None, 0
+    try:
+        consumed = json.loads(data or b"{}").get("ConsumedCapacity")
+    except ValueError:
+        return None, 0
+    if isinstance(consumed, dict):
+        consumed = [consumed]
+    return kind, sum(float(c.get("CapacityUnits") or 0) for c in consumed or [] if isinstance(c, dict))
+
+
 def process_cpu_seconds(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -378,9 +420,9 @@ def _serve_proxy(upstream_port, flavor, port, mode, rate, latency, control):
     lock = threading.Lock()
     local = threading.local()
 
-    def count(what):
+    def count(what, amount=1):
         with lock:
-            counts[what] = counts.get(what, 0) + 1
+            counts[what] = counts.get(what, 0) + amount
 
     def pick():
         name = FaultProxy.MODES[mode.value]
@@ -433,13 +475,21 @@ def _serve_proxy(upstream_port, flavor, port, mode, rate, latency, control):
                 time.sleep(latency.value)
             elif fault:
                 return self._fail(fault)
+            headers = dict(self.headers.items())
             if flavor == "dynamodb":
                 op = (self.headers.get("x-amz-target") or "?").rsplit(".", 1)[-1]
                 count("op " + op)
                 count("item " + op + " " + ",".join(partitions(body)))
+                body = with_consumed_capacity(op, body)
+                headers = {k: v for k, v in headers.items() if k.lower() != "content-length"}
+                headers["Content-Length"] = str(len(body))
             else:
                 count("op " + self.command)
-            status, headers, data = forward(self.command, self.path, self.headers, body)
+            status, headers, data = forward(self.command, self.path, headers, body)
+            if flavor == "dynamodb" and status == 200:
+                kind, units = consumed_capacity(op, data)
+                if kind:
+                    count(kind, units)
             self.send_response_only(status)
             for name, value in headers:
                 if name.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):

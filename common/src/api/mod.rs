@@ -163,12 +163,20 @@ impl Operation {
         if !self.audited() {
             return self.run(call, fields).await;
         }
-        let target = crate::service::guardrails::audit::target_of(fields.as_ref().ok());
+        use crate::service::guardrails::audit;
+        let target = audit::target_of(fields.as_ref().ok());
+        call.will_audit(self.id, target.clone());
         let outcome = self.run(call, fields).await;
-        // What happened, and who was refused for want of a permission or a
-        // mailbox; a malformed request changed nothing and leaves no row.
-        if outcome.as_ref().map_or_else(|e| e.status == 403, |_| true) {
-            crate::service::guardrails::audit::note(call, self.id, target, outcome.as_ref().map(|_| ())).await;
+        match (call.audit_written(), &outcome) {
+            // The service's transaction wrote the row as a success.
+            (Some(_), Ok(_)) => {}
+            (Some(key), Err(refused)) => audit::amend(call, &key, refused).await,
+            // What happened, and who was refused for want of a permission or
+            // a mailbox; a malformed request changed nothing and leaves no row.
+            (None, _) if outcome.as_ref().map_or_else(|e| e.status == 403, |_| true) => {
+                audit::note(call, self.id, target, outcome.as_ref().map(|_| ())).await
+            }
+            (None, _) => {}
         }
         outcome
     }

@@ -30,6 +30,13 @@ pub struct Call<'a> {
     details: std::sync::Mutex<Vec<serde_json::Map<String, serde_json::Value>>>,
     /// The account a call without one of its own is about ([`Call::concerns`]).
     concerns: std::sync::OnceLock<String>,
+    /// The audit row this call's change will write: its operation and
+    /// target, set by the catalogue's execution path before the service
+    /// runs.
+    audit: std::sync::OnceLock<(&'static str, serde_json::Map<String, serde_json::Value>)>,
+    /// The audit row's key once the service wrote it in its own transaction
+    /// (a send that went at once): the execution path then writes none.
+    audited_in: std::sync::Mutex<Option<crate::store::Key>>,
 }
 
 impl<'a> Call<'a> {
@@ -46,6 +53,8 @@ impl<'a> Call<'a> {
             origin: None,
             details: Default::default(),
             concerns: Default::default(),
+            audit: Default::default(),
+            audited_in: Default::default(),
         }
     }
 
@@ -77,6 +86,27 @@ impl<'a> Call<'a> {
             other => serde_json::Map::from_iter([("value".to_string(), other)]),
         };
         self.details.lock().expect("details lock").push(details);
+    }
+
+    /// Names the audit row this call's change writes (the catalogue's
+    /// execution path, once, before the service runs).
+    pub fn will_audit(&self, operation: &'static str, target: serde_json::Map<String, serde_json::Value>) {
+        let _ = self.audit.set((operation, target));
+    }
+
+    /// The audit row's operation and target, when this call writes one.
+    pub fn audit_of(&self) -> Option<&(&'static str, serde_json::Map<String, serde_json::Value>)> {
+        self.audit.get()
+    }
+
+    /// The service wrote the audit row in its own transaction, under `key`.
+    pub fn audited_in(&self, key: crate::store::Key) {
+        *self.audited_in.lock().expect("audit lock") = Some(key);
+    }
+
+    /// Where the service wrote the audit row itself, if it did.
+    pub fn audit_written(&self) -> Option<crate::store::Key> {
+        self.audited_in.lock().expect("audit lock").clone()
     }
 
     /// What this change touched, taken once for its audit row.

@@ -144,14 +144,14 @@ pub async fn dispatch_recorded(
 /// all or nothing: refused (a window full, a switch off, the balance moved
 /// or short), it wrote nothing, and the record comes back for the long way
 /// ([`payer::gate`], then [`dispatch_recorded`]), which says why.
-pub async fn dispatch_at_once(
+pub async fn take_at_once(
     ctx: &Context,
     payer: &Payer,
     gate: Vec<Write>,
     balance: Option<i64>,
     out: &Outbound<'_>,
     recorded: Recorded,
-) -> Result<Result<Dispatched, Recorded>, ApiError> {
+) -> Result<Result<Taken, Recorded>, ApiError> {
     let real = real_recipients(ctx, out);
     if !real.is_empty() && ctx.customer_mail.is_none() {
         return Ok(Err(recorded));
@@ -170,16 +170,26 @@ pub async fn dispatch_at_once(
         Err(StoreError::ConditionFailed) => return Ok(Err(recorded)),
         Err(e) => return Err(e.into()),
     }
-    let transport = transport(ctx, &real)?;
-    Ok(Ok(deliver(
-        ctx,
-        transport,
-        out,
-        recorded.sent,
-        &real,
+    Ok(Ok(Taken {
+        sent: recorded.sent,
+        real,
         credits_remaining,
-    )
-    .await?))
+    }))
+}
+
+/// A send [`take_at_once`] took: paid for and recorded, not yet out.
+pub struct Taken {
+    sent: SentMessage,
+    real: Vec<usize>,
+    credits_remaining: Option<i64>,
+}
+
+impl Taken {
+    /// Out through the relay (and the simulator), as [`dispatch`] sends.
+    pub async fn deliver(self, ctx: &Context, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
+        let transport = transport(ctx, &self.real)?;
+        deliver(ctx, transport, out, self.sent, &self.real, self.credits_remaining).await
+    }
 }
 
 /// The recipients that leave the service (not the simulator's), by index.

@@ -24,7 +24,7 @@ use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::Call;
-use crate::store::{Cond, StoreError, StoreResult, TTL, Update, Write, item};
+use crate::store::{Cond, Key, StoreError, StoreResult, TTL, Update, Write, item};
 use crate::validate::Fields;
 use crate::values::Page;
 use crate::values::{Cursor, EmailAddress, KeyId, Limit};
@@ -180,9 +180,50 @@ pub fn target_of(fields: Option<&Fields>) -> Map<String, Value> {
 pub async fn note(call: &Call<'_>, operation: &str, target: Map<String, Value>, outcome: Result<(), &ApiError>) {
     let ctx = call.ctx;
     let now = ctx.clock.now();
+    let change = change(call, operation, target, outcome);
+    let owner = owner_of(call);
+    let written = match outcome.is_err() {
+        false => ctx.store.put(row(&owner, &change, now).1, None).await,
+        true => count_refusal(ctx, &owner, &change, now).await,
+    };
+    if let Err(e) = written {
+        tracing::error!(error = %e, operation, "audit row not written");
+    }
+}
+
+/// The call's audit row as one write of the service's own transaction, as
+/// a success: a send that goes at once takes it with its credit and its
+/// record, so the log costs no round trip of its own. None when the call
+/// writes no row. Once the transaction commits, the service says so
+/// ([`Call::audited_in`]) and the execution path writes no second row.
+pub fn in_transaction(call: &Call<'_>) -> Option<(Key, Write)> {
+    let (operation, target) = call.audit_of()?;
+    let change = change(call, operation, target.clone(), Ok(()));
+    let (key, item) = row(&owner_of(call), &change, call.ctx.clock.now());
+    let write = Write::Put {
+        item,
+        cond: Some(Cond::NotExists),
+    };
+    Some((key, write))
+}
+
+/// A change whose row its transaction wrote as a success, then answered
+/// with an error (the relay refused every recipient after the credit was
+/// spent): the row says what the caller was answered.
+pub async fn amend(call: &Call<'_>, key: &Key, refused: &ApiError) {
+    let answered = Update::new()
+        .set("status", refused.status)
+        .set("error", refused.error.to_string());
+    if let Err(e) = call.ctx.store.update(key, answered, Some(Cond::Exists)).await {
+        tracing::error!(error = %e, "audit row not amended");
+    }
+}
+
+/// The row of one call's change (or refusal).
+fn change(call: &Call<'_>, operation: &str, target: Map<String, Value>, outcome: Result<(), &ApiError>) -> Change {
     let refused = outcome.is_err();
-    let change = Change {
-        at: crate::clock::iso(now),
+    Change {
+        at: crate::clock::iso(call.ctx.clock.now()),
         actor: Actor::of(call.caller),
         operation: operation.into(),
         target,
@@ -194,19 +235,11 @@ pub async fn note(call: &Call<'_>, operation: &str, target: Map<String, Value>, 
         via: call.surface.into(),
         request_id: call.request_id.clone(),
         ip: call.ip.into(),
-    };
-    let owner = owner_of(call);
-    let written = match refused {
-        false => ctx.store.put(row(&owner, &change, now), None).await,
-        true => count_refusal(ctx, &owner, &change, now).await,
-    };
-    if let Err(e) = written {
-        tracing::error!(error = %e, operation, "audit row not written");
     }
 }
 
-/// A new row of the log, at `now`.
-fn row(owner: &str, change: &Change, now: chrono::DateTime<chrono::Utc>) -> crate::store::Item {
+/// A new row of the log, at `now`: its key and item.
+fn row(owner: &str, change: &Change, now: chrono::DateTime<chrono::Utc>) -> (Key, crate::store::Item) {
     let key = keys::audit_change(
         owner,
         &format!(
@@ -217,7 +250,7 @@ fn row(owner: &str, change: &Change, now: chrono::DateTime<chrono::Utc>) -> crat
     );
     let mut row = item(&key, change);
     row.insert(TTL.into(), json!(now.timestamp() + KEPT_DAYS * 86_400));
-    row
+    (key, row)
 }
 
 /// Counts a refusal: the first of its minute (by this actor, of this
@@ -235,7 +268,7 @@ async fn count_refusal(
     let run = keys::audit_run(owner, minute, &refusal_kind(change));
     let mut pointer = ctx.store.get(&run).await?;
     if pointer.is_none() {
-        let first = row(owner, change, now);
+        let (_, first) = row(owner, change, now);
         let sk = first.get(crate::store::SK).cloned().unwrap_or_default();
         let writes = vec![
             Write::Put {

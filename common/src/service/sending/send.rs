@@ -16,6 +16,7 @@ use crate::mail::people::{self, Person};
 use crate::service::accounts::payer::{self, Payer};
 use crate::service::delivery::dispatch::{self, Outbound};
 use crate::service::domains;
+use crate::service::guardrails::audit;
 use crate::service::sending::idempotency::{Begun, Idempotency};
 use crate::service::sending::replies::{Sent, file_on_thread, reply_scope};
 use crate::service::sending::sender::{owner_ahead, sender, signer};
@@ -250,7 +251,7 @@ pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendO
 /// (the sender, the recipients' lists and suppressions, the payer's
 /// balance); then a send that goes now is taken whole in one transaction
 /// (its windows, the switches' conditions, its credit and its delivery
-/// record, [`dispatch::dispatch_at_once`]). A send that cannot (a refusal
+/// record and its audit row, [`dispatch::take_at_once`]). A send that cannot (a refusal
 /// among its reads, one that waits, or that transaction refused, which
 /// wrote nothing) takes the long way: the gate's transaction, whose refusal
 /// comes first, then the reads' refusals in the spec's order, then the
@@ -311,9 +312,17 @@ pub async fn send(
         return Ok(output);
     }
     let recorded = dispatch::Recorded::prepare(ctx, &outbound).await?;
-    let gate = payer::gate_writes(ctx, &payer, payer::KeyCap::of(caller).as_ref());
-    let dispatched = match dispatch::dispatch_at_once(ctx, &payer, gate, balance, &outbound, recorded).await? {
-        Ok(dispatched) => dispatched,
+    let mut gate = payer::gate_writes(ctx, &payer, payer::KeyCap::of(caller).as_ref());
+    // The audit row is one more write of the same transaction.
+    let audit = audit::in_transaction(call);
+    gate.extend(audit.as_ref().map(|(_, row)| row.clone()));
+    let dispatched = match dispatch::take_at_once(ctx, &payer, gate, balance, &outbound, recorded).await? {
+        Ok(taken) => {
+            if let Some((key, _)) = audit {
+                call.audited_in(key);
+            }
+            taken.deliver(ctx, &outbound).await?
+        }
         Err(recorded) => {
             if let Err(refused) = payer::gate(ctx, &payer, payer::KeyCap::of(caller)).await {
                 recorded.discard(ctx, &outbound).await;
