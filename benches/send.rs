@@ -10,10 +10,23 @@
 //! The agent key sends; its rate windows (5 a minute, 50 a UTC day) would stop a
 //! benchmark after five sends, so between rounds of five the server's clock moves
 //! a day ahead. Every send still goes through both window checks and the credit.
+//!
+//! Then, with `MAILHOST_TEST_DYNAMODB_ENDPOINT` (DynamoDB Local; scripts/test
+//! starts one and prints its port), the same server on DynamoDB Local behind a
+//! proxy that times every call (benches/support/timed_proxy.rs): a standard
+//! key's account onboarded, its domain verified through the local zone and a
+//! mailbox added as the README does, then its plain sends from that mailbox
+//! (`DYNAMODB_SENDS=n`, default 200), one at a time. It prints their p50/p99
+//! beside the floor of the same run: DynamoDB Local's GetItem, a
+//! TransactWriteItems of the send's own size and the SMTP submission alone,
+//! each through the same proxy; and the round trips one send waited for one
+//! after another, counted at the proxy from when each call began and ended.
 
 #[path = "../tests/api/support/smtp.rs"]
 #[allow(dead_code)]
 mod smtp;
+#[path = "support/timed_proxy.rs"]
+mod timed_proxy;
 // What smtp.rs calls as `super::standin` (in the tests, support's, which also
 // records the skip).
 use common::testing::standin;
@@ -25,8 +38,40 @@ use serde_json::json;
 
 const ROUND: usize = 5;
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+fn main() {
+    // The proxy starts before the runtime: the server's DynamoDB client reads
+    // its address from the environment, which is set while no other thread
+    // reads it (the proxy's own threads never do).
+    let proxy = std::env::var("MAILHOST_TEST_DYNAMODB_ENDPOINT")
+        .ok()
+        .map(|endpoint| timed_proxy::TimedProxy::start(&endpoint));
+    if let Some(proxy) = &proxy {
+        // SAFETY: the only other threads are the proxy's, which read no
+        // environment variable.
+        unsafe {
+            std::env::set_var("AWS_ENDPOINT_URL_DYNAMODB", &proxy.url);
+            // DynamoDB Local takes any credentials (as scripts/test sets them).
+            for (name, value) in [
+                ("AWS_ACCESS_KEY_ID", "test"),
+                ("AWS_SECRET_ACCESS_KEY", "test"),
+                ("AWS_REGION", "us-east-1"),
+                ("AWS_EC2_METADATA_DISABLED", "true"),
+            ] {
+                if std::env::var_os(name).is_none() {
+                    std::env::set_var(name, value);
+                }
+            }
+        };
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(run(proxy));
+}
+
+async fn run(proxy: Option<timed_proxy::TimedProxy>) {
     let sends: usize = std::env::var("SENDS").ok().and_then(|s| s.parse().ok()).unwrap_or(500);
     let Some(sink) = smtp::SmtpSink::start().await else {
         eprintln!("set MAILHOST_TEST_VENV to a venv with aiosmtpd (scripts/test makes one)");
@@ -145,6 +190,199 @@ async fn main() {
     }
     server.abort();
     std::fs::remove_dir_all(data_dir).ok();
+    match &proxy {
+        Some(proxy) if !spool => on_dynamodb(proxy, &sink).await,
+        Some(_) => println!("\nDynamoDB Local: skipped with TRANSPORT=spool (its floor counts the SMTP submission)"),
+        None => println!("\nDynamoDB Local: skipped (set MAILHOST_TEST_DYNAMODB_ENDPOINT; scripts/test starts one)"),
+    }
+}
+
+/// A standard key's plain sends on DynamoDB Local against the floor of the
+/// same run, and the round trips each waited for, counted at the proxy.
+async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
+    let sends: usize = std::env::var("DYNAMODB_SENDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let data_dir = std::env::temp_dir().join(format!("mailhost-bench-ddb-{:x}", rand::random::<u64>()));
+    let zone = mailhost::local_zone::LocalZone::start(std::net::Ipv4Addr::LOCALHOST.into())
+        .await
+        .unwrap();
+    let mut config = Config::from_env().expect("MAILHOST_* variables");
+    config.addr = "127.0.0.1:0".parse().unwrap();
+    config.data_dir = data_dir.clone();
+    config.service_domain = "svc.test".parse().unwrap();
+    config.store = common::config::StoreKind::Dynamodb;
+    config.table = format!("mailhost-send-bench-{:x}", rand::random::<u32>());
+    config.smtp_url = Some(sink.url());
+    config.smtp_ca_file = Some(sink.ca_file());
+    config.system_mail = common::config::SystemMailKind::Outbox;
+    config.dns_server = Some(zone.addr.to_string());
+    config.poll_interval = 3600;
+    let app = mailhost::Application::build(config).await.unwrap();
+    let ctx = app.context.clone();
+    zone.serve(ctx.clone());
+    let base = format!("http://{}", app.addr);
+    let server = app.spawn();
+    let client = reqwest::Client::new();
+    let key = onboard(&client, &base, &ctx, &data_dir).await;
+    println!("\n== DynamoDB Local, through a timing proxy ({}), a standard key", proxy.url);
+
+    let body = json!({"from": "me@bench.test", "to": "bench@partner.example", "subject": "Benchmark",
+        "text": "A short plain-text message.\n"});
+    let send = || async {
+        let started = Instant::now();
+        let res = client.post(format!("{base}/sendMail")).bearer_auth(&key).json(&body).send().await.unwrap();
+        assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+        (started, Instant::now())
+    };
+    send().await;
+    ctx.clock.advance(86_400);
+    let mut latencies = Vec::with_capacity(sends);
+    let mut trips = Vec::with_capacity(sends);
+    let mut calls: std::collections::BTreeMap<String, usize> = Default::default();
+    let started = Instant::now();
+    for i in 0..sends {
+        if i % ROUND == 0 && i > 0 {
+            ctx.clock.advance(86_400);
+        }
+        let (from, to) = send().await;
+        latencies.push(to - from);
+        let made = proxy.between(from, to);
+        for call in &made {
+            *calls.entry(call.operation.clone()).or_default() += 1;
+        }
+        trips.push(timed_proxy::round_trips(&made));
+    }
+    let elapsed = started.elapsed();
+    report("sendMail, 1 client", &mut latencies, elapsed);
+    trips.sort();
+    let per_send: Vec<String> = calls
+        .iter()
+        .map(|(operation, n)| format!("{operation} {:.1}", *n as f64 / sends as f64))
+        .collect();
+    println!(
+        "at the proxy, per send: {}; round trips one after another: median {}, most {}",
+        per_send.join(", "),
+        trips[trips.len() / 2],
+        trips[trips.len() - 1]
+    );
+    let sent_p50 = percentile(&latencies, 0.5);
+
+    // The floor, the same run, through the same proxy.
+    let store = &*ctx.store;
+    let probe = common::store::Key::new("BENCH#floor", "S");
+    store.put(common::store::item(&probe, &json!({"v": "x".repeat(200)})), None).await.unwrap();
+    let mut gets = Vec::with_capacity(sends);
+    for _ in 0..sends {
+        let t = Instant::now();
+        store.get(&probe).await.unwrap();
+        gets.push(t.elapsed());
+    }
+    floor_row("floor: one GetItem", &gets);
+    // A transaction as large as a send's (11 items of about its rows' size).
+    let mut transactions = Vec::with_capacity(sends);
+    for i in 0..sends {
+        let writes = (0..11)
+            .map(|n| common::store::Write::Put {
+                item: common::store::item(
+                    &common::store::Key::new(format!("BENCH#tx{n}"), format!("{i}")),
+                    &json!({"v": "x".repeat(300)}),
+                ),
+                cond: Some(common::store::Cond::NotExists),
+            })
+            .collect();
+        let t = Instant::now();
+        store.transact(writes).await.unwrap();
+        transactions.push(t.elapsed());
+    }
+    floor_row("floor: one TransactWriteItems of 11 puts", &transactions);
+    use common::mail::Transport;
+    let transport = common::mail::smtp::SmtpTransport::from_url_with_ca(&sink.url(), Some(&sink.ca_file())).unwrap();
+    let message = common::mail::plain_text("me@bench.test", "bench@partner.example", "Benchmark", "A short message.\n")
+        .unwrap();
+    let mut smtp = Vec::with_capacity(sends);
+    for _ in 0..sends {
+        let t = Instant::now();
+        transport.send(&message).await.unwrap();
+        smtp.push(t.elapsed());
+    }
+    floor_row("floor: the SMTP submission alone", &smtp);
+    let floor = 2 * percentile(&gets, 0.5) + percentile(&transactions, 0.5) + percentile(&smtp, 0.5);
+    println!(
+        "sendMail p50 {:.2?} against the floor's 2 GetItem + 1 TransactWriteItems + the SMTP submission at their p50s, {:.2?}: {:.2}x",
+        sent_p50,
+        floor,
+        sent_p50.as_secs_f64() / floor.as_secs_f64()
+    );
+    server.abort();
+    std::fs::remove_dir_all(data_dir).ok();
+}
+
+/// A ready account on `bench.test` with its domain verified and the mailbox
+/// me@ added, as the README's first hour makes one, and credits enough: its key.
+async fn onboard(client: &reqwest::Client, base: &str, ctx: &common::context::Context, data_dir: &std::path::Path) -> String {
+    let secrets = common::secrets::DirSecrets::new(data_dir.join("secrets"));
+    let signer = common::auth::identity::LocalSigner::load_or_create(&secrets).await.unwrap();
+    let operator = signer.mint("ops@bench.test", true, Duration::from_secs(3600)).unwrap();
+    let post = |path: &str, token: Option<&str>, body: serde_json::Value| {
+        let mut req = client.post(format!("{base}{path}")).json(&body);
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        let path = path.to_string();
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status();
+            let body: serde_json::Value = res.json().await.unwrap();
+            assert!(status.is_success(), "{path}: {status} {body}");
+            body
+        }
+    };
+    post("/api/admin/domainAllowlist", Some(&operator), json!({"domain": "bench.test"})).await;
+    let asked = post("/requestAccess", None, json!({"contactEmail": "me@bench.test", "domain": "bench.test",
+        "agentName": "bench", "intendedUse": "benchmark"}))
+    .await;
+    let request = asked["requestId"].as_str().unwrap().to_string();
+    let code = std::fs::read_dir(data_dir.join("outbox"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .find_map(|mail| {
+            let at = mail.find("access code is")?;
+            let digits: String = mail[at..].chars().filter(char::is_ascii_digit).take(8).collect();
+            (digits.len() == 8).then_some(digits)
+        })
+        .expect("the emailed code in the outbox");
+    let verified = post("/verifyAccessRequest", None, json!({"requestId": request, "code": code})).await;
+    let key = verified["apiKey"].as_str().unwrap().to_string();
+    post("/addDomain", Some(&key), json!({"domain": "bench.test"})).await;
+    let domain = post("/verifyDomain", Some(&key), json!({"domainId": "bench.test"})).await;
+    assert_eq!(domain["domain"]["status"], "verified", "{domain}");
+    post("/addMailbox", Some(&key), json!({"domainId": "bench.test", "localPart": "me", "mode": "hosted",
+        "forwardTo": []}))
+    .await;
+    let uid = common::service::accounts::onboarding::load(ctx, &request)
+        .await
+        .unwrap()
+        .and_then(|r| r.uid)
+        .expect("the request's account");
+    let credits = common::keys::credits(&common::service::accounts::credits::account_bucket(&uid));
+    ctx.store
+        .update(&credits, common::store::Update::new().set("remaining", 1_000_000), None)
+        .await
+        .unwrap();
+    key
+}
+
+fn floor_row(label: &str, latencies: &[Duration]) {
+    println!(
+        "{label}: p50 {:.2?}, p99 {:.2?}",
+        percentile(latencies, 0.5),
+        percentile(latencies, 0.99)
+    );
+}
+
+fn percentile(latencies: &[Duration], p: f64) -> Duration {
+    let mut sorted = latencies.to_vec();
+    sorted.sort();
+    sorted[((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1)]
 }
 
 fn report(label: &str, latencies: &mut [Duration], elapsed: Duration) {

@@ -561,6 +561,21 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
     assert_eq!(agent_res.body["creditsRemaining"], app.agent_credits().await);
     let credits = app.get("/credits", Auth::Bearer(&key)).await;
     assert_eq!(credits.body["credits"]["remaining"], 97);
+
+    // An SMTP submission the same: the mailbox that logged in; at once its
+    // domain, the lists, the suppressions and the balance; the transaction.
+    let raw = "From: tia@tia.example\r\nTo: e@example.org\r\nSubject: From my app\r\n\r\nHello.\r\n";
+    let body = json!({"login": "tia@tia.example", "sender": "tia@tia.example",
+        "recipients": ["e@example.org"], "raw": b64(raw.as_bytes())});
+    let meter = &app.ctx.store_meter;
+    let (before, requests) = (meter.cost(), meter.counts());
+    let res = app.post("/mtaSubmission", Auth::Bearer(support::SYNC_TOKEN), body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let (submitted, submitted_requests) = (meter.cost().since(&before), meter.counts().since(&requests));
+    eprintln!("a submission: {submitted:?} {submitted_requests:?}");
+    assert_eq!(submitted.round_trips, 3, "{submitted_requests:?}");
+    assert_eq!((submitted_requests.transactions, submitted_requests.updates), (1, 0));
+    assert_eq!(res.body["creditsRemaining"], 96);
 }
 
 /// One send, with the store round trips and requests it made.

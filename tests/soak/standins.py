@@ -32,6 +32,8 @@ import dns.rdatatype
 import dns.rrset
 from aiosmtpd.controller import Controller
 
+import capacity
+
 
 def free_port():
     s = socket.socket()
@@ -274,10 +276,14 @@ class FaultProxy:
         self.port = free_port()
         mp = multiprocessing.get_context("spawn")
         self._mode, self._rate, self._latency = mp.Value("i", 0), mp.Value("d", 0.0), mp.Value("d", 0.0)
+        # While set (the storage count, one request at a time), a transaction's
+        # write units are computed from its items' sizes (capacity.py).
+        self._metering = mp.Value("i", 0)
         self._control, child = mp.Pipe()
         self._lock = threading.Lock()
         self.process = mp.Process(target=_serve_proxy, daemon=True, name=f"{flavor}-proxy",
-                                  args=(upstream_port, flavor, self.port, self._mode, self._rate, self._latency, child))
+                                  args=(upstream_port, flavor, self.port, self._mode, self._rate, self._latency, self._metering,
+                                        child))
         self.process.start()
         wait_port(self.port, f"the {flavor} fault proxy", 30)
 
@@ -308,6 +314,14 @@ class FaultProxy:
     @latency.setter
     def latency(self, value):
         self._latency.value = value
+
+    @property
+    def metering(self):
+        return bool(self._metering.value)
+
+    @metering.setter
+    def metering(self, value):
+        self._metering.value = int(bool(value))
 
     @property
     def counts(self):
@@ -369,42 +383,6 @@ def partitions(body):
     return sorted(found)
 
 
-# DynamoDB's operations that can say what they consumed, by the units they
-# spend: what the soak counts per route ("wu", "ru"; DynamoDB Local computes
-# them by DynamoDB's rules: 1 KB a write unit, 4 KB a strongly consistent
-# read unit, transactions double).
-WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
-READS = {"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"}
-
-
-def with_consumed_capacity(op, body):
-    """The request asking DynamoDB to return what it consumed (the server
-    never asks; DynamoDB Local does not check the signature the proxy's
-    change breaks)."""
-    if op not in WRITES | READS:
-        return body
-    try:
-        request = json.loads(body or b"{}")
-    except ValueError:
-        return body
-    request["ReturnConsumedCapacity"] = "TOTAL"
-    return json.dumps(request).encode()
-
-
-def consumed_capacity(op, data):
-    """("wu" or "ru", the units an answer says it consumed), or (None, 0)."""
-    kind = "wu" if op in WRITES else "ru" if op in READS else None
-    if not kind:
-        return None, 0
-    try:
-        consumed = json.loads(data or b"{}").get("ConsumedCapacity")
-    except ValueError:
-        return None, 0
-    if isinstance(consumed, dict):
-        consumed = [consumed]
-    return kind, sum(float(c.get("CapacityUnits") or 0) for c in consumed or [] if isinstance(c, dict))
-
-
 def process_cpu_seconds(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -414,7 +392,7 @@ def process_cpu_seconds(pid):
         return None
 
 
-def _serve_proxy(upstream_port, flavor, port, mode, rate, latency, control):
+def _serve_proxy(upstream_port, flavor, port, mode, rate, latency, metering, control):
     """The proxy's process: serves until the soak ends (it is a daemon)."""
     counts = {}
     lock = threading.Lock()
@@ -442,6 +420,14 @@ def _serve_proxy(upstream_port, flavor, port, mode, rate, latency, control):
         code, status = ("SlowDown", 503) if fault == "slowdown" else ("InternalError", 500)
         body = f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>soak fault</Message></Error>"
         return status, "application/xml", body.encode()
+
+    def get_item(headers, body):
+        """A GetItem of the proxy's own (the count's item sizes), signed
+        like the request it serves: DynamoDB Local reads no signature."""
+        headers = {k: v for k, v in headers.items() if k.lower() not in ("x-amz-target", "content-length")} | {
+            "X-Amz-Target": "DynamoDB_20120810.GetItem", "Content-Length": str(len(body))}
+        _, _, data = forward("POST", "/", headers, body)
+        return data
 
     def forward(method, path, headers, body):
         for attempt in range(2):
@@ -480,18 +466,26 @@ def _serve_proxy(upstream_port, flavor, port, mode, rate, latency, control):
                 op = (self.headers.get("x-amz-target") or "?").rsplit(".", 1)[-1]
                 count("op " + op)
                 count("item " + op + " " + ",".join(partitions(body)))
-                body = with_consumed_capacity(op, body)
+                request_body = body
+                body = capacity.with_consumed_capacity(op, body)
                 headers = {k: v for k, v in headers.items() if k.lower() != "content-length"}
                 headers["Content-Length"] = str(len(body))
+                sized = metering.value and op == "TransactWriteItems"
+                if sized:
+                    before = capacity.transaction_sizes(request_body, lambda b: get_item(headers, b))
             else:
                 count("op " + self.command)
-            status, headers, data = forward(self.command, self.path, headers, body)
+            status, answer_headers, data = forward(self.command, self.path, headers, body)
             if flavor == "dynamodb" and status == 200:
-                kind, units = consumed_capacity(op, data)
-                if kind:
-                    count(kind, units)
+                if sized:
+                    after = capacity.transaction_sizes(request_body, lambda b: get_item(headers, b))
+                    count("wu", capacity.transaction_write_units(before, after))
+                else:
+                    kind, units = capacity.consumed_capacity(op, data)
+                    if kind:
+                        count(kind, units)
             self.send_response_only(status)
-            for name, value in headers:
+            for name, value in answer_headers:
                 if name.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
                     self.send_header(name, value)
             self.send_header("content-length", str(len(data)))

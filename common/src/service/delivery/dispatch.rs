@@ -137,6 +137,40 @@ pub async fn dispatch_recorded(
     deliver(ctx, transport, out, recorded.sent, &real, credits_remaining).await
 }
 
+/// A send that goes now, whoever asked (sendMail and its kin, an SMTP
+/// submission, a released waiting send): taken whole in one transaction with
+/// `also` (the call's audit row) when it can be ([`take_at_once`]); that
+/// transaction refused, it wrote nothing, and the long way says why: the
+/// gate's transaction ([`payer::gate`]), then the credit and the record one
+/// after the other ([`dispatch_recorded`]). `taken` runs once the one
+/// transaction has committed.
+pub async fn go_now(
+    ctx: &Context,
+    payer: &Payer,
+    cap: Option<payer::KeyCap>,
+    balance: Option<i64>,
+    out: &Outbound<'_>,
+    also: Vec<Write>,
+    taken: impl FnOnce(),
+) -> Result<Dispatched, ApiError> {
+    let recorded = Recorded::prepare(ctx, out).await?;
+    let mut writes = payer::gate_writes(ctx, payer, cap.as_ref());
+    writes.extend(also);
+    match take_at_once(ctx, payer, writes, balance, out, recorded).await? {
+        Ok(at_once) => {
+            taken();
+            at_once.deliver(ctx, out).await
+        }
+        Err(recorded) => {
+            if let Err(refused) = payer::gate(ctx, payer, cap).await {
+                recorded.discard(ctx, out).await;
+                return Err(refused);
+            }
+            dispatch_recorded(ctx, Some(payer), out, Some(recorded)).await
+        }
+    }
+}
+
 /// A send taken whole in one transaction: the gate's writes (its windows
 /// and switches, [`payer::gate_writes`]), the payer's credit on condition
 /// the balance is still the one `balance` read, and the delivery record;
@@ -144,7 +178,7 @@ pub async fn dispatch_recorded(
 /// all or nothing: refused (a window full, a switch off, the balance moved
 /// or short), it wrote nothing, and the record comes back for the long way
 /// ([`payer::gate`], then [`dispatch_recorded`]), which says why.
-pub async fn take_at_once(
+async fn take_at_once(
     ctx: &Context,
     payer: &Payer,
     gate: Vec<Write>,
@@ -178,7 +212,7 @@ pub async fn take_at_once(
 }
 
 /// A send [`take_at_once`] took: paid for and recorded, not yet out.
-pub struct Taken {
+struct Taken {
     sent: SentMessage,
     real: Vec<usize>,
     credits_remaining: Option<i64>,
@@ -186,7 +220,7 @@ pub struct Taken {
 
 impl Taken {
     /// Out through the relay (and the simulator), as [`dispatch`] sends.
-    pub async fn deliver(self, ctx: &Context, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
+    async fn deliver(self, ctx: &Context, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
         let transport = transport(ctx, &self.real)?;
         deliver(ctx, transport, out, self.sent, &self.real, self.credits_remaining).await
     }

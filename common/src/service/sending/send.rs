@@ -251,7 +251,7 @@ pub async fn send_mail(call: &Call<'_>, input: Later<SendInput>) -> Result<SendO
 /// (the sender, the recipients' lists and suppressions, the payer's
 /// balance); then a send that goes now is taken whole in one transaction
 /// (its windows, the switches' conditions, its credit and its delivery
-/// record and its audit row, [`dispatch::take_at_once`]). A send that cannot (a refusal
+/// record and its audit row, [`dispatch::go_now`]). A send that cannot (a refusal
 /// among its reads, one that waits, or that transaction refused, which
 /// wrote nothing) takes the long way: the gate's transaction, whose refusal
 /// comes first, then the reads' refusals in the spec's order, then the
@@ -311,26 +311,16 @@ pub async fn send(
         output.credits_remaining = accepted.credits_remaining;
         return Ok(output);
     }
-    let recorded = dispatch::Recorded::prepare(ctx, &outbound).await?;
-    let mut gate = payer::gate_writes(ctx, &payer, payer::KeyCap::of(caller).as_ref());
-    // The audit row is one more write of the same transaction.
+    // The audit row is one more write of the send's one transaction.
     let audit = audit::in_transaction(call);
-    gate.extend(audit.as_ref().map(|(_, row)| row.clone()));
-    let dispatched = match dispatch::take_at_once(ctx, &payer, gate, balance, &outbound, recorded).await? {
-        Ok(taken) => {
-            if let Some((key, _)) = audit {
-                call.audited_in(key);
-            }
-            taken.deliver(ctx, &outbound).await?
+    let also = audit.iter().map(|(_, row)| row.clone()).collect();
+    let cap = payer::KeyCap::of(caller);
+    let dispatched = dispatch::go_now(ctx, &payer, cap, balance, &outbound, also, || {
+        if let Some((key, _)) = audit {
+            call.audited_in(key);
         }
-        Err(recorded) => {
-            if let Err(refused) = payer::gate(ctx, &payer, payer::KeyCap::of(caller)).await {
-                recorded.discard(ctx, &outbound).await;
-                return Err(refused);
-            }
-            dispatch::dispatch_recorded(ctx, Some(&payer), &outbound, Some(recorded)).await?
-        }
-    };
+    })
+    .await?;
     output.credits_remaining = dispatched.credits_remaining;
     // The mail is out and the credit spent: from here the answer is 200. A
     // reply that cannot be filed is logged; a retry would send it twice.

@@ -31,7 +31,7 @@ use crate::mail::authors::Authors;
 use crate::mail::message;
 use crate::service::accounts::payer::{self, Payer};
 use crate::service::caller::account::OPS_UID;
-use crate::service::delivery::dispatch::{self, Outbound, dispatch};
+use crate::service::delivery::dispatch::{self, Outbound};
 use crate::service::sending::replies::{self, SentBytes};
 use crate::service::sending::{send, sender};
 use crate::service::{caller::Call, domains, mailboxes, sending::api_keys, sending::pending};
@@ -142,40 +142,59 @@ impl SubmissionOutput {
     }
 }
 
-/// Sends one submitted message, in the send path's order of checks.
+/// Sends one submitted message, in the send path's order of checks. It
+/// waits for three store round trips, as sendMail does: the mailbox that
+/// logged in; then at once its domain, the key that issued its password,
+/// the send lists, the recipients' suppressions and the payer's balance;
+/// then the one transaction of a send that goes now
+/// ([`dispatch::go_now`]). A refusal among the reads is given in its turn,
+/// after the gate's.
 pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<SubmissionOutput, ApiError> {
     let ctx = call.ctx;
     let Some(fields) = input.fields() else {
         return Err(error::SUBMISSION_FIELDS.into());
     };
     let login = EmailAddress::pick(fields, "login", LOGIN)?;
-    let (mailbox, domain, payer) = sending_mailbox(ctx, &login).await?;
-    let issuer = issuing_key(ctx, &mailbox).await?;
-    payer::gate(ctx, &payer, issuer.as_ref().and_then(payer::KeyCap::of)).await?;
-
-    let input = input.parse()?;
-    if !input.sender.unwrap_or_default().eq_ignore_ascii_case(&mailbox.address) {
-        return Err(error::SUBMISSION_SENDER.into());
+    let (mailbox, payer) = sending_mailbox(ctx, &login).await?;
+    let owner_uid = match payer {
+        Payer::Agent => OPS_UID,
+        _ => mailbox.uid.as_str(),
+    };
+    let owner = crate::service::delivery::sent::owner_of(owner_uid);
+    // Parsed now (it reads nothing), refused in its turn after the gate.
+    let input = input.parse();
+    let balance_key = payer.credit_bucket().map(|bucket| crate::keys::credits(&bucket));
+    let (domain, issuer, looked) = tokio::join!(
+        domains::get(ctx, owner_uid, &mailbox.domain_id),
+        issuing_key(ctx, &mailbox),
+        async {
+            let recipients = input.as_ref().ok()?.recipients.0.clone();
+            Some(dispatch::Looked::read(ctx, &owner, &recipients, balance_key).await)
+        }
+    );
+    let domain = domain?
+        .filter(|d| d.status == domains::DomainStatus::Verified)
+        .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
+    let issuer = issuer?;
+    let cap = || issuer.as_ref().and_then(payer::KeyCap::of);
+    let staged = stage(call, &mailbox, &domain, &owner, input, looked, issuer.as_ref()).await;
+    // The gate's refusal comes before any other: taken here unless the
+    // message goes at once, where the one transaction holds the gate's writes.
+    if !matches!(&staged, Ok(s) if s.wait.is_none()) {
+        payer::gate(ctx, &payer, cap()).await?;
     }
+    let Staged {
+        input,
+        signed,
+        message_id,
+        balance,
+        wait,
+    } = staged?;
     let parsed = MessageParser::default()
         .parse(&input.raw.0)
         .ok_or(error::SUBMISSION_UNREADABLE)?;
-    let (raw, message_id) = message::submitted(&input.raw.0, &domain.name, ctx.clock.now())
-        .map_err(|_| ApiError::from(error::SUBMISSION_UNREADABLE))?;
-    // Judged on the bytes that are signed and sent: line ends made CRLF can
-    // split one header into two.
-    let ready = MessageParser::default()
-        .parse(&raw)
-        .ok_or(error::SUBMISSION_UNREADABLE)?;
-    if !written_by(&ready, &mailbox.address) {
-        return Err(error::SUBMISSION_SENDER.into());
-    }
-    let signed = sender::signer(ctx, &domain)
-        .await?
-        .sign(raw)
-        .map_err(|e| error::SEND_FAILED.caused_by(e))?;
     let outbound = Outbound {
-        owner: crate::service::delivery::sent::owner_of(&domain.uid),
+        owner,
         message_id: &message_id,
         from: &mailbox.address,
         subject: parsed.subject().unwrap_or_default(),
@@ -183,23 +202,20 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         raw: &signed,
         source: "smtp",
     };
-    if let Some(key) = &issuer {
+    if let (Some(wait), Some(key)) = (wait, &issuer) {
         let as_key = Call::new(ctx, key, call.via, call.ip);
-        if let Some(wait) = pending::wait_for(&as_key, &outbound.owner, outbound.recipients, None).await? {
-            dispatch::check_recipients(ctx, &outbound.owner, outbound.from, outbound.recipients).await?;
-            let text = parsed.body_text(0).unwrap_or_default();
-            let kind = wait.kind;
-            let accepted = pending::accept(&as_key, wait, payer, &outbound, &text).await?;
-            return Ok(SubmissionOutput {
-                ok: true,
-                status: Some(kind),
-                hold_id: Some(accepted.id),
-                message_id,
-                credits_remaining: accepted.credits_remaining,
-            });
-        }
+        let text = parsed.body_text(0).unwrap_or_default();
+        let kind = wait.kind;
+        let accepted = pending::accept(&as_key, wait, payer, &outbound, &text).await?;
+        return Ok(SubmissionOutput {
+            ok: true,
+            status: Some(kind),
+            hold_id: Some(accepted.id),
+            message_id,
+            credits_remaining: accepted.credits_remaining,
+        });
     }
-    let dispatched = dispatch(ctx, Some(&payer), &outbound).await?;
+    let dispatched = dispatch::go_now(ctx, &payer, cap(), balance, &outbound, Vec::new(), || {}).await?;
     let scope = mailbox.reading_scope(&ctx.config.service_domain);
     let sent = SentBytes {
         delivery: &dispatched.delivery,
@@ -215,6 +231,70 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         hold_id: None,
         message_id,
         credits_remaining: dispatched.credits_remaining,
+    })
+}
+
+/// A submitted message checked and signed, nothing written yet.
+struct Staged {
+    input: SubmissionInput,
+    /// The bytes that are signed and sent.
+    signed: Vec<u8>,
+    message_id: String,
+    /// The payer's balance as read (none: a person, or no balance item).
+    balance: Option<i64>,
+    /// The owner's approval it waits for (a scoped key's password).
+    wait: Option<pending::Wait>,
+}
+
+/// The message's own checks in the send path's order after the gate: the
+/// input, the envelope sender and the author (the mailbox that logged in,
+/// alone), its signature, its wait, then its recipients on what was read.
+async fn stage(
+    call: &Call<'_>,
+    mailbox: &mailboxes::Mailbox,
+    domain: &domains::Domain,
+    owner: &str,
+    input: Result<SubmissionInput, ApiError>,
+    looked: Option<dispatch::Looked>,
+    issuer: Option<&Caller>,
+) -> Result<Staged, ApiError> {
+    let ctx = call.ctx;
+    let input = input?;
+    if !input.sender.as_deref().unwrap_or_default().eq_ignore_ascii_case(&mailbox.address) {
+        return Err(error::SUBMISSION_SENDER.into());
+    }
+    MessageParser::default()
+        .parse(&input.raw.0)
+        .ok_or(error::SUBMISSION_UNREADABLE)?;
+    let (raw, message_id) = message::submitted(&input.raw.0, &domain.name, ctx.clock.now())
+        .map_err(|_| ApiError::from(error::SUBMISSION_UNREADABLE))?;
+    // Judged on the bytes that are signed and sent: line ends made CRLF can
+    // split one header into two.
+    let ready = MessageParser::default()
+        .parse(&raw)
+        .ok_or(error::SUBMISSION_UNREADABLE)?;
+    if !written_by(&ready, &mailbox.address) {
+        return Err(error::SUBMISSION_SENDER.into());
+    }
+    let signed = sender::signer(ctx, domain)
+        .await?
+        .sign(raw)
+        .map_err(|e| error::SEND_FAILED.caused_by(e))?;
+    let wait = match issuer {
+        Some(key) => {
+            let as_key = Call::new(ctx, key, call.via, call.ip);
+            pending::wait_for(&as_key, owner, &input.recipients.0, None).await?
+        }
+        None => None,
+    };
+    let looked = looked.ok_or(error::SUBMISSION_FIELDS)?;
+    let balance = looked.check(&mailbox.address, &input.recipients.0)?;
+    Ok(Staged {
+        input,
+        signed,
+        message_id,
+        balance,
+        wait,
     })
 }
 
@@ -252,26 +332,22 @@ fn written_by(parsed: &mail_parser::Message<'_>, address: &str) -> bool {
     the_mailbox(&Authors::of(parsed)) && (sender.headers == 0 || the_mailbox(&sender))
 }
 
-/// The mailbox that logged in, with the domain that signs for it and who
-/// pays: it must still be an active mailbox that stores mail, on a verified
-/// domain (the mail host may hold a password a minute after its mailbox
-/// changed). The service-domain mailboxes are the operators', read and paid
-/// for by the agent key; any other mailbox's account pays.
-async fn sending_mailbox(ctx: &Context, login: &str) -> Result<(mailboxes::Mailbox, domains::Domain, Payer), ApiError> {
+/// The mailbox that logged in, and who pays: it must still be an active
+/// mailbox that stores mail (the mail host may hold a password a minute
+/// after its mailbox changed); its domain, which must be verified, is read
+/// next beside the rest. The service-domain mailboxes are the operators',
+/// read and paid for by the agent key; any other mailbox's account pays.
+async fn sending_mailbox(ctx: &Context, login: &str) -> Result<(mailboxes::Mailbox, Payer), ApiError> {
     let mailbox = mailboxes::by_address(ctx, login)
         .await?
         .filter(|m| m.is_active() && m.mode.stores())
         .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
-    let (owner, payer) = if mailbox.domain_id == ctx.config.service_domain.to_string() {
-        (OPS_UID, Payer::Agent)
+    let payer = if mailbox.domain_id == ctx.config.service_domain.to_string() {
+        Payer::Agent
     } else {
-        (mailbox.uid.as_str(), Payer::Account(mailbox.uid.clone()))
+        Payer::Account(mailbox.uid.clone())
     };
-    let domain = domains::get(ctx, owner, &mailbox.domain_id)
-        .await?
-        .filter(|d| d.status == domains::DomainStatus::Verified)
-        .ok_or(error::SUBMISSION_NOT_SENDABLE)?;
-    Ok((mailbox, domain, payer))
+    Ok((mailbox, payer))
 }
 
 #[cfg(test)]
