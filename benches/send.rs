@@ -200,7 +200,10 @@ async fn run(proxy: Option<timed_proxy::TimedProxy>) {
 /// A standard key's plain sends on DynamoDB Local against the floor of the
 /// same run, and the round trips each waited for, counted at the proxy.
 async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
-    let sends: usize = std::env::var("DYNAMODB_SENDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let sends: usize = std::env::var("DYNAMODB_SENDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
     let data_dir = std::env::temp_dir().join(format!("mailhost-bench-ddb-{:x}", rand::random::<u64>()));
     let zone = mailhost::local_zone::LocalZone::start(std::net::Ipv4Addr::LOCALHOST.into())
         .await
@@ -223,13 +226,22 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     let server = app.spawn();
     let client = reqwest::Client::new();
     let key = onboard(&client, &base, &ctx, &data_dir).await;
-    println!("\n== DynamoDB Local, through a timing proxy ({}), a standard key", proxy.url);
+    println!(
+        "\n== DynamoDB Local, through a timing proxy ({}), a standard key",
+        proxy.url
+    );
 
     let body = json!({"from": "me@bench.test", "to": "bench@partner.example", "subject": "Benchmark",
         "text": "A short plain-text message.\n"});
     let send = || async {
         let started = Instant::now();
-        let res = client.post(format!("{base}/sendMail")).bearer_auth(&key).json(&body).send().await.unwrap();
+        let res = client
+            .post(format!("{base}/sendMail"))
+            .bearer_auth(&key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
         (started, Instant::now())
     };
@@ -269,7 +281,10 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     // The floor, the same run, through the same proxy.
     let store = &*ctx.store;
     let probe = common::store::Key::new("BENCH#floor", "S");
-    store.put(common::store::item(&probe, &json!({"v": "x".repeat(200)})), None).await.unwrap();
+    store
+        .put(common::store::item(&probe, &json!({"v": "x".repeat(200)})), None)
+        .await
+        .unwrap();
     let mut gets = Vec::with_capacity(sends);
     for _ in 0..sends {
         let t = Instant::now();
@@ -296,8 +311,13 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     floor_row("floor: one TransactWriteItems of 11 puts", &transactions);
     use common::mail::Transport;
     let transport = common::mail::smtp::SmtpTransport::from_url_with_ca(&sink.url(), Some(&sink.ca_file())).unwrap();
-    let message = common::mail::plain_text("me@bench.test", "bench@partner.example", "Benchmark", "A short message.\n")
-        .unwrap();
+    let message = common::mail::plain_text(
+        "me@bench.test",
+        "bench@partner.example",
+        "Benchmark",
+        "A short message.\n",
+    )
+    .unwrap();
     let mut smtp = Vec::with_capacity(sends);
     for _ in 0..sends {
         let t = Instant::now();
@@ -318,9 +338,16 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
 
 /// A ready account on `bench.test` with its domain verified and the mailbox
 /// me@ added, as the README's first hour makes one, and credits enough: its key.
-async fn onboard(client: &reqwest::Client, base: &str, ctx: &common::context::Context, data_dir: &std::path::Path) -> String {
+async fn onboard(
+    client: &reqwest::Client,
+    base: &str,
+    ctx: &common::context::Context,
+    data_dir: &std::path::Path,
+) -> String {
     let secrets = common::secrets::DirSecrets::new(data_dir.join("secrets"));
-    let signer = common::auth::identity::LocalSigner::load_or_create(&secrets).await.unwrap();
+    let signer = common::auth::identity::LocalSigner::load_or_create(&secrets)
+        .await
+        .unwrap();
     let operator = signer.mint("ops@bench.test", true, Duration::from_secs(3600)).unwrap();
     let post = |path: &str, token: Option<&str>, body: serde_json::Value| {
         let mut req = client.post(format!("{base}{path}")).json(&body);
@@ -336,9 +363,18 @@ async fn onboard(client: &reqwest::Client, base: &str, ctx: &common::context::Co
             body
         }
     };
-    post("/api/admin/domainAllowlist", Some(&operator), json!({"domain": "bench.test"})).await;
-    let asked = post("/requestAccess", None, json!({"contactEmail": "me@bench.test", "domain": "bench.test",
-        "agentName": "bench", "intendedUse": "benchmark"}))
+    post(
+        "/api/admin/domainAllowlist",
+        Some(&operator),
+        json!({"domain": "bench.test"}),
+    )
+    .await;
+    let asked = post(
+        "/requestAccess",
+        None,
+        json!({"contactEmail": "me@bench.test", "domain": "bench.test",
+        "agentName": "bench", "intendedUse": "benchmark"}),
+    )
     .await;
     let request = asked["requestId"].as_str().unwrap().to_string();
     let code = std::fs::read_dir(data_dir.join("outbox"))
@@ -350,13 +386,22 @@ async fn onboard(client: &reqwest::Client, base: &str, ctx: &common::context::Co
             (digits.len() == 8).then_some(digits)
         })
         .expect("the emailed code in the outbox");
-    let verified = post("/verifyAccessRequest", None, json!({"requestId": request, "code": code})).await;
+    let verified = post(
+        "/verifyAccessRequest",
+        None,
+        json!({"requestId": request, "code": code}),
+    )
+    .await;
     let key = verified["apiKey"].as_str().unwrap().to_string();
     post("/addDomain", Some(&key), json!({"domain": "bench.test"})).await;
     let domain = post("/verifyDomain", Some(&key), json!({"domainId": "bench.test"})).await;
     assert_eq!(domain["domain"]["status"], "verified", "{domain}");
-    post("/addMailbox", Some(&key), json!({"domainId": "bench.test", "localPart": "me", "mode": "hosted",
-        "forwardTo": []}))
+    post(
+        "/addMailbox",
+        Some(&key),
+        json!({"domainId": "bench.test", "localPart": "me", "mode": "hosted",
+        "forwardTo": []}),
+    )
     .await;
     let uid = common::service::accounts::onboarding::load(ctx, &request)
         .await

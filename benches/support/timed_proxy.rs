@@ -44,7 +44,11 @@ impl TimedProxy {
     /// The calls that began in `[from, to]`.
     pub fn between(&self, from: Instant, to: Instant) -> Vec<Call> {
         let calls = self.calls.lock().unwrap();
-        calls.iter().filter(|c| c.start >= from && c.start <= to).cloned().collect()
+        calls
+            .iter()
+            .filter(|c| c.start >= from && c.start <= to)
+            .cloned()
+            .collect()
     }
 }
 
@@ -99,7 +103,11 @@ fn serve(client: TcpStream, upstream: &str, log: &Mutex<Vec<Call>>) {
         let start = Instant::now();
         let operation = head
             .lines()
-            .find_map(|l| l.to_ascii_lowercase().starts_with("x-amz-target:").then(|| l[13..].trim().to_string()))
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .starts_with("x-amz-target:")
+                    .then(|| l[13..].trim().to_string())
+            })
             .and_then(|t| t.rsplit('.').next().map(str::to_string))
             .unwrap_or_default();
         if to_server.write_all(head.as_bytes()).is_err() || to_server.write_all(&body).is_err() {

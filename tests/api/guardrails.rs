@@ -825,6 +825,35 @@ async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp
     assert_eq!(sent, 1);
     assert_eq!(app.outbox_for("later@partner.example").len(), 1, "sent exactly once");
     assert_eq!(pending::run_due(&app.ctx).await.unwrap().sent, 0);
+    // Released alone, a due send waits for its record, one round of reads
+    // (its message, the lists, the suppressions) and one transaction that
+    // takes it, marks it sent and records its delivery: 3 round trips after
+    // the run's own 2 (the switches, then the queue's page).
+    let at = common::clock::iso_epoch(app.ctx.clock.epoch() + 60);
+    let res = app
+        .send_mail(
+            Auth::Bearer(&owner),
+            mail("soon@partner.example", json!({"sendAt": at})),
+        )
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    app.ctx.clock.advance(61);
+    let meter = &app.ctx.store_meter;
+    let (cost, counts) = (meter.cost(), meter.counts());
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap().sent, 1);
+    let (cost, counts) = (meter.cost().since(&cost), meter.counts().since(&counts));
+    assert_eq!(
+        (cost.round_trips, counts.transactions, counts.updates),
+        (2 + 3, 1, 0),
+        "{counts:?}"
+    );
+    let soon = format!(
+        "/outbox?messageId={}",
+        crate::delivery::urlencode(res.body["messageId"].as_str().unwrap())
+    );
+    let listed = app.get(&soon, Auth::Bearer(&owner)).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(app.outbox_for("soon@partner.example").len(), 1);
     let path = format!("/outbox?messageId={}", crate::delivery::urlencode(&message_id));
     assert_eq!(
         app.get(&path, Auth::Bearer(&owner)).await.status,
@@ -835,7 +864,11 @@ async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp
         .post("/outbox/cancel", Auth::Bearer(&owner), json!({"messageId": message_id}))
         .await;
     assert_eq!(res.status, 409, "it has left: {}", res.body);
-    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
+    assert_eq!(
+        credits(&app.get("/credits", Auth::Bearer(&owner)).await),
+        before - 2,
+        "later and soon"
+    );
     let log = app.get("/audit?operation=cancelSend", Auth::Bearer(&owner)).await;
     let cancel = &log.body["changes"][log.body["changes"].as_array().unwrap().len() - 1];
     assert_eq!(
@@ -861,7 +894,11 @@ async fn a_scheduled_send_goes_out_once_and_undo_returns_the_credit(app: TestApp
             .await;
         assert_eq!(res.status, 400, "{extra}: {}", res.body);
     }
-    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before - 1);
+    assert_eq!(
+        credits(&app.get("/credits", Auth::Bearer(&owner)).await),
+        before - 2,
+        "later and soon"
+    );
 }
 
 /// A reply that waits (scheduled, or held for approval) joins its

@@ -569,7 +569,9 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
         "recipients": ["e@example.org"], "raw": b64(raw.as_bytes())});
     let meter = &app.ctx.store_meter;
     let (before, requests) = (meter.cost(), meter.counts());
-    let res = app.post("/mtaSubmission", Auth::Bearer(support::SYNC_TOKEN), body).await;
+    let res = app
+        .post("/mtaSubmission", Auth::Bearer(support::SYNC_TOKEN), body)
+        .await;
     assert_eq!(res.status, 200, "{}", res.body);
     let (submitted, submitted_requests) = (meter.cost().since(&before), meter.counts().since(&requests));
     eprintln!("a submission: {submitted:?} {submitted_requests:?}");

@@ -136,7 +136,9 @@ def _measure(client, dynamo, account, fresh, log):
             documented_units["POST /inbox (mark)"] = 2 * (5 * n + 3)
             documented_units["POST /inbox (move)"] = 2 * (6 * n + 1) + 6
         log(f"  the thread counted: {len(rows)} row(s)"
-            + ("" if "POST /inbox (mark)" in documented_units else ", not all of generated mail: its write units not checked"))
+            + ("" if "POST /inbox (mark)" in documented_units else
+               f", not all of generated mail ({[(m.get('box'), m.get('messageId')) for m in rows][:5]}):"
+               " its write units not checked"))
         folders = ["inbox", "archive"] if current != "inbox" else ["archive", "inbox"]
         run("GET /inbox (thread, read before)", 20, get(path))
         run("POST /inbox (mark)", 10, lambda i: client.call(

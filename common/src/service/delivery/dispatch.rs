@@ -156,7 +156,7 @@ pub async fn go_now(
     let recorded = Recorded::prepare(ctx, out).await?;
     let mut writes = payer::gate_writes(ctx, payer, cap.as_ref());
     writes.extend(also);
-    match take_at_once(ctx, payer, writes, balance, out, recorded).await? {
+    match take_at_once(ctx, Some(payer), writes, balance, out, recorded).await? {
         Ok(at_once) => {
             taken();
             at_once.deliver(ctx, out).await
@@ -178,9 +178,9 @@ pub async fn go_now(
 /// all or nothing: refused (a window full, a switch off, the balance moved
 /// or short), it wrote nothing, and the record comes back for the long way
 /// ([`payer::gate`], then [`dispatch_recorded`]), which says why.
-async fn take_at_once(
+pub(crate) async fn take_at_once(
     ctx: &Context,
-    payer: &Payer,
+    payer: Option<&Payer>,
     gate: Vec<Write>,
     balance: Option<i64>,
     out: &Outbound<'_>,
@@ -190,9 +190,13 @@ async fn take_at_once(
     if !real.is_empty() && ctx.customer_mail.is_none() {
         return Ok(Err(recorded));
     }
-    let (charge, credits_remaining) = match (real.is_empty(), payer.credit_bucket(), balance) {
+    let (charge, credits_remaining) = match (
+        real.is_empty(),
+        payer.and_then(|p| p.credit_bucket().map(|_| p)),
+        balance,
+    ) {
         (true, _, _) | (false, None, _) => (None, None),
-        (false, Some(_), Some(seen)) if seen >= 1 => (payer::charge_write(payer, seen), Some(seen - 1)),
+        (false, Some(payer), Some(seen)) if seen >= 1 => (payer::charge_write(payer, seen), Some(seen - 1)),
         // No balance, or none left: the long way refuses it in its turn.
         (false, Some(_), _) => return Ok(Err(recorded)),
     };
@@ -212,7 +216,7 @@ async fn take_at_once(
 }
 
 /// A send [`take_at_once`] took: paid for and recorded, not yet out.
-struct Taken {
+pub(crate) struct Taken {
     sent: SentMessage,
     real: Vec<usize>,
     credits_remaining: Option<i64>,
@@ -220,7 +224,7 @@ struct Taken {
 
 impl Taken {
     /// Out through the relay (and the simulator), as [`dispatch`] sends.
-    async fn deliver(self, ctx: &Context, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
+    pub(crate) async fn deliver(self, ctx: &Context, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
         let transport = transport(ctx, &self.real)?;
         deliver(ctx, transport, out, self.sent, &self.real, self.credits_remaining).await
     }
@@ -371,6 +375,11 @@ impl Recorded {
             mail_store::sync_marks::prepare_sent(ctx, out.source, out.from, out.message_id, &sent.id, out.raw).await?,
         );
         Ok(Recorded { sent, writes })
+    }
+
+    /// The delivery's id (`DLV#<id>`).
+    pub fn delivery(&self) -> &str {
+        &self.sent.id
     }
 
     /// A record never written (its send refused): its Sent copy's bytes go.

@@ -260,7 +260,12 @@ async fn stage(
 ) -> Result<Staged, ApiError> {
     let ctx = call.ctx;
     let input = input?;
-    if !input.sender.as_deref().unwrap_or_default().eq_ignore_ascii_case(&mailbox.address) {
+    if !input
+        .sender
+        .as_deref()
+        .unwrap_or_default()
+        .eq_ignore_ascii_case(&mailbox.address)
+    {
         return Err(error::SUBMISSION_SENDER.into());
     }
     MessageParser::default()

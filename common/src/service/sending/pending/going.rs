@@ -16,48 +16,118 @@ use crate::error::{self, ApiError};
 use crate::keys;
 use crate::messages;
 use crate::service::accounts::payer::{self, Payer};
-use crate::service::delivery::dispatch::{Outbound, dispatch};
+use crate::service::delivery::dispatch::{self, Dispatched, Outbound};
 use crate::store::{Cond, Key, Query, StoreError, StoreExt, Update, Write, key_of, record};
 
 /// Sends a waiting send (`waiting`, as the caller read it) exactly once,
 /// however many approvers and runners arrive together.
+///
+/// Its message's bytes, the recipients' lists and suppressions and the
+/// payer's balance are read at once; then one transaction takes it (on the
+/// conditions [`take`] states), marks it sent under its delivery's id,
+/// charges it when it is paid now and writes the delivery record; then it
+/// goes out. Three round trips from the caller's read, as sendMail's. A
+/// refusal among the reads, or that transaction refused, goes the long way,
+/// which says why: [`take`], then the send path's last steps one by one.
 pub async fn release(ctx: &Context, waiting: Pending) -> Result<Pending, ApiError> {
-    let taken = take(ctx, waiting).await?;
-    let id = taken.hold.id.as_str();
-    let raw = ctx
-        .blobs
-        .get(&blob(id))
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| ApiError::internal("a waiting send's message is missing"))?;
-    let out = Outbound {
-        owner: taken.owner.clone(),
-        message_id: &taken.hold.message_id,
-        from: &taken.hold.from,
-        subject: &taken.hold.subject,
-        recipients: &taken.hold.to,
-        raw: &raw,
-        source: "api",
+    let id = waiting.hold.id.clone();
+    let pays_now = (!waiting.charged).then_some(&waiting.payer);
+    let balance_key = pays_now
+        .and_then(Payer::credit_bucket)
+        .map(|bucket| keys::credits(&bucket));
+    let kept = blob(&id);
+    let (raw, looked) = tokio::join!(
+        ctx.blobs.get(&kept),
+        dispatch::Looked::read(ctx, &waiting.owner, &waiting.hold.to, balance_key)
+    );
+    let Some(raw) = raw.map_err(ApiError::internal)? else {
+        // Sent by another since the caller read it (its message is deleted
+        // once it has gone): taking it says so.
+        take(ctx, waiting).await?;
+        return Err(ApiError::internal("a waiting send's message is missing"));
     };
-    let payer = (!taken.charged).then_some(&taken.payer);
-    let sent = dispatch(ctx, payer, &out).await;
-    if let (Ok(d), Some(place)) = (&sent, &taken.filed_in) {
-        file_sent(ctx, &taken, place, &raw, &d.delivery).await;
+    let out = outbound(&waiting, &raw);
+    let Ok(balance) = looked.check(&waiting.hold.from, &waiting.hold.to) else {
+        return release_step_by_step(ctx, waiting, raw).await;
+    };
+    let recorded = dispatch::Recorded::prepare(ctx, &out).await?;
+    let (mut writes, _, _) = taking(ctx, &waiting, PendingStatus::Sent);
+    if let Some(Write::Update { update, .. }) = writes.first_mut() {
+        *update = std::mem::take(update).set("delivery", recorded.delivery().to_string());
     }
-    let (status, update) = match &sent {
-        Ok(d) => (PendingStatus::Sent, Update::new().set("delivery", d.delivery.clone())),
-        Err(e) => (PendingStatus::Failed, Update::new().set("error", e.error.to_string())),
+    let taken = match dispatch::take_at_once(ctx, pays_now, writes, balance, &out, recorded).await? {
+        Ok(taken) => taken,
+        Err(recorded) => {
+            recorded.discard(ctx, &out).await;
+            return release_step_by_step(ctx, waiting, raw).await;
+        }
     };
+    let outcome = taken.deliver(ctx, &out).await;
+    let mut sent = waiting;
+    sent.hold.status = PendingStatus::Sent;
+    finish(ctx, sent, &raw, outcome, true).await
+}
+
+/// [`release`] the long way: taken first, then the send path's last steps
+/// one after the other, each refusal in its turn.
+async fn release_step_by_step(ctx: &Context, waiting: Pending, raw: Vec<u8>) -> Result<Pending, ApiError> {
+    let taken = take(ctx, waiting).await?;
+    let payer = (!taken.charged).then_some(&taken.payer);
+    let sent = dispatch::dispatch(ctx, payer, &outbound(&taken, &raw)).await;
+    finish(ctx, taken, &raw, sent, false).await
+}
+
+/// The send a waiting send becomes.
+fn outbound<'a>(p: &'a Pending, raw: &'a [u8]) -> Outbound<'a> {
+    Outbound {
+        owner: p.owner.clone(),
+        message_id: &p.hold.message_id,
+        from: &p.hold.from,
+        subject: &p.hold.subject,
+        recipients: &p.hold.to,
+        raw,
+        source: "api",
+    }
+}
+
+/// After a taken send went out (or failed): filed on its thread, its record
+/// says how it ended (written already when its taking marked it sent and
+/// it was), a credit taken when it was accepted given back if it failed, its
+/// kept message deleted.
+async fn finish(
+    ctx: &Context,
+    mut taken: Pending,
+    raw: &[u8],
+    sent: Result<Dispatched, ApiError>,
+    marked_sent: bool,
+) -> Result<Pending, ApiError> {
+    let id = taken.hold.id.clone();
+    if let (Ok(d), Some(place)) = (&sent, &taken.filed_in) {
+        file_sent(ctx, &taken, place, raw, &d.delivery).await;
+    }
     if sent.is_err() && taken.charged {
         refund(ctx, &taken).await;
     }
-    let after = ctx
-        .store
-        .update(&keys::pending(id), update.set("status", status), None)
-        .await?;
-    let _ = ctx.blobs.delete(&blob(id)).await;
+    let after = match (&sent, marked_sent) {
+        (Ok(d), true) => {
+            taken.hold.delivery = Some(d.delivery.clone());
+            taken
+        }
+        _ => {
+            let (status, update) = match &sent {
+                Ok(d) => (PendingStatus::Sent, Update::new().set("delivery", d.delivery.clone())),
+                Err(e) => (PendingStatus::Failed, Update::new().set("error", e.error.to_string())),
+            };
+            let after = ctx
+                .store
+                .update(&keys::pending(&id), update.set("status", status), None)
+                .await?;
+            record(after)?
+        }
+    };
+    let _ = ctx.blobs.delete(&blob(&id)).await;
     sent?;
-    Ok(record(after)?)
+    Ok(after)
 }
 
 /// Whether a send was held back by the switches (sending paused, the agent
@@ -89,12 +159,27 @@ async fn file_sent(ctx: &Context, taken: &Pending, place: &FiledIn, raw: &[u8], 
 /// since is charged and queued: taken afresh), that the switches let it go,
 /// and that the scoped key that asked is not revoked.
 async fn take(ctx: &Context, mut p: Pending) -> Result<Pending, ApiError> {
+    let (writes, switches, asker) = taking(ctx, &p, PendingStatus::Sending);
+    match ctx.store.transact(writes).await {
+        Ok(()) => {
+            p.hold.status = PendingStatus::Sending;
+            Ok(p)
+        }
+        Err(StoreError::ConditionFailed) => Err(not_taken(ctx, &p, &switches, asker).await),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// [`take`]'s writes, moving the send to `status` (its first write, the
+/// send's own record), with the switches' conditions and the asking key
+/// they check.
+fn taking(ctx: &Context, p: &Pending, status: PendingStatus) -> (Vec<Write>, Vec<(Key, Cond)>, Option<Key>) {
     let switches = payer::switches(ctx, &p.payer);
-    let asker = asking_key(&p);
+    let asker = asking_key(p);
     let mut writes = vec![
         Write::Update {
             key: keys::pending(&p.hold.id),
-            update: Update::new().set("status", PendingStatus::Sending),
+            update: Update::new().set("status", status),
             cond: Some(Cond::And(vec![
                 Cond::eq("status", PendingStatus::Waiting),
                 Cond::eq("kind", p.hold.kind),
@@ -102,13 +187,13 @@ async fn take(ctx: &Context, mut p: Pending) -> Result<Pending, ApiError> {
             ])),
         },
         Write::Delete {
-            key: waiting_key(&p),
+            key: waiting_key(p),
             cond: None,
         },
     ];
     if p.hold.kind == Kind::Scheduled {
         writes.push(Write::Delete {
-            key: due_key(&p),
+            key: due_key(p),
             cond: None,
         });
     }
@@ -120,14 +205,7 @@ async fn take(ctx: &Context, mut p: Pending) -> Result<Pending, ApiError> {
         key,
         cond: Cond::Exists,
     }));
-    match ctx.store.transact(writes).await {
-        Ok(()) => {
-            p.hold.status = PendingStatus::Sending;
-            Ok(p)
-        }
-        Err(StoreError::ConditionFailed) => Err(not_taken(ctx, &p, &switches, asker).await),
-        Err(e) => Err(e.into()),
-    }
+    (writes, switches, asker)
 }
 
 /// Why [`take`] failed: decided by another (409); its key revoked (it is
