@@ -71,11 +71,11 @@ pub struct Settings {
 }
 
 /// Changes one request reports at most (the service's limit).
-const CHANGES_PER_REQUEST: usize = 100;
+const CHANGES_PER_REQUEST: usize = 500;
 /// Log bytes read, reported and saved as done at a time: a round cut short
 /// (the service or Dovecot down, the agent killed) reports again at most
-/// this much (a few hundred changes), not the whole backlog.
-const READ_BUDGET: u64 = 64 << 10;
+/// this much (under a thousand changes), not the whole backlog.
+const READ_BUDGET: u64 = 128 << 10;
 /// Appended bytes (base64) one request carries beside other changes; a
 /// larger message goes alone.
 const RAW_PER_REQUEST: usize = 1 << 20;
@@ -88,8 +88,9 @@ const RETRY_FOR_MS: i64 = 10 * 60 * 1000;
 /// How long a mark about one received message waits for its copy in
 /// Dovecot before it is cleared without one.
 const COPY_AWAITED_MS: i64 = 120_000;
-/// Store changes read per round at most.
-const MARKS_PER_ROUND: usize = 2000;
+/// Store changes read per round at most: a backlog's marks cost one look
+/// at where the mailbox's copies are per round, so rounds take many.
+const MARKS_PER_ROUND: usize = 5000;
 
 /// One change as reported to the service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,6 +173,11 @@ pub struct Round {
     /// Store changes applied to IMAP and acknowledged.
     pub pulled: usize,
     pub cleared: u64,
+    /// Milliseconds each way took; the store's way as reading its changes,
+    /// applying them to IMAP, acknowledging them.
+    pub up_ms: u128,
+    pub down_ms: u128,
+    pub down_parts_ms: [u128; 3],
 }
 
 /// Runs until stopped (or once).
@@ -183,13 +189,18 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         let started = Instant::now();
         let round = agent.round().await;
         match &round {
-            Ok(r) if *r != Round::default() => println!(
-                "mailbox-sync: {} IMAP changes reported ({} applied, {} waiting for their message); {} store changes applied to IMAP ({} cleared) in {} ms",
+            Ok(r) if r.reported + r.waiting + r.pulled > 0 || r.applied + r.cleared > 0 => println!(
+                "mailbox-sync: {} IMAP changes reported ({} applied, {} waiting for their message) in {} ms; {} store changes applied to IMAP ({} cleared) in {} ms (read {}, applied {}, acknowledged {}); the round {} ms",
                 r.reported,
                 r.applied,
                 r.waiting,
+                r.up_ms,
                 r.pulled,
                 r.cleared,
+                r.down_ms,
+                r.down_parts_ms[0],
+                r.down_parts_ms[1],
+                r.down_parts_ms[2],
                 started.elapsed().as_millis()
             ),
             Ok(_) => {}
@@ -274,8 +285,12 @@ impl Agent {
     /// runs even when the first failed (the service away for one route).
     pub async fn round(&self) -> anyhow::Result<Round> {
         let mut round = Round::default();
+        let started = Instant::now();
         let up = self.imap_to_store(&mut round).await;
+        round.up_ms = started.elapsed().as_millis();
+        let started = Instant::now();
         let down = self.store_to_imap(&mut round).await;
+        round.down_ms = started.elapsed().as_millis();
         up?;
         down?;
         Ok(round)
