@@ -98,6 +98,7 @@ impl Agent {
         ids.dedup();
         let copies = self.doveadm.copies(user, &ids)?;
         let plan = plan(&states, &copies);
+        let held: std::collections::HashSet<&str> = copies.iter().map(|c| c.message_id.as_str()).collect();
         let early = changes
             .iter()
             .filter(|c| c["kind"] == "message" && now_ms() - c["ms"].as_i64().unwrap_or(0) < COPY_AWAITED_MS)
@@ -107,7 +108,7 @@ impl Agent {
                     .into_iter()
                     .flatten()
                     .filter_map(|m| m["messageId"].as_str());
-                ids.any(|id| !copies.iter().any(|copy| copy.message_id == id))
+                ids.any(|id| !held.contains(id))
             })
             .map(|c| c["mark"].clone())
             .collect();

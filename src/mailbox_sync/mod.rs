@@ -361,6 +361,16 @@ fn folder_of(state: &Value) -> &'static str {
     }
 }
 
+/// Copies by Message-ID: a backlog's thousands of states each find theirs
+/// among a whole mailbox's copies without a scan each.
+fn by_message_id(copies: &[Copy]) -> std::collections::HashMap<&str, Vec<&Copy>> {
+    let mut by_id: std::collections::HashMap<&str, Vec<&Copy>> = std::collections::HashMap::new();
+    for copy in copies {
+        by_id.entry(copy.message_id.as_str()).or_default().push(copy);
+    }
+    by_id
+}
+
 /// What `doveadm` must do for one user.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -378,12 +388,13 @@ pub struct Plan {
 /// but the app's own (a sent one from Sent).
 pub fn plan(states: &[&Value], copies: &[Copy]) -> Plan {
     let mut plan = Plan::default();
+    let by_id = by_message_id(copies);
     for state in states {
         let Some(message_id) = state["messageId"].as_str() else {
             continue;
         };
         let outbound = state["direction"] == "outbound";
-        let mine = copies.iter().filter(|c| c.message_id == message_id);
+        let mine = by_id.get(message_id).into_iter().flatten().copied();
         if state["gone"] == true {
             for copy in mine.filter(|c| app_own(place_of(&c.folder)) == outbound && (!outbound || c.folder == SENT)) {
                 plan.expunges.entry(copy.folder.clone()).or_default().push(copy.uid);
@@ -523,6 +534,39 @@ mod tests {
         let plan_out = plan(&[&back], &[copy("Junk", 2, true, "<f@x>")]);
         assert_eq!(plan_out.moves[&("Junk".to_string(), "INBOX".to_string())], [2]);
         assert_eq!(plan_out.flags[&("Junk".to_string(), false)], [2]);
+    }
+
+    #[test]
+    fn a_backlogs_plan_names_every_copy_once() {
+        // 3000 states read; each message has a copy in INBOX, every third a
+        // second one in a folder of the person's own, a fifth already read.
+        let states: Vec<Value> = (0..3000)
+            .map(|i| json!({"messageId": format!("<b{i}@x>"), "direction": "inbound", "folder": "inbox", "unread": false, "gone": false}))
+            .collect();
+        let mut copies: Vec<Copy> = (0..3000u32)
+            .map(|i| copy("INBOX", i + 1, i % 5 == 0, &format!("<b{i}@x>")))
+            .collect();
+        copies.extend(
+            (0..3000u32)
+                .step_by(3)
+                .map(|i| copy("Receipts", i + 1, false, &format!("<b{i}@x>"))),
+        );
+        // A namesake in Sent and a message no state names stay as they are.
+        copies.push(copy("Sent", 1, false, "<b1@x>"));
+        copies.push(copy("INBOX", 9001, false, "<other@x>"));
+        let states: Vec<&Value> = states.iter().collect();
+        let plan = plan(&states, &copies);
+        let inbox = &plan.flags[&("INBOX".to_string(), true)];
+        assert_eq!(inbox.len(), 2400, "every unread INBOX copy, none twice");
+        let mut unique = inbox.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), inbox.len());
+        assert!(!inbox.contains(&9001));
+        // The person's own folder reads as archived: inbox moves it back.
+        assert_eq!(plan.flags[&("Receipts".to_string(), true)].len(), 1000);
+        assert_eq!(plan.moves[&("Receipts".to_string(), "INBOX".to_string())].len(), 1000);
+        assert_eq!(plan.flags.len(), 2, "Sent untouched");
     }
 
     #[test]
