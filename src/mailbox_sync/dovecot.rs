@@ -101,7 +101,12 @@ impl Doveadm {
                 found.extend(self.fetch(user, &query)?);
             }
         }
-        found.retain(|c| message_ids.iter().any(|id| same_message_id(id, &c.message_id)));
+        // A set, not a scan of the list per copy: a whole mailbox's pass
+        // holds thousands of copies, the list thousands of Message-IDs.
+        let whole: std::collections::HashSet<&str> = message_ids.iter().copied().collect();
+        let cut: Vec<&str> = message_ids.iter().filter_map(|id| id.strip_suffix("...")).collect();
+        found
+            .retain(|c| whole.contains(c.message_id.as_str()) || cut.iter().any(|head| c.message_id.starts_with(head)));
         found.sort_by(|a, b| (&a.folder, a.uid).cmp(&(&b.folder, b.uid)));
         found.dedup();
         Ok(found)
@@ -236,5 +241,25 @@ mod tests {
     fn uids_become_ranges() {
         assert_eq!(uid_sets(&[7, 1, 2, 3, 3, 9, 10]), ["1:3,7,9:10"]);
         assert_eq!(uid_sets(&[]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn many_scattered_uids_become_sets_that_name_each_once() {
+        // Every other UID of 20 000 (10 000 ranges of one): sets of 200.
+        let uids: Vec<u32> = (1..20_001u32).step_by(2).rev().collect();
+        let sets = uid_sets(&uids);
+        assert_eq!(sets.len(), 50);
+        let mut named: Vec<u32> = sets
+            .iter()
+            .flat_map(|set| set.split(','))
+            .flat_map(|range| match range.split_once(':') {
+                Some((a, b)) => (a.parse::<u32>().unwrap()..=b.parse().unwrap()).collect::<Vec<_>>(),
+                None => vec![range.parse().unwrap()],
+            })
+            .collect();
+        named.sort_unstable();
+        let mut want = uids.clone();
+        want.sort_unstable();
+        assert_eq!(named, want);
     }
 }

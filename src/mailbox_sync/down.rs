@@ -5,8 +5,12 @@ use super::*;
 
 impl Agent {
     pub(super) async fn store_to_imap(&self, round: &mut Round) -> anyhow::Result<()> {
+        // The round's marks first, then each user's applied at once: one
+        // look at where that user's copies are (a whole mailbox's pass past a
+        // hundred Message-IDs) serves every page.
+        let started = Instant::now();
         let mut after: Option<String> = None;
-        let mut read = 0;
+        let mut marks: Vec<Value> = Vec::new();
         loop {
             let mut url = self.url("/mtaMailboxChanges?limit=200");
             if let Some(after) = &after {
@@ -24,48 +28,53 @@ impl Agent {
                 .json()
                 .await
                 .context("reading the store's changes")?;
-            let changes = page["changes"].as_array().cloned().unwrap_or_default();
-            read += changes.len();
-            let mut by_user: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-            for change in changes {
-                let user = change["mailbox"].as_str().unwrap_or_default().to_ascii_lowercase();
-                by_user.entry(user).or_default().push(change);
-            }
-            let mut applied = Vec::new();
-            for (user, changes) in by_user {
-                match self.apply(&user, &changes).await {
-                    Ok(early) => applied.extend(
-                        changes
-                            .iter()
-                            .filter(|c| !early.contains(&c["mark"]))
-                            .map(|c| json!({"mark": c["mark"], "stamp": c["stamp"]})),
-                    ),
-                    // That user's marks stay; the others go on.
-                    Err(e) => eprintln!("mailbox-sync: {user}: not applied, tried again: {e:#}"),
-                }
-            }
-            round.pulled += applied.len();
-            for chunk in applied.chunks(200) {
-                let answer: Value = self
-                    .client
-                    .post(self.url("/mtaMailboxChanges"))
-                    .bearer_auth(&self.settings.sync_token)
-                    .json(&json!({ "applied": chunk }))
-                    .send()
-                    .await
-                    .context("acknowledging the store's changes")?
-                    .error_for_status()
-                    .context("acknowledging the store's changes")?
-                    .json()
-                    .await
-                    .unwrap_or_default();
-                round.cleared += answer["cleared"].as_u64().unwrap_or(0);
-            }
+            marks.extend(page["changes"].as_array().cloned().unwrap_or_default());
             match page["next"].as_str() {
-                Some(next) if read < MARKS_PER_ROUND => after = Some(next.to_string()),
-                _ => return Ok(()),
+                Some(next) if marks.len() < MARKS_PER_ROUND => after = Some(next.to_string()),
+                _ => break,
             }
         }
+        round.down_parts_ms[0] = started.elapsed().as_millis();
+        let started = Instant::now();
+        let mut by_user: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for change in marks {
+            let user = change["mailbox"].as_str().unwrap_or_default().to_ascii_lowercase();
+            by_user.entry(user).or_default().push(change);
+        }
+        let mut applied = Vec::new();
+        for (user, changes) in by_user {
+            match self.apply(&user, &changes).await {
+                Ok(early) => applied.extend(
+                    changes
+                        .iter()
+                        .filter(|c| !early.contains(&c["mark"]))
+                        .map(|c| json!({"mark": c["mark"], "stamp": c["stamp"]})),
+                ),
+                // That user's marks stay; the others go on.
+                Err(e) => eprintln!("mailbox-sync: {user}: not applied, tried again: {e:#}"),
+            }
+        }
+        round.pulled += applied.len();
+        round.down_parts_ms[1] = started.elapsed().as_millis();
+        let started = Instant::now();
+        for chunk in applied.chunks(200) {
+            let answer: Value = self
+                .client
+                .post(self.url("/mtaMailboxChanges"))
+                .bearer_auth(&self.settings.sync_token)
+                .json(&json!({ "applied": chunk }))
+                .send()
+                .await
+                .context("acknowledging the store's changes")?
+                .error_for_status()
+                .context("acknowledging the store's changes")?
+                .json()
+                .await
+                .unwrap_or_default();
+            round.cleared += answer["cleared"].as_u64().unwrap_or(0);
+        }
+        round.down_parts_ms[2] = started.elapsed().as_millis();
+        Ok(())
     }
 
     /// Makes one user's IMAP folders say what the store says. The marks
@@ -89,6 +98,7 @@ impl Agent {
         ids.dedup();
         let copies = self.doveadm.copies(user, &ids)?;
         let plan = plan(&states, &copies);
+        let held: std::collections::HashSet<&str> = copies.iter().map(|c| c.message_id.as_str()).collect();
         let early = changes
             .iter()
             .filter(|c| c["kind"] == "message" && now_ms() - c["ms"].as_i64().unwrap_or(0) < COPY_AWAITED_MS)
@@ -98,7 +108,7 @@ impl Agent {
                     .into_iter()
                     .flatten()
                     .filter_map(|m| m["messageId"].as_str());
-                ids.any(|id| !copies.iter().any(|copy| copy.message_id == id))
+                ids.any(|id| !held.contains(id))
             })
             .map(|c| c["mark"].clone())
             .collect();

@@ -71,11 +71,11 @@ pub struct Settings {
 }
 
 /// Changes one request reports at most (the service's limit).
-const CHANGES_PER_REQUEST: usize = 100;
+const CHANGES_PER_REQUEST: usize = 500;
 /// Log bytes read, reported and saved as done at a time: a round cut short
 /// (the service or Dovecot down, the agent killed) reports again at most
-/// this much (a few hundred changes), not the whole backlog.
-const READ_BUDGET: u64 = 64 << 10;
+/// this much (under a thousand changes), not the whole backlog.
+const READ_BUDGET: u64 = 128 << 10;
 /// Appended bytes (base64) one request carries beside other changes; a
 /// larger message goes alone.
 const RAW_PER_REQUEST: usize = 1 << 20;
@@ -88,8 +88,9 @@ const RETRY_FOR_MS: i64 = 10 * 60 * 1000;
 /// How long a mark about one received message waits for its copy in
 /// Dovecot before it is cleared without one.
 const COPY_AWAITED_MS: i64 = 120_000;
-/// Store changes read per round at most.
-const MARKS_PER_ROUND: usize = 2000;
+/// Store changes read per round at most: a backlog's marks cost one look
+/// at where the mailbox's copies are per round, so rounds take many.
+const MARKS_PER_ROUND: usize = 5000;
 
 /// One change as reported to the service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,6 +173,11 @@ pub struct Round {
     /// Store changes applied to IMAP and acknowledged.
     pub pulled: usize,
     pub cleared: u64,
+    /// Milliseconds each way took; the store's way as reading its changes,
+    /// applying them to IMAP, acknowledging them.
+    pub up_ms: u128,
+    pub down_ms: u128,
+    pub down_parts_ms: [u128; 3],
 }
 
 /// Runs until stopped (or once).
@@ -183,13 +189,18 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         let started = Instant::now();
         let round = agent.round().await;
         match &round {
-            Ok(r) if *r != Round::default() => println!(
-                "mailbox-sync: {} IMAP changes reported ({} applied, {} waiting for their message); {} store changes applied to IMAP ({} cleared) in {} ms",
+            Ok(r) if r.reported + r.waiting + r.pulled > 0 || r.applied + r.cleared > 0 => println!(
+                "mailbox-sync: {} IMAP changes reported ({} applied, {} waiting for their message) in {} ms; {} store changes applied to IMAP ({} cleared) in {} ms (read {}, applied {}, acknowledged {}); the round {} ms",
                 r.reported,
                 r.applied,
                 r.waiting,
+                r.up_ms,
                 r.pulled,
                 r.cleared,
+                r.down_ms,
+                r.down_parts_ms[0],
+                r.down_parts_ms[1],
+                r.down_parts_ms[2],
                 started.elapsed().as_millis()
             ),
             Ok(_) => {}
@@ -274,8 +285,12 @@ impl Agent {
     /// runs even when the first failed (the service away for one route).
     pub async fn round(&self) -> anyhow::Result<Round> {
         let mut round = Round::default();
+        let started = Instant::now();
         let up = self.imap_to_store(&mut round).await;
+        round.up_ms = started.elapsed().as_millis();
+        let started = Instant::now();
         let down = self.store_to_imap(&mut round).await;
+        round.down_ms = started.elapsed().as_millis();
         up?;
         down?;
         Ok(round)
@@ -346,6 +361,16 @@ fn folder_of(state: &Value) -> &'static str {
     }
 }
 
+/// Copies by Message-ID: a backlog's thousands of states each find theirs
+/// among a whole mailbox's copies without a scan each.
+fn by_message_id(copies: &[Copy]) -> std::collections::HashMap<&str, Vec<&Copy>> {
+    let mut by_id: std::collections::HashMap<&str, Vec<&Copy>> = std::collections::HashMap::new();
+    for copy in copies {
+        by_id.entry(copy.message_id.as_str()).or_default().push(copy);
+    }
+    by_id
+}
+
 /// What `doveadm` must do for one user.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -363,12 +388,13 @@ pub struct Plan {
 /// but the app's own (a sent one from Sent).
 pub fn plan(states: &[&Value], copies: &[Copy]) -> Plan {
     let mut plan = Plan::default();
+    let by_id = by_message_id(copies);
     for state in states {
         let Some(message_id) = state["messageId"].as_str() else {
             continue;
         };
         let outbound = state["direction"] == "outbound";
-        let mine = copies.iter().filter(|c| c.message_id == message_id);
+        let mine = by_id.get(message_id).into_iter().flatten().copied();
         if state["gone"] == true {
             for copy in mine.filter(|c| app_own(place_of(&c.folder)) == outbound && (!outbound || c.folder == SENT)) {
                 plan.expunges.entry(copy.folder.clone()).or_default().push(copy.uid);
@@ -508,6 +534,39 @@ mod tests {
         let plan_out = plan(&[&back], &[copy("Junk", 2, true, "<f@x>")]);
         assert_eq!(plan_out.moves[&("Junk".to_string(), "INBOX".to_string())], [2]);
         assert_eq!(plan_out.flags[&("Junk".to_string(), false)], [2]);
+    }
+
+    #[test]
+    fn a_backlogs_plan_names_every_copy_once() {
+        // 3000 states read; each message has a copy in INBOX, every third a
+        // second one in a folder of the person's own, a fifth already read.
+        let states: Vec<Value> = (0..3000)
+            .map(|i| json!({"messageId": format!("<b{i}@x>"), "direction": "inbound", "folder": "inbox", "unread": false, "gone": false}))
+            .collect();
+        let mut copies: Vec<Copy> = (0..3000u32)
+            .map(|i| copy("INBOX", i + 1, i % 5 == 0, &format!("<b{i}@x>")))
+            .collect();
+        copies.extend(
+            (0..3000u32)
+                .step_by(3)
+                .map(|i| copy("Receipts", i + 1, false, &format!("<b{i}@x>"))),
+        );
+        // A namesake in Sent and a message no state names stay as they are.
+        copies.push(copy("Sent", 1, false, "<b1@x>"));
+        copies.push(copy("INBOX", 9001, false, "<other@x>"));
+        let states: Vec<&Value> = states.iter().collect();
+        let plan = plan(&states, &copies);
+        let inbox = &plan.flags[&("INBOX".to_string(), true)];
+        assert_eq!(inbox.len(), 2400, "every unread INBOX copy, none twice");
+        let mut unique = inbox.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), inbox.len());
+        assert!(!inbox.contains(&9001));
+        // The person's own folder reads as archived: inbox moves it back.
+        assert_eq!(plan.flags[&("Receipts".to_string(), true)].len(), 1000);
+        assert_eq!(plan.moves[&("Receipts".to_string(), "INBOX".to_string())].len(), 1000);
+        assert_eq!(plan.flags.len(), 2, "Sent untouched");
     }
 
     #[test]

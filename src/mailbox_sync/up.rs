@@ -87,10 +87,13 @@ impl Agent {
         for (user, wanted) in by_user {
             let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
             let copies = self.doveadm.copies(user, &ids)?;
+            let by_id = by_message_id(&copies);
             for (message_id, set) in wanted {
-                let Some(copy) = copies
-                    .iter()
-                    .find(|c| c.message_id == message_id && !app_own(place_of(&c.folder)))
+                let Some(copy) = by_id
+                    .get(message_id)
+                    .into_iter()
+                    .flatten()
+                    .find(|c| !app_own(place_of(&c.folder)))
                 else {
                     continue;
                 };

@@ -7,7 +7,9 @@ JSON answer per operation.
 
 Operations ({"op": ...}): list, lsub, messages {box} (uid, flags,
 messageId, subject of each), store {box, messageId, flags: "+FLAGS (\\Seen)"},
-store_all {box, flags} (every message of the folder at once), move {box,
+store_all {box, flags} (every message of the folder at once), store_ids
+{box, messageIds, flags} and move_ids {box, messageIds, to} (the messages
+selected together: one command per few hundred UIDs), move {box,
 messageId, to}, move_by_append {box, messageId, to, pauseMs} (expunged here,
 then appended there), expunge {box, messageId} (\\Deleted, then UID EXPUNGE), append
 {box, flags, raw}, create {name} (a folder, its name in UTF-8); and for a
@@ -81,6 +83,28 @@ def uids_of(c, box, message_id):
     return data[0].decode().split()
 
 
+def uids_by_id(c, box):
+    """Each Message-ID of a folder with its UIDs, from one FETCH."""
+    check(c.select(quoted(box)))
+    data = check(c.uid("FETCH", "1:*", "(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])"))
+    found = {}
+    for part in data:
+        if not isinstance(part, tuple):
+            continue
+        uid = re.search(r"UID (\d+)", part[0].decode()).group(1)
+        mid = re.search(r"(?im)^message-id:\s*(\S+)", part[1].decode(errors="replace"))
+        if mid:
+            found.setdefault(mid.group(1), []).append(uid)
+    return found
+
+
+def uid_sets(c, box, message_ids):
+    """The UIDs of these Message-IDs in sets of 500 (a command line each)."""
+    found = uids_by_id(c, box)
+    uids = [uid for mid in message_ids for uid in found.get(mid, [])]
+    return [",".join(uids[i : i + 500]) for i in range(0, len(uids), 500)]
+
+
 def messages(c, box):
     check(c.select(quoted(box), readonly=True))
     data = check(c.uid("SEARCH", "ALL"))
@@ -122,6 +146,16 @@ def run(c, op, seen):
         check(c.select(quoted(op["box"])))
         check(c.store("1:*", *op["flags"].split(" ", 1)))
         return True
+    if kind == "store_ids":
+        sets = uid_sets(c, op["box"], op["messageIds"])
+        for uids in sets:
+            check(c.uid("STORE", uids, *op["flags"].split(" ", 1)))
+        return sum(len(s.split(",")) for s in sets)
+    if kind == "move_ids":
+        sets = uid_sets(c, op["box"], op["messageIds"])
+        for uids in sets:
+            check(c.uid("MOVE", uids, quoted(op["to"])))
+        return sum(len(s.split(",")) for s in sets)
     if kind == "move":
         uids = uids_of(c, op["box"], op["messageId"])
         return sum(still_there(c.uid("MOVE", uid, quoted(op["to"]))) for uid in uids)

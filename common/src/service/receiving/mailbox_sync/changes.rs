@@ -3,14 +3,16 @@
 //! the messages it is about as they are now, and the acknowledgement of
 //! what it applied.
 
+use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::Call;
-use crate::service::mail_store::sync_marks::{self, MarkKind};
+use crate::service::mail_store::sync_marks::{self, Mark, MarkKind};
 use crate::service::mail_store::{self, Direction, Folder, Quarantine, Row};
 use crate::store::{Query, StoreExt};
 use crate::values::{Bounded, Field, Origin};
@@ -107,65 +109,80 @@ pub async fn changes(call: &Call<'_>, q: ChangesQuery) -> Result<Changes, ApiErr
     let limit = q.limit.map_or(100, Bounded::get) as usize;
     let marks = sync_marks::marks(ctx, q.after.as_ref().map(|a| a.0.as_str()), limit + 1).await?;
     let more = marks.len() > limit;
-    let mut changes = Vec::new();
-    for (sk, mark) in marks.into_iter().take(limit) {
-        let messages = match mark.kind {
-            MarkKind::Thread => {
-                let (Some(scope), Some(thread)) = (&mark.scope, &mark.thread_id) else {
-                    continue;
-                };
-                let query = Query::partition(keys::thread_partition(scope, thread))
-                    .between("0", "~")
-                    .limit(THREAD_ROWS);
-                let rows: Vec<Row> = ctx.store.all_records(query).await?;
-                rows.iter()
-                    .filter(|r| r.mailbox == mark.mailbox)
-                    .take(THREAD_ROWS)
-                    .map(MessageState::of)
-                    .collect()
-            }
-            // Gone since (a gone mark says so): nothing to apply.
-            MarkKind::Message => {
-                let (Some(scope), Some(id)) = (&mark.scope, &mark.row_id) else {
-                    continue;
-                };
-                mail_store::by_id(ctx, scope, id)
-                    .await?
-                    .filter(|r| r.mailbox == mark.mailbox)
-                    .iter()
-                    .map(MessageState::of)
-                    .collect()
-            }
-            MarkKind::Gone | MarkKind::Sent => vec![MessageState {
-                message_id: mark.message_id.clone().unwrap_or_default(),
-                direction: mark.direction.unwrap_or(Direction::Inbound),
-                folder: None,
-                unread: false,
-                gone: mark.kind == MarkKind::Gone,
-                spam: false,
-            }],
-        };
-        changes.push(Change {
-            kind: match mark.kind {
-                MarkKind::Thread => "thread",
-                MarkKind::Gone => "gone",
-                MarkKind::Sent => "sent",
-                MarkKind::Message => "message",
-            }
-            .into(),
-            mark: sk,
-            stamp: mark.stamp,
-            mailbox: mark.mailbox,
-            ms: mark.ms,
-            messages,
-        });
-    }
+    // Each mark's rows read side by side (a backlog's page is 200 threads),
+    // answered in the marks' order.
+    let changes: Vec<Change> = futures::stream::iter(marks.into_iter().take(limit))
+        .map(|(sk, mark)| change_of(ctx, sk, mark))
+        .buffered(AT_ONCE)
+        .collect::<Vec<Result<Option<Change>, ApiError>>>()
+        .await
+        .into_iter()
+        .filter_map(Result::transpose)
+        .collect::<Result<_, _>>()?;
     let next = more.then(|| changes.last().map(|c| c.mark.clone())).flatten();
     Ok(Changes {
         ok: true,
         changes,
         next,
     })
+}
+
+/// Marks read, or cleared, at once (the embedded store commits the
+/// clears waiting together).
+const AT_ONCE: usize = 64;
+
+/// One mark with the state of the messages it is about; `None` when there
+/// is nothing to say (a row gone since: its gone mark says so).
+async fn change_of(ctx: &Context, sk: String, mark: Mark) -> Result<Option<Change>, ApiError> {
+    let messages = match mark.kind {
+        MarkKind::Thread => {
+            let (Some(scope), Some(thread)) = (&mark.scope, &mark.thread_id) else {
+                return Ok(None);
+            };
+            let query = Query::partition(keys::thread_partition(scope, thread))
+                .between("0", "~")
+                .limit(THREAD_ROWS);
+            let rows: Vec<Row> = ctx.store.all_records(query).await?;
+            rows.iter()
+                .filter(|r| r.mailbox == mark.mailbox)
+                .take(THREAD_ROWS)
+                .map(MessageState::of)
+                .collect()
+        }
+        MarkKind::Message => {
+            let (Some(scope), Some(id)) = (&mark.scope, &mark.row_id) else {
+                return Ok(None);
+            };
+            mail_store::by_id(ctx, scope, id)
+                .await?
+                .filter(|r| r.mailbox == mark.mailbox)
+                .iter()
+                .map(MessageState::of)
+                .collect()
+        }
+        MarkKind::Gone | MarkKind::Sent => vec![MessageState {
+            message_id: mark.message_id.clone().unwrap_or_default(),
+            direction: mark.direction.unwrap_or(Direction::Inbound),
+            folder: None,
+            unread: false,
+            gone: mark.kind == MarkKind::Gone,
+            spam: false,
+        }],
+    };
+    Ok(Some(Change {
+        kind: match mark.kind {
+            MarkKind::Thread => "thread",
+            MarkKind::Gone => "gone",
+            MarkKind::Sent => "sent",
+            MarkKind::Message => "message",
+        }
+        .into(),
+        mark: sk,
+        stamp: mark.stamp,
+        mailbox: mark.mailbox,
+        ms: mark.ms,
+        messages,
+    }))
 }
 
 /// One applied mark.
@@ -215,24 +232,28 @@ pub struct Acknowledged {
 
 pub async fn acknowledge(call: &Call<'_>, input: AckInput) -> Result<Acknowledged, ApiError> {
     let ctx = call.ctx;
-    let (mut cleared, mut kept) = (0, 0);
-    for applied in input.applied.0 {
-        // A sent copy's bytes go with its mark.
-        let blob = match applied.mark.starts_with("s#") {
-            true => sync_marks::mark(ctx, &applied.mark).await?.and_then(|m| m.blob),
-            false => None,
-        };
-        if sync_marks::clear(ctx, &applied.mark, &applied.stamp).await? {
-            cleared += 1;
-            if let Some(blob) = blob
+    let cleared: Vec<Result<bool, ApiError>> = futures::stream::iter(input.applied.0)
+        .map(|applied| async move {
+            // A sent copy's bytes go with its mark.
+            let blob = match applied.mark.starts_with("s#") {
+                true => sync_marks::mark(ctx, &applied.mark).await?.and_then(|m| m.blob),
+                false => None,
+            };
+            let cleared = sync_marks::clear(ctx, &applied.mark, &applied.stamp).await?;
+            if cleared
+                && let Some(blob) = blob
                 && let Err(e) = ctx.blobs.delete(&blob).await
             {
                 tracing::warn!(error = %e, blob, "a saved sent copy's bytes were not deleted");
             }
-        } else {
-            kept += 1;
-        }
-    }
+            Ok(cleared)
+        })
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
+    let cleared = cleared.into_iter().collect::<Result<Vec<bool>, _>>()?;
+    let kept = cleared.iter().filter(|c| !**c).count();
+    let cleared = cleared.len() - kept;
     Ok(Acknowledged {
         ok: true,
         cleared,

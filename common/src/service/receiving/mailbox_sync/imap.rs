@@ -24,8 +24,9 @@ use crate::service::{caller::Call, mailboxes, receiving::poller, receiving::spam
 use crate::store::{Cond, Query, StoreError, TTL, Update, item};
 use crate::values::{Field, Origin};
 
-/// The most changes one request carries.
-pub const MAX_IMAP_CHANGES: usize = 100;
+/// The most changes one request carries: a backlog's worth of a log read
+/// (a client's STORE on thousands of messages is one line each).
+pub const MAX_IMAP_CHANGES: usize = 500;
 /// What a row filed from an IMAP APPEND says it came from.
 pub const APPENDED: &str = "appended";
 
@@ -56,9 +57,9 @@ pub struct ImapChange {
     pub raw: Option<String>,
 }
 
-/// 1 to 100 changes.
+/// 1 to 500 changes.
 #[derive(Debug, JsonSchema)]
-pub struct ImapChanges(#[schemars(length(min = 1, max = 100))] pub Vec<ImapChange>);
+pub struct ImapChanges(#[schemars(length(min = 1, max = 500))] pub Vec<ImapChange>);
 
 impl Field for ImapChanges {
     type Problems = ();
@@ -107,8 +108,9 @@ enum Outcome {
 }
 
 /// Messages of one mailbox whose changes are applied at once (each
-/// message's own changes stay in order).
-const AT_ONCE: usize = 16;
+/// message's own changes stay in order). The embedded store commits the
+/// writes waiting together, so the more at once, the fewer commits.
+const AT_ONCE: usize = 64;
 
 pub async fn report(call: &Call<'_>, input: ImapInput) -> Result<ImapApplied, ApiError> {
     let ctx = call.ctx;
