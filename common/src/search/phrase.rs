@@ -250,7 +250,9 @@ mod tests {
         // eight bytes at a time.
         let mut seed = 7u64;
         let mut next = move |m: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) % m
         };
         for words in [2, 3] {
@@ -272,7 +274,11 @@ mod tests {
             let bytes: Vec<Vec<u8>> = lists.iter().map(|(d, p)| encoded(d, p)).collect();
             let postings: Vec<Postings<'_>> = bytes.iter().map(|b| Postings::decode(b).unwrap()).collect();
             let want = plain(&lists);
-            assert!(want.len() > 10, "{words} words: too few matches to test ({})", want.len());
+            assert!(
+                want.len() > 10,
+                "{words} words: too few matches to test ({})",
+                want.len()
+            );
             assert_eq!(occurrences(&postings, true).unwrap(), want);
             let once: Vec<(u32, u32)> = want.iter().map(|(d, _)| (*d, 1)).collect();
             assert_eq!(occurrences(&postings, false).unwrap(), once);
