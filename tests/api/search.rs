@@ -143,8 +143,11 @@ fn crafted() -> Vec<Vec<u8>> {
 fn eml_files() -> Vec<std::path::PathBuf> {
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
+    // The shared corpus sits beside the main checkout (`../shared`), and
+    // two levels up from a worktree under `/work/wt/` (as the bench finds it).
     let mut stack = vec![
         manifest.join("../shared/corpus/eml"),
+        manifest.join("../../shared/corpus/eml"),
         manifest.join("tests/fixtures/eml"),
     ];
     while let Some(dir) = stack.pop() {

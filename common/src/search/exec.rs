@@ -253,8 +253,9 @@ impl<'a> Eval<'a> {
         }
     }
 
-    /// (message, occurrences) of a word or a phrase in one field.
-    fn occurrences(&self, field: Field, words: &[String]) -> Result<Vec<(u32, u32)>, Corrupt> {
+    /// (message, occurrences) of a word or a phrase in one field (a
+    /// phrase's occurrences are 1 but with `counts`).
+    fn occurrences(&self, field: Field, words: &[String], counts: bool) -> Result<Vec<(u32, u32)>, Corrupt> {
         if let [word] = words {
             return Ok(match self.postings(field, word)? {
                 Some(p) => p.docs.iter().copied().zip(p.tfs.iter().copied()).collect(),
@@ -268,59 +269,8 @@ impl<'a> Eval<'a> {
                 None => return Ok(Vec::new()),
             }
         }
-        // Messages holding every word, then those where they follow on.
-        let shortest = lists
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, p)| p.docs.len())
-            .map(|(i, _)| i)
-            .unwrap_or(0);
-        // Each candidate with its index in every list (the lists ascend, so
-        // each search starts where the last one ended).
-        let mut from = vec![0usize; lists.len()];
-        let mut candidates: Vec<(u32, Vec<usize>)> = Vec::new();
-        'docs: for d in lists[shortest].docs.iter().copied() {
-            let mut at = Vec::with_capacity(lists.len());
-            for (p, from) in lists.iter().zip(from.iter_mut()) {
-                match p.docs[*from..].binary_search(&d) {
-                    Ok(i) => {
-                        *from += i;
-                        at.push(*from);
-                    }
-                    Err(i) => {
-                        *from += i;
-                        continue 'docs;
-                    }
-                }
-            }
-            candidates.push((d, at));
-        }
-        if candidates.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Only the candidates' positions are read.
-        let mut readers: Vec<_> = lists.iter().map(Postings::position_reader).collect();
-        let mut positions: Vec<Vec<u32>> = vec![Vec::new(); lists.len()];
-        let mut out = Vec::new();
-        for (d, at) in candidates {
-            for ((reader, i), pos) in readers.iter_mut().zip(&at).zip(positions.iter_mut()) {
-                reader.read(*i, pos)?;
-            }
-            let count = positions[0]
-                .iter()
-                .filter(|start| {
-                    positions
-                        .iter()
-                        .enumerate()
-                        .skip(1)
-                        .all(|(i, pos)| pos.binary_search(&(**start + i as u32)).is_ok())
-                })
-                .count() as u32;
-            if count > 0 {
-                out.push((d, count));
-            }
-        }
-        Ok(out)
+        // Relevance counts a phrase's occurrences; a match alone needs one.
+        super::phrase::occurrences(&lists, counts)
     }
 
     fn words(&mut self, field: Option<Field>, words: &[String], positive: bool) -> Result<Bits, Corrupt> {
@@ -331,7 +281,7 @@ impl<'a> Eval<'a> {
             None => &TEXT_FIELDS,
         };
         for f in fields {
-            let found = self.occurrences(*f, words)?;
+            let found = self.occurrences(*f, words, positive && self.scores.is_some())?;
             if found.is_empty() {
                 continue;
             }

@@ -32,6 +32,7 @@ pub mod exec;
 pub mod grammar;
 pub mod items;
 pub mod load;
+mod phrase;
 pub mod segment;
 pub mod text;
 mod unicode61;

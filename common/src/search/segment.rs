@@ -109,7 +109,7 @@ pub struct PostingsBuf {
 }
 
 impl PostingsBuf {
-    fn encode(&self, out: &mut Vec<u8>) {
+    pub fn encode(&self, out: &mut Vec<u8>) {
         put_var(out, self.docs.len() as u64);
         let mut last = 0;
         for (i, d) in self.docs.iter().enumerate() {
@@ -187,15 +187,10 @@ impl<'a> Postings<'a> {
         Ok(out)
     }
 
-    /// A reader of single messages' positions, asked in increasing order:
-    /// a phrase reads only its candidates' positions, stepping over the
-    /// rest without decoding them.
-    pub fn position_reader(&self) -> PositionReader<'_> {
-        PositionReader {
-            postings: self,
-            next: 0,
-            at: 0,
-        }
+    /// The positions' bytes: each message's positions as deltas, in
+    /// message order (`phrase` reads them a message at a time).
+    pub fn position_bytes(&self) -> &'a [u8] {
+        self.positions
     }
 
     /// Back to a buffer (for a merge).
@@ -204,47 +199,6 @@ impl<'a> Postings<'a> {
             docs: self.docs.clone(),
             positions: self.positions()?,
         })
-    }
-}
-
-/// See [`Postings::position_reader`].
-pub struct PositionReader<'p> {
-    postings: &'p Postings<'p>,
-    /// The message (index into `docs`) whose positions start at `at`.
-    next: usize,
-    at: usize,
-}
-
-impl PositionReader<'_> {
-    /// The positions of the `i`th message of the postings (`i` no lower
-    /// than the last asked), into `out`.
-    pub fn read(&mut self, i: usize, out: &mut Vec<u32>) -> Result<(), Corrupt> {
-        let p = self.postings;
-        if i < self.next || i >= p.tfs.len() {
-            return Err(Corrupt("positions asked out of order"));
-        }
-        // Step over the messages before it: a varint ends at a byte below 0x80.
-        let mut skip: usize = p.tfs[self.next..i].iter().map(|t| *t as usize).sum();
-        while skip > 0 {
-            let byte = *p.positions.get(self.at).ok_or(Corrupt("positions run past the end"))?;
-            self.at += 1;
-            if byte & 0x80 == 0 {
-                skip -= 1;
-            }
-        }
-        out.clear();
-        let mut last = 0u32;
-        for k in 0..p.tfs[i] {
-            let delta = u32::try_from(get_var(p.positions, &mut self.at)?).map_err(|_| Corrupt("overflow"))?;
-            last = if k == 0 {
-                delta
-            } else {
-                last.checked_add(delta).ok_or(Corrupt("overflow"))?
-            };
-            out.push(last);
-        }
-        self.next = i + 1;
-        Ok(())
     }
 }
 
@@ -663,27 +617,6 @@ mod tests {
             hello.get(&key(Field::Subject, "hello")).unwrap().unwrap().docs.len(),
             50
         );
-    }
-
-    #[test]
-    fn a_position_reader_steps_over_messages_it_is_not_asked() {
-        let mut buf = PostingsBuf::default();
-        for d in 0..40u32 {
-            buf.docs.push(d * 3);
-            // Positions past 127 take two bytes.
-            buf.positions.push((0..=d % 5).map(|k| k * 100 + d).collect());
-        }
-        let mut bytes = Vec::new();
-        buf.encode(&mut bytes);
-        let postings = Postings::decode(&bytes).unwrap();
-        let all = postings.positions().unwrap();
-        let mut reader = postings.position_reader();
-        let mut out = Vec::new();
-        for i in [0, 1, 7, 8, 25, 39] {
-            reader.read(i, &mut out).unwrap();
-            assert_eq!(out, all[i]);
-        }
-        assert!(reader.read(3, &mut out).is_err());
     }
 
     #[test]
