@@ -30,7 +30,7 @@ async fn a_backlog_of_marks_pages_in_order_and_clears_once(app: TestApp) {
         assert_eq!(page.status, 200, "{}", page.body);
         served.extend(page.body["changes"].as_array().unwrap().iter().cloned());
         match page.body["next"].as_str() {
-            Some(next) => after = format!("&after={}", urlencoding(next)),
+            Some(next) => after = format!("&after={}", crate::delivery::urlencode(next)),
             None => break,
         }
     }
@@ -80,16 +80,6 @@ async fn a_backlog_of_marks_pages_in_order_and_clears_once(app: TestApp) {
         .map(|c| c["mark"].as_str().unwrap())
         .collect();
     assert_eq!(left, ["t#acct:u1#thread-0007"]);
-}
-
-fn urlencoding(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// A report of 500 changes is taken (about no mailbox here: ignored);
