@@ -16,18 +16,7 @@ impl Agent {
             if let Some(after) = &after {
                 url.push_str(&format!("&after={}", encoded(after)));
             }
-            let page: Value = self
-                .client
-                .get(url)
-                .bearer_auth(&self.settings.sync_token)
-                .send()
-                .await
-                .context("reading the store's changes")?
-                .error_for_status()
-                .context("reading the store's changes")?
-                .json()
-                .await
-                .context("reading the store's changes")?;
+            let page = self.call(self.client.get(url), "reading the store's changes").await?;
             marks.extend(page["changes"].as_array().cloned().unwrap_or_default());
             match page["next"].as_str() {
                 Some(next) if marks.len() < MARKS_PER_ROUND => after = Some(next.to_string()),

@@ -281,6 +281,21 @@ impl Agent {
         format!("{}{path}", self.settings.url.trim_end_matches('/'))
     }
 
+    /// One call to the service with the sync token: its JSON answer, or
+    /// what failed, said as `what`.
+    async fn call(&self, request: reqwest::RequestBuilder, what: &'static str) -> anyhow::Result<Value> {
+        request
+            .bearer_auth(&self.settings.sync_token)
+            .send()
+            .await
+            .context(what)?
+            .error_for_status()
+            .context(what)?
+            .json()
+            .await
+            .context(what)
+    }
+
     /// One round: IMAP to the store, then the store to IMAP. The second
     /// runs even when the first failed (the service away for one route).
     pub async fn round(&self) -> anyhow::Result<Round> {

@@ -281,19 +281,11 @@ impl Agent {
             batches.push(batch);
         }
         for batch in batches {
-            let answer: Value = self
+            let request = self
                 .client
                 .post(self.url("/mtaImapChanges"))
-                .bearer_auth(&self.settings.sync_token)
-                .json(&json!({ "changes": batch }))
-                .send()
-                .await
-                .context("reporting IMAP changes")?
-                .error_for_status()
-                .context("reporting IMAP changes")?
-                .json()
-                .await
-                .context("reading the answer to IMAP changes")?;
+                .json(&json!({ "changes": batch }));
+            let answer = self.call(request, "reporting IMAP changes").await?;
             round.reported += batch.len();
             round.applied += answer["applied"].as_u64().unwrap_or(0);
             unknown.extend(

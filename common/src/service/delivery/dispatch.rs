@@ -171,17 +171,18 @@ pub async fn go_now(
     }
 }
 
-/// A send taken whole in one transaction: the gate's writes (its windows
-/// and switches, [`payer::gate_writes`]), the payer's credit on condition
-/// the balance is still the one `balance` read, and the delivery record;
-/// then out. The spec's order of checks holds because the transaction is
-/// all or nothing: refused (a window full, a switch off, the balance moved
-/// or short), it wrote nothing, and the record comes back for the long way
-/// ([`payer::gate`], then [`dispatch_recorded`]), which says why.
+/// A send taken whole in one transaction: `writes` (a send's gate, its
+/// windows and switches, [`payer::gate_writes`], and its audit row; or a
+/// released send's taking), the payer's credit when it pays now, on
+/// condition the balance is still the one `balance` read, and the delivery
+/// record. The spec's order of checks holds because the transaction is all
+/// or nothing: refused (a window full, a switch off, the balance moved or
+/// short, the send taken by another), it wrote nothing, and the record comes
+/// back for the caller's long way, which says why.
 pub(crate) async fn take_at_once(
     ctx: &Context,
     payer: Option<&Payer>,
-    gate: Vec<Write>,
+    writes: Vec<Write>,
     balance: Option<i64>,
     out: &Outbound<'_>,
     recorded: Recorded,
@@ -190,17 +191,14 @@ pub(crate) async fn take_at_once(
     if !real.is_empty() && ctx.customer_mail.is_none() {
         return Ok(Err(recorded));
     }
-    let (charge, credits_remaining) = match (
-        real.is_empty(),
-        payer.and_then(|p| p.credit_bucket().map(|_| p)),
-        balance,
-    ) {
+    let paying = payer.filter(|p| p.credit_bucket().is_some());
+    let (charge, credits_remaining) = match (real.is_empty(), paying, balance) {
         (true, _, _) | (false, None, _) => (None, None),
         (false, Some(payer), Some(seen)) if seen >= 1 => (payer::charge_write(payer, seen), Some(seen - 1)),
         // No balance, or none left: the long way refuses it in its turn.
         (false, Some(_), _) => return Ok(Err(recorded)),
     };
-    let mut writes = gate;
+    let mut writes = writes;
     writes.extend(charge);
     writes.extend(recorded.writes.iter().cloned());
     match ctx.store.transact(writes).await {

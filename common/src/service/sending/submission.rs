@@ -168,8 +168,8 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
         domains::get(ctx, owner_uid, &mailbox.domain_id),
         issuing_key(ctx, &mailbox),
         async {
-            let recipients = input.as_ref().ok()?.recipients.0.clone();
-            Some(dispatch::Looked::read(ctx, &owner, &recipients, balance_key).await)
+            let recipients = &input.as_ref().ok()?.recipients.0;
+            Some(dispatch::Looked::read(ctx, &owner, recipients, balance_key).await)
         }
     );
     let domain = domain?

@@ -51,10 +51,7 @@ pub async fn release(ctx: &Context, waiting: Pending) -> Result<Pending, ApiErro
         return release_step_by_step(ctx, waiting, raw).await;
     };
     let recorded = dispatch::Recorded::prepare(ctx, &out).await?;
-    let (mut writes, _, _) = taking(ctx, &waiting, PendingStatus::Sent);
-    if let Some(Write::Update { update, .. }) = writes.first_mut() {
-        *update = std::mem::take(update).set("delivery", recorded.delivery().to_string());
-    }
+    let (writes, _, _) = taking(ctx, &waiting, PendingStatus::Sent, Some(recorded.delivery()));
     let taken = match dispatch::take_at_once(ctx, pays_now, writes, balance, &out, recorded).await? {
         Ok(taken) => taken,
         Err(recorded) => {
@@ -159,7 +156,7 @@ async fn file_sent(ctx: &Context, taken: &Pending, place: &FiledIn, raw: &[u8], 
 /// since is charged and queued: taken afresh), that the switches let it go,
 /// and that the scoped key that asked is not revoked.
 async fn take(ctx: &Context, mut p: Pending) -> Result<Pending, ApiError> {
-    let (writes, switches, asker) = taking(ctx, &p, PendingStatus::Sending);
+    let (writes, switches, asker) = taking(ctx, &p, PendingStatus::Sending, None);
     match ctx.store.transact(writes).await {
         Ok(()) => {
             p.hold.status = PendingStatus::Sending;
@@ -170,16 +167,25 @@ async fn take(ctx: &Context, mut p: Pending) -> Result<Pending, ApiError> {
     }
 }
 
-/// [`take`]'s writes, moving the send to `status` (its first write, the
-/// send's own record), with the switches' conditions and the asking key
-/// they check.
-fn taking(ctx: &Context, p: &Pending, status: PendingStatus) -> (Vec<Write>, Vec<(Key, Cond)>, Option<Key>) {
+/// [`take`]'s writes, moving the send to `status` (sent at once: under its
+/// `delivery`'s id), with the switches' conditions and the asking key they
+/// check.
+fn taking(
+    ctx: &Context,
+    p: &Pending,
+    status: PendingStatus,
+    delivery: Option<&str>,
+) -> (Vec<Write>, Vec<(Key, Cond)>, Option<Key>) {
     let switches = payer::switches(ctx, &p.payer);
     let asker = asking_key(p);
+    let mut update = Update::new().set("status", status);
+    if let Some(delivery) = delivery {
+        update = update.set("delivery", delivery);
+    }
     let mut writes = vec![
         Write::Update {
             key: keys::pending(&p.hold.id),
-            update: Update::new().set("status", status),
+            update,
             cond: Some(Cond::And(vec![
                 Cond::eq("status", PendingStatus::Waiting),
                 Cond::eq("kind", p.hold.kind),
