@@ -249,7 +249,9 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     ctx.clock.advance(86_400);
     let mut latencies = Vec::with_capacity(sends);
     let mut trips = Vec::with_capacity(sends);
-    let mut calls: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut calls: std::collections::BTreeMap<String, Vec<Duration>> = Default::default();
+    let mut waiting = Vec::with_capacity(sends);
+    let mut outside = Vec::with_capacity(sends);
     let started = Instant::now();
     for i in 0..sends {
         if i % ROUND == 0 && i > 0 {
@@ -259,22 +261,42 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
         latencies.push(to - from);
         let made = proxy.between(from, to);
         for call in &made {
-            *calls.entry(call.operation.clone()).or_default() += 1;
+            calls
+                .entry(call.operation.clone())
+                .or_default()
+                .push(call.end - call.start);
         }
         trips.push(timed_proxy::round_trips(&made));
+        let busy = timed_proxy::busy(&made);
+        waiting.push(busy);
+        outside.push((to - from).saturating_sub(busy));
     }
     let elapsed = started.elapsed();
     report("sendMail, 1 client", &mut latencies, elapsed);
     trips.sort();
     let per_send: Vec<String> = calls
-        .iter()
-        .map(|(operation, n)| format!("{operation} {:.1}", *n as f64 / sends as f64))
+        .iter_mut()
+        .map(|(operation, times)| {
+            times.sort();
+            format!(
+                "{operation} {:.1} (p50 {:.2?})",
+                times.len() as f64 / sends as f64,
+                percentile(times, 0.5)
+            )
+        })
         .collect();
     println!(
         "at the proxy, per send: {}; round trips one after another: median {}, most {}",
         per_send.join(", "),
         trips[trips.len() / 2],
         trips[trips.len() - 1]
+    );
+    waiting.sort();
+    outside.sort();
+    println!(
+        "of a send, p50: waiting on the store {:.2?}, the server's own time (the rest, the SMTP handoff in it) {:.2?}",
+        percentile(&waiting, 0.5),
+        percentile(&outside, 0.5)
     );
     let sent_p50 = percentile(&latencies, 0.5);
 

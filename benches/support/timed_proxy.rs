@@ -68,6 +68,26 @@ pub fn round_trips(calls: &[Call]) -> usize {
     trips
 }
 
+/// How long at least one of some calls was under way: the time their caller
+/// spent waiting on the store, whatever else it did meanwhile.
+pub fn busy(calls: &[Call]) -> std::time::Duration {
+    let mut calls = calls.to_vec();
+    calls.sort_by_key(|c| c.start);
+    let mut total = std::time::Duration::ZERO;
+    let mut span: Option<(Instant, Instant)> = None;
+    for call in calls {
+        span = match span {
+            Some((from, until)) if call.start <= until => Some((from, until.max(call.end))),
+            Some((from, until)) => {
+                total += until - from;
+                Some((call.start, call.end))
+            }
+            None => Some((call.start, call.end)),
+        };
+    }
+    total + span.map_or(std::time::Duration::ZERO, |(from, until)| until - from)
+}
+
 /// Reads one HTTP message's head (up to its blank line) and its body.
 fn message(reader: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> {
     let mut head = String::new();

@@ -67,9 +67,11 @@ impl Agent {
     }
 
     /// Makes one user's IMAP folders say what the store says. The marks
-    /// that came too early: a message filed as spam whose copy Dovecot does
+    /// that came too early, kept to be applied again next round, for
+    /// [`COPY_AWAITED_MS`]: a message filed as spam whose copy Dovecot does
     /// not hold yet (the mail host delivers the two copies side by side),
-    /// kept to be applied again next round, for [`COPY_AWAITED_MS`].
+    /// and a send whose bytes the service is still storing (it stores them
+    /// beside the transaction that writes the mark).
     async fn apply(&self, user: &str, changes: &[Value]) -> anyhow::Result<Vec<Value>> {
         let states: Vec<&Value> = changes
             .iter()
@@ -88,7 +90,7 @@ impl Agent {
         let copies = self.doveadm.copies(user, &ids)?;
         let plan = plan(&states, &copies);
         let held: std::collections::HashSet<&str> = copies.iter().map(|c| c.message_id.as_str()).collect();
-        let early = changes
+        let mut early: Vec<Value> = changes
             .iter()
             .filter(|c| c["kind"] == "message" && now_ms() - c["ms"].as_i64().unwrap_or(0) < COPY_AWAITED_MS)
             .filter(|c| {
@@ -147,6 +149,9 @@ impl Agent {
                 .await
                 .context("fetching a sent copy")?;
             if answer.status() == reqwest::StatusCode::NOT_FOUND {
+                if now_ms() - change["ms"].as_i64().unwrap_or(0) < COPY_AWAITED_MS {
+                    early.push(change["mark"].clone());
+                }
                 continue;
             }
             let raw = answer

@@ -460,6 +460,46 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
     })
     .await;
 
+    // A send's bytes are stored beside the transaction that writes its mark,
+    // so the mail host may read the mark first: it waits for the bytes.
+    let late = "<stored-late@tom.example>";
+    let copy =
+        common::service::mail_store::sync_marks::sent_copy(&app.ctx, "api", "me@tom.example", late, "0000000000000aa1")
+            .expect("an API send from a hosted mailbox keeps a copy");
+    app.ctx.store.transact(vec![copy.mark.clone()]).await.unwrap();
+    let after = app
+        .send_mail(
+            Auth::Bearer(key),
+            json!({"from": "me@tom.example", "to": "pal@elsewhere.test", "subject": "After", "text": "Later."}),
+        )
+        .await;
+    assert_eq!(after.status, 200, "{}", after.body);
+    let after_id = after.body["messageId"].as_str().unwrap().to_string();
+    eventually("a round after the early mark ran", || async {
+        imap.find("Sent", &after_id).await
+    })
+    .await;
+    assert!(imap.find("Sent", late).await.is_none());
+    let kept = common::service::mail_store::sync_marks::mark(&app.ctx, "s#0000000000000aa1")
+        .await
+        .unwrap();
+    assert!(kept.is_some(), "a mark whose bytes are awaited is kept");
+    let raw = format!(
+        "From: me@tom.example\r\nTo: pal@elsewhere.test\r\nSubject: Stored late\r\nMessage-ID: {late}\r\n\r\nHello.\r\n"
+    );
+    assert!(copy.store(&app.ctx, raw.as_bytes()).await);
+    eventually("a copy whose bytes came late is saved to Sent", || async {
+        imap.find("Sent", late).await
+    })
+    .await;
+    eventually("its mark is cleared", || async {
+        let mark = common::service::mail_store::sync_marks::mark(&app.ctx, "s#0000000000000aa1")
+            .await
+            .unwrap();
+        mark.is_none().then_some(())
+    })
+    .await;
+
     // A mail app's own submission: it saves its own Sent copy (APPEND);
     // the service keeps none of its own and files no row from the append.
     let raw = "From: me@tom.example\r\nTo: pal@elsewhere.test\r\nBcc: hidden@elsewhere.test\r\nSubject: From the app\r\nMessage-ID: <app-sub@tom.example>\r\n\r\nBy hand.\r\n";

@@ -124,16 +124,13 @@ pub async fn dispatch_recorded(
     let ((transport, credits_remaining), recorded) = match (charged.await, recorded) {
         (Ok(charged), recorded) => (charged, recorded),
         (Err(refused), Some(recorded)) => {
-            recorded.discard(ctx, out).await;
+            recorded.discard(ctx).await;
             return Err(refused);
         }
         (Err(refused), None) => return Err(refused),
     };
-    let recorded = match recorded {
-        Some(recorded) => recorded,
-        None => Recorded::prepare(ctx, out).await?,
-    };
-    ctx.store.transact(recorded.writes).await?;
+    let mut recorded = recorded.unwrap_or_else(|| Recorded::prepare(ctx, out));
+    recorded.commit(ctx, out, Vec::new()).await?;
     deliver(ctx, transport, out, recorded.sent, &real, credits_remaining).await
 }
 
@@ -153,7 +150,7 @@ pub async fn go_now(
     also: Vec<Write>,
     taken: impl FnOnce(),
 ) -> Result<Dispatched, ApiError> {
-    let recorded = Recorded::prepare(ctx, out).await?;
+    let recorded = Recorded::prepare(ctx, out);
     let mut writes = payer::gate_writes(ctx, payer, cap.as_ref());
     writes.extend(also);
     match take_at_once(ctx, Some(payer), writes, balance, out, recorded).await? {
@@ -163,7 +160,7 @@ pub async fn go_now(
         }
         Err(recorded) => {
             if let Err(refused) = payer::gate(ctx, payer, cap).await {
-                recorded.discard(ctx, out).await;
+                recorded.discard(ctx).await;
                 return Err(refused);
             }
             dispatch_recorded(ctx, Some(payer), out, Some(recorded)).await
@@ -200,8 +197,8 @@ pub(crate) async fn take_at_once(
     };
     let mut writes = writes;
     writes.extend(charge);
-    writes.extend(recorded.writes.iter().cloned());
-    match ctx.store.transact(writes).await {
+    let mut recorded = recorded;
+    match recorded.commit(ctx, out, writes).await {
         Ok(()) => {}
         Err(StoreError::ConditionFailed) => return Ok(Err(recorded)),
         Err(e) => return Err(e.into()),
@@ -320,12 +317,14 @@ fn sent_metrics(ctx: &Context, accepted: usize, failed: usize) {
 pub struct Recorded {
     sent: SentMessage,
     writes: Vec<Write>,
+    /// The Sent copy (when the sender keeps one), and whether its bytes are
+    /// stored already (a refused transaction's record tried again).
+    copy: Option<(mail_store::sync_marks::SentCopy, bool)>,
 }
 
 impl Recorded {
-    /// The record's writes, its Sent copy's bytes stored first (when the
-    /// sender keeps one).
-    pub async fn prepare(ctx: &Context, out: &Outbound<'_>) -> Result<Recorded, ApiError> {
+    /// The record's writes; nothing is written yet.
+    pub fn prepare(ctx: &Context, out: &Outbound<'_>) -> Recorded {
         let now = ctx.clock.now();
         let at = crate::clock::iso(now);
         let sent = SentMessage {
@@ -369,10 +368,43 @@ impl Recorded {
             &at,
         ));
         // A send from a hosted mailbox is saved to its IMAP Sent.
-        writes.extend(
-            mail_store::sync_marks::prepare_sent(ctx, out.source, out.from, out.message_id, &sent.id, out.raw).await?,
-        );
-        Ok(Recorded { sent, writes })
+        let copy = mail_store::sync_marks::sent_copy(ctx, out.source, out.from, out.message_id, &sent.id)
+            .map(|copy| (copy, false));
+        Recorded { sent, writes, copy }
+    }
+
+    /// Writes the record in one transaction with `with` (what goes in it
+    /// beside the record), its Sent copy's bytes stored at the same time.
+    /// A copy that could not be stored is dropped (its mark withdrawn when
+    /// the transaction wrote it); a refused transaction keeps stored bytes
+    /// for the record's next try, or for [`Recorded::discard`].
+    async fn commit(&mut self, ctx: &Context, out: &Outbound<'_>, with: Vec<Write>) -> StoreResult<()> {
+        let mut writes = with;
+        writes.extend(self.writes.iter().cloned());
+        writes.extend(self.copy.as_ref().map(|(copy, _)| copy.mark.clone()));
+        let storing = async {
+            match &self.copy {
+                Some((copy, false)) => Some(copy.store(ctx, out.raw).await),
+                _ => None,
+            }
+        };
+        let (written, stored) = tokio::join!(ctx.store.transact(writes), storing);
+        match stored {
+            Some(true) => {
+                if let Some((_, kept)) = &mut self.copy {
+                    *kept = true;
+                }
+            }
+            Some(false) => {
+                if let Some((copy, _)) = self.copy.take()
+                    && written.is_ok()
+                {
+                    copy.unmark(ctx).await;
+                }
+            }
+            None => {}
+        }
+        written
     }
 
     /// The delivery's id (`DLV#<id>`).
@@ -381,8 +413,10 @@ impl Recorded {
     }
 
     /// A record never written (its send refused): its Sent copy's bytes go.
-    pub async fn discard(self, ctx: &Context, out: &Outbound<'_>) {
-        mail_store::sync_marks::discard_sent(ctx, out.source, out.from, &self.sent.id).await;
+    pub async fn discard(self, ctx: &Context) {
+        if let Some((copy, true)) = &self.copy {
+            copy.discard(ctx).await;
+        }
     }
 }
 

@@ -196,34 +196,55 @@ pub fn keeps_copy(ctx: &Context, source: &str, from: &str) -> bool {
     source == "api" && !domain.is_empty() && !domain.eq_ignore_ascii_case(ctx.config.service_domain.as_str())
 }
 
-/// Stores a send's bytes and gives the mark to write with its delivery
-/// record (none when it keeps no copy).
-pub async fn prepare_sent(
-    ctx: &Context,
-    source: &str,
-    from: &str,
-    message_id: &str,
-    delivery: &str,
-    raw: &[u8],
-) -> Result<Option<Write>, ApiError> {
-    if !keeps_copy(ctx, source, from) {
-        return Ok(None);
-    }
-    let blob = blob_key(from, delivery);
-    // The Sent copy is the mail app's convenience, never a condition of the
-    // send: as with filing the sent row, the mail goes out without it.
-    if let Err(e) = ctx.blobs.put(&blob, raw.to_vec(), "message/rfc822").await {
-        tracing::warn!(error = %e, delivery, "a send's IMAP Sent copy was not saved");
-        return Ok(None);
-    }
-    let ms = ctx.clock.now().timestamp_millis();
-    Ok(Some(sent_mark(from, message_id, delivery, &blob, ms)))
+/// A send's copy for IMAP's Sent: where its bytes go and the mark that
+/// tells the mail host, written with its delivery record.
+pub struct SentCopy {
+    blob: String,
+    delivery: String,
+    pub mark: Write,
 }
 
-/// A send refused before its record was written: its stored bytes go.
-pub async fn discard_sent(ctx: &Context, source: &str, from: &str, delivery: &str) {
-    if keeps_copy(ctx, source, from) {
-        let _ = ctx.blobs.delete(&blob_key(from, delivery)).await;
+/// The Sent copy a send keeps (none when it keeps none); nothing stored yet.
+pub fn sent_copy(ctx: &Context, source: &str, from: &str, message_id: &str, delivery: &str) -> Option<SentCopy> {
+    if !keeps_copy(ctx, source, from) {
+        return None;
+    }
+    let blob = blob_key(from, delivery);
+    let ms = ctx.clock.now().timestamp_millis();
+    Some(SentCopy {
+        mark: sent_mark(from, message_id, delivery, &blob, ms),
+        blob,
+        delivery: delivery.to_string(),
+    })
+}
+
+impl SentCopy {
+    /// Stores the bytes. Done beside the record's transaction, not before
+    /// it, so a send waits for one storage round trip fewer; a mark whose
+    /// bytes are not there yet is left for the mail host's next round
+    /// (`src/mailbox_sync/down.rs`). Whether it was stored: the copy is the
+    /// mail app's convenience, never a condition of the send.
+    pub async fn store(&self, ctx: &Context, raw: &[u8]) -> bool {
+        match ctx.blobs.put(&self.blob, raw.to_vec(), "message/rfc822").await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, delivery = %self.delivery, "a send's IMAP Sent copy was not saved");
+                false
+            }
+        }
+    }
+
+    /// The copy's bytes never stored after its mark was written: the mark goes.
+    pub async fn unmark(&self, ctx: &Context) {
+        let key = Key::new(keys::mailbox_sync_marks(), format!("s#{}", self.delivery));
+        if let Err(e) = ctx.store.delete(&key, None).await {
+            tracing::warn!(error = %e, delivery = %self.delivery, "a Sent mark without its bytes was not withdrawn");
+        }
+    }
+
+    /// A send refused before its record was written: its stored bytes go.
+    pub async fn discard(&self, ctx: &Context) {
+        let _ = ctx.blobs.delete(&self.blob).await;
     }
 }
 

@@ -50,12 +50,12 @@ pub async fn release(ctx: &Context, waiting: Pending) -> Result<Pending, ApiErro
     let Ok(balance) = looked.check(&waiting.hold.from, &waiting.hold.to) else {
         return release_step_by_step(ctx, waiting, raw).await;
     };
-    let recorded = dispatch::Recorded::prepare(ctx, &out).await?;
+    let recorded = dispatch::Recorded::prepare(ctx, &out);
     let (writes, _, _) = taking(ctx, &waiting, PendingStatus::Sent, Some(recorded.delivery()));
     let taken = match dispatch::take_at_once(ctx, pays_now, writes, balance, &out, recorded).await? {
         Ok(taken) => taken,
         Err(recorded) => {
-            recorded.discard(ctx, &out).await;
+            recorded.discard(ctx).await;
             return release_step_by_step(ctx, waiting, raw).await;
         }
     };
