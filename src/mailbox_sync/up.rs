@@ -34,7 +34,13 @@ impl Agent {
                 .collect();
             state.save(path)?;
         }
-        let mut rechecked = self.rechecked()?;
+        // A person's change a second look found exists nowhere else: put
+        // back unless the service takes it (a 503, a restart, Dovecot away).
+        let mut taken = Taken {
+            agent: self,
+            rechecks: Vec::new(),
+        };
+        let mut rechecked = self.rechecked(&mut taken.rechecks)?;
         rechecked.append(&mut self.deletions_due(&mut state.expunged)?);
         loop {
             let read = log::read_new(&self.settings.dovecot_log, state.position, READ_BUDGET)?;
@@ -55,6 +61,7 @@ impl Agent {
             );
             state.position = read.position;
             state.save(path)?;
+            taken.rechecks.clear();
             if !read.more {
                 break;
             }
@@ -64,8 +71,9 @@ impl Agent {
     }
 
     /// The messages due a second look whose IMAP state is not what the
-    /// agent set: a person's change Dovecot did not log, as changes.
-    fn rechecked(&self) -> anyhow::Result<Vec<Change>> {
+    /// agent set: a person's change Dovecot did not log, as changes (their
+    /// looks into `taken`, to be put back if the report fails).
+    fn rechecked(&self, taken: &mut Vec<((String, String), Recheck)>) -> anyhow::Result<Vec<Change>> {
         let now = now_ms();
         let due: Vec<((String, String), Recheck)> = {
             let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
@@ -86,7 +94,14 @@ impl Agent {
         let mut again = Vec::new();
         for (user, wanted) in by_user {
             let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
-            let copies = self.doveadm.copies(user, &ids)?;
+            let copies = match self.doveadm.copies(user, &ids) {
+                Ok(copies) => copies,
+                // Dovecot away: every look due waits for the next round.
+                Err(e) => {
+                    taken.extend(due.iter().cloned());
+                    return Err(e);
+                }
+            };
             let by_id = by_message_id(&copies);
             for (message_id, set) in wanted {
                 let Some(copy) = by_id
@@ -109,6 +124,7 @@ impl Agent {
                     }
                     continue;
                 }
+                taken.push(((user.to_string(), message_id.to_string()), set.clone()));
                 changes.push(Change {
                     seq: 0,
                     mailbox: user.to_string(),
@@ -297,5 +313,25 @@ impl Agent {
             );
         }
         Ok(unknown)
+    }
+}
+
+/// Second looks whose changes are on their way to the service: put back on
+/// drop (the round failed before the service took them), due at once, unless
+/// the agent set the message again meanwhile.
+struct Taken<'a> {
+    agent: &'a Agent,
+    rechecks: Vec<((String, String), Recheck)>,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if self.rechecks.is_empty() {
+            return;
+        }
+        let mut rechecks = self.agent.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+        for (key, recheck) in self.rechecks.drain(..) {
+            rechecks.entry(key).or_insert(recheck);
+        }
     }
 }

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::mail_host::{MailHost, Rig, rig_on};
-use crate::mailbox_sync::{Imap, eventually, fill, listed, receive, within};
+use crate::mailbox_sync::{Imap, both_sides, eventually, fill, listed, receive, within};
 use crate::support::{Auth, Backend, SYNC_TOKEN};
 
 /// The service behind a switch: forwarded, or 503 for every request.
@@ -351,6 +351,66 @@ async fn the_sync_loses_nothing_to_its_faults(backend: Backend) {
     assert_eq!(touched.len(), all, "no IMAP change applied twice: {audit}");
 }
 
+/// A person's change Dovecot did not log (a session storing on a view older
+/// than the agent's change) is found by the agent's second look; the
+/// service answering 503 just then must not lose it: it is reported once
+/// the service is back, and both sides end equal.
+async fn a_change_found_on_a_second_look_survives_a_failed_report(backend: Backend) {
+    let Some(rig) = started(backend).await else {
+        return;
+    };
+    let (app, key, dir) = (&rig.app, &rig.key, rig.host.dir.clone());
+    let imap = Imap::of(&rig, "me@tom.example");
+    let mid = "<second-look@example.org>";
+    let row = receive(&rig, &imap, "me@tom.example", "Second look", mid).await;
+    script(&dir, "mailbox-sync-stop");
+    let switch = Switch::start(format!("{}/api", app.base)).await;
+    let _agent = Agent::start(&rig.host, &switch.url);
+    // The app looks (the message unread), then stores on that view later.
+    let go = dir.join("second-look-go");
+    let stale_session = imap.run(json!([
+        {"op": "select", "box": "INBOX"},
+        {"op": "uid_of", "messageId": mid},
+        {"op": "wait_file", "path": go},
+        {"op": "store_uid", "flags": "-FLAGS (\\Seen)"},
+    ]));
+    let flip = async {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let read = app
+            .post("/inbox", Auth::Bearer(key), json!({"id": row["id"], "unread": false}))
+            .await;
+        assert_eq!(read.status, 200, "{}", read.body);
+        eventually("the API's read flag in IMAP", || async {
+            let (_, in_imap) = both_sides(app, key, &imap, mid).await;
+            in_imap?.0.then_some(())
+        })
+        .await;
+        let set = Instant::now();
+        // Past the agent's first look (3 s after it set the flag), the
+        // service away, then the app's store: the second look (15 s) finds
+        // it while every report answers 503.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        switch.set_down(true);
+        std::fs::write(&go, b"").unwrap();
+        tokio::time::sleep(Duration::from_secs(20).saturating_sub(set.elapsed())).await;
+    };
+    let (answers, ()) = tokio::join!(stale_session, flip);
+    assert!(answers.iter().all(|a| a.get("error").is_none()), "{answers:?}");
+    let (api, in_imap) = both_sides(app, key, &imap, mid).await;
+    assert_eq!(
+        api.map(|(read, _)| read),
+        Some(true),
+        "nothing reached the store meanwhile"
+    );
+    assert_eq!(in_imap.map(|(seen, _)| seen), Some(false), "the app's store, unlogged");
+    switch.set_down(false);
+    within(20, "the app's later store on both sides", || async {
+        let (api, in_imap) = both_sides(app, key, &imap, mid).await;
+        (!api.as_ref()?.0 && api == in_imap).then_some(())
+    })
+    .await;
+}
+
 /// A backlog after the sync was down: the mailbox's messages changed on both
 /// sides while the agent was away are in step within a minute of its return.
 /// `SYNC_BACKLOG=n` messages (default 400; the benchmark runs 10 000).
@@ -452,5 +512,6 @@ macro_rules! on_both_stores {
 
 on_both_stores!(
     the_sync_loses_nothing_to_its_faults,
+    a_change_found_on_a_second_look_survives_a_failed_report,
     a_backlog_is_in_step_within_a_minute
 );
