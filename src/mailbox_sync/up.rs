@@ -9,28 +9,38 @@ impl Agent {
     pub(super) async fn imap_to_store(&self, round: &mut Round) -> anyhow::Result<()> {
         let path = &self.settings.state;
         let mut state = State::load(path)?;
-        // Changes still waiting for their message, numbered anew.
+        // A part of the log sent without an answer (the service may have
+        // taken it): its lines again, with the numbers they had, before
+        // anything numbered after them could make the service skip them.
+        if let Some(sent) = state.sent {
+            let from = if state.position.inode == sent.to.inode {
+                state.position.offset
+            } else {
+                0
+            };
+            let read = log::read_new(
+                &self.settings.dovecot_log,
+                state.position,
+                sent.to.offset.saturating_sub(from),
+            )?;
+            self.report_part(&mut state, read, Vec::new(), round).await?;
+        }
+        // Changes still waiting for their message, numbered anew: all of
+        // them, those given up on too, so a report sent again (the agent
+        // killed before it saved) numbers each as before.
         if !state.waiting.is_empty() {
             let now = now_ms();
             let mut waiting = std::mem::take(&mut state.waiting);
-            waiting.retain(|w| now - w.since_ms < RETRY_FOR_MS);
-            let mut changes: Vec<Change> = Vec::new();
-            for w in &waiting {
+            for w in &mut waiting {
                 state.seq += 1;
-                changes.push(Change {
-                    seq: state.seq,
-                    ..w.change.clone()
-                });
+                w.change.seq = state.seq;
             }
-            let since: BTreeMap<i64, i64> = changes.iter().zip(&waiting).map(|(c, w)| (c.seq, w.since_ms)).collect();
+            waiting.retain(|w| now - w.since_ms < RETRY_FOR_MS);
+            let changes: Vec<Change> = waiting.iter().map(|w| w.change.clone()).collect();
             let unknown = self.report(&changes, round).await?;
-            state.waiting = changes
+            state.waiting = waiting
                 .into_iter()
-                .filter(|c| unknown.contains(&c.seq))
-                .map(|c| Waiting {
-                    since_ms: since[&c.seq],
-                    change: c,
-                })
+                .filter(|w| unknown.contains(&w.change.seq))
                 .collect();
             state.save(path)?;
         }
@@ -40,34 +50,82 @@ impl Agent {
             agent: self,
             rechecks: Vec::new(),
         };
-        let mut rechecked = self.rechecked(&mut taken.rechecks)?;
-        rechecked.append(&mut self.deletions_due(&mut state.expunged)?);
+        let mut extra = self.rechecked(&mut taken.rechecks)?;
+        let (mut deletions, mut due) = self.deletions_due(&state.expunged)?;
+        extra.append(&mut deletions);
         loop {
             let read = log::read_new(&self.settings.dovecot_log, state.position, READ_BUDGET)?;
-            let (mut changes, expunged) = self.changes_of(&read.changes)?;
-            state.expunged.extend(expunged);
-            changes.append(&mut rechecked);
-            for change in &mut changes {
-                state.seq += 1;
-                change.seq = state.seq;
+            let more = read.more;
+            self.report_part(&mut state, read, std::mem::take(&mut extra), round)
+                .await?;
+            if !due.is_empty() {
+                state.expunged.retain(|e| !due.contains(e));
+                state.save(path)?;
+                due.clear();
             }
-            let unknown = self.report(&changes, round).await?;
-            let now = now_ms();
-            state.waiting.extend(
-                changes
-                    .into_iter()
-                    .filter(|c| unknown.contains(&c.seq))
-                    .map(|change| Waiting { change, since_ms: now }),
-            );
-            state.position = read.position;
-            state.save(path)?;
             taken.rechecks.clear();
-            if !read.more {
+            if !more {
                 break;
             }
         }
         round.waiting = state.waiting.len();
         Ok(())
+    }
+
+    /// Reports what a part of the log says (then `extra`: second looks and
+    /// deletions due) and saves where reading stands once the service took
+    /// it. Exactly once rests on a number naming one change: the service
+    /// skips a mailbox's changes at or below the last it applied. So before
+    /// the report the numbers are saved as given, with the part read
+    /// (`State::sent`): sent again, its lines carry the same numbers, and
+    /// anything else (these extras, later lines) a number above every one
+    /// given before. (Numbering from the last saved number instead, a part
+    /// the service took but whose answer never came, read again with a new
+    /// line after it, gave that line the number an extra had had: skipped,
+    /// the appended mail in IMAP alone. Found by the soak's IMAP lane.)
+    async fn report_part(
+        &self,
+        state: &mut State,
+        read: log::Read,
+        mut extra: Vec<Change>,
+        round: &mut Round,
+    ) -> anyhow::Result<()> {
+        let path = &self.settings.state;
+        // The part sent before, read again whole: its numbers; else new ones.
+        let base = match state.sent.take() {
+            Some(sent) if sent.to == read.position => sent.base,
+            _ => state.seq,
+        };
+        let (mut changes, expunged) = self.changes_of(&read.changes)?;
+        let mut seq = base;
+        for change in &mut changes {
+            seq += 1;
+            change.seq = seq;
+        }
+        seq = seq.max(state.seq);
+        for change in &mut extra {
+            seq += 1;
+            change.seq = seq;
+        }
+        changes.append(&mut extra);
+        state.seq = seq;
+        state.sent = Some(Sent {
+            to: read.position,
+            base,
+        });
+        state.save(path)?;
+        let unknown = self.report(&changes, round).await?;
+        let now = now_ms();
+        state.waiting.extend(
+            changes
+                .into_iter()
+                .filter(|c| unknown.contains(&c.seq))
+                .map(|change| Waiting { change, since_ms: now }),
+        );
+        state.expunged.extend(expunged);
+        state.position = read.position;
+        state.sent = None;
+        state.save(path)
     }
 
     /// The messages due a second look whose IMAP state is not what the
@@ -147,31 +205,29 @@ impl Agent {
     /// The expunges whose grace is over, as deletions, for messages still
     /// in no other folder (a copy elsewhere made the expunge a move's first
     /// half: its own line reported where it went).
-    fn deletions_due(&self, expunged: &mut Vec<Expunged>) -> anyhow::Result<Vec<Change>> {
+    /// (The expunges due come back too: they leave the state once the
+    /// service took their deletions.)
+    fn deletions_due(&self, expunged: &[Expunged]) -> anyhow::Result<(Vec<Change>, Vec<Expunged>)> {
         let now = now_ms();
-        let (due, waiting): (Vec<Expunged>, Vec<Expunged>) = std::mem::take(expunged)
-            .into_iter()
-            .partition(|e| now - e.since_ms >= EXPUNGE_GRACE_MS);
-        *expunged = waiting;
+        let due: Vec<Expunged> = expunged
+            .iter()
+            .filter(|e| now - e.since_ms >= EXPUNGE_GRACE_MS)
+            .cloned()
+            .collect();
         let mut ids: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for e in &due {
             ids.entry(&e.user).or_default().push(&e.message_id);
         }
         let mut copies: BTreeMap<&str, Vec<Copy>> = BTreeMap::new();
         for (user, ids) in ids {
-            match self.doveadm.copies(user, &ids) {
-                Ok(found) => copies.insert(user, found),
-                // Dovecot away: they wait for the next round.
-                Err(e) => {
-                    expunged.extend(due.iter().cloned());
-                    return Err(e);
-                }
-            };
+            // Dovecot away: they wait for the next round.
+            copies.insert(user, self.doveadm.copies(user, &ids)?);
         }
-        Ok(due
+        let deletions = due
             .iter()
             .filter_map(|e| deletion(e, copies.get(e.user.as_str()).map_or(&[][..], Vec::as_slice)))
-            .collect())
+            .collect();
+        Ok((deletions, due))
     }
 
     /// A message expunged with no copy left elsewhere is not a change yet:
