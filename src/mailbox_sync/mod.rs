@@ -131,6 +131,18 @@ pub struct State {
     /// Expunges waiting out [`EXPUNGE_GRACE_MS`].
     #[serde(default)]
     expunged: Vec<Expunged>,
+    /// The part of the log being reported, until the service answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sent: Option<Sent>,
+}
+
+/// A part of the log reported without an answer yet: up to `to`, its
+/// changes numbered from `base` + 1.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Sent {
+    to: Position,
+    base: i64,
 }
 
 impl State {

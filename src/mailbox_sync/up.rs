@@ -9,53 +9,62 @@ impl Agent {
     pub(super) async fn imap_to_store(&self, round: &mut Round) -> anyhow::Result<()> {
         let path = &self.settings.state;
         let mut state = State::load(path)?;
-        // Changes still waiting for their message, numbered anew.
+        // A part of the log sent without an answer (the service may have
+        // taken it): its lines again, with the numbers they had, before
+        // anything numbered after them could make the service skip them.
+        if let Some(sent) = state.sent {
+            let from = if state.position.inode == sent.to.inode {
+                state.position.offset
+            } else {
+                0
+            };
+            let read = log::read_new(
+                &self.settings.dovecot_log,
+                state.position,
+                sent.to.offset.saturating_sub(from),
+            )?;
+            self.report_part(&mut state, read, Vec::new(), round).await?;
+        }
+        // Changes still waiting for their message, numbered anew: all of
+        // them, those given up on too, so a report sent again (the agent
+        // killed before it saved) numbers each as before.
         if !state.waiting.is_empty() {
             let now = now_ms();
             let mut waiting = std::mem::take(&mut state.waiting);
-            waiting.retain(|w| now - w.since_ms < RETRY_FOR_MS);
-            let mut changes: Vec<Change> = Vec::new();
-            for w in &waiting {
+            for w in &mut waiting {
                 state.seq += 1;
-                changes.push(Change {
-                    seq: state.seq,
-                    ..w.change.clone()
-                });
+                w.change.seq = state.seq;
             }
-            let since: BTreeMap<i64, i64> = changes.iter().zip(&waiting).map(|(c, w)| (c.seq, w.since_ms)).collect();
+            waiting.retain(|w| now - w.since_ms < RETRY_FOR_MS);
+            let changes: Vec<Change> = waiting.iter().map(|w| w.change.clone()).collect();
             let unknown = self.report(&changes, round).await?;
-            state.waiting = changes
+            state.waiting = waiting
                 .into_iter()
-                .filter(|c| unknown.contains(&c.seq))
-                .map(|c| Waiting {
-                    since_ms: since[&c.seq],
-                    change: c,
-                })
+                .filter(|w| unknown.contains(&w.change.seq))
                 .collect();
             state.save(path)?;
         }
-        let mut rechecked = self.rechecked()?;
-        rechecked.append(&mut self.deletions_due(&mut state.expunged)?);
+        // A person's change a second look found exists nowhere else: put
+        // back unless the service takes it (a 503, a restart, Dovecot away).
+        let mut taken = Taken {
+            agent: self,
+            rechecks: Vec::new(),
+        };
+        let mut extra = self.rechecked(&mut taken.rechecks)?;
+        let (mut deletions, mut due) = self.deletions_due(&state.expunged)?;
+        extra.append(&mut deletions);
         loop {
             let read = log::read_new(&self.settings.dovecot_log, state.position, READ_BUDGET)?;
-            let (mut changes, expunged) = self.changes_of(&read.changes)?;
-            state.expunged.extend(expunged);
-            changes.append(&mut rechecked);
-            for change in &mut changes {
-                state.seq += 1;
-                change.seq = state.seq;
+            let more = read.more;
+            self.report_part(&mut state, read, std::mem::take(&mut extra), round)
+                .await?;
+            if !due.is_empty() {
+                state.expunged.retain(|e| !due.contains(e));
+                state.save(path)?;
+                due.clear();
             }
-            let unknown = self.report(&changes, round).await?;
-            let now = now_ms();
-            state.waiting.extend(
-                changes
-                    .into_iter()
-                    .filter(|c| unknown.contains(&c.seq))
-                    .map(|change| Waiting { change, since_ms: now }),
-            );
-            state.position = read.position;
-            state.save(path)?;
-            if !read.more {
+            taken.rechecks.clear();
+            if !more {
                 break;
             }
         }
@@ -63,9 +72,66 @@ impl Agent {
         Ok(())
     }
 
+    /// Reports what a part of the log says (then `extra`: second looks and
+    /// deletions due) and saves where reading stands once the service took
+    /// it. Exactly once rests on a number naming one change: the service
+    /// skips a mailbox's changes at or below the last it applied. So before
+    /// the report the numbers are saved as given, with the part read
+    /// (`State::sent`): sent again, its lines carry the same numbers, and
+    /// anything else (these extras, later lines) a number above every one
+    /// given before. (Numbering from the last saved number instead, a part
+    /// the service took but whose answer never came, read again with a new
+    /// line after it, gave that line the number an extra had had: skipped,
+    /// the appended mail in IMAP alone. Found by the soak's IMAP lane.)
+    async fn report_part(
+        &self,
+        state: &mut State,
+        read: log::Read,
+        mut extra: Vec<Change>,
+        round: &mut Round,
+    ) -> anyhow::Result<()> {
+        let path = &self.settings.state;
+        // The part sent before, read again whole: its numbers; else new ones.
+        let base = match state.sent.take() {
+            Some(sent) if sent.to == read.position => sent.base,
+            _ => state.seq,
+        };
+        let (mut changes, expunged) = self.changes_of(&read.changes)?;
+        let mut seq = base;
+        for change in &mut changes {
+            seq += 1;
+            change.seq = seq;
+        }
+        seq = seq.max(state.seq);
+        for change in &mut extra {
+            seq += 1;
+            change.seq = seq;
+        }
+        changes.append(&mut extra);
+        state.seq = seq;
+        state.sent = Some(Sent {
+            to: read.position,
+            base,
+        });
+        state.save(path)?;
+        let unknown = self.report(&changes, round).await?;
+        let now = now_ms();
+        state.waiting.extend(
+            changes
+                .into_iter()
+                .filter(|c| unknown.contains(&c.seq))
+                .map(|change| Waiting { change, since_ms: now }),
+        );
+        state.expunged.extend(expunged);
+        state.position = read.position;
+        state.sent = None;
+        state.save(path)
+    }
+
     /// The messages due a second look whose IMAP state is not what the
-    /// agent set: a person's change Dovecot did not log, as changes.
-    fn rechecked(&self) -> anyhow::Result<Vec<Change>> {
+    /// agent set: a person's change Dovecot did not log, as changes (their
+    /// looks into `taken`, to be put back if the report fails).
+    fn rechecked(&self, taken: &mut Vec<((String, String), Recheck)>) -> anyhow::Result<Vec<Change>> {
         let now = now_ms();
         let due: Vec<((String, String), Recheck)> = {
             let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
@@ -86,7 +152,14 @@ impl Agent {
         let mut again = Vec::new();
         for (user, wanted) in by_user {
             let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
-            let copies = self.doveadm.copies(user, &ids)?;
+            let copies = match self.doveadm.copies(user, &ids) {
+                Ok(copies) => copies,
+                // Dovecot away: every look due waits for the next round.
+                Err(e) => {
+                    taken.extend(due.iter().cloned());
+                    return Err(e);
+                }
+            };
             let by_id = by_message_id(&copies);
             for (message_id, set) in wanted {
                 let Some(copy) = by_id
@@ -109,6 +182,7 @@ impl Agent {
                     }
                     continue;
                 }
+                taken.push(((user.to_string(), message_id.to_string()), set.clone()));
                 changes.push(Change {
                     seq: 0,
                     mailbox: user.to_string(),
@@ -131,31 +205,29 @@ impl Agent {
     /// The expunges whose grace is over, as deletions, for messages still
     /// in no other folder (a copy elsewhere made the expunge a move's first
     /// half: its own line reported where it went).
-    fn deletions_due(&self, expunged: &mut Vec<Expunged>) -> anyhow::Result<Vec<Change>> {
+    /// (The expunges due come back too: they leave the state once the
+    /// service took their deletions.)
+    fn deletions_due(&self, expunged: &[Expunged]) -> anyhow::Result<(Vec<Change>, Vec<Expunged>)> {
         let now = now_ms();
-        let (due, waiting): (Vec<Expunged>, Vec<Expunged>) = std::mem::take(expunged)
-            .into_iter()
-            .partition(|e| now - e.since_ms >= EXPUNGE_GRACE_MS);
-        *expunged = waiting;
+        let due: Vec<Expunged> = expunged
+            .iter()
+            .filter(|e| now - e.since_ms >= EXPUNGE_GRACE_MS)
+            .cloned()
+            .collect();
         let mut ids: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for e in &due {
             ids.entry(&e.user).or_default().push(&e.message_id);
         }
         let mut copies: BTreeMap<&str, Vec<Copy>> = BTreeMap::new();
         for (user, ids) in ids {
-            match self.doveadm.copies(user, &ids) {
-                Ok(found) => copies.insert(user, found),
-                // Dovecot away: they wait for the next round.
-                Err(e) => {
-                    expunged.extend(due.iter().cloned());
-                    return Err(e);
-                }
-            };
+            // Dovecot away: they wait for the next round.
+            copies.insert(user, self.doveadm.copies(user, &ids)?);
         }
-        Ok(due
+        let deletions = due
             .iter()
             .filter_map(|e| deletion(e, copies.get(e.user.as_str()).map_or(&[][..], Vec::as_slice)))
-            .collect())
+            .collect();
+        Ok((deletions, due))
     }
 
     /// A message expunged with no copy left elsewhere is not a change yet:
@@ -297,5 +369,25 @@ impl Agent {
             );
         }
         Ok(unknown)
+    }
+}
+
+/// Second looks whose changes are on their way to the service: put back on
+/// drop (the round failed before the service took them), due at once, unless
+/// the agent set the message again meanwhile.
+struct Taken<'a> {
+    agent: &'a Agent,
+    rechecks: Vec<((String, String), Recheck)>,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if self.rechecks.is_empty() {
+            return;
+        }
+        let mut rechecks = self.agent.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+        for (key, recheck) in self.rechecks.drain(..) {
+            rechecks.entry(key).or_insert(recheck);
+        }
     }
 }

@@ -611,7 +611,7 @@ async fn a_flag_on_many_messages_at_once_syncs_every_one(backend: Backend) {
 }
 
 /// The state both sides show of one message: (read, folder), or gone.
-async fn both_sides(
+pub(crate) async fn both_sides(
     app: &TestApp,
     key: &str,
     imap: &Imap,

@@ -13,13 +13,16 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::mail_host::{MailHost, Rig, rig_on};
-use crate::mailbox_sync::{Imap, eventually, fill, listed, receive, within};
+use crate::mailbox_sync::{Imap, both_sides, eventually, fill, listed, receive, within};
 use crate::support::{Auth, Backend, SYNC_TOKEN};
 
-/// The service behind a switch: forwarded, or 503 for every request.
+/// The service behind a switch: forwarded, or 503 for every request, or
+/// forwarded with the answer lost (the service took it, the caller hears
+/// 502).
 struct Switch {
     url: String,
     down: Arc<AtomicBool>,
+    lose: Arc<AtomicBool>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -32,12 +35,13 @@ impl Drop for Switch {
 impl Switch {
     async fn start(target: String) -> Switch {
         let down = Arc::new(AtomicBool::new(false));
+        let lose = Arc::new(AtomicBool::new(false));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let client = reqwest::Client::new();
-        let is_down = down.clone();
+        let (is_down, is_lost) = (down.clone(), lose.clone());
         let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
-            let (client, target, is_down) = (client.clone(), target.clone(), is_down.clone());
+            let (client, target, is_down, is_lost) = (client.clone(), target.clone(), is_down.clone(), is_lost.clone());
             async move {
                 use axum::response::IntoResponse;
                 if is_down.load(Ordering::SeqCst) {
@@ -63,6 +67,10 @@ impl Switch {
                     }
                 }
                 match forwarded.send().await {
+                    Ok(answer) if is_lost.load(Ordering::SeqCst) => {
+                        let _ = answer.bytes().await;
+                        axum::http::StatusCode::BAD_GATEWAY.into_response()
+                    }
                     Ok(answer) => {
                         let status = answer.status();
                         let kind = answer
@@ -80,11 +88,20 @@ impl Switch {
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        Switch { url, down, server }
+        Switch {
+            url,
+            down,
+            lose,
+            server,
+        }
     }
 
     fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    fn set_answers_lost(&self, lost: bool) {
+        self.lose.store(lost, Ordering::SeqCst);
     }
 }
 
@@ -351,6 +368,122 @@ async fn the_sync_loses_nothing_to_its_faults(backend: Backend) {
     assert_eq!(touched.len(), all, "no IMAP change applied twice: {audit}");
 }
 
+/// A person's change Dovecot did not log (a session storing on a view older
+/// than the agent's change) is found by the agent's second look; the
+/// service answering 503 just then must not lose it: it is reported once
+/// the service is back, and both sides end equal.
+async fn a_change_found_on_a_second_look_survives_a_failed_report(backend: Backend) {
+    let Some(rig) = started(backend).await else {
+        return;
+    };
+    let (app, key, dir) = (&rig.app, &rig.key, rig.host.dir.clone());
+    let imap = Imap::of(&rig, "me@tom.example");
+    let mid = "<second-look@example.org>";
+    let row = receive(&rig, &imap, "me@tom.example", "Second look", mid).await;
+    script(&dir, "mailbox-sync-stop");
+    let switch = Switch::start(format!("{}/api", app.base)).await;
+    let _agent = Agent::start(&rig.host, &switch.url);
+    // The app looks (the message unread), then stores on that view later.
+    let go = dir.join("second-look-go");
+    let stale_session = imap.run(json!([
+        {"op": "select", "box": "INBOX"},
+        {"op": "uid_of", "messageId": mid},
+        {"op": "wait_file", "path": go},
+        {"op": "store_uid", "flags": "-FLAGS (\\Seen)"},
+    ]));
+    let flip = async {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let read = app
+            .post("/inbox", Auth::Bearer(key), json!({"id": row["id"], "unread": false}))
+            .await;
+        assert_eq!(read.status, 200, "{}", read.body);
+        eventually("the API's read flag in IMAP", || async {
+            let (_, in_imap) = both_sides(app, key, &imap, mid).await;
+            in_imap?.0.then_some(())
+        })
+        .await;
+        let set = Instant::now();
+        // Past the agent's first look (3 s after it set the flag), the
+        // service away, then the app's store: the second look (15 s) finds
+        // it while every report answers 503.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        switch.set_down(true);
+        std::fs::write(&go, b"").unwrap();
+        tokio::time::sleep(Duration::from_secs(20).saturating_sub(set.elapsed())).await;
+    };
+    let (answers, ()) = tokio::join!(stale_session, flip);
+    assert!(answers.iter().all(|a| a.get("error").is_none()), "{answers:?}");
+    let (api, in_imap) = both_sides(app, key, &imap, mid).await;
+    assert_eq!(
+        api.map(|(read, _)| read),
+        Some(true),
+        "nothing reached the store meanwhile"
+    );
+    assert_eq!(in_imap.map(|(seen, _)| seen), Some(false), "the app's store, unlogged");
+    switch.set_down(false);
+    within(20, "the app's later store on both sides", || async {
+        let (api, in_imap) = both_sides(app, key, &imap, mid).await;
+        (!api.as_ref()?.0 && api == in_imap).then_some(())
+    })
+    .await;
+}
+
+/// The service takes reports whose answers never reach the agent, while an
+/// expunge's deletion falls due and the app appends: each report is sent
+/// again, and whatever the service took before it, nothing in it is skipped.
+/// (Numbered again from the agent's last saved number, the append took the
+/// number the deletion had had, and the service, which skips what it has
+/// applied, never filed it: in IMAP alone.)
+async fn reports_whose_answers_were_lost_skip_nothing_new(backend: Backend) {
+    let Some(rig) = started(backend).await else {
+        return;
+    };
+    let (app, key, dir) = (&rig.app, &rig.key, rig.host.dir.clone());
+    let imap = Imap::of(&rig, "me@tom.example");
+    let gone = "<lost-answer-gone@example.org>";
+    let read = "<lost-answer-read@example.org>";
+    let appended = "<lost-answer-appended@example.org>";
+    receive(&rig, &imap, "me@tom.example", "Gone", gone).await;
+    receive(&rig, &imap, "me@tom.example", "Read", read).await;
+    script(&dir, "mailbox-sync-stop");
+    let switch = Switch::start(format!("{}/api", app.base)).await;
+    let _agent = Agent::start(&rig.host, &switch.url);
+    // Expunged with no copy left: a deletion once its grace is over.
+    imap.one(json!({"op": "expunge", "box": "INBOX", "messageId": gone}))
+        .await;
+    let expunged = Instant::now();
+    // From now on the service takes every report and the agent hears none.
+    switch.set_answers_lost(true);
+    imap.one(json!({"op": "store", "box": "INBOX", "messageId": read, "flags": "+FLAGS (\\Seen)"}))
+        .await;
+    // Past the grace: the deletion goes with the flag (the agent before
+    // this fix sent them together, and the service took both, unanswered).
+    let grace = Duration::from_millis(mailhost::mailbox_sync::EXPUNGE_GRACE_MS as u64);
+    tokio::time::sleep((grace + Duration::from_secs(3)).saturating_sub(expunged.elapsed())).await;
+    imap.one(json!({"op": "append", "box": "INBOX", "flags": "()", "raw": format!(
+        "From: old@example.net\r\nTo: me@tom.example\r\nSubject: Kept\r\nMessage-ID: {appended}\r\nDate: Mon, 7 Jan 2019 10:00:00 +0000\r\n\r\nOld.\r\n"
+    )}))
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    switch.set_answers_lost(false);
+    within(
+        20,
+        "the appended mail filed, the flag and the deletion kept",
+        || async {
+            let filed = listed(app, key, appended).await?;
+            let flagged = listed(app, key, read).await?;
+            (flagged["unread"] == false && listed(app, key, gone).await.is_none()).then_some(filed)
+        },
+    )
+    .await;
+    let (api, in_imap) = within(30, "both sides equal", || async {
+        let (api, in_imap) = sides(&rig, &imap).await;
+        (api == in_imap).then_some((api, in_imap))
+    })
+    .await;
+    assert_eq!(api.len(), 2, "{api:?} / {in_imap:?}");
+}
+
 /// A backlog after the sync was down: the mailbox's messages changed on both
 /// sides while the agent was away are in step within a minute of its return.
 /// `SYNC_BACKLOG=n` messages (default 400; the benchmark runs 10 000).
@@ -452,5 +585,7 @@ macro_rules! on_both_stores {
 
 on_both_stores!(
     the_sync_loses_nothing_to_its_faults,
+    a_change_found_on_a_second_look_survives_a_failed_report,
+    reports_whose_answers_were_lost_skip_nothing_new,
     a_backlog_is_in_step_within_a_minute
 );

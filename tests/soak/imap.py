@@ -16,6 +16,7 @@ lost or doubled, nothing it expunged is left, and every send that answered
 import imaplib
 import os
 import random
+import re
 import shutil
 import signal
 import ssl
@@ -34,6 +35,11 @@ import imap_ops  # noqa: E402
 import standins  # noqa: E402
 
 FOLDERS = {"INBOX": "inbox", "Archive": "archive", "Trash": "trash"}
+# The lane's invariant, as the report names it.
+INVARIANT = "IMAP and the API one mailbox: nothing lost or doubled, flags and folders equal, sends in Sent"
+# The agent's line for a round that did something (src/mailbox_sync/mod.rs).
+ROUND = re.compile(r"mailbox-sync: (\d+) IMAP changes reported \((\d+) applied, \d+ waiting for their message\)"
+                   r" in \d+ ms; (\d+) store changes applied to IMAP \((\d+) cleared\)")
 NEEDS = ["postfix", "postmap", "postsrsd", "dovecot", "doveadm"]
 
 
@@ -69,7 +75,10 @@ class MailHost:
         return out.stdout
 
     def start(self):
-        self.script("start", self.dir, "--url", self.door.url, "--sync-token", self.token,
+        # No content filter: nothing reaches this host over SMTP (the soak's
+        # inbound stream drops into the spool), and rspamd's two workers
+        # would only take CPU from the run.
+        self.script("start", self.dir, "--no-rspamd", "--url", self.door.url, "--sync-token", self.token,
                     "--mailhost", self.binary, "--bucket", self.bucket,
                     "--smtp-port", str(standins.free_port()), "--submission-port", str(standins.free_port()),
                     "--imap-port", str(self.imap_port))
@@ -107,6 +116,24 @@ class MailHost:
                 return
             time.sleep(0.1)
         raise RuntimeError("dovecot did not start again")
+
+    def agent_counts(self):
+        """What the agent's log says it did, summed over its rounds (a
+        round that failed prints its error, not its counts)."""
+        totals = {"IMAP changes reported": 0, "IMAP changes applied": 0, "store changes applied to IMAP": 0,
+                  "store changes cleared": 0, "agent rounds failed": 0}
+        try:
+            lines = open(os.path.join(self.dir, "mailbox-sync.log"), errors="replace").read().splitlines()
+        except OSError:
+            return totals
+        for line in lines:
+            m = ROUND.match(line)
+            if m:
+                for key, value in zip(list(totals)[:4], m.groups()):
+                    totals[key] += int(value)
+            elif line.startswith("mailbox-sync: round failed"):
+                totals["agent rounds failed"] += 1
+        return totals
 
     def stop(self, keep):
         subprocess.run([os.path.join(ROOT, "scripts/mail-host"), "stop", self.dir], capture_output=True)
@@ -151,6 +178,9 @@ class App:
         self.n = 0
         self.appended = {}  # Message-ID -> True once Dovecot answered OK
         self.expunged = set()
+        # Expunges whose answer never came (the session dropped mid-command):
+        # done or not, unknown, so on both sides or on neither.
+        self.expunging = set()
         self.ops = {}
         self.dropped = 0  # sessions the server dropped
         self.refused = 0  # commands answered NO or BAD
@@ -217,8 +247,11 @@ class App:
         header = next((p[1].decode(errors="replace") for p in data if isinstance(p, tuple)), "")
         mid = header.split(":", 1)[1].strip() if ":" in header else None
         imap_ops.check(self.c.uid("STORE", uid, "+FLAGS", "(\\Deleted)"))
+        if mid:
+            self.expunging.add(mid)
         imap_ops.check(self.c.uid("EXPUNGE", uid))
         if mid:
+            self.expunging.discard(mid)
             self.expunged.add(mid)
 
 
@@ -288,6 +321,17 @@ class Lane:
             if pending:
                 time.sleep(1)
         details["in step after (s)"] = round(time.time() - began, 1)
+        # What the lane did, so a reader sees it ran: the app's commands,
+        # the changes each way as the agent counted them, the faults.
+        for what in ("append", "flag", "move", "expunge"):
+            details[f"app {what}s"] = sum(app.ops.get(what, 0) for app in self.apps)
+        agent = self.host.agent_counts()
+        details.update(agent)
+        details["503s answered to the agent"] = self.host.door.counts.get("slowdown", 0)
+        if not details["app appends"]:
+            failures.append("the mail app appended nothing: the lane did not run")
+        if not agent["IMAP changes applied"] or not agent["store changes applied to IMAP"]:
+            failures.append(f"no change synced one of the ways: the lane did not run ({agent})")
         for app in self.apps:
             i, mailbox = app.account["i"], app.account["mailbox"]
             details[mailbox] = {"ops": app.ops, "appended": sum(app.appended.values()),
@@ -309,7 +353,8 @@ class Lane:
             api_ids = [m for m, _, _ in api]
             if len(set(api_ids)) != len(api_ids):
                 failures.append(f"{mailbox}: doubled in the API")
-            lost = sorted(m for m, sure in app.appended.items() if sure and m not in app.expunged and m not in ids)
+            gone = app.expunged | app.expunging
+            lost = sorted(m for m, sure in app.appended.items() if sure and m not in gone and m not in ids)
             if lost:
                 failures.append(f"{mailbox}: {len(lost)} appended messages lost, e.g. {lost[:3]}")
             left = sorted(app.expunged & (set(ids) | set(api_ids)))

@@ -89,7 +89,16 @@ def build(run, results):
         "cpu seconds during the load": getattr(getattr(run, "cpu", None), "summary", None),
         "storage requests per request": getattr(run, "storage", None),
         "DynamoDB Local alone (the floor)": getattr(run, "floor", None),
+        "IMAP lane": imap_lane(results),
     }
+
+
+def imap_lane(results):
+    """The IMAP lane's figures (imap.py), or None when it did not run."""
+    for name, (_, figures) in results.items():
+        if name.startswith("IMAP and the API") and isinstance(figures, dict):
+            return figures
+    return None
 
 
 LOG_LINE = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z .*\brequest method="(\w+)" '
@@ -169,6 +178,9 @@ def markdown(s):
               f"Sends: {s['sends']}.", f"Inbound: {s['inbound']}.",
               f"Drop to listed (a probe message read by its Message-ID every 20 ms): {s['drop to listed']}.", f"Memory: {s['memory']}.",
               f"CPU seconds during the load: {s['cpu seconds during the load']}.", ""]
+    if s.get("IMAP lane"):
+        lane = ", ".join(f"{k}: {v}" for k, v in s["IMAP lane"].items() if not isinstance(v, (dict, list)))
+        lines += [f"IMAP lane (a mail app over IMAP beside the agents, with the mailbox sync's faults): {lane}.", ""]
     if s.get("storage requests per request"):
         lines += ["Storage requests per request (DynamoDB calls at the proxy, one route at a time):", "",
                   "| route | requests | per request | docs/data-model.md |", "|---|---:|---|---|"]
