@@ -21,6 +21,7 @@
 
 pub mod changes;
 pub mod imap;
+pub mod imap_batch;
 mod place;
 pub mod sent;
 
