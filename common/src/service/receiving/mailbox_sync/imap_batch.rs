@@ -10,6 +10,8 @@
 //! the mailbox's number moved to the last change in it, on condition it is
 //! below the first: a crash between two transactions leaves the number
 //! where the applied ones end, and a batch sent again applies nothing twice.
+//! A change that changes nothing as read checks, in the transaction, that
+//! its row is still as read.
 //! Everything else (a deletion, spam, an appended message, a row not read,
 //! a thread too large for one transaction) is applied one change at a time,
 //! in order, as `imap` always did. A transaction refused because a row or
