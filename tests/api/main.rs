@@ -27,6 +27,7 @@ mod mail_host;
 mod mail_host_delivery;
 mod mail_host_spam;
 mod mailbox_sync;
+mod mailbox_sync_batch;
 mod mailbox_sync_faults;
 mod mailbox_sync_marks;
 mod mailboxes;

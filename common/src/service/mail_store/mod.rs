@@ -24,11 +24,13 @@
 //! The files: `shapes` (the row, the thread summary, folders and
 //! directions), `ids` (row and thread ids), `blobs` (the body kept on the row
 //! and the blobs beside it), `filing`, `pages` (reads by id and cursor pages),
-//! `changes` (unread flags and folder moves), `spam_moves` (a report's move
+//! `changes` (unread flags and folder moves), `batch` (several threads'
+//! flags and moves in one transaction), `spam_moves` (a report's move
 //! into spam and back), `delete` (one message for good), `purge`, and
 //! `sync_marks` (what the mail host's IMAP side has yet to take, marked in
 //! the same transactions).
 
+mod batch;
 mod blobs;
 mod changes;
 mod delete;
@@ -42,6 +44,7 @@ mod shapes;
 mod spam_moves;
 pub mod sync_marks;
 
+pub use batch::ThreadChange;
 pub use blobs::{blob_prefix, body, preview, whole_text};
 pub use changes::{loaded_rows, move_thread, set_unread};
 pub use delete::{delete_row, delete_thread};

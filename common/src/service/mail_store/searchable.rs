@@ -96,6 +96,11 @@ pub(super) fn folder_write(scope: &str, row: &Row, to: Folder) -> Write {
     items::folder_write(scope, &row.id, folder(to))
 }
 
+/// A row moved with its unread flag changed at once, for the index.
+pub(super) fn moved_state(scope: &str, row: &Row, to: Folder, unread: bool) -> Write {
+    items::state_write(scope, &row.id, folder(to), unread)
+}
+
 /// A row deleted for good, for the index: no answer counts it from then on.
 pub(super) fn gone_write(scope: &str, row: &Row) -> Write {
     items::gone_write(scope, &row.id)

@@ -176,6 +176,26 @@ pub async fn clear(ctx: &Context, sk: &str, stamp: &str) -> Result<bool, ApiErro
     }
 }
 
+/// Clears marks the mail host applied in one transaction (at most 100, no
+/// two the same), on condition each is the one it read: `Ok(false)`, none
+/// cleared, when any was restamped meanwhile or is gone.
+pub async fn clear_all<'a>(ctx: &Context, marks: impl Iterator<Item = (&'a str, &'a str)>) -> Result<bool, ApiError> {
+    let writes: Vec<Write> = marks
+        .map(|(sk, stamp)| Write::Delete {
+            key: Key::new(keys::mailbox_sync_marks(), sk),
+            cond: Some(Cond::eq("stamp", stamp)),
+        })
+        .collect();
+    if writes.is_empty() {
+        return Ok(true);
+    }
+    match ctx.store.transact(writes).await {
+        Ok(()) => Ok(true),
+        Err(StoreError::ConditionFailed) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// A mark as stored, by its sort key.
 pub async fn mark(ctx: &Context, sk: &str) -> Result<Option<Mark>, ApiError> {
     Ok(crate::store::StoreExt::read(&*ctx.store, &Key::new(keys::mailbox_sync_marks(), sk)).await?)

@@ -232,31 +232,57 @@ pub struct Acknowledged {
 
 pub async fn acknowledge(call: &Call<'_>, input: AckInput) -> Result<Acknowledged, ApiError> {
     let ctx = call.ctx;
-    let cleared: Vec<Result<bool, ApiError>> = futures::stream::iter(input.applied.0)
-        .map(|applied| async move {
-            // A sent copy's bytes go with its mark.
-            let blob = match applied.mark.starts_with("s#") {
-                true => sync_marks::mark(ctx, &applied.mark).await?.and_then(|m| m.blob),
-                false => None,
-            };
-            let cleared = sync_marks::clear(ctx, &applied.mark, &applied.stamp).await?;
-            if cleared
-                && let Some(blob) = blob
-                && let Err(e) = ctx.blobs.delete(&blob).await
-            {
-                tracing::warn!(error = %e, blob, "a saved sent copy's bytes were not deleted");
+    // A mark named twice clears once: the second finds it gone.
+    let mut named = std::collections::HashSet::new();
+    let (once, twice): (Vec<Applied>, Vec<Applied>) =
+        input.applied.0.into_iter().partition(|a| named.insert(a.mark.clone()));
+    // Sent marks one at a time (their bytes go with them); the others a
+    // transaction of 100 each, all cleared or, one restamped, one at a time.
+    let (sent, others): (Vec<Applied>, Vec<Applied>) = once.into_iter().partition(|a| a.mark.starts_with("s#"));
+    let mut groups: Vec<(bool, Vec<Applied>)> = others.chunks(CLEARS).map(|g| (false, g.to_vec())).collect();
+    groups.extend(sent.into_iter().map(|a| (true, vec![a])));
+    let cleared: Vec<Result<Vec<bool>, ApiError>> = futures::stream::iter(groups)
+        .map(|(sent, group)| async move {
+            if sent {
+                return Ok(vec![clear_sent(ctx, &group[0]).await?]);
             }
-            Ok(cleared)
+            if sync_marks::clear_all(ctx, group.iter().map(|a| (a.mark.as_str(), a.stamp.as_str()))).await? {
+                return Ok(vec![true; group.len()]);
+            }
+            let mut each = Vec::new();
+            for applied in &group {
+                each.push(sync_marks::clear(ctx, &applied.mark, &applied.stamp).await?);
+            }
+            Ok(each)
         })
         .buffer_unordered(AT_ONCE)
         .collect()
         .await;
-    let cleared = cleared.into_iter().collect::<Result<Vec<bool>, _>>()?;
-    let kept = cleared.iter().filter(|c| !**c).count();
-    let cleared = cleared.len() - kept;
+    let mut all = Vec::new();
+    for c in cleared {
+        all.extend(c?);
+    }
+    let kept = all.iter().filter(|c| !**c).count() + twice.len();
+    let cleared = all.len() - all.iter().filter(|c| !**c).count();
     Ok(Acknowledged {
         ok: true,
         cleared,
         kept,
     })
+}
+
+/// Marks cleared in one transaction.
+const CLEARS: usize = 100;
+
+/// A sent mark cleared, and its copy's bytes with it.
+async fn clear_sent(ctx: &Context, applied: &Applied) -> Result<bool, ApiError> {
+    let blob = sync_marks::mark(ctx, &applied.mark).await?.and_then(|m| m.blob);
+    let cleared = sync_marks::clear(ctx, &applied.mark, &applied.stamp).await?;
+    if cleared
+        && let Some(blob) = blob
+        && let Err(e) = ctx.blobs.delete(&blob).await
+    {
+        tracing::warn!(error = %e, blob, "a saved sent copy's bytes were not deleted");
+    }
+    Ok(cleared)
 }

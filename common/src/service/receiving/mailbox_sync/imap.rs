@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::imap_batch::{self, Known};
 use super::place::Place;
 use crate::context::Context;
 use crate::error::{self, ApiError};
@@ -20,7 +21,8 @@ use crate::keys;
 use crate::mail::inbound::{self, Limits};
 use crate::service::guardrails::audit::{Actor, Change as AuditChange, KEPT_DAYS};
 use crate::service::mail_store::{self, Direction, NewMessage, Quarantine, Row};
-use crate::service::{caller::Call, mailboxes, receiving::poller, receiving::spam};
+use crate::service::mailboxes::{self, Mailbox};
+use crate::service::{caller::Call, receiving::poller, receiving::spam};
 use crate::store::{Cond, Query, StoreError, TTL, Update, item};
 use crate::values::{Field, Origin};
 
@@ -101,20 +103,27 @@ pub struct ImapApplied {
 }
 
 /// What became of one change.
-enum Outcome {
+#[derive(Debug)]
+pub enum Outcome {
     Applied(Map<String, Value>),
     Ignored,
     Unknown,
 }
 
-/// Messages of one mailbox whose changes are applied at once (each
-/// message's own changes stay in order). The embedded store commits the
-/// writes waiting together, so the more at once, the fewer commits.
+/// Messages of one mailbox whose changes are applied at once when they go
+/// one at a time (each message's own changes stay in order). The embedded
+/// store commits the writes waiting together, so the more at once, the
+/// fewer commits.
 const AT_ONCE: usize = 64;
 
 pub async fn report(call: &Call<'_>, input: ImapInput) -> Result<ImapApplied, ApiError> {
     let ctx = call.ctx;
-    let (mut applied, mut ignored, mut unknown) = (0, 0, Vec::new());
+    let mut answer = ImapApplied {
+        ok: true,
+        applied: 0,
+        ignored: 0,
+        unknown: Vec::new(),
+    };
     // Each mailbox's changes, in order.
     let mut by_mailbox: Vec<(String, Vec<ImapChange>)> = Vec::new();
     for change in input.changes.0 {
@@ -125,72 +134,76 @@ pub async fn report(call: &Call<'_>, input: ImapInput) -> Result<ImapApplied, Ap
         }
     }
     for (address, changes) in by_mailbox {
-        let Some(mailbox) = mailboxes::by_address(ctx, &address).await? else {
-            ignored += changes.len();
-            continue;
+        let mailbox = match mailboxes::by_address(ctx, &address).await? {
+            Some(m) if m.is_active() && m.mode.stores() => m,
+            _ => {
+                answer.ignored += changes.len();
+                continue;
+            }
         };
-        if !mailbox.is_active() || !mailbox.mode.stores() {
-            ignored += changes.len();
-            continue;
-        }
-        let seq_key = keys::mailbox_sync_seq(&mailbox.address);
-        let last = ctx
-            .store
-            .get(&seq_key)
-            .await?
-            .and_then(|i| i.get("seq").and_then(Value::as_i64))
-            .unwrap_or(0);
-        let Some(highest) = changes.iter().map(|c| c.seq).max() else {
-            continue;
-        };
-        let (fresh, seen): (Vec<ImapChange>, Vec<ImapChange>) = changes.into_iter().partition(|c| c.seq > last);
-        ignored += seen.len();
-        // Each message's changes in order; different messages at once.
-        let mut by_message: Vec<Vec<ImapChange>> = Vec::new();
-        for change in fresh {
-            match by_message.iter_mut().find(|l| l[0].message_id == change.message_id) {
-                Some(list) => list.push(change),
-                None => by_message.push(vec![change]),
+        let one = report_mailbox(call, &mailbox, changes, None).await?;
+        answer.applied += one.applied;
+        answer.ignored += one.ignored;
+        answer.unknown.extend(one.unknown);
+    }
+    answer.unknown.sort_unstable();
+    Ok(answer)
+}
+
+/// One mailbox's changes: those at or below its last number are not
+/// applied again, the others are (`imap_batch`), and the number moves to the
+/// highest. `known`: the rows as read before (a test's, read earlier); none,
+/// read now.
+pub async fn report_mailbox(
+    call: &Call<'_>,
+    mailbox: &Mailbox,
+    changes: Vec<ImapChange>,
+    known: Option<Known>,
+) -> Result<ImapApplied, ApiError> {
+    let ctx = call.ctx;
+    let (mut applied, mut ignored, mut unknown) = (0, 0, Vec::new());
+    let seq_key = keys::mailbox_sync_seq(&mailbox.address);
+    let last = ctx
+        .store
+        .get(&seq_key)
+        .await?
+        .and_then(|i| i.get("seq").and_then(Value::as_i64))
+        .unwrap_or(0);
+    let Some(highest) = changes.iter().map(|c| c.seq).max() else {
+        return Ok(ImapApplied {
+            ok: true,
+            applied,
+            ignored,
+            unknown,
+        });
+    };
+    let (fresh, seen): (Vec<ImapChange>, Vec<ImapChange>) = changes.into_iter().partition(|c| c.seq > last);
+    ignored += seen.len();
+    let scope = mailbox.reading_scope(&ctx.config.service_domain);
+    let outcomes = imap_batch::apply(call, &scope, &mailbox.address, fresh, known).await?;
+    let mut details = Vec::new();
+    for (seq, outcome) in outcomes {
+        match outcome {
+            // Not applied: it comes again with a new number.
+            Outcome::Unknown => unknown.push(seq),
+            Outcome::Ignored => ignored += 1,
+            Outcome::Applied(detail) => {
+                applied += 1;
+                details.push(detail);
             }
         }
-        let scope = mailbox.reading_scope(&ctx.config.service_domain);
-        let (scope, address) = (scope.as_str(), mailbox.address.as_str());
-        let outcomes: Vec<Result<Vec<(i64, Outcome)>, ApiError>> = futures::stream::iter(by_message)
-            .map(|list| async move {
-                let mut done = Vec::new();
-                for change in list {
-                    done.push((change.seq, apply(call, scope, address, &change).await?));
-                }
-                Ok(done)
-            })
-            .buffer_unordered(AT_ONCE)
-            .collect()
-            .await;
-        let mut details = Vec::new();
-        for outcome in outcomes {
-            for (seq, outcome) in outcome? {
-                match outcome {
-                    // Not applied: it comes again with a new number.
-                    Outcome::Unknown => unknown.push(seq),
-                    Outcome::Ignored => ignored += 1,
-                    Outcome::Applied(detail) => {
-                        applied += 1;
-                        details.push(detail);
-                    }
-                }
-            }
-        }
-        // Numbered only once every change of the batch is applied: a batch
-        // cut short is applied again whole (each change sets a state).
-        let numbered = Update::new().set("seq", highest);
-        let newer = Cond::Or(vec![Cond::NotExists, Cond::Lt("seq".into(), highest)]);
-        match ctx.store.update(&seq_key, numbered, Some(newer)).await {
-            Ok(_) | Err(StoreError::ConditionFailed) => {}
-            Err(e) => return Err(e.into()),
-        }
-        if !details.is_empty() {
-            audit(call, &mailbox.address, &mailbox.uid, details).await;
-        }
+    }
+    // Numbered only once every change of the batch is applied (those
+    // applied together moved it as far as they go): a batch cut short is
+    // applied again from there (each change sets a state).
+    let numbered = Update::new().set("seq", highest);
+    let newer = Cond::Or(vec![Cond::NotExists, Cond::Lt("seq".into(), highest)]);
+    match ctx.store.update(&seq_key, numbered, Some(newer)).await {
+        Ok(_) | Err(StoreError::ConditionFailed) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if !details.is_empty() {
+        audit(call, &mailbox.address, &mailbox.uid, details).await;
     }
     unknown.sort_unstable();
     Ok(ImapApplied {
@@ -201,13 +214,51 @@ pub async fn report(call: &Call<'_>, input: ImapInput) -> Result<ImapApplied, Ap
     })
 }
 
-/// The stored row this change is about, in this mailbox.
-async fn row_of(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) -> Result<Option<Row>, ApiError> {
-    let direction = match (change.direction, change.place) {
+/// Changes applied one at a time: each message's in order, different
+/// messages at once.
+pub(super) async fn apply_singly(
+    call: &Call<'_>,
+    scope: &str,
+    address: &str,
+    changes: Vec<ImapChange>,
+) -> Result<Vec<(i64, Outcome)>, ApiError> {
+    let mut by_message: Vec<Vec<ImapChange>> = Vec::new();
+    for change in changes {
+        match by_message.iter_mut().find(|l| l[0].message_id == change.message_id) {
+            Some(list) => list.push(change),
+            None => by_message.push(vec![change]),
+        }
+    }
+    let outcomes: Vec<Result<Vec<(i64, Outcome)>, ApiError>> = futures::stream::iter(by_message)
+        .map(|list| async move {
+            let mut done = Vec::new();
+            for change in list {
+                done.push((change.seq, apply(call, scope, address, &change).await?));
+            }
+            Ok(done)
+        })
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
+    let mut done = Vec::new();
+    for outcome in outcomes {
+        done.extend(outcome?);
+    }
+    Ok(done)
+}
+
+/// The direction of the row a change is about.
+pub(super) fn direction_of(change: &ImapChange) -> Direction {
+    match (change.direction, change.place) {
         (Some(d), _) => d,
         (None, Some(Place::Sent)) => Direction::Outbound,
         _ => Direction::Inbound,
-    };
+    }
+}
+
+/// The stored row this change is about, in this mailbox.
+async fn row_of(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) -> Result<Option<Row>, ApiError> {
+    let direction = direction_of(change);
     let message_id = change.message_id.trim();
     // Dovecot's log cuts a Message-ID past 80 characters, ending it in
     // `...`: the one row of this mailbox it begins, if only one.

@@ -14,13 +14,15 @@
 //!   lines (what IMAP clients did), and reports each change as the state it
 //!   left (seen, the folder it is in, gone, or appended with its bytes) to
 //!   `POST /mtaImapChanges`, numbered: each mailbox's number only grows, and
-//!   a change at or below the last one applied is not applied again.
+//!   a change at or below the last one applied is not applied again
+//!   (`imap_batch`: many changes in one transaction).
 //!
 //! The store is the one state: each door's change is applied in the order
 //! it reaches the store, and IMAP is then set to the store's state.
 
 pub mod changes;
 pub mod imap;
+pub mod imap_batch;
 mod place;
 pub mod sent;
 
