@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::shapes::{Folder, Row, Thread};
 use super::sync_marks::thread_mark;
 use crate::keys;
-use crate::store::{Cond, Update, Write, item};
+use crate::store::{Cond, Update, Write};
 
 /// One thread's part of a batch: rows whose unread flag changes, or the
 /// thread moved to a folder with every row it loads (and maybe flags).
@@ -95,7 +95,7 @@ impl ThreadChange {
             }
         }
         for (row, to, unread) in self.targets() {
-            writes.extend(row_writes(scope, row, to, unread));
+            writes.extend(super::changes::row_writes(scope, row, to, unread));
         }
         writes.push(thread_mark(scope, &self.summary.mailbox, thread_id, ms));
         writes
@@ -141,50 +141,4 @@ impl ThreadChange {
         }
         rows
     }
-}
-
-/// One row's copies set to its new folder and flag (the main row
-/// conditioned on its old flag, its copies on existing), its folder copy
-/// moved, and the search index told.
-fn row_writes(scope: &str, row: &Row, to: Option<Folder>, unread: Option<bool>) -> Vec<Write> {
-    let after = Row {
-        folder: to.or(row.folder),
-        unread: unread.unwrap_or(row.unread),
-        ..row.clone()
-    };
-    let mut set = Update::new();
-    if let Some(f) = to {
-        set = set.set("folder", f.as_str());
-    }
-    if let Some(u) = unread {
-        set = set.set("unread", u);
-    }
-    let mut writes = Vec::new();
-    for (i, key) in row.copies(scope).into_iter().enumerate() {
-        let cond = if i == 0 {
-            Cond::eq("unread", row.unread)
-        } else {
-            Cond::Exists
-        };
-        match to {
-            Some(f) if !row.outbound() && key == row.folder_copy(scope, row.folder()) => {
-                writes.push(Write::Delete { key, cond: None });
-                writes.push(Write::Put {
-                    item: item(&after.folder_copy(scope, f), &after),
-                    cond: None,
-                });
-            }
-            _ => writes.push(Write::Update {
-                key,
-                update: set.clone(),
-                cond: Some(cond),
-            }),
-        }
-    }
-    writes.push(match (to, unread) {
-        (Some(f), Some(u)) => super::searchable::moved_state(scope, row, f, u),
-        (Some(f), None) => super::searchable::folder_write(scope, row, f),
-        (None, u) => super::searchable::unread_write(scope, row, u.unwrap_or(row.unread)),
-    });
-    writes
 }

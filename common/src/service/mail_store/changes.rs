@@ -179,7 +179,7 @@ async fn move_rows(ctx: &Context, scope: &str, thread_id: &str, folder: Folder) 
     let rows = loaded_rows(ctx, scope, thread_id).await?;
     let mut chunks: Vec<Vec<Write>> = Vec::new();
     for row in rows.iter().filter(|r| r.folder() != folder) {
-        let row_writes = move_writes(scope, row, folder);
+        let row_writes = row_writes(scope, row, Some(folder), None);
         match chunks.last_mut() {
             Some(chunk) if chunk.len() + row_writes.len() <= MOVE_WRITES => chunk.extend(row_writes),
             _ => chunks.push(row_writes),
@@ -199,34 +199,48 @@ async fn move_rows(ctx: &Context, scope: &str, thread_id: &str, folder: Folder) 
     Ok(true)
 }
 
-/// One row's move: its copies' folder set, and its folder copy moved.
-fn move_writes(scope: &str, row: &Row, folder: Folder) -> Vec<Write> {
-    let moved = Row {
-        folder: Some(folder),
+/// One row's copies set to its new folder and flag (the main row
+/// conditioned on its old flag, its copies on existing), its folder copy
+/// moved, and the search index told.
+pub(super) fn row_writes(scope: &str, row: &Row, to: Option<Folder>, unread: Option<bool>) -> Vec<Write> {
+    let after = Row {
+        folder: to.or(row.folder),
+        unread: unread.unwrap_or(row.unread),
         ..row.clone()
     };
+    let mut set = Update::new();
+    if let Some(f) = to {
+        set = set.set("folder", f.as_str());
+    }
+    if let Some(u) = unread {
+        set = set.set("unread", u);
+    }
     let mut writes = Vec::new();
     for (i, key) in row.copies(scope).into_iter().enumerate() {
-        // The folder copy is rewritten whole: the main row's flag guards it.
         let cond = if i == 0 {
             Cond::eq("unread", row.unread)
         } else {
             Cond::Exists
         };
-        if !row.outbound() && key == row.folder_copy(scope, row.folder()) {
-            writes.push(Write::Delete { key, cond: None });
-            writes.push(Write::Put {
-                item: item(&moved.folder_copy(scope, folder), &moved),
-                cond: None,
-            });
-        } else {
-            writes.push(Write::Update {
+        match to {
+            Some(f) if !row.outbound() && key == row.folder_copy(scope, row.folder()) => {
+                writes.push(Write::Delete { key, cond: None });
+                writes.push(Write::Put {
+                    item: item(&after.folder_copy(scope, f), &after),
+                    cond: None,
+                });
+            }
+            _ => writes.push(Write::Update {
                 key,
-                update: Update::new().set("folder", folder.as_str()),
+                update: set.clone(),
                 cond: Some(cond),
-            });
+            }),
         }
     }
-    writes.push(super::searchable::folder_write(scope, row, folder));
+    writes.push(match (to, unread) {
+        (Some(f), Some(u)) => super::searchable::moved_state(scope, row, f, u),
+        (Some(f), None) => super::searchable::folder_write(scope, row, f),
+        (None, u) => super::searchable::unread_write(scope, row, u.unwrap_or(row.unread)),
+    });
     writes
 }
