@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value, json};
 
-use super::imap::{ImapChange, Outcome, apply_singly, direction_of};
+use super::imap_single::{ImapChange, Outcome, apply_singly, direction_of};
 use super::place::Place;
 use crate::context::Context;
 use crate::error::ApiError;

@@ -23,6 +23,7 @@
 pub mod changes;
 pub mod imap;
 pub mod imap_batch;
+pub mod imap_single;
 mod place;
 pub mod sent;
 
