@@ -439,8 +439,10 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
         .await;
     assert_eq!(sent.status, 200, "{}", sent.body);
     let message_id = sent.body["messageId"].as_str().unwrap().to_string();
-    let copy = eventually("an API send is saved to Sent", || async {
-        imap.find("Sent", &message_id).await
+    // Saved, then flagged `\Seen` (doveadm save takes no flags): a look
+    // between the two steps sees it unread for an instant.
+    let copy = eventually("an API send is saved to Sent, read", || async {
+        imap.find("Sent", &message_id).await.filter(seen)
     })
     .await;
     assert!(seen(&copy), "{copy}");
