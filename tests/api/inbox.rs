@@ -27,6 +27,8 @@ on_both_backends!(
     a_key_holds_at_most_five_waits_at_once,
     head_reads_change_nothing,
     an_inline_image_carries_the_content_id_its_html_links,
+    a_thread_list_skips_and_deletes_a_place_its_summary_left,
+    copies_of_one_message_filed_at_once_leave_one_row_and_one_pointer_each,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -1096,25 +1098,71 @@ async fn storage_requests_per_route_are_what_the_data_model_says(app: TestApp) {
         ..Counts::default()
     };
     assert_eq!(beyond(cost("/inbox".into(), None).await), reads(0, 1), "flat list");
+    // Pointers first, then the rows they name in one batch read.
+    let joined = |gets, queries| Counts {
+        gets,
+        queries,
+        batch_gets: 1,
+        ..Counts::default()
+    };
     assert_eq!(
         beyond(cost("/inbox?folder=inbox".into(), None).await),
-        reads(0, 1),
+        joined(0, 1),
         "folder list"
     );
+    // The list's copies, then their summaries' counts.
     assert_eq!(
         beyond(cost("/inbox?view=threads".into(), None).await),
-        reads(0, 1),
+        joined(0, 1),
         "threads"
     );
     assert_eq!(beyond(cost("/inbox?q=chart".into(), None).await), reads(0, 2), "search");
+    // Filing one more message on the thread, as the poller does it.
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<r3@example.org>",
+            Some("<r2@example.org>"),
+            &["<r1@example.org>", "<r2@example.org>"],
+            "again",
+        ),
+    )
+    .await;
+    let units_before = app.ctx.store_meter.cost();
+    let counts_before = app.ctx.store_meter.counts();
+    assert_eq!(poll(&app).await.filed, 1);
+    let counts = app.ctx.store_meter.counts().since(&counts_before);
+    assert_eq!(
+        (counts.puts, counts.transactions, counts.deletes),
+        (2, 1, 1),
+        "the listing pointers, one filing transaction, then the thread's old list copy deleted"
+    );
+    // The thread's and the folder's pointers (1 unit each), 5 items under
+    // 1 KB in the transaction (the row, its Message-ID's pointer, the
+    // summary, its new list copy, its search item: 2 units each), and the
+    // old list copy's delete.
+    assert_eq!(
+        app.ctx.store_meter.cost().since(&units_before).write_units,
+        13,
+        "filing on a thread: its write units"
+    );
+    let units_before = app.ctx.store_meter.cost();
     assert_eq!(
         beyond(cost(format!("/inbox?id={id}"), None).await),
         Counts {
-            gets: 2,
+            gets: 1,
             transactions: 1,
             ..Counts::default()
         },
         "read an unread message"
+    );
+    // One transaction of 4 items under 1 KB: the row, its search state,
+    // the summary's count and the sync mark, 2 units each.
+    assert_eq!(
+        app.ctx.store_meter.cost().since(&units_before).write_units,
+        8,
+        "the read flag's write units"
     );
     assert_eq!(
         beyond(cost(format!("/inbox?id={id}"), None).await),
@@ -1123,14 +1171,15 @@ async fn storage_requests_per_route_are_what_the_data_model_says(app: TestApp) {
     );
     assert_eq!(
         beyond(cost("/inbox?messageId=%3Cr1%40example.org%3E".into(), None).await),
-        reads(0, 1),
+        joined(0, 1),
         "by Message-ID (already read)"
     );
     assert_eq!(
         beyond(cost(format!("/inbox?thread={thread}"), None).await),
         Counts {
-            gets: 2,
+            gets: 1,
             queries: 1,
+            batch_gets: 1,
             transactions: 1,
             ..Counts::default()
         },
@@ -1138,18 +1187,25 @@ async fn storage_requests_per_route_are_what_the_data_model_says(app: TestApp) {
     );
     assert_eq!(
         beyond(cost(format!("/inbox?thread={thread}"), None).await),
-        reads(1, 1),
+        joined(1, 1),
         "a read thread"
     );
+    let units_before = app.ctx.store_meter.cost();
     assert_eq!(
         beyond(cost("/inbox".into(), Some(json!({"id": id, "unread": true}))).await),
         Counts {
-            gets: 3,
+            gets: 2,
             queries: 1,
+            batch_gets: 1,
             transactions: 1,
             ..Counts::default()
         },
         "mark one row unread"
+    );
+    assert_eq!(
+        app.ctx.store_meter.cost().since(&units_before).write_units,
+        8,
+        "marking one row unread: its write units"
     );
     assert_eq!(
         beyond(cost(format!("/attachment?id={id}&index=0"), None).await),
@@ -1482,4 +1538,110 @@ async fn an_inline_image_carries_the_content_id_its_html_links(app: TestApp) {
         .await
         .unwrap();
     assert_eq!(&bytes[..], PNG);
+}
+
+/// A filing deletes its thread's old place in the thread list after its
+/// transaction; a crash in between leaves that place behind. A list shows
+/// the thread once, with its summary's counts, and deletes the old place.
+async fn a_thread_list_skips_and_deletes_a_place_its_summary_left(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    deliver(&app, report("me@tom.example", "<s1@example.org>")).await;
+    assert_eq!(poll(&app).await.filed, 1);
+    let uid = app
+        .ctx
+        .store
+        .get(&common::store::Key::new("EMAIL#tom@tom.example", "A"))
+        .await
+        .unwrap()
+        .unwrap()["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pk = common::keys::threads_partition(&common::keys::inbox_account_scope(&uid), "inbox");
+    let places = |app: &TestApp| {
+        let pk = pk.clone();
+        let store = app.ctx.store.clone();
+        async move { store.query(&common::store::Query::partition(&pk)).await.unwrap().items }
+    };
+    // The place the thread had before a second message, kept as a crash
+    // would keep it.
+    let first = places(&app).await.remove(0);
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<s2@example.org>",
+            Some("<s1@example.org>"),
+            &["<s1@example.org>"],
+            "later",
+        ),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 1);
+    assert_eq!(places(&app).await.len(), 1, "the filing deleted the old place");
+    app.ctx.store.put(first, None).await.unwrap();
+    assert_eq!(places(&app).await.len(), 2);
+
+    let listed = app.get("/inbox?view=threads", Auth::Bearer(&key)).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let threads = listed.body["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1, "{}", listed.body);
+    assert_eq!(threads[0]["messageCount"], 2, "{}", listed.body);
+    assert_eq!(threads[0]["unreadCount"], 2, "{}", listed.body);
+    assert_eq!(places(&app).await.len(), 1, "the list deleted the place left behind");
+
+    // Counts come from the summary: read one message, and the list says so
+    // though its copy was not written.
+    let id = list(&app, &key, "").await["messages"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        app.get(&format!("/inbox?id={id}"), Auth::Bearer(&key)).await.status,
+        200
+    );
+    let listed = app.get("/inbox?view=threads", Auth::Bearer(&key)).await;
+    assert_eq!(listed.body["threads"][0]["unreadCount"], 1, "{}", listed.body);
+}
+
+/// The same message dropped eight times and filed in one run (16 files at
+/// a time): each filing writes the pointers that list its row before its
+/// transaction, and the ones that find the Message-ID taken delete theirs,
+/// so one row is left, listed once in its folder and once in its thread.
+async fn copies_of_one_message_filed_at_once_leave_one_row_and_one_pointer_each(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let raw = note("me@tom.example", "<eight@example.org>");
+    for _ in 0..8 {
+        deliver(&app, raw.clone()).await;
+    }
+    let outcome = poll(&app).await;
+    assert_eq!((outcome.filed, outcome.duplicates), (1, 7), "{outcome:?}");
+    let listed = list(&app, &key, "?folder=inbox").await;
+    assert_eq!(listed["messages"].as_array().unwrap().len(), 1, "{listed}");
+    let thread = listed["messages"][0]["threadId"].as_str().unwrap().to_string();
+    let uid = app
+        .ctx
+        .store
+        .get(&common::store::Key::new("EMAIL#tom@tom.example", "A"))
+        .await
+        .unwrap()
+        .unwrap()["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let scope = common::keys::inbox_account_scope(&uid);
+    for pk in [
+        common::keys::folder_partition(&scope, "inbox"),
+        common::keys::thread_partition(&scope, &thread),
+        common::keys::mail_partition(&scope, false),
+    ] {
+        let items = app
+            .ctx
+            .store
+            .query(&common::store::Query::partition(&pk).between("0", "~"))
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(items.len(), 1, "{pk}: {items:?}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Several threads' flag and folder changes in one transaction: what the
 //! mail host's backlog of IMAP changes is applied as, rather than one
 //! transaction per change. Each thread's part is written as `changes` writes
-//! it (each row's copies conditioned on its old flag, the summary's count
+//! it (each row conditioned on its old flag, the summary's count
 //! by an atomic add, or the whole summary on its version when it moves), so
 //! a part that lost a race refuses the whole transaction and the caller
 //! applies its changes one at a time, as they are now.
@@ -80,19 +80,12 @@ impl ThreadChange {
                     cond: None,
                 });
             }
-            None => {
-                let counts = Update::new().add("unreadCount", delta).add("version", 1);
-                writes.push(Write::Update {
-                    key: keys::thread_summary(scope, thread_id),
-                    update: counts.clone(),
-                    cond: Some(Cond::Exists),
-                });
-                writes.push(Write::Update {
-                    key: self.summary.list_copy(scope),
-                    update: counts,
-                    cond: Some(Cond::Exists),
-                });
-            }
+            // The list copy keeps no count a thread list answers with.
+            None => writes.push(Write::Update {
+                key: keys::thread_summary(scope, thread_id),
+                update: Update::new().add("unreadCount", delta).add("version", 1),
+                cond: Some(Cond::Exists),
+            }),
         }
         for (row, to, unread) in self.targets() {
             writes.extend(super::changes::row_writes(scope, row, to, unread));
@@ -108,9 +101,8 @@ impl ThreadChange {
             Some(f) => Cond::eq("folder", f.as_str()),
             None => Cond::missing("folder"),
         };
-        let key = row.copies(scope).swap_remove(0);
         Write::Check {
-            key,
+            key: row.home(scope),
             cond: Cond::And(vec![Cond::eq("unread", row.unread), folder]),
         }
     }

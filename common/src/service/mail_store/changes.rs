@@ -1,19 +1,19 @@
 //! The changes to stored rows: the unread flag, and a thread's folder.
 
 use super::limits::{MOVE_LIMIT, RETRIES, backoff};
-use super::pages::{by_id, page, thread};
+use super::pages::{by_id, thread, thread_rows};
 use super::shapes::{Folder, Row, Thread};
 use super::sync_marks::thread_mark;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::store::{Cond, StoreError, Update, Write, item};
+use crate::store::{Cond, StoreError, Update, Write};
 use crate::values::Page;
 
-/// Rows that change in one transaction, with their thread's two summary
-/// writes and its sync mark: 5 writes per inbound row (its 4 copies and its
-/// search state) and 3 more stay under 100.
-const FLIPS_PER_TRANSACTION: usize = 19;
+/// Rows that change in one transaction, with their thread's summary and its
+/// sync mark: 2 writes per inbound row (the row and its search state) and 2
+/// more stay under 100.
+const FLIPS_PER_TRANSACTION: usize = 49;
 /// The most writes of one row-moving transaction: 100, less the sync mark.
 const MOVE_WRITES: usize = 99;
 
@@ -30,12 +30,8 @@ pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool
     let mut attempts = 0;
     while !todo.is_empty() {
         let chunk: Vec<Row> = todo.drain(..todo.len().min(FLIPS_PER_TRANSACTION)).collect();
-        let thread_id = chunk[0].thread_id.clone();
-        let Some(summary) = thread(ctx, scope, &thread_id).await? else {
-            return Err(error::NOT_FOUND.into());
-        };
         let ms = ctx.clock.now().timestamp_millis();
-        let writes = unread_writes(scope, &chunk, &summary, unread, ms);
+        let writes = unread_writes(scope, &chunk, unread, ms);
         match ctx.store.transact(writes).await {
             Ok(()) => done.extend(chunk.into_iter().map(|r| Row { unread, ..r })),
             Err(StoreError::ConditionFailed) => {
@@ -61,37 +57,24 @@ pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool
     Ok(done)
 }
 
-/// Each row's copies flagged, conditioned on the main row's old flag, and the
-/// summary's count moved by as many, on the summary and its list copy (the
-/// chunk is of one thread), and the thread marked for the mail host's IMAP.
-fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool, ms: i64) -> Vec<Write> {
+/// Each row flagged, conditioned on its old flag, with its search state; the
+/// summary's count moved by as many (the chunk is of one thread); and the
+/// thread marked for the mail host's IMAP. The summary's list copy is not
+/// written: the thread list reads each thread's count from its summary.
+fn unread_writes(scope: &str, chunk: &[Row], unread: bool, ms: i64) -> Vec<Write> {
     let delta = if unread { 1 } else { -1 } * chunk.len() as i64;
     let mut writes = Vec::new();
     for row in chunk {
-        for (i, key) in row.copies(scope).into_iter().enumerate() {
-            // The main row carries the condition; its copies follow it.
-            let cond = if i == 0 {
-                Cond::eq("unread", !unread)
-            } else {
-                Cond::Exists
-            };
-            writes.push(Write::Update {
-                key,
-                update: Update::new().set("unread", unread),
-                cond: Some(cond),
-            });
-        }
+        writes.push(Write::Update {
+            key: row.home(scope),
+            update: Update::new().set("unread", unread),
+            cond: Some(Cond::eq("unread", !unread)),
+        });
         writes.push(super::searchable::unread_write(scope, row, unread));
     }
-    let counts = Update::new().add("unreadCount", delta).add("version", 1);
     writes.push(Write::Update {
         key: keys::thread_summary(scope, &chunk[0].thread_id),
-        update: counts.clone(),
-        cond: Some(Cond::Exists),
-    });
-    writes.push(Write::Update {
-        key: summary.list_copy(scope),
-        update: counts,
+        update: Update::new().add("unreadCount", delta).add("version", 1),
         cond: Some(Cond::Exists),
     });
     writes.push(thread_mark(scope, &chunk[0].mailbox, &chunk[0].thread_id, ms));
@@ -100,14 +83,7 @@ fn unread_writes(scope: &str, chunk: &[Row], summary: &Thread, unread: bool, ms:
 
 /// The rows of a thread a folder move loads: the newest 100 of each direction.
 pub async fn loaded_rows(ctx: &Context, scope: &str, thread_id: &str) -> Result<Vec<Row>, ApiError> {
-    let Page { items: rows, .. } = page::<Row>(
-        ctx,
-        keys::thread_partition(scope, thread_id),
-        true,
-        None,
-        2 * MOVE_LIMIT,
-    )
-    .await?;
+    let Page { items: rows, .. } = thread_rows(ctx, scope, thread_id, true, None, 2 * MOVE_LIMIT).await?;
     let (mut inbound, mut outbound) = (0, 0);
     let mut loaded: Vec<Row> = rows
         .into_iter()
@@ -199,15 +175,9 @@ async fn move_rows(ctx: &Context, scope: &str, thread_id: &str, folder: Folder) 
     Ok(true)
 }
 
-/// One row's copies set to its new folder and flag (the main row
-/// conditioned on its old flag, its copies on existing), its folder copy
-/// moved, and the search index told.
+/// One row set to its new folder and flag (conditioned on its old flag), its
+/// folder's pointer moved, and the search index told.
 pub(super) fn row_writes(scope: &str, row: &Row, to: Option<Folder>, unread: Option<bool>) -> Vec<Write> {
-    let after = Row {
-        folder: to.or(row.folder),
-        unread: unread.unwrap_or(row.unread),
-        ..row.clone()
-    };
     let mut set = Update::new();
     if let Some(f) = to {
         set = set.set("folder", f.as_str());
@@ -215,27 +185,25 @@ pub(super) fn row_writes(scope: &str, row: &Row, to: Option<Folder>, unread: Opt
     if let Some(u) = unread {
         set = set.set("unread", u);
     }
-    let mut writes = Vec::new();
-    for (i, key) in row.copies(scope).into_iter().enumerate() {
-        let cond = if i == 0 {
-            Cond::eq("unread", row.unread)
-        } else {
-            Cond::Exists
+    let mut writes = vec![Write::Update {
+        key: row.home(scope),
+        update: set,
+        cond: Some(Cond::eq("unread", row.unread)),
+    }];
+    if let Some(f) = to.filter(|_| !row.outbound()) {
+        writes.push(Write::Delete {
+            key: row.folder_pointer(scope, row.folder()),
+            cond: None,
+        });
+        let moved = Row {
+            folder: Some(f),
+            ..row.clone()
         };
-        match to {
-            Some(f) if !row.outbound() && key == row.folder_copy(scope, row.folder()) => {
-                writes.push(Write::Delete { key, cond: None });
-                writes.push(Write::Put {
-                    item: item(&after.folder_copy(scope, f), &after),
-                    cond: None,
-                });
-            }
-            _ => writes.push(Write::Update {
-                key,
-                update: set.clone(),
-                cond: Some(cond),
-            }),
-        }
+        let key = moved.folder_pointer(scope, f);
+        writes.push(Write::Put {
+            item: moved.pointer(&key),
+            cond: None,
+        });
     }
     writes.push(match (to, unread) {
         (Some(f), Some(u)) => super::searchable::moved_state(scope, row, f, u),

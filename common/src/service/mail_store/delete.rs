@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::keys;
 use crate::store::{Cond, StoreError, Write};
 
-/// Deletes a row for good: every copy of it, its place in its thread's
+/// Deletes a row for good: the row and its pointers, its place in its thread's
 /// summary (the summary too when it was the thread's last message), and its
 /// blobs; the mail host and the search index are told (a `gone` mark and an
 /// index change in the same transaction).
@@ -53,24 +53,24 @@ pub async fn delete_row(ctx: &Context, scope: &str, row: &Row) -> Result<bool, A
     Ok(deleted)
 }
 
-/// The row's copies (the main one on condition it is as read), the summary
+/// The row and its pointers (the row on condition it is as read), the summary
 /// without it (or gone with its list copy), and the gone mark.
 fn delete_writes(scope: &str, row: &Row, summary: Option<&Thread>, ms: i64) -> Vec<Write> {
-    // A move meanwhile would leave its new folder copy behind: the main row
+    // A move meanwhile would leave its new folder's pointer behind: the row
     // must still be in the folder read.
     let mut as_read = vec![Cond::Exists, Cond::eq("unread", row.unread)];
     if let (false, Some(folder)) = (row.outbound(), row.folder) {
         as_read.push(Cond::eq("folder", folder.as_str()));
     }
-    let mut as_read = Some(Cond::And(as_read));
-    let mut writes: Vec<Write> = row
-        .copies(scope)
-        .into_iter()
-        .map(|key| Write::Delete {
-            key,
-            cond: as_read.take(),
-        })
-        .collect();
+    let mut writes = vec![Write::Delete {
+        key: row.home(scope),
+        cond: Some(Cond::And(as_read)),
+    }];
+    writes.extend(
+        row.pointers(scope)
+            .into_iter()
+            .map(|key| Write::Delete { key, cond: None }),
+    );
     if let Some(t) = summary {
         let summary_key = keys::thread_summary(scope, &t.thread_id);
         let guard = Some(Cond::eq("version", t.version));
@@ -125,17 +125,9 @@ async fn delete_blobs(ctx: &Context, row: &Row) -> Result<(), ApiError> {
 
 /// Deletes every row of a thread for good (oldest first); the count deleted.
 pub async fn delete_thread(ctx: &Context, scope: &str, thread_id: &str) -> Result<usize, ApiError> {
-    let rows: Vec<Row> = crate::store::StoreExt::all_records(
-        &*ctx.store,
-        crate::store::Query::partition(keys::thread_partition(scope, thread_id)).between("0", "~"),
-    )
-    .await?;
     let mut deleted = 0;
-    for row in rows {
-        // The thread's copy is a snapshot; delete the row as it is now.
-        if let Some(now) = by_id(ctx, scope, &row.id).await?
-            && delete_row(ctx, scope, &now).await?
-        {
+    for row in super::pages::all_thread_rows(ctx, scope, thread_id).await? {
+        if delete_row(ctx, scope, &row).await? {
             deleted += 1;
         }
     }

@@ -7,7 +7,7 @@ use super::blobs::{StoredBody, head, put_blobs};
 use super::blobs::{blob_prefix, preview};
 use super::ids::{new_id, root_of, thread_id};
 use super::limits::{MAX_PARTICIPANTS, MAX_TO, RETRIES, TEXT_ON_ROW, backoff};
-use super::shapes::{Direction, Folder, NewMessage, QUARANTINE_DAYS, Quarantined, Row, Thread};
+use super::shapes::{Direction, Folder, NewMessage, QUARANTINE_DAYS, Quarantined, Row, RowRef, Thread};
 use crate::clock::iso;
 use crate::context::Context;
 use crate::error::ApiError;
@@ -27,7 +27,7 @@ async fn held(ctx: &Context, m: &NewMessage<'_>) -> Result<Held, ApiError> {
     let outbound = m.direction == Direction::Outbound;
     let first = ctx
         .store
-        .read::<Row>(&keys::message_id(m.scope, m.message_id, m.mailbox, outbound))
+        .read::<RowRef>(&keys::message_id(m.scope, m.message_id, m.mailbox, outbound))
         .await?;
     let Some(first) = first else {
         return Ok(Held::Nothing);
@@ -58,7 +58,7 @@ async fn thread_of(ctx: &Context, m: &NewMessage<'_>) -> Result<(String, Option<
             .prefix(keys::message_id_prefix(id, Some(m.mailbox)))
             .limit(1);
         if let Some(found) = ctx.store.query(&query).await?.items.into_iter().next() {
-            let row: Row = record(found)?;
+            let row: RowRef = record(found)?;
             let thread = ctx
                 .store
                 .read::<Thread>(&keys::thread_summary(m.scope, &row.thread_id))
@@ -195,9 +195,10 @@ fn from_the_service(ctx: &Context, from: &str) -> bool {
     })
 }
 
-/// Writes the row's copies and its thread's summary in one transaction,
-/// against the summary as last read: a lost race reads it again, and a race
-/// on the Message-ID finds a duplicate (`Ok(None)`) or files it beside.
+/// Writes the row, its pointers and its thread's summary, the row and the
+/// summary in one transaction, against the summary as last read: a lost
+/// race reads it again, and a race on the Message-ID finds a duplicate
+/// (`Ok(None)`) or files it beside.
 async fn index(
     ctx: &Context,
     m: &NewMessage<'_>,
@@ -207,17 +208,49 @@ async fn index(
 ) -> Result<Option<Row>, ApiError> {
     // Searchable as soon as it is listed: its words go in the same transaction.
     let searchable = super::searchable::filing_write(m.scope, m, &row);
+    // The pointers that list it go first, each a plain write at half a
+    // transaction's cost: until the row is there they name nothing a read
+    // answers with.
+    let listing = row.listing_pointers(m.scope);
+    let puts = listing.iter().map(|key| ctx.store.put(row.pointer(key), None));
+    futures::future::try_join_all(puts).await?;
+    let filed = file_row(ctx, m, &mut row, &mut existing, searchable, ms).await;
+    if !matches!(filed, Ok(true)) {
+        // A duplicate, or a failure: the pointers name no row of theirs.
+        for key in &listing {
+            if let Err(e) = ctx.store.delete(key, None).await {
+                tracing::warn!(error = %e, "a pointer to a row never filed stays, naming nothing");
+            }
+        }
+    }
+    Ok(filed?.then_some(row))
+}
+
+/// The filing's transaction, tried again against the summary as it now is
+/// when it lost a race; `Ok(false)` when the Message-ID holds the same
+/// message already.
+async fn file_row(
+    ctx: &Context,
+    m: &NewMessage<'_>,
+    row: &mut Row,
+    existing: &mut Option<Thread>,
+    searchable: Option<Write>,
+    ms: i64,
+) -> Result<bool, ApiError> {
     for _ in 0..RETRIES {
-        let mut writes = filing_writes(m.scope, &row, existing.as_ref(), ms);
+        let mut writes = filing_writes(m.scope, row, existing.as_ref(), ms);
         writes.extend(searchable.iter().cloned());
         writes.extend(m.also.iter().cloned());
         match ctx.store.transact(writes).await {
-            Ok(()) => return Ok(Some(row)),
+            Ok(()) => {
+                drop_list_copy(ctx, m.scope, row, existing.as_ref(), ms).await;
+                return Ok(true);
+            }
             Err(StoreError::ConditionFailed) => {
                 // Another filing of this Message-ID won the race: the same
                 // message is a duplicate; a different one goes beside it.
                 match held(ctx, m).await? {
-                    Held::Same => return Ok(None),
+                    Held::Same => return Ok(false),
                     Held::Other if !row.message_id_conflict => {
                         row.message_id_conflict = true;
                         continue;
@@ -225,7 +258,7 @@ async fn index(
                     _ => {}
                 }
                 // The thread changed meanwhile: file against its new summary.
-                existing = ctx
+                *existing = ctx
                     .store
                     .read::<Thread>(&keys::thread_summary(m.scope, &row.thread_id))
                     .await?;
@@ -239,19 +272,23 @@ async fn index(
     Err(crate::error::REQUEST_BUSY.into())
 }
 
-/// The row's copies and its thread's summary and list copy: at most 7 writes
-/// (a quarantined row's two copies alone), before the message's own `also`.
+/// The row, its Message-ID's pointer, and its thread's summary and list
+/// copy: at most 4 writes (a quarantined row and its pointer alone), before
+/// the message's own `also`. The pointers that list the row are the caller's
+/// to write, and the list copy it replaces is deleted after
+/// ([`drop_list_copy`]).
 pub(super) fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> Vec<Write> {
-    // The row is encoded once; each copy is that item under its own key.
-    let copies = row.copies(scope);
-    let whole = item(&copies[0], row);
-    let mut writes: Vec<Write> = copies
-        .into_iter()
-        .map(|key| Write::Put {
-            item: rekeyed(&whole, &key),
+    let by_message_id = row.pointers(scope).swap_remove(0);
+    let mut writes = vec![
+        Write::Put {
+            item: item(&row.home(scope), row),
             cond: Some(Cond::NotExists),
-        })
-        .collect();
+        },
+        Write::Put {
+            item: row.pointer(&by_message_id),
+            cond: Some(Cond::NotExists),
+        },
+    ];
     if let Some(kept) = &row.quarantine {
         // Spam is in IMAP's Junk: the mail host moves its copy there.
         if kept.reason == super::shapes::Quarantine::Spam {
@@ -269,15 +306,27 @@ pub(super) fn filing_writes(scope: &str, row: &Row, existing: Option<&Thread>, m
             None => Cond::NotExists,
         }),
     });
-    let list = thread.list_copy(scope);
-    if let Some(old) = existing.map(|t| t.list_copy(scope)).filter(|old| *old != list) {
-        writes.push(Write::Delete { key: old, cond: None });
-    }
     writes.push(Write::Put {
-        item: rekeyed(&stored, &list),
+        item: rekeyed(&stored, &thread.list_copy(scope)),
         cond: None,
     });
     writes
+}
+
+/// Deletes the thread's list copy the filing left behind (its place before
+/// this message), after the filing's transaction: one write fewer inside it,
+/// at half the cost. Until it is gone a thread list leaves it out (its
+/// summary names a later place), and the first list to see it deletes it,
+/// so a crash in between hides nothing and shows nothing twice.
+pub(super) async fn drop_list_copy(ctx: &Context, scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) {
+    let Some(old) = existing.map(|t| t.list_copy(scope)) else {
+        return;
+    };
+    if old != summary_with(row, existing, ms).list_copy(scope)
+        && let Err(e) = ctx.store.delete(&old, None).await
+    {
+        tracing::warn!(error = %e, "a thread's old list copy stays until a list finds it");
+    }
 }
 
 /// An item's copy under another key.

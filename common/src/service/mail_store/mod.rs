@@ -3,23 +3,25 @@
 //! reading scope (an account, or one service-domain mailbox):
 //!
 //! - `MAIL#S#in|out/<id>`: each message, whole, per direction (the flat list,
-//!   a read by id, search);
-//! - `FOLDER#S#<folder>/<id>`: a copy of each inbound row in its folder;
-//! - `THREAD#S#<thread>`: the summary (`#`) and a copy of each row, oldest
-//!   first;
-//! - `THREADS#S#<folder>/<last ms>-<thread>`: a copy of each summary;
-//! - `QUAR#S/<id>`: each quarantined inbound row (30-day ttl), which no
-//!   other partition but `MSGID#` holds;
+//!   a read by id, search): its unread flag and folder live here alone;
+//! - `FOLDER#S#<folder>/<id>`: a pointer to each inbound row in its folder;
+//! - `THREAD#S#<thread>`: the summary (`#`) and a pointer to each row,
+//!   oldest first;
+//! - `THREADS#S#<folder>/<last ms>-<thread>`: a copy of each summary, in
+//!   order of last activity (its counts are read from the summary);
+//! - `QUAR#S/<id>`: each quarantined inbound row (30-day ttl), which only
+//!   its `MSGID#` pointer finds;
 //! - `SPAM#S/<id>`: the same for spam (rspamd's verdict, or a report);
-//! - `MSGID#S/<Message-ID>\n<mailbox>\n<dir>`: a copy of each row by
+//! - `MSGID#S/<Message-ID>\n<mailbox>\n<dir>`: a pointer to each row by
 //!   Message-ID, whose conditional put makes filing idempotent.
 //!
-//! Every copy of a row is the same record, so one read answers each question.
-//! A row's unread flag and folder change on all its copies in one transaction;
-//! the summary's `unreadCount` moves by an atomic add in that same
-//! transaction, conditioned on each row's old flag, so it stays exact under
-//! concurrent requests. A change that rewrites the summary (filing, a folder
-//! move) is conditioned on the summary's `version`, which every change bumps.
+//! A pointer ([`RowRef`]) names its row and what a page is filtered by; a
+//! page of pointers is followed by one batch read of their rows, so a flag
+//! change writes the row alone, not one item per copy. The summary's
+//! `unreadCount` moves by an atomic add in the flag's own transaction,
+//! conditioned on the row's old flag, so it stays exact under concurrent
+//! requests. A change that rewrites the summary (filing, a folder move) is
+//! conditioned on the summary's `version`, which every change bumps.
 //!
 //! The files: `shapes` (the row, the thread summary, folders and
 //! directions), `ids` (row and thread ids), `blobs` (the body kept on the row
@@ -52,12 +54,12 @@ pub use filing::file;
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
 pub use limits::{MOVE_LIMIT, PREVIEW_CHARS, TEXT_ON_ROW};
 pub use pages::{
-    FILTER_SCAN, by_id, by_message_id, covered, expired, in_spam, newest, page, page_raw, page_raw_where, quarantined,
-    thread,
+    FILTER_SCAN, all_thread_rows, by_id, by_message_id, covered, expired, folder_page_raw, in_spam, newest, page,
+    page_raw, page_raw_where, quarantined, rows, summaries_of, thread, thread_rows,
 };
 pub use purge::purge;
 pub use searchable::{backfill, backfilled, forget_gone};
 pub use shapes::{
-    AttachmentInfo, Direction, Folder, Named, NewMessage, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread,
+    AttachmentInfo, Direction, Folder, Named, NewMessage, QUARANTINE_DAYS, Quarantine, Quarantined, Row, RowRef, Thread,
 };
 pub use spam_moves::{Moved, to_inbox, to_spam};

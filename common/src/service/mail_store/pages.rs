@@ -1,8 +1,8 @@
-//! Reading stored mail: a row by id or Message-ID, a thread's summary, and
-//! cursor pages of a partition.
+//! Reading stored mail: a row by id or Message-ID, a thread's summary, the
+//! rows its pointers name, and cursor pages of a partition.
 
 use super::ids::direction_of;
-use super::shapes::{Direction, Row, Thread};
+use super::shapes::{Direction, Folder, Row, RowRef, Thread};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
@@ -90,7 +90,7 @@ pub async fn by_message_id(
     let query = Query::partition(keys::message_ids_of(scope))
         .prefix(keys::message_id_prefix(message_id, None))
         .limit(10);
-    let rows: Vec<Row> = ctx
+    let pointers: Vec<RowRef> = ctx
         .store
         .query(&query)
         .await?
@@ -98,8 +98,7 @@ pub async fn by_message_id(
         .into_iter()
         .map(record)
         .collect::<Result<_, _>>()?;
-    let now = ctx.clock.now().timestamp();
-    let rows: Vec<Row> = rows.into_iter().filter(|r| !expired(r, now)).collect();
+    let rows = rows(ctx, scope, pointers).await?;
     let want = direction.unwrap_or(Direction::Inbound);
     let preferred = rows.iter().position(|r| r.direction == want);
     Ok(match (preferred, direction) {
@@ -109,8 +108,170 @@ pub async fn by_message_id(
     })
 }
 
+/// The rows these pointers name, in their order: one batch read of their
+/// homes (100 keys a request), and for inbound rows not found there one of
+/// the quarantine and spam (a Message-ID's pointer follows its row there).
+/// A row gone, or kept past its 30 days, is left out.
+pub async fn rows(ctx: &Context, scope: &str, pointers: Vec<RowRef>) -> Result<Vec<Row>, ApiError> {
+    let homes: Vec<Key> = pointers
+        .iter()
+        .map(|p| Key::new(keys::mail_partition(scope, p.direction == Direction::Outbound), &p.id))
+        .collect();
+    let mut found = read_all(ctx, &homes).await?;
+    let kept: Vec<usize> = (0..pointers.len())
+        .filter(|i| found[*i].is_none() && pointers[*i].direction == Direction::Inbound)
+        .collect();
+    if !kept.is_empty() {
+        let keys: Vec<Key> = kept
+            .iter()
+            .flat_map(|i| {
+                let id = &pointers[*i].id;
+                [
+                    Key::new(keys::quarantine_partition(scope), id),
+                    Key::new(keys::spam_partition(scope), id),
+                ]
+            })
+            .collect();
+        let mut elsewhere = read_all(ctx, &keys).await?.into_iter();
+        for i in kept {
+            let (quarantined, spam) = (elsewhere.next().flatten(), elsewhere.next().flatten());
+            found[i] = quarantined.or(spam);
+        }
+    }
+    let now = ctx.clock.now().timestamp();
+    let mut rows = Vec::with_capacity(found.len());
+    for item in found.into_iter().flatten() {
+        let row: Row = record(item)?;
+        if !expired(&row, now) {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Items by key, in order, 100 keys to a request, the requests at once; a
+/// key named twice is read once (a batch read refuses a key twice).
+async fn read_all(ctx: &Context, keys: &[Key]) -> Result<Vec<Option<crate::store::Item>>, ApiError> {
+    let mut unique: Vec<Key> = Vec::with_capacity(keys.len());
+    let mut at = std::collections::HashMap::with_capacity(keys.len());
+    let places: Vec<usize> = keys
+        .iter()
+        .map(|k| {
+            *at.entry((k.pk.clone(), k.sk.clone())).or_insert_with(|| {
+                unique.push(k.clone());
+                unique.len() - 1
+            })
+        })
+        .collect();
+    let reads = unique.chunks(100).map(|chunk| ctx.store.get_many(chunk));
+    let found: Vec<Option<crate::store::Item>> = futures::future::try_join_all(reads)
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(places.into_iter().map(|i| found[i].clone()).collect())
+}
+
+/// A page of a thread's rows (oldest first, or newest first), past the cursor.
+pub async fn thread_rows(
+    ctx: &Context,
+    scope: &str,
+    thread_id: &str,
+    newest_first: bool,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<Page<Row>, ApiError> {
+    let Page { items, next_cursor } = page::<RowRef>(
+        ctx,
+        keys::thread_partition(scope, thread_id),
+        newest_first,
+        cursor,
+        limit,
+    )
+    .await?;
+    Ok(Page {
+        items: rows(ctx, scope, items).await?,
+        next_cursor,
+    })
+}
+
+/// Every row of a thread, oldest first.
+pub async fn all_thread_rows(ctx: &Context, scope: &str, thread_id: &str) -> Result<Vec<Row>, ApiError> {
+    let pointers: Vec<RowRef> = ctx
+        .store
+        .all_records(Query::partition(keys::thread_partition(scope, thread_id)).between("0", "~"))
+        .await?;
+    rows(ctx, scope, pointers).await
+}
+
+/// One page of a folder's received rows, newest first, each the row's own
+/// stored text: the folder's pointers that `keep` keeps (a scoped key's
+/// mailboxes), then their rows in one batch read. A row moved away between
+/// the two reads is left out.
+pub async fn folder_page_raw(
+    ctx: &Context,
+    scope: &str,
+    folder: Folder,
+    cursor: Option<&str>,
+    limit: usize,
+    keep: impl Fn(&RawItem) -> bool,
+) -> Result<Page<RawItem>, ApiError> {
+    let pk = keys::folder_partition(scope, folder.as_str());
+    let Page { items, next_cursor } = page_raw_where(ctx, pk, true, cursor, limit, keep).await?;
+    let homes: Vec<Key> = items
+        .iter()
+        .map(|i| Key::new(keys::mail_partition(scope, false), &i.sk))
+        .collect();
+    let found = read_all(ctx, &homes).await?;
+    let mut rows = Vec::with_capacity(homes.len());
+    for (key, item) in homes.into_iter().zip(found) {
+        let Some(item) = item else { continue };
+        if item
+            .get("folder")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("inbox")
+            != folder.as_str()
+        {
+            continue;
+        }
+        let json = serde_json::to_vec(&item).map_err(ApiError::internal)?;
+        rows.push(RawItem { sk: key.sk, json });
+    }
+    Ok(Page {
+        items: rows,
+        next_cursor,
+    })
+}
+
 pub async fn thread(ctx: &Context, scope: &str, thread_id: &str) -> Result<Option<Thread>, ApiError> {
     Ok(ctx.store.read(&keys::thread_summary(scope, thread_id)).await?)
+}
+
+/// The summaries of threads a folder's list names, in its order: a list
+/// copy is written when its thread's place in the list changes, not when
+/// its rows are read or unread, so its counts are read from the summary
+/// (one batch read). A thread gone or moved to another folder since is left
+/// out, and so is a copy its summary has left behind (a filing deletes the
+/// place it replaced after its transaction): that one is deleted here.
+pub async fn summaries_of(ctx: &Context, scope: &str, listed: Vec<Thread>) -> Result<Vec<Thread>, ApiError> {
+    let keys: Vec<Key> = listed
+        .iter()
+        .map(|t| keys::thread_summary(scope, &t.thread_id))
+        .collect();
+    let mut threads = Vec::with_capacity(listed.len());
+    for (was, item) in listed.iter().zip(read_all(ctx, &keys).await?) {
+        let Some(item) = item else { continue };
+        let now: Thread = record(item)?;
+        if now.folder != was.folder {
+            continue;
+        }
+        if now.last_ms > was.last_ms {
+            ctx.store.delete(&was.list_copy(scope), None).await?;
+            continue;
+        }
+        threads.push(now);
+    }
+    Ok(threads)
 }
 
 /// One page of a partition whose sort keys are ids or `<ms>-<thread>`, newest

@@ -9,7 +9,7 @@ use crate::keys;
 use crate::store::{Query, StoreExt};
 
 /// Permanently deletes the stored mail of these mailboxes of a scope: every
-/// copy of every row, their threads and list copies, and every blob under
+/// row and its pointers, their threads and list copies, and every blob under
 /// `mail/<mailbox>/`.
 pub async fn purge(ctx: &Context, scope: &str, addresses: &[String]) -> Result<usize, ApiError> {
     let owned = |row: &Row| addresses.contains(&row.mailbox);
@@ -36,10 +36,11 @@ pub async fn purge(ctx: &Context, scope: &str, addresses: &[String]) -> Result<u
     for rows in both {
         for row in rows.iter().filter(|r| owned(r)) {
             threads.insert(row.thread_id.clone());
-            let mut keys = row.copies(scope);
-            // A copy may sit in any folder if a move was cut short.
+            let mut keys = vec![row.home(scope)];
+            keys.extend(row.pointers(scope));
+            // A pointer may sit in any folder if a move was cut short.
             if !row.outbound() {
-                keys.extend(Folder::ALL.iter().map(|f| row.folder_copy(scope, *f)));
+                keys.extend(Folder::ALL.iter().map(|f| row.folder_pointer(scope, *f)));
             }
             for key in &keys {
                 ctx.store.delete(key, None).await?;

@@ -1,5 +1,5 @@
-//! The shapes of stored mail: a row (each copy holds it whole), a thread's
-//! summary, and the folder and direction a row has.
+//! The shapes of stored mail: a row (kept whole in one place, found by its
+//! pointers), a thread's summary, and the folder and direction a row has.
 
 use std::collections::BTreeMap;
 
@@ -126,7 +126,7 @@ pub struct AttachmentInfo {
     pub content_id: Option<String>,
 }
 
-/// One stored message, as each of its copies holds it.
+/// One stored message, as its home partition keeps it (see [`Row::home`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
@@ -225,30 +225,61 @@ impl Row {
         self.folder.unwrap_or(Folder::Inbox)
     }
 
-    /// Every key holding a copy of this row: a quarantined row is kept by id
-    /// and by Message-ID alone (no list, folder or thread holds it).
-    pub(super) fn copies(&self, scope: &str) -> Vec<Key> {
+    /// Where the row itself is kept, whole: its direction's partition, or
+    /// the quarantine's or the spam folder's. Its flag and folder change here
+    /// alone.
+    pub(super) fn home(&self, scope: &str) -> Key {
+        match &self.quarantine {
+            Some(kept) => Key::new(kept.reason.partition(scope), &self.id),
+            None => Key::new(keys::mail_partition(scope, self.outbound()), &self.id),
+        }
+    }
+
+    /// The keys of the pointers that find the row ([`RowRef`]), its
+    /// Message-ID's first: a quarantined row is found by Message-ID alone
+    /// (no folder or thread lists it).
+    pub(super) fn pointers(&self, scope: &str) -> Vec<Key> {
         let by_message_id = if self.message_id_conflict {
             keys::conflicting_message_id(scope, &self.message_id, &self.mailbox, &self.digest)
         } else {
             keys::message_id(scope, &self.message_id, &self.mailbox, self.outbound())
         };
-        if let Some(kept) = &self.quarantine {
-            return vec![Key::new(kept.reason.partition(scope), &self.id), by_message_id];
+        let mut keys = vec![by_message_id];
+        keys.extend(self.listing_pointers(scope));
+        keys
+    }
+
+    /// The pointers that list the row: its thread's, and an inbound row's
+    /// folder's (none for a quarantined row).
+    pub(super) fn listing_pointers(&self, scope: &str) -> Vec<Key> {
+        if self.quarantine.is_some() {
+            return Vec::new();
         }
-        let mut keys = vec![
-            Key::new(keys::mail_partition(scope, self.outbound()), &self.id),
-            by_message_id,
-            Key::new(keys::thread_partition(scope, &self.thread_id), &self.id),
-        ];
+        let mut keys = vec![Key::new(keys::thread_partition(scope, &self.thread_id), &self.id)];
         if !self.outbound() {
-            keys.push(self.folder_copy(scope, self.folder()));
+            keys.push(self.folder_pointer(scope, self.folder()));
         }
         keys
     }
 
-    pub(super) fn folder_copy(&self, scope: &str, folder: Folder) -> Key {
+    /// The key of its pointer in a folder's list.
+    pub(super) fn folder_pointer(&self, scope: &str, folder: Folder) -> Key {
         Key::new(keys::folder_partition(scope, folder.as_str()), &self.id)
+    }
+
+    /// The pointer to this row, stored under `key`.
+    pub(super) fn pointer(&self, key: &Key) -> crate::store::Item {
+        item(
+            key,
+            &RowRef {
+                id: self.id.clone(),
+                mailbox: self.mailbox.clone(),
+                direction: self.direction,
+                thread_id: self.thread_id.clone(),
+                digest: self.digest.clone(),
+                owner_only: self.owner_only,
+            },
+        )
     }
 
     /// Whether q (already lowercase) is in its subject, sender or body.
@@ -257,6 +288,26 @@ impl Row {
             .iter()
             .any(|field| field.to_lowercase().contains(q))
     }
+}
+
+/// A pointer to a row, as its Message-ID, its thread and its folder keep
+/// it: what finds the row (its id and direction), what a page is filtered
+/// by (who may read it), and what filing asks of a Message-ID already held
+/// (its digest, its thread). The row's flag and folder are on the row alone,
+/// so a flag change writes one item, not one per copy. A whole row stored
+/// under these keys (as they were once kept) reads as its pointer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RowRef {
+    pub id: String,
+    pub mailbox: String,
+    #[serde(rename = "box")]
+    pub direction: Direction,
+    pub thread_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owner_only: bool,
 }
 
 /// A thread's summary (sort key `#` of its partition, and copied into its

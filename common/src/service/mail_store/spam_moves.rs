@@ -1,9 +1,9 @@
 //! A received row moved into the spam folder and back (an owner's report):
-//! each move is one transaction over every copy of the row, its thread's
+//! each move is one transaction over the row and its pointers, its thread's
 //! summary and its place in the search index, conditioned on the row as it
 //! was read, with the caller's own writes (the training job) inside it.
 
-use super::filing::{filing_writes, rekeyed};
+use super::filing::{drop_list_copy, filing_writes, rekeyed};
 use super::limits::{RETRIES, backoff};
 use super::pages::{by_id, thread};
 use super::shapes::{Folder, QUARANTINE_DAYS, Quarantine, Quarantined, Row, Thread};
@@ -92,13 +92,16 @@ pub async fn to_inbox(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) 
         let mut writes = into_the_inbox(scope, &back, existing.as_ref(), ms);
         writes.push(message_mark(scope, &back, ms));
         writes.push(Write::Delete {
-            key: Key::new(keys::spam_partition(scope), &row.id),
+            key: row.home(scope),
             cond: Some(Cond::Exists),
         });
         writes.extend(searchable.iter().cloned());
         writes.extend(also.iter().cloned());
         match ctx.store.transact(writes).await {
-            Ok(()) => return Ok(Moved::Done(back)),
+            Ok(()) => {
+                drop_list_copy(ctx, scope, &back, existing.as_ref(), ms).await;
+                return Ok(Moved::Done(back));
+            }
             Err(StoreError::ConditionFailed) => {
                 row = by_id(ctx, scope, &row.id).await?.ok_or(error::NOT_FOUND)?;
                 backoff().await;
@@ -109,11 +112,11 @@ pub async fn to_inbox(ctx: &Context, scope: &str, mut row: Row, also: &[Write]) 
     Err(error::REQUEST_BUSY.into())
 }
 
-/// The row's inbox copies gone (the main one conditioned on its flag and
-/// folder as read: a flag flip or a folder move meanwhile rewrites it), its
-/// Message-ID copy rewritten as the spam row, and the spam copy put.
+/// The row gone from the inbox (on condition its flag and folder are as read:
+/// a flag flip or a folder move meanwhile rewrites it), with its thread's and
+/// folder's pointers, and the spam row put. Its Message-ID's pointer stays:
+/// it finds the row in spam.
 fn out_of_the_inbox(scope: &str, row: &Row, spam: &Row) -> Vec<Write> {
-    let by_message_id = spam.copies(scope)[1].clone();
     let as_read = Cond::And(vec![
         Cond::eq("unread", row.unread),
         match row.folder {
@@ -121,24 +124,18 @@ fn out_of_the_inbox(scope: &str, row: &Row, spam: &Row) -> Vec<Write> {
             None => Cond::missing("folder"),
         },
     ]);
-    let mut writes: Vec<Write> = row
-        .copies(scope)
-        .into_iter()
-        .enumerate()
-        .map(|(i, key)| match i {
-            0 => Write::Delete {
-                key,
-                cond: Some(as_read.clone()),
-            },
-            _ if key == by_message_id => Write::Put {
-                item: item(&key, spam),
-                cond: Some(Cond::Exists),
-            },
-            _ => Write::Delete { key, cond: None },
-        })
-        .collect();
+    let mut writes = vec![Write::Delete {
+        key: row.home(scope),
+        cond: Some(as_read),
+    }];
+    writes.extend(
+        row.pointers(scope)
+            .into_iter()
+            .skip(1)
+            .map(|key| Write::Delete { key, cond: None }),
+    );
     writes.push(Write::Put {
-        item: item(&Key::new(keys::spam_partition(scope), &spam.id), spam),
+        item: item(&spam.home(scope), spam),
         cond: Some(Cond::NotExists),
     });
     writes
@@ -184,11 +181,12 @@ fn thread_without(scope: &str, row: &Row, summary: Option<&Thread>) -> Vec<Write
     ]
 }
 
-/// Filing's writes for the row (its copies, its thread's summary and list
-/// copy), but its Message-ID copy, which the spam row holds, is replaced.
+/// Filing's writes for the row (the row, its pointers, its thread's summary
+/// and list copy), but its Message-ID's pointer, which is there already, is
+/// put on condition it is.
 fn into_the_inbox(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) -> Vec<Write> {
-    let by_message_id = row.copies(scope)[1].clone();
-    filing_writes(scope, row, existing, ms)
+    let by_message_id = row.pointers(scope).swap_remove(0);
+    let mut writes: Vec<Write> = filing_writes(scope, row, existing, ms)
         .into_iter()
         .map(|write| match write {
             Write::Put { item, .. } if names(&item, &by_message_id) => Write::Put {
@@ -197,7 +195,12 @@ fn into_the_inbox(scope: &str, row: &Row, existing: Option<&Thread>, ms: i64) ->
             },
             other => other,
         })
-        .collect()
+        .collect();
+    writes.extend(row.listing_pointers(scope).into_iter().map(|key| Write::Put {
+        item: row.pointer(&key),
+        cond: None,
+    }));
+    writes
 }
 
 fn names(item: &crate::store::Item, key: &Key) -> bool {

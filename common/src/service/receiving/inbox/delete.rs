@@ -11,7 +11,7 @@ use super::scope::*;
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::Call;
-use crate::service::mail_store::{self, Folder, Row, Thread};
+use crate::service::mail_store::{self, Folder, Thread};
 use crate::values::Page;
 use crate::values::{EmailAddress, RowId, StoredMessageId, ThreadId};
 
@@ -94,7 +94,7 @@ pub async fn delete(call: &Call<'_>, input: DeleteInput) -> Result<Deleted, ApiE
                 next_cursor: next,
             } = mail_store::page_raw_where(ctx, pk, false, None, 4 * EMPTY_PAGE, visible(call)).await?;
             for item in rows {
-                let row: Row = item.record()?;
+                let row: mail_store::RowRef = item.record()?;
                 if let Some(now) = mail_store::by_id(ctx, &scope, &row.id).await?
                     && now.folder() == Folder::Trash
                 {

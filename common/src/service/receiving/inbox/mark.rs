@@ -7,9 +7,8 @@ use super::fields::*;
 use super::scope::*;
 use super::shapes::*;
 use crate::error::{self, ApiError};
-use crate::keys;
 use crate::service::caller::Call;
-use crate::service::mail_store::{self, Folder, Row};
+use crate::service::mail_store::{self, Folder};
 use crate::validate::{Fields, Origin};
 use crate::values::Page;
 use crate::values::{EmailAddress, RowId, StoredMessageId, ThreadId};
@@ -97,20 +96,13 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
                 vec![mail_store::by_id(ctx, &scope, &row.id).await?.ok_or(error::NOT_FOUND)?]
             }
             Some(row) => vec![row],
-            None => {
-                crate::store::StoreExt::all_records(
-                    &*ctx.store,
-                    crate::store::Query::partition(keys::thread_partition(&scope, &thread_id)).between("0", "~"),
-                )
-                .await?
-            }
+            None => mail_store::all_thread_rows(ctx, &scope, &thread_id).await?,
         };
         mail_store::set_unread(ctx, &scope, rows, unread).await?;
     }
-    let pk = keys::thread_partition(&scope, &thread_id);
     let (summary, page) = tokio::join!(
         mail_store::thread(ctx, &scope, &thread_id),
-        mail_store::page::<Row>(ctx, pk, false, None, THREAD_PAGE)
+        mail_store::thread_rows(ctx, &scope, &thread_id, false, None, THREAD_PAGE)
     );
     let Page {
         items: rows,

@@ -116,12 +116,12 @@ pub(super) async fn flat_page(
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<InboxList, ApiError> {
-    let pk = match folder {
-        Some(f) => keys::folder_partition(scope, f.as_str()),
-        None => keys::mail_partition(scope, false),
+    // Either way the page is of rows from their home partition.
+    let pk = keys::mail_partition(scope, false);
+    let Page { items, next_cursor } = match folder {
+        Some(f) => mail_store::folder_page_raw(call.ctx, scope, f, cursor, limit, visible(call)).await?,
+        None => mail_store::page_raw_where(call.ctx, pk.clone(), true, cursor, limit, visible(call)).await?,
     };
-    let Page { items, next_cursor } =
-        mail_store::page_raw_where(call.ctx, pk.clone(), true, cursor, limit, visible(call)).await?;
     let (messages, unread_in_page) = call.ctx.summaries.page(&pk, items, encode_stored)?;
     Ok(InboxList {
         ok: true,
@@ -180,7 +180,8 @@ pub(super) async fn threads_page(
     let pk = keys::threads_partition(scope, folder.as_str());
     let Page { items, next_cursor } =
         mail_store::page_raw_where(call.ctx, pk, true, cursor, limit, visible(call)).await?;
-    let threads = items.iter().map(|i| i.record()).collect::<Result<Vec<Thread>, _>>()?;
+    let listed = items.iter().map(|i| i.record()).collect::<Result<Vec<Thread>, _>>()?;
+    let threads = mail_store::summaries_of(call.ctx, scope, listed).await?;
     Ok(ThreadList {
         ok: true,
         threads,
@@ -217,10 +218,9 @@ async fn read_thread_rows(
     cursor: Option<&str>,
 ) -> Result<ThreadView, ApiError> {
     let ctx = call.ctx;
-    let pk = keys::thread_partition(scope, thread);
     let (summary, page) = tokio::join!(
         find_thread(call, scope, thread),
-        mail_store::page::<Row>(ctx, pk.clone(), false, cursor, THREAD_PAGE)
+        mail_store::thread_rows(ctx, scope, thread, false, cursor, THREAD_PAGE)
     );
     let mut summary = summary?;
     let Page {
@@ -241,9 +241,7 @@ async fn read_thread_rows(
     }
     let rows = if summary.unread_count > unread_here {
         // Unread rows beyond this page: read them all to mark them.
-        let all: Vec<Row> =
-            crate::store::StoreExt::all_records(&*ctx.store, crate::store::Query::partition(pk).between("0", "~"))
-                .await?;
+        let all = mail_store::all_thread_rows(ctx, scope, thread).await?;
         let unread: Vec<Row> = all.into_iter().filter(|r| r.unread).collect();
         mail_store::set_unread(ctx, scope, unread, false).await?;
         rows.into_iter().map(|r| Row { unread: false, ..r }).collect()

@@ -10,11 +10,9 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::error::{self, ApiError};
-use crate::keys;
 use crate::service::caller::Call;
 use crate::service::mail_store::sync_marks::{self, Mark, MarkKind};
 use crate::service::mail_store::{self, Direction, Folder, Quarantine, Row};
-use crate::store::{Query, StoreExt};
 use crate::values::{Bounded, Field, Origin};
 
 /// The most marks one answer carries.
@@ -139,11 +137,9 @@ async fn change_of(ctx: &Context, sk: String, mark: Mark) -> Result<Option<Chang
             let (Some(scope), Some(thread)) = (&mark.scope, &mark.thread_id) else {
                 return Ok(None);
             };
-            let query = Query::partition(keys::thread_partition(scope, thread))
-                .between("0", "~")
-                .limit(THREAD_ROWS);
-            let rows: Vec<Row> = ctx.store.all_records(query).await?;
-            rows.iter()
+            let rows = mail_store::thread_rows(ctx, scope, thread, false, None, THREAD_ROWS).await?;
+            rows.items
+                .iter()
                 .filter(|r| r.mailbox == mark.mailbox)
                 .take(THREAD_ROWS)
                 .map(MessageState::of)

@@ -79,7 +79,8 @@ pub async fn known(ctx: &Context, scope: &str, mailbox: &str, changes: &[ImapCha
         .map(|c| keys::message_id(scope, c.message_id.trim(), mailbox, outbound(c)))
         .collect();
     let now = ctx.clock.now().timestamp();
-    for row in read_many::<Row>(ctx, keys).await? {
+    let pointers = read_many::<mail_store::RowRef>(ctx, keys).await?;
+    for row in mail_store::rows(ctx, scope, pointers).await? {
         if row.mailbox != mailbox || mail_store::expired(&row, now) {
             continue;
         }

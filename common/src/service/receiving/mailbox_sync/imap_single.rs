@@ -113,7 +113,7 @@ async fn row_of(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) 
     // `...`: the one row of this mailbox it begins, if only one.
     if let Some(head) = message_id.strip_suffix("...") {
         let query = Query::partition(keys::message_ids_of(scope)).prefix(head).limit(10);
-        let rows: Vec<Row> = ctx
+        let pointers: Vec<mail_store::RowRef> = ctx
             .store
             .query(&query)
             .await?
@@ -121,6 +121,7 @@ async fn row_of(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) 
             .into_iter()
             .map(crate::store::record)
             .collect::<Result<_, _>>()?;
+        let rows = mail_store::rows(ctx, scope, pointers).await?;
         let mut mine = rows
             .into_iter()
             .filter(|r| r.mailbox == mailbox && r.direction == direction && r.quarantine.is_none());
