@@ -77,6 +77,16 @@ async fn blobs(app: &TestApp, prefix: &str) -> Vec<String> {
     app.ctx.blobs.list(prefix).await.unwrap()
 }
 
+/// The account id of an email's account, as the store holds it.
+async fn uid_of(app: &TestApp, email: &str) -> String {
+    let account = app
+        .ctx
+        .store
+        .get(&common::store::Key::new(format!("EMAIL#{email}"), "A"))
+        .await;
+    account.unwrap().unwrap()["uid"].as_str().unwrap().to_string()
+}
+
 async fn list(app: &TestApp, key: &str, query: &str) -> Value {
     let res = app.get(&format!("/inbox{query}"), Auth::Bearer(key)).await;
     assert_eq!(res.status, 200, "{}", res.body);
@@ -321,16 +331,7 @@ async fn a_second_delivery_changes_nothing(app: TestApp) {
     assert_eq!(blobs(&app, "inbound/done/").await.len(), 2);
 
     // Removing the domain deletes its stored mail: rows, index and blobs.
-    let uid = app
-        .ctx
-        .store
-        .get(&common::store::Key::new("EMAIL#tom@tom.example", "A"))
-        .await
-        .unwrap()
-        .unwrap()["uid"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let uid = uid_of(&app, "tom@tom.example").await;
     let op = app.operator_token().await;
     let removed = app
         .post(
@@ -1547,16 +1548,7 @@ async fn a_thread_list_skips_and_deletes_a_place_its_summary_left(app: TestApp) 
     let key = app.sender("tom@tom.example", "tom.example", "me").await;
     deliver(&app, report("me@tom.example", "<s1@example.org>")).await;
     assert_eq!(poll(&app).await.filed, 1);
-    let uid = app
-        .ctx
-        .store
-        .get(&common::store::Key::new("EMAIL#tom@tom.example", "A"))
-        .await
-        .unwrap()
-        .unwrap()["uid"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let uid = uid_of(&app, "tom@tom.example").await;
     let pk = common::keys::threads_partition(&common::keys::inbox_account_scope(&uid), "inbox");
     let places = |app: &TestApp| {
         let pk = pk.clone();
@@ -1619,16 +1611,7 @@ async fn copies_of_one_message_filed_at_once_leave_one_row_and_one_pointer_each(
     let listed = list(&app, &key, "?folder=inbox").await;
     assert_eq!(listed["messages"].as_array().unwrap().len(), 1, "{listed}");
     let thread = listed["messages"][0]["threadId"].as_str().unwrap().to_string();
-    let uid = app
-        .ctx
-        .store
-        .get(&common::store::Key::new("EMAIL#tom@tom.example", "A"))
-        .await
-        .unwrap()
-        .unwrap()["uid"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let uid = uid_of(&app, "tom@tom.example").await;
     let scope = common::keys::inbox_account_scope(&uid);
     for pk in [
         common::keys::folder_partition(&scope, "inbox"),
