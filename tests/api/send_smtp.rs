@@ -32,11 +32,10 @@ async fn publish_service_dkim(app: &TestApp) {
     app.dns.set_txt("mail._domainkey.svc.test", &[&value]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_customer_send_arrives_over_starttls_and_auth_signed_with_the_domains_key() {
-    let Some(sink) = SmtpSink::start().await else { return };
-    let app = app_with(&sink).await;
-    // With an SMTP relay configured the access code travels through it too.
+/// An account onboarded through the relay (with an SMTP relay configured
+/// the access code travels through it too), its domain `ann.example`
+/// verified and a hosted mailbox `<local>@ann.example` on it; its key.
+async fn onboarded_with_mailbox(app: &TestApp, sink: &SmtpSink, local: &str) -> String {
     app.allowlist(ALLOWED_DOMAIN).await;
     let email = format!("ann@{ALLOWED_DOMAIN}");
     let id = app.request_access(&email).await.body["requestId"]
@@ -55,12 +54,16 @@ async fn a_customer_send_arrives_over_starttls_and_auth_signed_with_the_domains_
         .await;
     let key = verified.body["apiKey"].as_str().unwrap().to_string();
     app.add_verified_domain(&key, "ann.example").await;
-    assert_eq!(
-        app.add_mailbox(&key, "ann.example", "ann", "hosted", json!([]))
-            .await
-            .status,
-        200
-    );
+    let added = app.add_mailbox(&key, "ann.example", local, "hosted", json!([])).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    key
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_customer_send_arrives_over_starttls_and_auth_signed_with_the_domains_key() {
+    let Some(sink) = SmtpSink::start().await else { return };
+    let app = app_with(&sink).await;
+    let key = onboarded_with_mailbox(&app, &sink, "ann").await;
     let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01".to_vec();
     let body = json!({
         "to": ["Bob@Partner.example", "carol@partner.example"],
@@ -142,6 +145,59 @@ async fn a_customer_send_arrives_over_starttls_and_auth_signed_with_the_domains_
     // The signature covers the body: a changed copy fails.
     let tampered = raw.replace("The figures are attached.", "The figures are NOT attached.");
     assert!(!dkim_verify(tampered.as_bytes(), app.dns.addr));
+}
+
+/// A send signs its message as the caller's last sender while its reads are
+/// out, and keeps it only when the reads find that same sender: once
+/// another mailbox is added and the one it sent from deleted, the next send
+/// goes from the new one, signed for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_signed_ahead_is_kept_only_when_its_sender_is_the_one_read() {
+    let Some(sink) = SmtpSink::start().await else { return };
+    let app = app_with(&sink).await;
+    let key = onboarded_with_mailbox(&app, &sink, "ann").await;
+    let send = |n: usize| json!({"to": "x@partner.example", "subject": format!("s{n}"), "text": "t"});
+    for n in 0..2 {
+        let res = app.send_mail(Auth::Bearer(&key), send(n)).await;
+        assert_eq!(res.status, 200, "{}", res.body);
+    }
+    let added = app.add_mailbox(&key, "ann.example", "bob", "hosted", json!([])).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let deleted = app
+        .post(
+            "/deleteMailbox",
+            Auth::Bearer(&key),
+            json!({"address": "ann@ann.example"}),
+        )
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    let res = app.send_mail(Auth::Bearer(&key), send(2)).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        seen = sink
+            .messages()
+            .into_iter()
+            .filter(|m| m.rcpt_tos == ["x@partner.example"])
+            .collect();
+        if seen.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen.len(), 3);
+    for m in &seen {
+        let parsed = mail_parser::MessageParser::default().parse(&m.raw).unwrap();
+        let from = parsed.from().unwrap().first().unwrap().address().unwrap().to_string();
+        let expected = if parsed.subject() == Some("s2") {
+            "bob@ann.example"
+        } else {
+            "ann@ann.example"
+        };
+        assert_eq!(from, expected, "{:?}", parsed.subject());
+        assert!(dkim_verify(&m.raw, app.dns.addr), "{:?} verifies", parsed.subject());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

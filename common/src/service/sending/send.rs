@@ -19,7 +19,7 @@ use crate::service::domains;
 use crate::service::guardrails::audit;
 use crate::service::sending::idempotency::{Begun, Idempotency};
 use crate::service::sending::replies::{Sent, file_on_thread, reply_scope};
-use crate::service::sending::sender::{owner_ahead, sender, signer};
+use crate::service::sending::sender::{guessed_sender, owner_ahead, remember_sender, sender, signer};
 use crate::service::{caller::Call, delivery::sent, sending::pending};
 use crate::validate::{Fields, Later};
 use crate::values::{Body, Copies, EmailAddress, Html, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
@@ -361,21 +361,8 @@ async fn stage(
         let recipients = &recipients;
         async move { dispatch::Looked::read(ctx, &owner, recipients, key).await }
     };
-    let (found, looked) = tokio::join!(sender(ctx, caller, plan.from.as_deref()), async {
-        match &ahead {
-            Some(owner) => Some(look(owner.clone()).await),
-            None => None,
-        }
-    });
-    let (from, domain) = found?;
-    let owner = sent::owner_of(&domain.uid);
-    let looked = match looked {
-        Some(looked) if ahead.as_deref() == Some(owner.as_str()) => looked,
-        _ => look(owner.clone()).await,
-    };
-    let message_id = message::new_message_id(&domain.name);
-    let draft = Draft {
-        from: &from,
+    let draft = |from| Draft {
+        from,
         to: &plan.addressees.to,
         cc: &plan.addressees.cc,
         bcc: &plan.addressees.bcc,
@@ -386,8 +373,40 @@ async fn stage(
         references: &plan.references,
         attachments: &plan.attachments,
     };
-    let outgoing = message::build(&draft, &message_id, Some(signer(ctx, &domain).await?.as_ref()))
-        .map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
+    // Signed as the caller's last sender while the reads are out; kept
+    // only if the reads find that same sender.
+    let guess = guessed_sender(ctx, caller, plan.from.as_deref());
+    let signed_ahead = async {
+        let guess = guess.as_ref()?;
+        // The reads' requests go out before the signing takes the thread.
+        tokio::task::yield_now().await;
+        let message_id = message::new_message_id(&guess.domain);
+        let built = message::build(&draft(&guess.from), &message_id, Some(guess.signer.as_ref()));
+        Some((message_id, built))
+    };
+    let looked_ahead = async {
+        match &ahead {
+            Some(owner) => Some(look(owner.clone()).await),
+            None => None,
+        }
+    };
+    let (found, looked, signed) = tokio::join!(sender(ctx, caller, plan.from.as_deref()), looked_ahead, signed_ahead);
+    let (from, domain) = found?;
+    remember_sender(caller, plan.from.as_deref(), &from, &domain);
+    let owner = sent::owner_of(&domain.uid);
+    let looked = match looked {
+        Some(looked) if ahead.as_deref() == Some(owner.as_str()) => looked,
+        _ => look(owner.clone()).await,
+    };
+    let (message_id, built) = match (signed, &guess) {
+        (Some(signed), Some(guess)) if guess.holds(&from, &domain) => signed,
+        _ => {
+            let message_id = message::new_message_id(&domain.name);
+            let built = message::build(&draft(&from), &message_id, Some(signer(ctx, &domain).await?.as_ref()));
+            (message_id, built)
+        }
+    };
+    let outgoing = built.map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
     let due_at = plan.timing.due_at(ctx.clock.now())?;
     let wait = pending::wait_for(call, &owner, &recipients, due_at).await?;
     let balance = looked.check(&from, &recipients)?;

@@ -1,7 +1,8 @@
 //! Who a send is from: the address a caller sends from and the domain that
 //! signs it (read in one batch when a standard key names its address, else
 //! from the account's verified domains and their mailboxes), the owner whose
-//! lists a send counts in, and each domain's DKIM signer.
+//! lists a send counts in, each domain's DKIM signer, and each caller's last
+//! sender, which a send signs its message as while its reads are out.
 
 use std::sync::Arc;
 
@@ -202,4 +203,70 @@ pub(super) fn owner_ahead(ctx: &Context, caller: &Caller, requested: Option<&str
         }
         _ => None,
     }
+}
+
+/// The sender a caller's last send resolved to, with its domain's signer
+/// (already read): what a send signs its message as while its reads are
+/// out, since DKIM's RSA signature is most of a send's own CPU. A guess
+/// only: the send keeps the message it signed so only when its reads name
+/// the same address, domain and key, and signs again otherwise.
+pub(super) struct Guess {
+    pub from: String,
+    pub domain: String,
+    pub secret: String,
+    pub signer: Arc<Signer>,
+}
+
+impl Guess {
+    /// Whether the reads found what the guess signed as.
+    pub(super) fn holds(&self, from: &str, domain: &domains::Domain) -> bool {
+        self.from == from && self.domain == domain.name && self.secret == domain.dkim_secret
+    }
+}
+
+/// Each caller's last sender (address, domain, key's secret), by the
+/// caller and the address it named: at most [`Hint::KEPT`], then started again.
+static LAST_SENDERS: std::sync::Mutex<Option<std::collections::HashMap<String, (String, String, String)>>> =
+    std::sync::Mutex::new(None);
+
+fn guess_key(caller: &Caller, requested: Option<&str>) -> Option<String> {
+    let who = match caller {
+        Caller::Agent => "agent".to_string(),
+        Caller::Standard(key) => format!("key:{}", key.key_id),
+        Caller::Identity(user) => format!("user:{}", user.uid),
+        Caller::Public | Caller::Sync => return None,
+    };
+    Some(format!("{who}\n{}", requested.unwrap_or_default()))
+}
+
+/// The guess for this caller's send, when its last one's signer is at hand.
+pub(super) fn guessed_sender(ctx: &Context, caller: &Caller, requested: Option<&str>) -> Option<Guess> {
+    let key = guess_key(caller, requested)?;
+    let (from, domain, secret) = {
+        let held = LAST_SENDERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.as_ref()?.get(&key)?.clone()
+    };
+    let signer = {
+        let signers = ctx.signers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        signers.get(&secret)?.clone()
+    };
+    Some(Guess {
+        from,
+        domain,
+        secret,
+        signer,
+    })
+}
+
+/// Keeps what this caller's send resolved to, for its next send's guess.
+pub(super) fn remember_sender(caller: &Caller, requested: Option<&str>, from: &str, domain: &domains::Domain) {
+    let Some(key) = guess_key(caller, requested) else {
+        return;
+    };
+    let mut held = LAST_SENDERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let map = held.get_or_insert_with(Default::default);
+    if map.len() >= Hint::KEPT && !map.contains_key(&key) {
+        map.clear();
+    }
+    map.insert(key, (from.to_string(), domain.name.clone(), domain.dkim_secret.clone()));
 }
