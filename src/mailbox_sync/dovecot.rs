@@ -28,6 +28,8 @@ pub struct Copy {
     pub folder: String,
     pub uid: u32,
     pub seen: bool,
+    /// `\Deleted`: the person's app is deleting it (its expunge to come).
+    pub deleted: bool,
     pub message_id: String,
 }
 
@@ -136,10 +138,12 @@ impl Doveadm {
                 let uid = fields.next()?.trim().parse().ok()?;
                 let flags = fields.next()?;
                 let message_id = fields.next().unwrap_or_default().trim().to_string();
+                let flag = |name: &str| flags.split_whitespace().any(|f| f.eq_ignore_ascii_case(name));
                 Some(Copy {
                     folder,
                     uid,
-                    seen: flags.split_whitespace().any(|f| f.eq_ignore_ascii_case("\\Seen")),
+                    seen: flag("\\Seen"),
+                    deleted: flag("\\Deleted"),
                     message_id,
                 })
             })

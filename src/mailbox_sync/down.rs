@@ -119,11 +119,14 @@ impl Agent {
                     set_ms,
                     looks: 0,
                     seen: state["unread"] != true,
-                    folder: folder_of(state),
+                    folder: folder_of(state).to_string(),
                 };
                 rechecks.insert(key, recheck);
             }
         }
+        // The looks saved before IMAP is set: killed between the two, the
+        // agent still looks again.
+        self.save(&mut State::load(&self.settings.state)?)?;
         for ((folder, seen), uids) in &plan.flags {
             self.doveadm.set_seen(user, folder, uids, *seen)?;
         }

@@ -134,6 +134,20 @@ pub struct State {
     /// The part of the log being reported, until the service answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sent: Option<Sent>,
+    /// Second looks still to take (the agent's memory of them, saved with
+    /// each state and before each change it sets: a kill loses none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    looks: Vec<Look>,
+}
+
+/// A second look as saved.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Look {
+    user: String,
+    message_id: String,
+    #[serde(flatten)]
+    recheck: Recheck,
 }
 
 /// A part of the log reported without an answer yet: up to `to`, its
@@ -244,13 +258,14 @@ pub struct Agent {
 const RECHECKS_AFTER_MS: [i64; 3] = [3_000, 15_000, 60_000];
 
 /// What the agent set on a message.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Recheck {
     set_ms: i64,
     /// Looks taken so far: the next is due at `RECHECKS_AFTER_MS[looks]`.
     looks: usize,
     seen: bool,
-    folder: &'static str,
+    folder: String,
 }
 
 impl Recheck {
@@ -280,13 +295,31 @@ pub struct Expunged {
 }
 
 impl Agent {
+    /// The second looks a killed agent still owed are taken from its state.
     pub fn new(client: reqwest::Client, settings: Settings) -> Agent {
+        let looks = State::load(&settings.state).map(|s| s.looks).unwrap_or_default();
+        let rechecks = looks.into_iter().map(|l| ((l.user, l.message_id), l.recheck)).collect();
         Agent {
             client,
             doveadm: Doveadm::new(&settings.doveadm),
             settings,
-            rechecks: std::sync::Mutex::new(BTreeMap::new()),
+            rechecks: std::sync::Mutex::new(rechecks),
         }
+    }
+
+    /// Saves the state with the second looks still to take.
+    fn save(&self, state: &mut State) -> anyhow::Result<()> {
+        let rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+        state.looks = rechecks
+            .iter()
+            .map(|((user, message_id), recheck)| Look {
+                user: user.clone(),
+                message_id: message_id.clone(),
+                recheck: recheck.clone(),
+            })
+            .collect();
+        drop(rechecks);
+        state.save(&self.settings.state)
     }
 
     fn url(&self, path: &str) -> String {
@@ -411,7 +444,8 @@ pub struct Plan {
 /// The plan that makes IMAP's copies match the store's states: an inbound
 /// message's copies (in any folder but Sent and Drafts) take its read flag
 /// and move to its folder, except that a folder of the person's own (and
-/// Junk) counts as archived and stays; a message gone goes from every folder
+/// Junk) counts as archived and stays, and a copy flagged `\Deleted` stays;
+/// a message gone goes from every folder
 /// but the app's own (a sent one from Sent).
 pub fn plan(states: &[&Value], copies: &[Copy]) -> Plan {
     let mut plan = Plan::default();
@@ -441,7 +475,11 @@ pub fn plan(states: &[&Value], copies: &[Copy]) -> Plan {
                     .push(copy.uid);
             }
             let kept_as_archived = target == ARCHIVE && matches!(place_of(&copy.folder), "own" | "junk");
-            if copy.folder != target && !kept_as_archived {
+            // A copy the person's app flagged `\Deleted` is being deleted
+            // there: moved, its expunge would find nothing and the message
+            // live on. Left where it is, the expunge deletes it (deletion
+            // wins); the second look reports it where it stayed if not.
+            if copy.folder != target && !kept_as_archived && !copy.deleted {
                 plan.moves
                     .entry((copy.folder.clone(), target.to_string()))
                     .or_default()
@@ -461,6 +499,7 @@ mod tests {
             folder: folder.into(),
             uid,
             seen,
+            deleted: false,
             message_id: id.into(),
         }
     }
@@ -540,7 +579,7 @@ mod tests {
             set_ms: 1_000,
             looks: 0,
             seen: true,
-            folder: INBOX,
+            folder: INBOX.into(),
         };
         let mut due = Vec::new();
         for looks in 0..RECHECKS_AFTER_MS.len() {
@@ -594,6 +633,49 @@ mod tests {
         assert_eq!(plan.flags[&("Receipts".to_string(), true)].len(), 1000);
         assert_eq!(plan.moves[&("Receipts".to_string(), "INBOX".to_string())].len(), 1000);
         assert_eq!(plan.flags.len(), 2, "Sent untouched");
+    }
+
+    #[test]
+    fn a_copy_being_deleted_is_not_moved_away_from_its_expunge() {
+        let state =
+            json!({"messageId": "<a@x>", "direction": "inbound", "folder": "inbox", "unread": false, "gone": false});
+        let deleting = Copy {
+            deleted: true,
+            ..copy("Trash", 4, false, "<a@x>")
+        };
+        let plan = plan(&[&state], &[deleting]);
+        assert!(plan.moves.is_empty(), "{plan:?}");
+        assert_eq!(plan.flags[&("Trash".to_string(), true)], [4]);
+    }
+
+    #[test]
+    fn second_looks_are_saved_with_the_state() {
+        let state = State {
+            looks: vec![Look {
+                user: "me@t.example".into(),
+                message_id: "<a@x>".into(),
+                recheck: Recheck {
+                    set_ms: 5,
+                    looks: 1,
+                    seen: true,
+                    folder: TRASH.into(),
+                },
+            }],
+            ..State::default()
+        };
+        let text = serde_json::to_string(&state).unwrap();
+        let back: State = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.looks.len(), 1, "{text}");
+        let look = &back.looks[0];
+        assert_eq!(
+            (
+                look.message_id.as_str(),
+                look.recheck.looks,
+                look.recheck.folder.as_str()
+            ),
+            ("<a@x>", 1, TRASH)
+        );
+        assert!(serde_json::from_str::<State>(r#"{"seq": 3}"#).unwrap().looks.is_empty());
     }
 
     #[test]

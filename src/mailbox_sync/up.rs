@@ -23,7 +23,7 @@ impl Agent {
                 state.position,
                 sent.to.offset.saturating_sub(from),
             )?;
-            self.report_part(&mut state, read, Vec::new(), round).await?;
+            self.report_part(&mut state, read, Vec::new(), &[], round).await?;
         }
         // Changes still waiting for their message, numbered anew: all of
         // them, those given up on too, so a report sent again (the agent
@@ -42,28 +42,26 @@ impl Agent {
                 .into_iter()
                 .filter(|w| unknown.contains(&w.change.seq))
                 .collect();
-            state.save(path)?;
+            self.save(&mut state)?;
         }
-        // A person's change a second look found exists nowhere else: put
-        // back unless the service takes it (a 503, a restart, Dovecot away).
-        let mut taken = Taken {
-            agent: self,
-            rechecks: Vec::new(),
-        };
-        let mut extra = self.rechecked(&mut taken.rechecks)?;
+        // A person's change a second look found exists nowhere else: its
+        // look stays (in memory and saved) until the service took it (a 503,
+        // a restart, Dovecot away, the agent killed: looked at again).
+        let mut looked = Vec::new();
+        let mut extra = self.rechecked(&mut looked)?;
         let (mut deletions, mut due) = self.deletions_due(&state.expunged)?;
         extra.append(&mut deletions);
         loop {
             let read = log::read_new(&self.settings.dovecot_log, state.position, READ_BUDGET)?;
             let more = read.more;
-            self.report_part(&mut state, read, std::mem::take(&mut extra), round)
+            self.report_part(&mut state, read, std::mem::take(&mut extra), &looked, round)
                 .await?;
             if !due.is_empty() {
                 state.expunged.retain(|e| !due.contains(e));
-                state.save(path)?;
+                self.save(&mut state)?;
                 due.clear();
             }
-            taken.rechecks.clear();
+            looked.clear();
             if !more {
                 break;
             }
@@ -74,7 +72,7 @@ impl Agent {
 
     /// Reports what a part of the log says (then `extra`: second looks and
     /// deletions due) and saves where reading stands once the service took
-    /// it. Exactly once rests on a number naming one change: the service
+    /// it, with the looks whose changes `extra` carries (`looked`) taken. Exactly once rests on a number naming one change: the service
     /// skips a mailbox's changes at or below the last it applied. So before
     /// the report the numbers are saved as given, with the part read
     /// (`State::sent`): sent again, its lines carry the same numbers, and
@@ -88,9 +86,9 @@ impl Agent {
         state: &mut State,
         read: log::Read,
         mut extra: Vec<Change>,
+        looked: &[((String, String), i64)],
         round: &mut Round,
     ) -> anyhow::Result<()> {
-        let path = &self.settings.state;
         // The part sent before, read again whole: its numbers; else new ones.
         let base = match state.sent.take() {
             Some(sent) if sent.to == read.position => sent.base,
@@ -113,8 +111,17 @@ impl Agent {
             to: read.position,
             base,
         });
-        state.save(path)?;
+        self.save(state)?;
         let unknown = self.report(&changes, round).await?;
+        {
+            // Taken: unless the agent set the message again meanwhile.
+            let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, set_ms) in looked {
+                if rechecks.get(key).is_some_and(|r| r.set_ms == *set_ms) {
+                    rechecks.remove(key);
+                }
+            }
+        }
         let now = now_ms();
         state.waiting.extend(
             changes
@@ -125,23 +132,22 @@ impl Agent {
         state.expunged.extend(expunged);
         state.position = read.position;
         state.sent = None;
-        state.save(path)
+        self.save(state)
     }
 
     /// The messages due a second look whose IMAP state is not what the
-    /// agent set: a person's change Dovecot did not log, as changes (their
-    /// looks into `taken`, to be put back if the report fails).
-    fn rechecked(&self, taken: &mut Vec<((String, String), Recheck)>) -> anyhow::Result<Vec<Change>> {
+    /// agent set: a person's change Dovecot did not log, as changes. Their
+    /// looks stay until the service took them (`looked`: each one's key and
+    /// the time it was set); a look that found the state set is moved on to
+    /// the next. Dovecot away: every look due waits for the next round.
+    fn rechecked(&self, looked: &mut Vec<((String, String), i64)>) -> anyhow::Result<Vec<Change>> {
         let now = now_ms();
         let due: Vec<((String, String), Recheck)> = {
-            let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
-            let keys: Vec<(String, String)> = rechecks
+            let rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+            rechecks
                 .iter()
                 .filter(|(_, r)| r.due_ms() <= now)
-                .map(|(k, _)| k.clone())
-                .collect();
-            keys.into_iter()
-                .filter_map(|k| rechecks.remove(&k).map(|r| (k, r)))
+                .map(|(k, r)| (k.clone(), r.clone()))
                 .collect()
         };
         let mut by_user: BTreeMap<&str, Vec<(&str, &Recheck)>> = BTreeMap::new();
@@ -149,40 +155,34 @@ impl Agent {
             by_user.entry(user).or_default().push((message_id, recheck));
         }
         let mut changes = Vec::new();
-        let mut again = Vec::new();
+        // (key, the look as set, the next one or none).
+        let mut moved_on = Vec::new();
         for (user, wanted) in by_user {
             let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
-            let copies = match self.doveadm.copies(user, &ids) {
-                Ok(copies) => copies,
-                // Dovecot away: every look due waits for the next round.
-                Err(e) => {
-                    taken.extend(due.iter().cloned());
-                    return Err(e);
-                }
-            };
+            let copies = self.doveadm.copies(user, &ids)?;
             let by_id = by_message_id(&copies);
             for (message_id, set) in wanted {
+                let key = (user.to_string(), message_id.to_string());
                 let Some(copy) = by_id
                     .get(message_id)
                     .into_iter()
                     .flatten()
                     .find(|c| !app_own(place_of(&c.folder)))
                 else {
+                    moved_on.push((key, set.set_ms, None));
                     continue;
                 };
                 let moved = copy.folder != set.folder
                     && !(set.folder == ARCHIVE && matches!(place_of(&copy.folder), "own" | "junk"));
                 if copy.seen == set.seen && !moved {
-                    if set.looks + 1 < RECHECKS_AFTER_MS.len() {
-                        let next = Recheck {
-                            looks: set.looks + 1,
-                            ..set.clone()
-                        };
-                        again.push(((user.to_string(), message_id.to_string()), next));
-                    }
+                    let next = (set.looks + 1 < RECHECKS_AFTER_MS.len()).then(|| Recheck {
+                        looks: set.looks + 1,
+                        ..set.clone()
+                    });
+                    moved_on.push((key, set.set_ms, next));
                     continue;
                 }
-                taken.push(((user.to_string(), message_id.to_string()), set.clone()));
+                looked.push((key, set.set_ms));
                 changes.push(Change {
                     seq: 0,
                     mailbox: user.to_string(),
@@ -196,8 +196,13 @@ impl Agent {
         }
         // A newer change the agent set meanwhile keeps its own looks.
         let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
-        for (key, next) in again {
-            rechecks.entry(key).or_insert(next);
+        for (key, set_ms, next) in moved_on {
+            if rechecks.get(&key).is_some_and(|r| r.set_ms == set_ms) {
+                match next {
+                    Some(next) => rechecks.insert(key, next),
+                    None => rechecks.remove(&key),
+                };
+            }
         }
         Ok(changes)
     }
@@ -369,25 +374,5 @@ impl Agent {
             );
         }
         Ok(unknown)
-    }
-}
-
-/// Second looks whose changes are on their way to the service: put back on
-/// drop (the round failed before the service took them), due at once, unless
-/// the agent set the message again meanwhile.
-struct Taken<'a> {
-    agent: &'a Agent,
-    rechecks: Vec<((String, String), Recheck)>,
-}
-
-impl Drop for Taken<'_> {
-    fn drop(&mut self) {
-        if self.rechecks.is_empty() {
-            return;
-        }
-        let mut rechecks = self.agent.rechecks.lock().unwrap_or_else(|e| e.into_inner());
-        for (key, recheck) in self.rechecks.drain(..) {
-            rechecks.entry(key).or_insert(recheck);
-        }
     }
 }

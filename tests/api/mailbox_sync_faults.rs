@@ -19,8 +19,8 @@ use crate::support::{Auth, Backend, SYNC_TOKEN};
 /// The service behind a switch: forwarded, or 503 for every request, or
 /// forwarded with the answer lost (the service took it, the caller hears
 /// 502).
-struct Switch {
-    url: String,
+pub(crate) struct Switch {
+    pub(crate) url: String,
     down: Arc<AtomicBool>,
     lose: Arc<AtomicBool>,
     server: tokio::task::JoinHandle<()>,
@@ -33,7 +33,7 @@ impl Drop for Switch {
 }
 
 impl Switch {
-    async fn start(target: String) -> Switch {
+    pub(crate) async fn start(target: String) -> Switch {
         let down = Arc::new(AtomicBool::new(false));
         let lose = Arc::new(AtomicBool::new(false));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -100,17 +100,17 @@ impl Switch {
         self.down.store(down, Ordering::SeqCst);
     }
 
-    fn set_answers_lost(&self, lost: bool) {
+    pub(crate) fn set_answers_lost(&self, lost: bool) {
         self.lose.store(lost, Ordering::SeqCst);
     }
 }
 
 /// A `mailhost mailbox-sync` of the test's own, against `url`, with the
 /// mail host's state file (so it goes on where the last one stopped).
-struct Agent(Child);
+pub(crate) struct Agent(Child);
 
 impl Agent {
-    fn start(host: &MailHost, url: &str) -> Agent {
+    pub(crate) fn start(host: &MailHost, url: &str) -> Agent {
         let dir = &host.dir;
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -134,7 +134,7 @@ impl Agent {
     }
 
     /// SIGKILL: no chance to finish or save anything.
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -147,7 +147,7 @@ impl Drop for Agent {
     }
 }
 
-fn script(dir: &std::path::Path, command: &str) {
+pub(crate) fn script(dir: &std::path::Path, command: &str) {
     let out = Command::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mail-host"))
         .args([command, dir.to_str().unwrap()])
         .env("MAILHOST_BIN", env!("CARGO_BIN_EXE_mailhost"))
@@ -215,7 +215,7 @@ async fn sides(rig: &Rig, imap: &Imap) -> (Vec<(String, bool, String)>, Vec<(Str
     (api, in_imap)
 }
 
-async fn started(backend: Backend) -> Option<Rig> {
+pub(crate) async fn started(backend: Backend) -> Option<Rig> {
     let rig = rig_on(backend, |config| config.inbound_poll_ms = 100).await?;
     rig.start().await;
     Some(rig)

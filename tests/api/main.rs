@@ -30,6 +30,7 @@ mod mailbox_sync;
 mod mailbox_sync_batch;
 mod mailbox_sync_faults;
 mod mailbox_sync_marks;
+mod mailbox_sync_races;
 mod mailboxes;
 mod mcp;
 mod mta_sync;

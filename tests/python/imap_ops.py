@@ -204,6 +204,9 @@ def run(c, op, seen):
     if kind == "store_uid":
         check(c.uid("STORE", str(op.get("uid", seen.get("uid"))), *op["flags"].split(" ", 1)))
         return True
+    if kind == "expunge_uid":
+        check(c.uid("EXPUNGE", str(op.get("uid", seen.get("uid")))))
+        return True
     if kind == "create":
         check(c.create(quoted(op["name"])))
         return True

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::imap_batch::{self, Known};
 pub use super::imap_single::ImapChange;
-use super::imap_single::Outcome;
+use super::imap_single::{self, Outcome};
 use crate::error::{self, ApiError};
 use crate::keys;
 use crate::service::caller::Call;
@@ -131,8 +131,13 @@ pub async fn report_mailbox(
         });
     };
     let (fresh, seen): (Vec<ImapChange>, Vec<ImapChange>) = changes.into_iter().partition(|c| c.seq > last);
-    ignored += seen.len();
     let scope = mailbox.reading_scope(&ctx.config.service_domain);
+    // A report sent again after its answer was lost: a change about a
+    // message the store still does not hold was answered unknown the first
+    // time, and is again (skipped as applied, the agent would drop it).
+    let again = imap_single::unheld(ctx, &scope, &mailbox.address, seen).await?;
+    ignored += again.ignored;
+    unknown.extend(again.unknown);
     let outcomes = imap_batch::apply(call, &scope, &mailbox.address, fresh, known).await?;
     let mut details = Vec::new();
     for (seq, outcome) in outcomes {

@@ -96,6 +96,39 @@ pub async fn apply_singly(
     Ok(done)
 }
 
+/// Changes already applied (at or below the mailbox's number) sorted out:
+/// those about a message the store does not hold are unknown (none of them
+/// can have changed anything: the first time they were unknown too, or their
+/// row is gone since, and then they wait for nothing and are dropped).
+pub struct Unheld {
+    pub ignored: usize,
+    pub unknown: Vec<i64>,
+}
+
+pub async fn unheld(ctx: &Context, scope: &str, mailbox: &str, changes: Vec<ImapChange>) -> Result<Unheld, ApiError> {
+    // What the first time answered unknown: not a deletion, not the app's
+    // own folders, not an append (filed, or unreadable).
+    let (maybe, ignored): (Vec<ImapChange>, Vec<ImapChange>) = changes
+        .into_iter()
+        .partition(|c| c.raw.is_none() && !matches!(c.place, Some(Place::Gone | Place::Sent | Place::Drafts)));
+    let held: Vec<Result<(i64, bool), ApiError>> = futures::stream::iter(maybe)
+        .map(|change| async move { Ok((change.seq, row_of(ctx, scope, mailbox, &change).await?.is_some())) })
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
+    let mut answer = Unheld {
+        ignored: ignored.len(),
+        unknown: Vec::new(),
+    };
+    for one in held {
+        match one? {
+            (_, true) => answer.ignored += 1,
+            (seq, false) => answer.unknown.push(seq),
+        }
+    }
+    Ok(answer)
+}
+
 /// The direction of the row a change is about.
 pub fn direction_of(change: &ImapChange) -> Direction {
     match (change.direction, change.place) {
