@@ -55,7 +55,7 @@ pub(super) async fn sender(
             // beside them (kept only when those are still its verified ones).
             let (domains, guessed) = match caller {
                 Caller::Standard(key) => {
-                    let hinted = SENDING_DOMAINS.get(&key.uid);
+                    let hinted = SENDING_DOMAINS.get(&key.uid).unwrap_or_default();
                     let (account, domains, guessed) = tokio::join!(
                         accounts::acting(ctx, caller),
                         domains::of_account(ctx, &key.uid),
@@ -119,26 +119,31 @@ pub(super) async fn sender(
 /// by uid: a guess only, so a send that names no address reads their
 /// mailboxes beside the account's domains rather than after them. Every
 /// send checks it against the domains it read, and reads again when wrong.
-static SENDING_DOMAINS: Hint = Hint(std::sync::Mutex::new(None));
+static SENDING_DOMAINS: Hint<Vec<String>> = Hint::new();
 
-struct Hint(std::sync::Mutex<Option<std::collections::HashMap<String, Vec<String>>>>);
+/// A guess kept per process, by a caller's name: at most [`Hint::KEPT`]
+/// names, then the guesses start again.
+struct Hint<V>(std::sync::Mutex<Option<std::collections::HashMap<String, V>>>);
 
-impl Hint {
-    /// Accounts remembered at most; past it the guesses start again.
+impl<V: Clone> Hint<V> {
     const KEPT: usize = 10_000;
 
-    fn get(&self, uid: &str) -> Vec<String> {
-        let held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        held.as_ref().and_then(|m| m.get(uid).cloned()).unwrap_or_default()
+    const fn new() -> Self {
+        Hint(std::sync::Mutex::new(None))
     }
 
-    fn keep(&self, uid: &str, names: Vec<String>) {
+    fn get(&self, name: &str) -> Option<V> {
+        let held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.as_ref()?.get(name).cloned()
+    }
+
+    fn keep(&self, name: &str, value: V) {
         let mut held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let map = held.get_or_insert_with(Default::default);
-        if map.len() >= Self::KEPT {
+        if map.len() >= Self::KEPT && !map.contains_key(name) {
             map.clear();
         }
-        map.insert(uid.to_string(), names);
+        map.insert(name.to_string(), value);
     }
 }
 
@@ -225,9 +230,8 @@ impl Guess {
 }
 
 /// Each caller's last sender (address, domain, key's secret), by the
-/// caller and the address it named: at most [`Hint::KEPT`], then started again.
-static LAST_SENDERS: std::sync::Mutex<Option<std::collections::HashMap<String, (String, String, String)>>> =
-    std::sync::Mutex::new(None);
+/// caller and the address it named.
+static LAST_SENDERS: Hint<(String, String, String)> = Hint::new();
 
 fn guess_key(caller: &Caller, requested: Option<&str>) -> Option<String> {
     let who = match caller {
@@ -242,10 +246,7 @@ fn guess_key(caller: &Caller, requested: Option<&str>) -> Option<String> {
 /// The guess for this caller's send, when its last one's signer is at hand.
 pub(super) fn guessed_sender(ctx: &Context, caller: &Caller, requested: Option<&str>) -> Option<Guess> {
     let key = guess_key(caller, requested)?;
-    let (from, domain, secret) = {
-        let held = LAST_SENDERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        held.as_ref()?.get(&key)?.clone()
-    };
+    let (from, domain, secret) = LAST_SENDERS.get(&key)?;
     let signer = {
         let signers = ctx.signers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         signers.get(&secret)?.clone()
@@ -263,10 +264,8 @@ pub(super) fn remember_sender(caller: &Caller, requested: Option<&str>, from: &s
     let Some(key) = guess_key(caller, requested) else {
         return;
     };
-    let mut held = LAST_SENDERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let map = held.get_or_insert_with(Default::default);
-    if map.len() >= Hint::KEPT && !map.contains_key(&key) {
-        map.clear();
-    }
-    map.insert(key, (from.to_string(), domain.name.clone(), domain.dkim_secret.clone()));
+    LAST_SENDERS.keep(
+        &key,
+        (from.to_string(), domain.name.clone(), domain.dkim_secret.clone()),
+    );
 }
