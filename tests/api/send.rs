@@ -523,10 +523,10 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
     send(&key, mail("a@example.org")).await;
     send(&agent, mail("a@example.org")).await;
 
-    // Named: its key, one round of reads (the sender's three items in one
-    // batch, the recipients' suppressions and the balance in another,
-    // beside the send lists' Query), then the transaction, which holds the
-    // audit row too.
+    // Named: its key, one round of reads (the sender's three items, the
+    // recipients' suppressions and the balance in one batch, beside the
+    // send lists' Query), then the transaction, which holds the audit row
+    // too.
     let named = json!({"to": "b@example.org", "subject": "s", "text": "t", "from": "tia@tia.example"});
     let (named, named_requests, named_res) = send(&key, named).await;
     // The agent key: no key to read, its sender one item of the reads.
@@ -541,10 +541,16 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
         (3, 2, 3),
         "{named_requests:?} {agent_requests:?} {default_requests:?}"
     );
-    // One transaction, no separate credit update, no audit row of its own.
+    // One batch of reads, one transaction, no separate credit update, no
+    // audit row of its own.
     assert_eq!(
-        (named_requests.transactions, named_requests.updates, named_requests.puts),
-        (1, 0, 0)
+        (
+            named_requests.batch_gets,
+            named_requests.transactions,
+            named_requests.updates,
+            named_requests.puts
+        ),
+        (1, 1, 0, 0)
     );
     let log = app.get("/audit?operation=sendMail&limit=1", Auth::Bearer(&key)).await;
     let row = &log.body["changes"][0];

@@ -70,18 +70,36 @@ impl Looked {
     /// Reads the owner's send lists, the recipients' suppressions and, when
     /// given, the payer's balance item; refuses nothing yet.
     pub async fn read(ctx: &Context, owner: &str, recipients: &[String], balance: Option<Key>) -> Looked {
+        Self::read_with(ctx, owner, recipients, balance, &[]).await.0
+    }
+
+    /// [`Looked::read`] with more keys in its one batch: their items, in
+    /// order, or none when the batch failed (the failure is the recipient
+    /// check's to tell).
+    pub async fn read_with(
+        ctx: &Context,
+        owner: &str,
+        recipients: &[String],
+        balance: Option<Key>,
+        also: &[Key],
+    ) -> (Looked, Option<Vec<Option<Item>>>) {
         let mut keys = suppressions::keys_of(owner, recipients);
         let suppressions = keys.len();
+        let balanced = balance.is_some();
         keys.extend(balance);
+        let theirs = keys.len();
+        keys.extend_from_slice(also);
         let (listed, found) = tokio::join!(lists::send_entries(ctx, owner), ctx.store.get_many(&keys));
+        let mut also_found = None;
         let found = found.map(|mut items| {
-            let balance = items
-                .get(suppressions)
-                .and_then(|item| item.as_ref()?.get("remaining")?.as_i64());
+            also_found = Some(items.split_off(theirs));
+            let balance = balanced
+                .then(|| items.pop().flatten()?.get("remaining")?.as_i64())
+                .flatten();
             items.truncate(suppressions);
             (items, balance)
         });
-        Looked { listed, found }
+        (Looked { listed, found }, also_found)
     }
 
     /// [`check_recipients`]'s answer on what was read, and the balance read

@@ -19,7 +19,7 @@ use crate::service::domains;
 use crate::service::guardrails::audit;
 use crate::service::sending::idempotency::{Begun, Idempotency};
 use crate::service::sending::replies::{Sent, file_on_thread, reply_scope};
-use crate::service::sending::sender::{guessed_sender, owner_ahead, remember_sender, sender, signer};
+use crate::service::sending::sender::{guessed_sender, named_keys, owner_ahead, remember_sender, sender, signer};
 use crate::service::{caller::Call, delivery::sent, sending::pending};
 use crate::validate::{Fields, Later};
 use crate::values::{Body, Copies, EmailAddress, Html, IdempotencyKey, MessageId, MessageIds, SomeRecipients, Subject};
@@ -390,7 +390,17 @@ async fn stage(
             None => None,
         }
     };
-    let (found, looked, signed) = tokio::join!(sender(ctx, caller, plan.from.as_deref()), looked_ahead, signed_ahead);
+    let from = plan.from.as_deref();
+    let (found, looked, signed) = match (&ahead, named_keys(caller, from)) {
+        // A standard key naming its address: the sender's three items ride
+        // in the recipients' batch, so the reads are one round.
+        (Some(owner), Some(named)) => {
+            let read = dispatch::Looked::read_with(ctx, owner, &recipients, balance_key.clone(), &named);
+            let ((looked, named), signed) = tokio::join!(read, signed_ahead);
+            (sender(ctx, caller, from, named).await, Some(looked), signed)
+        }
+        _ => tokio::join!(sender(ctx, caller, from, None), looked_ahead, signed_ahead),
+    };
     let (from, domain) = found?;
     remember_sender(caller, plan.from.as_deref(), &from, &domain);
     let owner = sent::owner_of(&domain.uid);

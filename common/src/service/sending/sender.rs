@@ -15,12 +15,16 @@ use crate::service::caller::account::{self as accounts, OPS_UID};
 use crate::service::delivery::sent;
 use crate::service::domains::{self, DomainStatus, dkim};
 use crate::service::mailboxes;
+use crate::store::{Item, Key};
 
 /// The address a caller sends from, and the domain that signs it.
+/// `named`: the items at [`named_keys`], when the send read them in a batch
+/// of its own; read here when not.
 pub(super) async fn sender(
     ctx: &Context,
     caller: &Caller,
     requested: Option<&str>,
+    named: Option<Vec<Option<Item>>>,
 ) -> Result<(String, domains::Domain), ApiError> {
     let service = ctx.config.service_domain.as_str();
     let noreply = ctx.config.noreply();
@@ -36,8 +40,13 @@ pub(super) async fn sender(
             Ok((noreply, service_domain().await?))
         }
         _ => {
-            if let (Caller::Standard(key), Some(from)) = (caller, requested)
-                && let Some(found) = named_sender(ctx, &key.uid, from).await?
+            let named = match (named_keys(caller, requested), named) {
+                (Some(_), Some(items)) => Some(items),
+                (Some(keys), None) => Some(ctx.store.get_many(&keys).await?),
+                (None, _) => None,
+            };
+            if let (Some(items), Some(from)) = (named, requested)
+                && let Some(found) = named_sender(items, from)?
             {
                 caller.may_use(from)?;
                 return Ok(found);
@@ -147,22 +156,25 @@ impl<V: Clone> Hint<V> {
     }
 }
 
-/// The address a standard key named, found in one read of the three items
-/// that let it send (its account ready, the address's domain verified in
-/// it, the mailbox active and keeping mail); none when any of them does
-/// not, and [`sender`] reads the account's mailboxes to say why.
-async fn named_sender(ctx: &Context, uid: &str, from: &str) -> Result<Option<(String, domains::Domain)>, ApiError> {
-    let Some((local, domain)) = from.rsplit_once('@') else {
-        return Ok(None);
+/// The three items that let a standard key send from the address it named:
+/// its account, the address's domain in it, and the mailbox.
+pub(super) fn named_keys(caller: &Caller, requested: Option<&str>) -> Option<Vec<Key>> {
+    let (Caller::Standard(key), Some(from)) = (caller, requested) else {
+        return None;
     };
-    let found = ctx
-        .store
-        .get_many(&[
-            keys::account(uid),
-            keys::domain(uid, domain),
-            keys::mailbox(domain, local),
-        ])
-        .await?;
+    let (local, domain) = from.rsplit_once('@')?;
+    Some(vec![
+        keys::account(&key.uid),
+        keys::domain(&key.uid, domain),
+        keys::mailbox(domain, local),
+    ])
+}
+
+/// The address a standard key named, found in one read of the items at
+/// [`named_keys`] (its account ready, the address's domain verified in it,
+/// the mailbox active and keeping mail); none when any of them does not,
+/// and [`sender`] reads the account's mailboxes to say why.
+fn named_sender(found: Vec<Option<Item>>, from: &str) -> Result<Option<(String, domains::Domain)>, ApiError> {
     let [Some(account), Some(domain), Some(mailbox)] = <[_; 3]>::try_from(found).unwrap_or_default() else {
         return Ok(None);
     };
