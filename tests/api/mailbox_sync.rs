@@ -1112,28 +1112,6 @@ async fn spam_is_in_junk_and_a_move_there_or_out_is_a_report(backend: Backend) {
     assert!(imap.find("INBOX", "<sync-j@example.org>").await.is_none());
 }
 
-/// Each scenario once per store.
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Dynamodb).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_stores!(
     flags_and_folders_agree_both_ways,
     deletions_sent_copies_and_appends_agree,

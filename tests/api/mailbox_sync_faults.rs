@@ -561,28 +561,6 @@ async fn a_backlog_is_in_step_within_a_minute(backend: Backend) {
     assert_eq!(archived["folder"], "archive");
 }
 
-/// Each scenario once per store.
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Dynamodb).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_stores!(
     the_sync_loses_nothing_to_its_faults,
     a_change_found_on_a_second_look_survives_a_failed_report,

@@ -184,28 +184,6 @@ async fn an_expunge_racing_the_agents_move_out_of_the_trash_deletes(backend: Bac
     .await;
 }
 
-/// Each scenario once per store.
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Dynamodb).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_stores!(
     a_second_look_owed_when_the_agent_is_killed_is_taken,
     a_change_waiting_for_its_message_survives_a_lost_answer,

@@ -16,27 +16,6 @@ use common::mail::spam::{self, SpamVerdict};
 use common::service::receiving::poller;
 use serde_json::{Value, json};
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Dynamodb).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_stores!(
     spam_is_filed_apart_read_with_its_rules_never_unread_and_announced_only_when_asked,
     a_verdict_written_inside_the_message_changes_nothing,

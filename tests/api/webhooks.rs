@@ -10,29 +10,6 @@ use crate::support::{self, Auth, Backend, TestApp};
 use common::service::receiving::poller;
 use serde_json::{Value, json};
 
-/// Each test on both stores; each builds its own service (a receiver's CA and
-/// loopback host go into its configuration).
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Dynamodb).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_stores!(
     a_new_message_is_announced_once_signed_two_ways,
     a_failed_attempt_is_retried_logged_and_replayed,

@@ -61,6 +61,31 @@ macro_rules! on_both_backends {
     };
 }
 
+/// Runs each named scenario `async fn name(backend: Backend)` once per
+/// backend, for scenarios that build their own service (a mail host, a
+/// receiver's CA, a sync agent).
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::support::Backend::Embedded).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::support::Backend::Dynamodb).await;
+                }
+            )*
+        }
+    };
+}
+
 #[derive(Debug, Clone, Copy)]
 pub enum Auth<'a> {
     None,
