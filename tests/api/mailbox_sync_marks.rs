@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Auth, SYNC_TOKEN, TestApp};
+use crate::support::{ALLOWED_DOMAIN, Auth, SYNC_TOKEN, TestApp};
 use common::service::mail_store::sync_marks;
 
 /// 450 marks paged 200 at a time, in key order, each once; acknowledged
@@ -82,6 +82,51 @@ async fn a_backlog_of_marks_pages_in_order_and_clears_once(app: TestApp) {
     assert_eq!(left, ["t#acct:u1#thread-0007"]);
 }
 
+/// A page of thread marks reads its threads' rows together: 30 threads
+/// marked read through the API come back in one page whose rows are one
+/// BatchGetItem (one a thread before), each with its message's state.
+async fn a_page_of_thread_marks_reads_its_rows_together(app: TestApp) {
+    let key = app.sender(&format!("mo@{ALLOWED_DOMAIN}"), "marks.example", "mo").await;
+    for i in 0..30 {
+        app.receive("a@example.org", "mo@marks.example", &format!("m{i:02}"))
+            .await;
+    }
+    let list = app.get("/inbox?view=threads&limit=50", Auth::Bearer(&key)).await;
+    let threads = list.body["threads"].as_array().unwrap().clone();
+    assert_eq!(threads.len(), 30, "{}", list.body);
+    for thread in &threads {
+        let marked = app
+            .post(
+                "/inbox",
+                Auth::Bearer(&key),
+                json!({"thread": thread["threadId"], "unread": false}),
+            )
+            .await;
+        assert_eq!(marked.status, 200, "{}", marked.body);
+    }
+    let meter = &app.ctx.store_meter;
+    let before = meter.counts();
+    let page = app.get("/mtaMailboxChanges?limit=200", Auth::Bearer(SYNC_TOKEN)).await;
+    let read = meter.counts().since(&before);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let threads: Vec<&Value> = page.body["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "thread")
+        .collect();
+    assert_eq!(threads.len(), 30, "{}", page.body);
+    for change in &threads {
+        let messages = change["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 1, "{change}");
+        assert_eq!(
+            (&messages[0]["unread"], &messages[0]["folder"]),
+            (&json!(false), &json!("inbox"))
+        );
+    }
+    assert_eq!(read.batch_gets, 1, "{read:?}");
+}
+
 /// A report of 500 changes is taken (about no mailbox here: ignored);
 /// one of 501 is refused whole.
 async fn a_report_takes_up_to_500_changes(app: TestApp) {
@@ -110,6 +155,7 @@ async fn a_report_takes_up_to_500_changes(app: TestApp) {
 }
 
 crate::on_both_backends!(
+    a_page_of_thread_marks_reads_its_rows_together,
     a_backlog_of_marks_pages_in_order_and_clears_once,
     a_report_takes_up_to_500_changes
 );

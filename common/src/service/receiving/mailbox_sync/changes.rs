@@ -3,6 +3,8 @@
 //! the messages it is about as they are now, and the acknowledgement of
 //! what it applied.
 
+use std::collections::{BTreeMap, HashMap};
+
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,9 +12,10 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::keys;
 use crate::service::caller::Call;
 use crate::service::mail_store::sync_marks::{self, Mark, MarkKind};
-use crate::service::mail_store::{self, Direction, Folder, Quarantine, Row};
+use crate::service::mail_store::{self, Direction, Folder, Quarantine, Row, RowRef};
 use crate::values::{Bounded, Field, Origin};
 
 /// The most marks one answer carries.
@@ -105,12 +108,43 @@ pub struct Changes {
 pub async fn changes(call: &Call<'_>, q: ChangesQuery) -> Result<Changes, ApiError> {
     let ctx = call.ctx;
     let limit = q.limit.map_or(100, Bounded::get) as usize;
-    let marks = sync_marks::marks(ctx, q.after.as_ref().map(|a| a.0.as_str()), limit + 1).await?;
+    let mut marks = sync_marks::marks(ctx, q.after.as_ref().map(|a| a.0.as_str()), limit + 1).await?;
     let more = marks.len() > limit;
-    // Each mark's rows read side by side (a backlog's page is 200 threads),
-    // answered in the marks' order.
-    let changes: Vec<Change> = futures::stream::iter(marks.into_iter().take(limit))
-        .map(|(sk, mark)| change_of(ctx, sk, mark))
+    marks.truncate(limit);
+    // Each thread mark's pointers read side by side (a backlog's page is
+    // 100 threads), then the rows of them all in batches of 100, not one
+    // batch a thread: DynamoDB Local answered a page in 0.4 s that way.
+    // (The futures made first: a stream mapping over borrowed marks is not
+    // known to be Send.)
+    let reads: Vec<_> = marks.iter().map(|(_, mark)| pointers_of(ctx, mark)).collect();
+    let pointers: Vec<Vec<RowRef>> = futures::stream::iter(reads)
+        .buffered(AT_ONCE)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    let mut by_scope: BTreeMap<&str, Vec<RowRef>> = BTreeMap::new();
+    for ((_, mark), named) in marks.iter().zip(&pointers) {
+        if let Some(scope) = &mark.scope {
+            by_scope.entry(scope).or_default().extend(named.iter().cloned());
+        }
+    }
+    let mut rows: HashMap<String, Row> = HashMap::new();
+    for (scope, named) in by_scope {
+        rows.extend(
+            mail_store::rows(ctx, scope, named)
+                .await?
+                .into_iter()
+                .map(|r| (r.id.clone(), r)),
+        );
+    }
+    let rows = &rows;
+    let answers: Vec<_> = marks
+        .into_iter()
+        .zip(pointers)
+        .map(|((sk, mark), named)| change_of(ctx, sk, mark, named, rows))
+        .collect();
+    let changes: Vec<Change> = futures::stream::iter(answers)
         .buffered(AT_ONCE)
         .collect::<Vec<Result<Option<Change>, ApiError>>>()
         .await
@@ -129,19 +163,40 @@ pub async fn changes(call: &Call<'_>, q: ChangesQuery) -> Result<Changes, ApiErr
 /// clears waiting together).
 const AT_ONCE: usize = 64;
 
-/// One mark with the state of the messages it is about; `None` when there
-/// is nothing to say (a row gone since: its gone mark says so).
-async fn change_of(ctx: &Context, sk: String, mark: Mark) -> Result<Option<Change>, ApiError> {
+/// A thread mark's pointers to its mailbox's rows (the first
+/// [`THREAD_ROWS`] of the thread); none for any other mark.
+async fn pointers_of(ctx: &Context, mark: &Mark) -> Result<Vec<RowRef>, ApiError> {
+    let (MarkKind::Thread, Some(scope), Some(thread)) = (mark.kind, &mark.scope, &mark.thread_id) else {
+        return Ok(Vec::new());
+    };
+    let pointers =
+        mail_store::page::<RowRef>(ctx, keys::thread_partition(scope, thread), false, None, THREAD_ROWS).await?;
+    Ok(pointers
+        .items
+        .into_iter()
+        .filter(|p| p.mailbox == mark.mailbox)
+        .collect())
+}
+
+/// One mark with the state of the messages it is about (a thread's from
+/// its pointers and the rows read for the page); `None` when there is
+/// nothing to say (a row gone since: its gone mark says so).
+async fn change_of(
+    ctx: &Context,
+    sk: String,
+    mark: Mark,
+    pointers: Vec<RowRef>,
+    rows: &HashMap<String, Row>,
+) -> Result<Option<Change>, ApiError> {
     let messages = match mark.kind {
         MarkKind::Thread => {
-            let (Some(scope), Some(thread)) = (&mark.scope, &mark.thread_id) else {
+            if mark.scope.is_none() || mark.thread_id.is_none() {
                 return Ok(None);
-            };
-            let rows = mail_store::thread_rows(ctx, scope, thread, false, None, THREAD_ROWS).await?;
-            rows.items
+            }
+            pointers
                 .iter()
+                .filter_map(|p| rows.get(&p.id))
                 .filter(|r| r.mailbox == mark.mailbox)
-                .take(THREAD_ROWS)
                 .map(MessageState::of)
                 .collect()
         }
