@@ -9,7 +9,6 @@
 
 use crate::support::{ALLOWED_DOMAIN, Auth, TestApp};
 use base64::Engine;
-use common::store::StoreExt;
 use mail_parser::{MessageParser, MimeHeaders};
 use serde_json::{Value, json};
 
@@ -589,7 +588,7 @@ async fn replies_and_forwards_keep_every_guardrail_of_a_send(app: TestApp) {
     assert_eq!(view["thread"]["outboundCount"], 2, "{view}");
 
     // No credits left: the spec's 429.
-    let uid = uid_of(&app, &key).await;
+    let uid = app.uid_of_key(&key).await;
     app.set_credits(&common::service::accounts::credits::account_bucket(&uid), 0)
         .await;
     app.ctx.clock.advance(61);
@@ -600,19 +599,6 @@ async fn replies_and_forwards_keep_every_guardrail_of_a_send(app: TestApp) {
     let log = app.get("/audit?operation=reply", Auth::Bearer(&key)).await;
     assert_eq!(log.status, 200, "{}", log.body);
     assert!(!log.body["changes"].as_array().unwrap().is_empty(), "{}", log.body);
-}
-
-/// The account's uid, from its key's record.
-async fn uid_of(app: &TestApp, key: &str) -> String {
-    let digest = app.ctx.hasher.key_digest(key);
-    let record: Value = app
-        .ctx
-        .store
-        .read(&common::keys::api_key(&digest))
-        .await
-        .unwrap()
-        .unwrap();
-    record["uid"].as_str().unwrap().to_string()
 }
 
 async fn a_held_forward_is_released_and_filed_with_its_bcc(app: TestApp) {
@@ -944,7 +930,7 @@ async fn concurrent_replies_and_forwards_send_once_file_all_and_never_overspend(
     // Two credits left and five sends at once (replies and forwards, over
     // REST and MCP): two go, three are refused with sendMail's sentence.
     app.ctx.clock.advance(61);
-    let uid = uid_of(&app, &key).await;
+    let uid = app.uid_of_key(&key).await;
     app.set_credits(&common::service::accounts::credits::account_bucket(&uid), 2)
         .await;
     let before = app.outbox().len();

@@ -26,18 +26,6 @@ on_both_backends!(
 
 const NOT_FOUND: &str = "That entry is not on the list";
 
-async fn uid_of(app: &TestApp, key: &str) -> String {
-    let digest = app.ctx.hasher.key_digest(key);
-    let record: Value = app
-        .ctx
-        .store
-        .read(&common::keys::api_key(&digest))
-        .await
-        .unwrap()
-        .unwrap();
-    record["uid"].as_str().unwrap().to_string()
-}
-
 async fn add(app: &TestApp, key: &str, body: Value) -> crate::support::Response {
     app.post("/lists", Auth::Bearer(key), body).await
 }
@@ -270,7 +258,7 @@ async fn bad_list_input_gets_a_precise_answer_and_changes_nothing(app: TestApp) 
     assert!(entries(&app, &key, "").await.is_empty());
     assert!(entries(&app, &other, "").await.is_empty());
     // Nothing was counted either: the bound is whole.
-    let uid = uid_of(&app, &key).await;
+    let uid = app.uid_of_key(&key).await;
     let account: Value = app.ctx.store.read(&common::keys::account(&uid)).await.unwrap().unwrap();
     assert!(account["listEntries"].as_i64().unwrap_or(0) == 0, "{account}");
 }
@@ -508,7 +496,7 @@ async fn a_key_narrowed_to_a_mailbox_manages_only_its_entries(app: TestApp) {
 
 async fn concurrent_adds_stop_exactly_at_the_bound(app: TestApp) {
     let key = app.acme().await;
-    let uid = uid_of(&app, &key).await;
+    let uid = app.uid_of_key(&key).await;
     // As if 490 entries were there (a shortcut: the count is what binds).
     let room = 10;
     app.ctx
@@ -586,7 +574,7 @@ async fn concurrent_adds_stop_exactly_at_the_bound(app: TestApp) {
 
 async fn the_receive_verdict_follows_the_receive_lists(app: TestApp) {
     let key = app.acme().await;
-    let uid = uid_of(&app, &key).await;
+    let uid = app.uid_of_key(&key).await;
     let verdict = |mailbox: &'static str, from: &'static str| {
         let (ctx, uid) = (&app.ctx, uid.clone());
         async move { lists::receive_verdict(ctx, &uid, mailbox, from).await.unwrap() }

@@ -131,7 +131,7 @@ async fn report(app: &TestApp, changes: Vec<Value>) -> Value {
 
 /// Four changes over three threads, a flag on each and a move of one,
 /// applied in one transaction: every row and summary as IMAP left them,
-/// each thread marked for the way back. The same report again applies
+/// each change marked for the way back. The same report again applies
 /// nothing, even after the API changed a message back: its number says it
 /// was applied.
 async fn a_batch_over_threads_and_folders_is_applied_once(app: TestApp) {
@@ -165,18 +165,37 @@ async fn a_batch_over_threads_and_folders_is_applied_once(app: TestApp) {
         .map(String::from)
         .to_vec();
     assert_eq!(listed(&app, &key, "inbox").await, (inbox, 0));
-    // Each thread marked for IMAP.
+    // Each change marked for IMAP: a thread moved or with two flags by
+    // its thread, a flag alone in its thread by its row.
     let marks = app
         .get("/mtaMailboxChanges?limit=200", Auth::Bearer(SYNC_TOKEN))
         .await
         .body;
-    let threads = marks["changes"]
+    let mut kinds: Vec<(String, Vec<String>)> = marks["changes"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["kind"] == "thread")
-        .count();
-    assert_eq!(threads, 3, "{marks}");
+        .map(|c| {
+            let mut ids: Vec<String> = c["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["messageId"].as_str().unwrap().to_string())
+                .collect();
+            ids.sort();
+            (c["kind"].as_str().unwrap().to_string(), ids)
+        })
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            ("message".into(), vec!["<b1@p.example>".into()]),
+            ("thread".into(), vec!["<a1@p.example>".into(), "<a2@p.example>".into()]),
+            ("thread".into(), vec!["<c1@p.example>".into()]),
+        ],
+        "{marks}"
+    );
 
     // The API marks a1 unread again; the same report comes again (the mail
     // host stopped before it saved its place), with one new change.

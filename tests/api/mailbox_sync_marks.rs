@@ -82,18 +82,32 @@ async fn a_backlog_of_marks_pages_in_order_and_clears_once(app: TestApp) {
     assert_eq!(left, ["t#acct:u1#thread-0007"]);
 }
 
-/// A page of thread marks reads its threads' rows together: 30 threads
-/// marked read through the API come back in one page whose rows are one
-/// BatchGetItem (one a thread before), each with its message's state.
-async fn a_page_of_thread_marks_reads_its_rows_together(app: TestApp) {
+/// A page of marks reads its rows together: 30 one-message threads marked
+/// read through the API leave 30 row marks, and a conversation of two read
+/// whole its thread's mark; the page reads the marks, that thread's
+/// pointers, and every row in one BatchGetItem (a query and a batch a
+/// thread before), each mark with its messages' state.
+async fn a_page_of_marks_reads_its_rows_together(app: TestApp) {
     let key = app.sender(&format!("mo@{ALLOWED_DOMAIN}"), "marks.example", "mo").await;
     for i in 0..30 {
         app.receive("a@example.org", "mo@marks.example", &format!("m{i:02}"))
             .await;
     }
+    for (id, irt) in [("<c1@p.example>", None), ("<c2@p.example>", Some("<c1@p.example>"))] {
+        let reply = irt
+            .map(|r| format!("In-Reply-To: {r}\r\nReferences: {r}\r\n"))
+            .unwrap_or_default();
+        let raw = format!(
+            "From: pal@p.example\r\nTo: mo@marks.example\r\nSubject: Plans\r\nMessage-ID: {id}\r\n{reply}\r\nHi\r\n"
+        );
+        common::mail::inbound::drop_raw(&*app.ctx.blobs, raw.into_bytes())
+            .await
+            .unwrap();
+        common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
+    }
     let list = app.get("/inbox?view=threads&limit=50", Auth::Bearer(&key)).await;
     let threads = list.body["threads"].as_array().unwrap().clone();
-    assert_eq!(threads.len(), 30, "{}", list.body);
+    assert_eq!(threads.len(), 31, "{}", list.body);
     for thread in &threads {
         let marked = app
             .post(
@@ -109,22 +123,26 @@ async fn a_page_of_thread_marks_reads_its_rows_together(app: TestApp) {
     let page = app.get("/mtaMailboxChanges?limit=200", Auth::Bearer(SYNC_TOKEN)).await;
     let read = meter.counts().since(&before);
     assert_eq!(page.status, 200, "{}", page.body);
-    let threads: Vec<&Value> = page.body["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["kind"] == "thread")
-        .collect();
-    assert_eq!(threads.len(), 30, "{}", page.body);
-    for change in &threads {
+    let changes = page.body["changes"].as_array().unwrap();
+    let of_kind = |kind: &str| changes.iter().filter(|c| c["kind"] == kind).collect::<Vec<&Value>>();
+    let (rows, threads) = (of_kind("message"), of_kind("thread"));
+    assert_eq!((rows.len(), threads.len()), (30, 1), "{}", page.body);
+    for change in rows.iter().chain(&threads) {
         let messages = change["messages"].as_array().unwrap();
-        assert_eq!(messages.len(), 1, "{change}");
         assert_eq!(
-            (&messages[0]["unread"], &messages[0]["folder"]),
-            (&json!(false), &json!("inbox"))
+            messages.len(),
+            if change["kind"] == "thread" { 2 } else { 1 },
+            "{change}"
         );
+        for message in messages {
+            assert_eq!(
+                (&message["unread"], &message["folder"]),
+                (&json!(false), &json!("inbox"))
+            );
+        }
     }
-    assert_eq!(read.batch_gets, 1, "{read:?}");
+    assert!(rows.iter().all(|c| c["mark"].as_str().unwrap().starts_with("m#")));
+    assert_eq!((read.queries, read.batch_gets, read.gets), (2, 1, 0), "{read:?}");
 }
 
 /// A report of 500 changes is taken (about no mailbox here: ignored);
@@ -155,7 +173,7 @@ async fn a_report_takes_up_to_500_changes(app: TestApp) {
 }
 
 crate::on_both_backends!(
-    a_page_of_thread_marks_reads_its_rows_together,
+    a_page_of_marks_reads_its_rows_together,
     a_backlog_of_marks_pages_in_order_and_clears_once,
     a_report_takes_up_to_500_changes
 );

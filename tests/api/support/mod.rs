@@ -413,6 +413,16 @@ impl TestApp {
         common::service::receiving::poller::run_once(&self.ctx).await.unwrap();
     }
 
+    /// The account's uid, from its key's record.
+    pub async fn uid_of_key(&self, key: &str) -> String {
+        let digest = self.ctx.hasher.key_digest(key);
+        let record: Value = common::store::StoreExt::read(&*self.ctx.store, &common::keys::api_key(&digest))
+            .await
+            .unwrap()
+            .unwrap();
+        record["uid"].as_str().unwrap().to_string()
+    }
+
     /// A ready account with a verified domain and a hosted mailbox `local@domain`.
     pub async fn sender(&self, owner: &str, domain: &str, local: &str) -> String {
         let key = self.verified_domain(owner, domain).await;

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::shapes::{Folder, Row, Thread};
-use super::sync_marks::thread_mark;
+use super::sync_marks::{flags_mark, thread_mark};
 use crate::keys;
 use crate::store::{Cond, Update, Write};
 
@@ -59,7 +59,8 @@ impl ThreadChange {
         })
     }
 
-    /// The writes of this part, its thread's sync mark included.
+    /// The writes of this part, its sync mark included (the thread's on a
+    /// move; on flags alone, `flags_mark`'s).
     pub fn writes(&self, scope: &str, ms: i64) -> Vec<Write> {
         let mut writes = Vec::new();
         let thread_id = &self.summary.thread_id;
@@ -87,10 +88,15 @@ impl ThreadChange {
                 cond: Some(Cond::Exists),
             }),
         }
+        let mut flipped = Vec::new();
         for (row, to, unread) in self.targets() {
             writes.extend(super::changes::row_writes(scope, row, to, unread));
+            flipped.push(row);
         }
-        writes.push(thread_mark(scope, &self.summary.mailbox, thread_id, ms));
+        match self.folder {
+            Some(_) => writes.push(thread_mark(scope, &self.summary.mailbox, thread_id, ms)),
+            None => writes.extend(flags_mark(scope, &flipped, ms)),
+        }
         writes
     }
 

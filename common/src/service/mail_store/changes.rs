@@ -3,7 +3,7 @@
 use super::limits::{MOVE_LIMIT, RETRIES, backoff};
 use super::pages::{by_id, thread, thread_rows};
 use super::shapes::{Folder, Row, Thread};
-use super::sync_marks::thread_mark;
+use super::sync_marks::{flags_mark, thread_mark};
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
@@ -59,7 +59,7 @@ pub async fn set_unread(ctx: &Context, scope: &str, rows: Vec<Row>, unread: bool
 
 /// Each row flagged, conditioned on its old flag, with its search state; the
 /// summary's count moved by as many (the chunk is of one thread); and the
-/// thread marked for the mail host's IMAP. The summary's list copy is not
+/// change marked for the mail host's IMAP. The summary's list copy is not
 /// written: the thread list reads each thread's count from its summary.
 fn unread_writes(scope: &str, chunk: &[Row], unread: bool, ms: i64) -> Vec<Write> {
     let delta = if unread { 1 } else { -1 } * chunk.len() as i64;
@@ -77,7 +77,7 @@ fn unread_writes(scope: &str, chunk: &[Row], unread: bool, ms: i64) -> Vec<Write
         update: Update::new().add("unreadCount", delta).add("version", 1),
         cond: Some(Cond::Exists),
     });
-    writes.push(thread_mark(scope, &chunk[0].mailbox, &chunk[0].thread_id, ms));
+    writes.extend(flags_mark(scope, &chunk.iter().collect::<Vec<_>>(), ms));
     writes
 }
 

@@ -30,8 +30,10 @@ pub enum MarkKind {
     Gone,
     /// A message sent from a hosted mailbox: its bytes go to IMAP's Sent.
     Sent,
-    /// A received row moved into the spam folder or out of it (a message
-    /// out of every thread): its state as it is, spam in IMAP's Junk.
+    /// One received row's state: its read flag changed alone in its thread,
+    /// or it moved into the spam folder or out of it (a message out of every
+    /// thread, spam in IMAP's Junk). Read by its key, where a thread mark
+    /// reads its thread's rows by a query first.
     Message,
 }
 
@@ -94,6 +96,17 @@ pub fn thread_mark(scope: &str, mailbox: &str, thread_id: &str, ms: i64) -> Writ
     )
 }
 
+/// The mark of read flags changed in one thread, the folder unchanged: one
+/// row's is that row's (a backlog of flags is one row a thread, and a page
+/// of row marks reads its rows in one batch), more rows' their thread's.
+pub fn flags_mark(scope: &str, rows: &[&Row], ms: i64) -> Option<Write> {
+    match rows {
+        [] => None,
+        [row] => Some(message_mark(scope, row, ms)),
+        [row, ..] => Some(thread_mark(scope, &row.mailbox, &row.thread_id, ms)),
+    }
+}
+
 /// The mark of a row deleted for good.
 pub fn gone_mark(scope: &str, row: &Row, ms: i64) -> Write {
     put(
@@ -113,7 +126,7 @@ pub fn gone_mark(scope: &str, row: &Row, ms: i64) -> Write {
     )
 }
 
-/// The mark of a received row moved into spam or out of it.
+/// The mark of one received row: its flag, or its move into spam or out.
 pub fn message_mark(scope: &str, row: &Row, ms: i64) -> Write {
     put(
         format!("m#{scope}#{}", row.id),
