@@ -188,17 +188,13 @@ async fn pointers_of(ctx: &Context, mark: &Mark) -> Result<Vec<RowRef>, ApiError
 /// to say (a row gone since: its gone mark says so).
 fn change_of(sk: String, mark: Mark, pointers: Vec<RowRef>, rows: &HashMap<String, Row>) -> Option<Change> {
     let messages = match mark.kind {
-        MarkKind::Thread | MarkKind::Message => {
-            if mark.scope.is_none() {
-                return None;
-            }
-            pointers
-                .iter()
-                .filter_map(|p| rows.get(&p.id))
-                .filter(|r| r.mailbox == mark.mailbox)
-                .map(MessageState::of)
-                .collect()
-        }
+        MarkKind::Thread | MarkKind::Message if mark.scope.is_none() => return None,
+        MarkKind::Thread | MarkKind::Message => pointers
+            .iter()
+            .filter_map(|p| rows.get(&p.id))
+            .filter(|r| r.mailbox == mark.mailbox)
+            .map(MessageState::of)
+            .collect(),
         MarkKind::Gone | MarkKind::Sent => vec![MessageState {
             message_id: mark.message_id.clone().unwrap_or_default(),
             direction: mark.direction.unwrap_or(Direction::Inbound),
