@@ -107,6 +107,10 @@ pub struct Change {
     pub direction: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
+    /// A flag change every copy the store mirrors holds when the agent
+    /// looked after reading it ([`settled`]): the store marks nothing back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub settled: bool,
 }
 
 /// A change the service did not know the message of yet.
@@ -376,7 +380,29 @@ fn deletion(e: &Expunged, copies: &[Copy]) -> Option<Change> {
         place: Some("gone".into()),
         direction: Some(if e.sent { "outbound" } else { "inbound" }.into()),
         raw: None,
+        settled: false,
     })
+}
+
+/// Whether IMAP holds a logged flag change as it is: the message has one
+/// copy the store mirrors (outside Sent and Drafts, not being deleted), with
+/// that flag. Then the store, which takes it, owes IMAP nothing back; with
+/// two copies, or the flag set otherwise since (by the person, or by the
+/// agent writing the store's older state over it), the store marks it and
+/// the agent sets every copy to what the store then holds.
+/// (`copies`: the message's.)
+fn settled(change: &Change, copies: &[&Copy]) -> bool {
+    let (Some(seen), None, None) = (change.seen, &change.place, &change.raw) else {
+        return false;
+    };
+    if change.message_id.ends_with("...") {
+        return false;
+    }
+    let mut mirrored = copies.iter().filter(|c| !app_own(place_of(&c.folder)));
+    match (mirrored.next(), mirrored.next()) {
+        (Some(copy), None) => copy.seen == seen && !copy.deleted,
+        _ => false,
+    }
 }
 
 /// A query string's value, percent-encoded.
@@ -535,6 +561,47 @@ mod tests {
             [2],
             "an inbound message's namesake in Sent stays"
         );
+    }
+
+    #[test]
+    fn a_flag_change_is_settled_only_when_its_one_copy_holds_it() {
+        let flag = |seen: bool| Change {
+            seq: 1,
+            mailbox: "me@t.example".into(),
+            message_id: "<a@x>".into(),
+            seen: Some(seen),
+            place: None,
+            direction: None,
+            raw: None,
+            settled: false,
+        };
+        let inbox = copy("INBOX", 1, true, "<a@x>");
+        // Its namesake in Sent is not a copy the store mirrors.
+        let sent = copy("Sent", 2, false, "<a@x>");
+        assert!(settled(&flag(true), &[&inbox, &sent]));
+        // The flag set otherwise since (the agent wrote the store's older
+        // state over it), or no copy left: the store marks it back.
+        assert!(!settled(&flag(false), &[&inbox]));
+        assert!(!settled(&flag(true), &[]));
+        // A second copy elsewhere takes the flag from the store's mark.
+        let own = copy("Receipts", 3, false, "<a@x>");
+        assert!(!settled(&flag(true), &[&inbox, &own]));
+        // A copy being deleted, a move, a Message-ID cut short: never.
+        let deleted = Copy {
+            deleted: true,
+            ..inbox.clone()
+        };
+        assert!(!settled(&flag(true), &[&deleted]));
+        let moved = Change {
+            place: Some("archive".into()),
+            ..flag(true)
+        };
+        assert!(!settled(&moved, &[&inbox]));
+        let cut = Change {
+            message_id: "<a@x...".into(),
+            ..flag(true)
+        };
+        assert!(!settled(&cut, &[&inbox]));
     }
 
     #[test]

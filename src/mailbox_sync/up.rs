@@ -123,11 +123,19 @@ impl Agent {
             }
         }
         let now = now_ms();
+        // A change kept for later is not settled then: the agent may set the
+        // message meanwhile (its row filed, then read through the API).
         state.waiting.extend(
             changes
                 .into_iter()
                 .filter(|c| unknown.contains(&c.seq))
-                .map(|change| Waiting { change, since_ms: now }),
+                .map(|change| Waiting {
+                    change: Change {
+                        settled: false,
+                        ..change
+                    },
+                    since_ms: now,
+                }),
         );
         state.expunged.extend(expunged);
         state.position = read.position;
@@ -191,6 +199,7 @@ impl Agent {
                     place: moved.then(|| place_of(&copy.folder).to_string()),
                     direction: None,
                     raw: None,
+                    settled: false,
                 });
             }
         }
@@ -260,6 +269,7 @@ impl Agent {
                 place: place.map(str::to_string),
                 direction: direction.map(str::to_string),
                 raw: None,
+                settled: false,
             };
             match l.kind {
                 Kind::FlagChange if !app_own(place) => changes.push(change(Some(l.seen), None, None)),
@@ -305,7 +315,31 @@ impl Agent {
                 _ => {}
             }
         }
+        self.settle(&mut changes);
         Ok((changes, pending))
+    }
+
+    /// Marks the flag changes IMAP holds as they are ([`settled`]), with
+    /// one look per user at where their messages are. Dovecot away: none
+    /// is, and the store marks them all back, as it would without the look.
+    fn settle(&self, changes: &mut [Change]) {
+        let mut ids: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for c in changes.iter().filter(|c| c.seen.is_some() && c.place.is_none()) {
+            ids.entry(c.mailbox.clone()).or_default().push(c.message_id.clone());
+        }
+        for (user, mut ids) in ids {
+            ids.sort_unstable();
+            ids.dedup();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let Ok(copies) = self.doveadm.copies(&user, &ids) else {
+                continue;
+            };
+            let by_id = by_message_id(&copies);
+            for c in changes.iter_mut().filter(|c| c.mailbox == user) {
+                let theirs = by_id.get(c.message_id.as_str()).map_or(&[][..], Vec::as_slice);
+                c.settled = settled(c, theirs);
+            }
+        }
     }
 
     /// The bytes of mail a client appended, wherever it is now: at its

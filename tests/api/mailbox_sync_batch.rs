@@ -228,6 +228,7 @@ fn imap_change(seq: i64, message_id: &str, seen: Option<bool>, place: Option<Pla
         place,
         direction: None,
         raw: None,
+        settled: false,
     }
 }
 
@@ -290,7 +291,58 @@ async fn a_batch_that_loses_a_race_is_applied_one_change_at_a_time(app: TestApp)
     assert_eq!((answer.applied, answer.ignored), (0, 3), "{answer:?}");
 }
 
+/// Flag changes the mail host found IMAP holding (`settled`) are applied
+/// and marked nothing back: the mail host would only read them to set
+/// what IMAP has. One not settled in the same thread, and a move, are.
+async fn settled_flags_are_applied_and_not_marked_back(app: TestApp) {
+    let key = filled(&app).await;
+    let settled = |mut c: Value| {
+        c["settled"] = json!(true);
+        c
+    };
+    let answer = report(
+        &app,
+        vec![
+            settled(change(1, "<a1@p.example>", Some(true), None)),
+            settled(change(2, "<b1@p.example>", Some(true), None)),
+            change(3, "<a2@p.example>", Some(true), None),
+            settled(change(4, "<c1@p.example>", Some(true), Some("archive"))),
+        ],
+    )
+    .await;
+    assert_eq!(answer["applied"], 4, "{answer}");
+    for id in ["<a1@p.example>", "<a2@p.example>", "<b1@p.example>"] {
+        assert_eq!(state(&app, id).await, (false, "inbox"), "{id}");
+    }
+    assert_eq!(state(&app, "<c1@p.example>").await, (false, "archive"));
+    assert_eq!(listed(&app, &key, "inbox").await.1, 0);
+    let marks = app
+        .get("/mtaMailboxChanges?limit=200", Auth::Bearer(SYNC_TOKEN))
+        .await
+        .body;
+    let mut marked: Vec<(&str, &str)> = marks["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| {
+            let kind = c["kind"].as_str().unwrap();
+            c["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |m| (kind, m["messageId"].as_str().unwrap()))
+        })
+        .collect();
+    marked.sort();
+    assert_eq!(
+        marked,
+        [("message", "<a2@p.example>"), ("thread", "<c1@p.example>")],
+        "{marks}"
+    );
+}
+
 crate::on_both_backends!(
+    settled_flags_are_applied_and_not_marked_back,
     a_batch_over_threads_and_folders_is_applied_once,
     a_batch_that_loses_a_race_is_applied_one_change_at_a_time
 );

@@ -554,6 +554,8 @@ async fn a_backlog_is_in_step_within_a_minute(backend: Backend) {
     // Back: timed until both sides are equal and everything is read: the
     // store's rows (what the API lists) read straight from the store, and
     // IMAP's folders. When the check that saw it started is printed too.
+    let agent_log = dir.join("mailbox-sync.log");
+    let logged_before = std::fs::metadata(&agent_log).map_or(0, |m| m.len() as usize);
     let back = Instant::now();
     script(&dir, "mailbox-sync-start");
     let seen_from = within(300, "the backlog in step", || async {
@@ -571,14 +573,23 @@ async fn a_backlog_is_in_step_within_a_minute(backend: Backend) {
         took.as_millis(),
         seen_from.as_millis()
     );
-    // The agent's own account of its rounds (a round prints when it ends).
+    // The agent's own account of its rounds since it came back (a round
+    // prints when it ends): it applied the API's reads and the moves'
+    // thread marks, and none of IMAP's own flags came back to it (the
+    // agent found IMAP holding them: settled).
+    let since_back = || {
+        let log = std::fs::read_to_string(&agent_log).unwrap_or_default();
+        log.get(logged_before..).unwrap_or(&log).to_string()
+    };
+    let expected = api_half.len() + archived.len();
+    within(60, "the agent's rounds done", || async {
+        (store_changes_applied(&since_back()) >= expected).then_some(())
+    })
+    .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let log = std::fs::read_to_string(dir.join("mailbox-sync.log")).unwrap_or_default();
-    let rounds: Vec<&str> = log.lines().collect();
-    eprintln!(
-        "the agent's log:\n{}",
-        rounds[rounds.len().saturating_sub(40)..].join("\n")
-    );
+    let log = since_back();
+    eprintln!("the agent's log:\n{log}");
+    assert_eq!(store_changes_applied(&log), expected, "{log}");
     assert!(took < Duration::from_secs(60), "{took:?}");
     // And the API says the same.
     let (api, in_imap) = sides(&rig, &imap).await;
@@ -587,6 +598,21 @@ async fn a_backlog_is_in_step_within_a_minute(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(archived["folder"], "archive");
+}
+
+/// The store changes the agent's rounds applied to IMAP, by its log:
+/// "...; 5000 store changes applied to IMAP (...)".
+fn store_changes_applied(log: &str) -> usize {
+    log.lines()
+        .filter_map(|l| {
+            l.split("; ")
+                .nth(1)?
+                .split(" store changes")
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum()
 }
 
 on_both_stores!(

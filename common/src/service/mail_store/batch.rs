@@ -6,7 +6,7 @@
 //! a part that lost a race refuses the whole transaction and the caller
 //! applies its changes one at a time, as they are now.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::shapes::{Folder, Row, Thread};
 use super::sync_marks::{flags_mark, thread_mark};
@@ -25,6 +25,9 @@ pub struct ThreadChange {
     pub folder: Option<Folder>,
     /// The new unread flag of rows, by id.
     pub unread: BTreeMap<String, bool>,
+    /// Rows whose new flag IMAP holds already (the mail host looked):
+    /// their flags need no mark back.
+    pub settled: BTreeSet<String>,
 }
 
 impl ThreadChange {
@@ -34,6 +37,7 @@ impl ThreadChange {
             rows: Vec::new(),
             folder: None,
             unread: BTreeMap::new(),
+            settled: BTreeSet::new(),
         }
     }
 
@@ -60,7 +64,7 @@ impl ThreadChange {
     }
 
     /// The writes of this part, its sync mark included (the thread's on a
-    /// move; on flags alone, `flags_mark`'s).
+    /// move; on flags alone, `flags_mark`'s for the rows not settled).
     pub fn writes(&self, scope: &str, ms: i64) -> Vec<Write> {
         let mut writes = Vec::new();
         let thread_id = &self.summary.thread_id;
@@ -91,7 +95,9 @@ impl ThreadChange {
         let mut flipped = Vec::new();
         for (row, to, unread) in self.targets() {
             writes.extend(super::changes::row_writes(scope, row, to, unread));
-            flipped.push(row);
+            if !self.settled.contains(&row.id) {
+                flipped.push(row);
+            }
         }
         match self.folder {
             Some(_) => writes.push(thread_mark(scope, &self.summary.mailbox, thread_id, ms)),

@@ -156,6 +156,8 @@ struct Planned {
     thread: String,
     folder: Option<Folder>,
     unread: Option<bool>,
+    /// IMAP holds the new flag on every copy: no mark back.
+    settled: bool,
 }
 
 /// The change as a transaction's part, or `None`: one at a time.
@@ -187,6 +189,7 @@ fn plan(known: &Known, change: &ImapChange) -> Option<Planned> {
         thread: row.thread_id.clone(),
         folder,
         unread,
+        settled: change.settled,
     })
 }
 
@@ -250,6 +253,9 @@ impl Chunk {
         }
         if let Some(u) = p.unread {
             part.unread.insert(p.row.clone(), u);
+            if p.settled {
+                part.settled.insert(p.row.clone());
+            }
         }
         let n = part.writes(scope, 0).len();
         if n > WRITES {

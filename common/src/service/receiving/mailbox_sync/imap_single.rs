@@ -43,6 +43,11 @@ pub struct ImapChange {
     /// outbound when the message is a sent one (in Sent).
     #[serde(default)]
     pub direction: Option<Direction>,
+    /// A flag change that every IMAP copy of the message holds (the mail
+    /// host looked after it was logged): the store marks nothing back for
+    /// IMAP when it applies it.
+    #[serde(default)]
+    pub settled: bool,
     /// Mail a client appended, standard base64: filed as appended, never as
     /// received, and never believed authenticated.
     #[serde(default)]
