@@ -390,18 +390,18 @@ fn deletion(e: &Expunged, copies: &[Copy]) -> Option<Change> {
 /// two copies, or the flag set otherwise since (by the person, or by the
 /// agent writing the store's older state over it), the store marks it and
 /// the agent sets every copy to what the store then holds.
-/// (`copies`: the message's.)
-fn settled(change: &Change, copies: &[&Copy]) -> bool {
+/// (`copies`: the message's.) That copy, when it is.
+fn settled<'a>(change: &Change, copies: &[&'a Copy]) -> Option<&'a Copy> {
     let (Some(seen), None, None) = (change.seen, &change.place, &change.raw) else {
-        return false;
+        return None;
     };
     if change.message_id.ends_with("...") {
-        return false;
+        return None;
     }
     let mut mirrored = copies.iter().filter(|c| !app_own(place_of(&c.folder)));
     match (mirrored.next(), mirrored.next()) {
-        (Some(copy), None) => copy.seen == seen && !copy.deleted,
-        _ => false,
+        (Some(copy), None) if copy.seen == seen && !copy.deleted => Some(copy),
+        _ => None,
     }
 }
 
@@ -578,30 +578,30 @@ mod tests {
         let inbox = copy("INBOX", 1, true, "<a@x>");
         // Its namesake in Sent is not a copy the store mirrors.
         let sent = copy("Sent", 2, false, "<a@x>");
-        assert!(settled(&flag(true), &[&inbox, &sent]));
+        assert_eq!(settled(&flag(true), &[&inbox, &sent]), Some(&inbox));
         // The flag set otherwise since (the agent wrote the store's older
         // state over it), or no copy left: the store marks it back.
-        assert!(!settled(&flag(false), &[&inbox]));
-        assert!(!settled(&flag(true), &[]));
+        assert!(settled(&flag(false), &[&inbox]).is_none());
+        assert!(settled(&flag(true), &[]).is_none());
         // A second copy elsewhere takes the flag from the store's mark.
         let own = copy("Receipts", 3, false, "<a@x>");
-        assert!(!settled(&flag(true), &[&inbox, &own]));
+        assert!(settled(&flag(true), &[&inbox, &own]).is_none());
         // A copy being deleted, a move, a Message-ID cut short: never.
         let deleted = Copy {
             deleted: true,
             ..inbox.clone()
         };
-        assert!(!settled(&flag(true), &[&deleted]));
+        assert!(settled(&flag(true), &[&deleted]).is_none());
         let moved = Change {
             place: Some("archive".into()),
             ..flag(true)
         };
-        assert!(!settled(&moved, &[&inbox]));
+        assert!(settled(&moved, &[&inbox]).is_none());
         let cut = Change {
             message_id: "<a@x...".into(),
             ..flag(true)
         };
-        assert!(!settled(&cut, &[&inbox]));
+        assert!(settled(&cut, &[&inbox]).is_none());
     }
 
     #[test]

@@ -322,6 +322,12 @@ impl Agent {
     /// Marks the flag changes IMAP holds as they are ([`settled`]), with
     /// one look per user at where their messages are. Dovecot away: none
     /// is, and the store marks them all back, as it would without the look.
+    /// A second look still to come for such a message now expects what the
+    /// person set: it was made to find a change the log missed after the
+    /// agent set the message, and what it found otherwise is this logged
+    /// change, reported again after it and after anything the API did
+    /// meanwhile (which it then undid). The store's mark back, when there
+    /// was one, had the agent set it again and so renewed the look.
     fn settle(&self, changes: &mut [Change]) {
         let mut ids: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for c in changes.iter().filter(|c| c.seen.is_some() && c.place.is_none()) {
@@ -335,9 +341,17 @@ impl Agent {
                 continue;
             };
             let by_id = by_message_id(&copies);
+            let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
             for c in changes.iter_mut().filter(|c| c.mailbox == user) {
                 let theirs = by_id.get(c.message_id.as_str()).map_or(&[][..], Vec::as_slice);
-                c.settled = settled(c, theirs);
+                let Some(copy) = settled(c, theirs) else {
+                    continue;
+                };
+                c.settled = true;
+                if let Some(look) = rechecks.get_mut(&(user.clone(), c.message_id.clone())) {
+                    look.seen = copy.seen;
+                    look.folder = copy.folder.clone();
+                }
             }
         }
     }
