@@ -80,19 +80,42 @@ async fn state(app: &TestApp, message_id: &str) -> (bool, &'static str) {
     (r.unread, r.folder().as_str())
 }
 
-/// The Message-IDs a folder lists, and the unread counts of its threads.
-async fn listed(app: &TestApp, key: &str, folder: &str) -> (Vec<String>, i64) {
-    let messages = app
-        .get(&format!("/inbox?folder={folder}"), Auth::Bearer(key))
-        .await
-        .body;
-    let mut ids: Vec<String> = messages["messages"]
+/// The Message-IDs of a list of messages, sorted.
+fn ids_of(messages: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = messages
         .as_array()
         .unwrap()
         .iter()
         .map(|m| m["messageId"].as_str().unwrap().to_string())
         .collect();
     ids.sort();
+    ids
+}
+
+/// The marks waiting for the mail host: each one's kind and the
+/// Message-IDs it carries the state of, sorted.
+async fn marked(app: &TestApp) -> Vec<(String, Vec<String>)> {
+    let marks = app
+        .get("/mtaMailboxChanges?limit=200", Auth::Bearer(SYNC_TOKEN))
+        .await
+        .body;
+    let mut marked: Vec<(String, Vec<String>)> = marks["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["kind"].as_str().unwrap().to_string(), ids_of(&c["messages"])))
+        .collect();
+    marked.sort();
+    marked
+}
+
+/// The Message-IDs a folder lists, and the unread counts of its threads.
+async fn listed(app: &TestApp, key: &str, folder: &str) -> (Vec<String>, i64) {
+    let messages = app
+        .get(&format!("/inbox?folder={folder}"), Auth::Bearer(key))
+        .await
+        .body;
+    let ids = ids_of(&messages["messages"]);
     let threads = app
         .get(&format!("/inbox?view=threads&folder={folder}"), Auth::Bearer(key))
         .await
@@ -167,34 +190,13 @@ async fn a_batch_over_threads_and_folders_is_applied_once(app: TestApp) {
     assert_eq!(listed(&app, &key, "inbox").await, (inbox, 0));
     // Each change marked for IMAP: a thread moved or with two flags by
     // its thread, a flag alone in its thread by its row.
-    let marks = app
-        .get("/mtaMailboxChanges?limit=200", Auth::Bearer(SYNC_TOKEN))
-        .await
-        .body;
-    let mut kinds: Vec<(String, Vec<String>)> = marks["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let mut ids: Vec<String> = c["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| m["messageId"].as_str().unwrap().to_string())
-                .collect();
-            ids.sort();
-            (c["kind"].as_str().unwrap().to_string(), ids)
-        })
-        .collect();
-    kinds.sort();
     assert_eq!(
-        kinds,
+        marked(&app).await,
         [
             ("message".into(), vec!["<b1@p.example>".into()]),
             ("thread".into(), vec!["<a1@p.example>".into(), "<a2@p.example>".into()]),
             ("thread".into(), vec!["<c1@p.example>".into()]),
-        ],
-        "{marks}"
+        ]
     );
 
     // The API marks a1 unread again; the same report comes again (the mail
@@ -316,28 +318,12 @@ async fn settled_flags_are_applied_and_not_marked_back(app: TestApp) {
     }
     assert_eq!(state(&app, "<c1@p.example>").await, (false, "archive"));
     assert_eq!(listed(&app, &key, "inbox").await.1, 0);
-    let marks = app
-        .get("/mtaMailboxChanges?limit=200", Auth::Bearer(SYNC_TOKEN))
-        .await
-        .body;
-    let mut marked: Vec<(&str, &str)> = marks["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| {
-            let kind = c["kind"].as_str().unwrap();
-            c["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(move |m| (kind, m["messageId"].as_str().unwrap()))
-        })
-        .collect();
-    marked.sort();
     assert_eq!(
-        marked,
-        [("message", "<a2@p.example>"), ("thread", "<c1@p.example>")],
-        "{marks}"
+        marked(&app).await,
+        [
+            ("message".into(), vec!["<a2@p.example>".into()]),
+            ("thread".into(), vec!["<c1@p.example>".into()]),
+        ]
     );
 }
 
