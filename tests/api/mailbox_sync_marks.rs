@@ -145,6 +145,59 @@ async fn a_page_of_marks_reads_its_rows_together(app: TestApp) {
     assert_eq!((read.queries, read.batch_gets, read.gets), (2, 1, 0), "{read:?}");
 }
 
+/// Every door's read reaches the mail host alike: a read through REST and
+/// MCP's mark_read each leave the mark the mail host pages through, with
+/// the message read.
+async fn rest_and_mcp_reads_are_marked_for_imap(app: TestApp) {
+    let owner = format!("mo@{ALLOWED_DOMAIN}");
+    let key = app.sender(&owner, "marks.example", "mo").await;
+    for door in ["rest", "mcp"] {
+        app.receive("a@example.org", "mo@marks.example", door).await;
+    }
+    let list = app.get("/inbox?limit=50", Auth::Bearer(&key)).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    let messages = list.body["messages"].as_array().unwrap().clone();
+    let id = |door: &str| format!("<{door}@received.test>");
+    let row = |door: &str| {
+        let wanted = id(door);
+        messages.iter().find(|m| m["messageId"] == wanted.as_str()).unwrap()["id"].clone()
+    };
+    let rest = app
+        .post(
+            "/inbox",
+            Auth::Bearer(&key),
+            json!({"id": row("rest"), "unread": false}),
+        )
+        .await;
+    assert_eq!(rest.status, 200, "{}", rest.body);
+    let mcp = app
+        .post(
+            "/mcp",
+            Auth::Bearer(&key),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "mark_read", "arguments": {"id": row("mcp")}}}),
+        )
+        .await;
+    assert_eq!(
+        (mcp.status, &mcp.body["result"]["isError"]),
+        (200, &json!(false)),
+        "{}",
+        mcp.body
+    );
+    let page = app.get("/mtaMailboxChanges?limit=200", Auth::Bearer(SYNC_TOKEN)).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let mut read: Vec<String> = page.body["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["messages"].as_array().unwrap().clone())
+        .filter(|m| m["unread"] == false)
+        .map(|m| m["messageId"].as_str().unwrap().to_string())
+        .collect();
+    read.sort();
+    assert_eq!(read, [id("mcp"), id("rest")], "{}", page.body);
+}
+
 /// A report of 500 changes is taken (about no mailbox here: ignored);
 /// one of 501 is refused whole.
 async fn a_report_takes_up_to_500_changes(app: TestApp) {
@@ -174,6 +227,7 @@ async fn a_report_takes_up_to_500_changes(app: TestApp) {
 
 crate::on_both_backends!(
     a_page_of_marks_reads_its_rows_together,
+    rest_and_mcp_reads_are_marked_for_imap,
     a_backlog_of_marks_pages_in_order_and_clears_once,
     a_report_takes_up_to_500_changes
 );
