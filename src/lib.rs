@@ -85,7 +85,7 @@ async fn run_jobs(ctx: Arc<Context>) {
     loop {
         tick.tick().await;
         for job in jobs::JOBS {
-            match (job.run)(&ctx).await {
+            match (job.run)(&ctx, &serde_json::Value::Null).await {
                 Ok(summary) if job.name == jobs::MTA_EXPORT.name => self_apply(&ctx, &summary).await,
                 Ok(_) => {}
                 Err(e) => tracing::error!(job = job.name, error = %e, "a scheduled job failed"),

@@ -42,9 +42,10 @@ impl Schedule {
     }
 }
 
-/// One run of a job: its summary (what the scheduled function returns and the
-/// log shows), or why it failed.
-pub type Run = for<'a> fn(&'a Context) -> BoxFuture<'a, Result<Value, ApiError>>;
+/// One run of a job for the event that started it (EventBridge's, in AWS;
+/// `Value::Null` for the local server's timer): its summary (what the
+/// scheduled function returns and the log shows), or why it failed.
+pub type Run = for<'a> fn(&'a Context, &'a Value) -> BoxFuture<'a, Result<Value, ApiError>>;
 
 pub struct Job {
     /// Its Lambda function and binary (`functions/<name>`), and its name in logs.
@@ -90,13 +91,14 @@ pub const SCHEDULED_SENDS: Job = Job {
 /// Every scheduled job, in the order the local server runs them.
 pub const JOBS: &[Job] = &[POLLER, MTA_EXPORT, SCHEDULED_SENDS];
 
-fn run_scheduled_sends(ctx: &Context) -> BoxFuture<'_, Result<Value, ApiError>> {
+fn run_scheduled_sends<'a>(ctx: &'a Context, _: &'a Value) -> BoxFuture<'a, Result<Value, ApiError>> {
     Box::pin(async move { serde_json::to_value(pending::run_due(ctx).await?).map_err(ApiError::internal) })
 }
 
-fn run_poller(ctx: &Context) -> BoxFuture<'_, Result<Value, ApiError>> {
+/// An object-created event files its one file; a schedule's runs over the spool.
+fn run_poller<'a>(ctx: &'a Context, event: &'a Value) -> BoxFuture<'a, Result<Value, ApiError>> {
     Box::pin(async move {
-        let outcome = poller::run_once(ctx).await?;
+        let outcome = poller::run_for_event(ctx, event).await?;
         Ok(json!({
             "filed": outcome.filed,
             "duplicates": outcome.duplicates,
@@ -106,7 +108,7 @@ fn run_poller(ctx: &Context) -> BoxFuture<'_, Result<Value, ApiError>> {
     })
 }
 
-fn run_mta_export(ctx: &Context) -> BoxFuture<'_, Result<Value, ApiError>> {
+fn run_mta_export<'a>(ctx: &'a Context, _: &'a Value) -> BoxFuture<'a, Result<Value, ApiError>> {
     Box::pin(async move {
         let outcome = mta_export::run_once(ctx).await?;
         // A domain dropped now leaves the next minute's export.

@@ -16,14 +16,14 @@ pub use lambda_http::Error;
 static BOOTSTRAPPED: OnceCell<()> = OnceCell::const_new();
 
 /// Serves `job` as a scheduled function: builds the context (writing nothing),
-/// then runs the job on each event, whatever the event says (EventBridge's
-/// schedule, or for the poller an object-created event), and answers its
+/// then runs the job on each event (EventBridge's schedule, or for the
+/// poller an object-created event, which names its file), and answers its
 /// summary. A job that `bootstraps` runs the bootstrap at its first run in the
 /// container rather than at init, because init writes nothing.
 pub async fn schedule(job: &'static Job) -> Result<(), Error> {
     crate::telemetry::init(true);
     let ctx = Context::build(Config::from_env()?, Mode::Lambda).await?.context;
-    lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
         let ctx = ctx.clone();
         async move {
             if job.bootstraps {
@@ -31,7 +31,7 @@ pub async fn schedule(job: &'static Job) -> Result<(), Error> {
                     .get_or_try_init(|| crate::service::operators::bootstrap::run(&ctx))
                     .await?;
             }
-            Ok::<_, Error>((job.run)(&ctx).await?)
+            Ok::<_, Error>((job.run)(&ctx, &event.payload).await?)
         }
     }))
     .await

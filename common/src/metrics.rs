@@ -31,7 +31,7 @@ pub const SEND_FAILED: &str = "SendFailed";
 /// Files waiting in the inbound spool when a poller run starts: mail arriving
 /// (or stuck).
 pub const INBOUND_PENDING: &str = "InboundPending";
-/// Spool files filed (moved to `inbound/done/`): mail copies, reports applied.
+/// Spool files filed (and set aside): mail copies, reports applied.
 pub const INBOUND_FILED: &str = "InboundFiled";
 /// Spool files refused (moved to `inbound/failed/` with a reason).
 pub const INBOUND_FAILED: &str = "InboundFailed";

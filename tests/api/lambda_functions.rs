@@ -484,9 +484,11 @@ const JOB_EVENT_CASES: &[Case] = &[Case {
     event: "object-created.json",
     status: None,
     check: |out| {
+        // The bounce at the event's key, applied (a report files no copy);
+        // the message beside it is left to the scheduled run.
         assert_eq!(
             out,
-            &json!({ "filed": 1, "duplicates": 0, "failed": 0, "pending": 0 }),
+            &json!({ "filed": 0, "duplicates": 0, "failed": 0, "pending": 0 }),
             "{out}"
         );
     },
@@ -526,10 +528,11 @@ fn summary_check(job: &str) -> fn(&Value) {
             assert_eq!(out["mailboxes"], PROTECTED_MAILBOXES.len(), "{out}");
         },
         "poller" => |out| {
-            // Only the complaint waits: applied, never filed; nothing failed or left.
+            // The listing finds the message the event's run left (filed) and
+            // the complaint (applied, never filed); nothing failed or left.
             assert_eq!(
                 out,
-                &json!({ "filed": 0, "duplicates": 0, "failed": 0, "pending": 0 }),
+                &json!({ "filed": 1, "duplicates": 0, "failed": 0, "pending": 0 }),
                 "{out}"
             );
         },
@@ -891,6 +894,15 @@ fn lambda_functions_answer_the_sample_events() {
             // A scheduled function: what it returned is the answer.
             eprintln!("{event} -> {response} in {:.1}s", started.elapsed().as_secs_f64());
             (case.check)(&response);
+            if case.function == "poller" && case.event == "object-created.json" {
+                // The event's run read its one file, not the spool.
+                let pending = scratch.path(data_dir_name("poller")).join("blobs/inbound/pending");
+                let left: Vec<_> = fs::read_dir(&pending)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name())
+                    .collect();
+                assert_eq!(left.len(), 1, "the message waits for the listing: {left:?}");
+            }
             continue;
         };
         let body = answer_body(&event, &response);
@@ -1026,13 +1038,15 @@ fn metric_lines_are_emf(venv: &Path, scratch: &Scratch, functions: &[&'static st
 
 /// What a mail host drops for the poller's object-created case, as
 /// `mailhost deliver` does (envelope line first, named by the time of the
-/// drop): a message for `inbox@<service domain>` and a real Postfix bounce
+/// drop): a message for `inbox@<service domain>`, and a real Postfix bounce
 /// (tests/fixtures/dsn/ORIGIN.md) to the signed return path of the agent
 /// key's one send (its delivery read from the store, the return path signed
-/// with the functions' HMAC secret). Answers the real feedback report to the
-/// same return path, for the scheduled run after it: a complaint follows a
-/// bounce, and one run files its files concurrently, in no set order.
+/// with the functions' HMAC secret) at the key the event names. Answers the
+/// real feedback report to the same return path, for the scheduled run
+/// after it: a complaint follows a bounce, and one run files its files
+/// concurrently, in no set order.
 fn drop_into_spool(data_dir: &Path, hmac_secret: &str) -> Vec<u8> {
+    use common::blob::BlobStore;
     use common::mail::inbound::{Envelope, drop_raw};
     use common::store::{Query, Store};
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -1065,14 +1079,26 @@ fn drop_into_spool(data_dir: &Path, hmac_secret: &str) -> Vec<u8> {
         ),
     ];
     let blobs = common::blob::fs::FsBlobStore::new(data_dir.join("blobs"));
+    // The bounce lands at the key events/poller/object-created.json names,
+    // which that event's run applies alone; the message waits for the
+    // scheduled run's listing.
+    let event: Value = serde_json::from_str(&read(&workspace().join("events/poller/object-created.json"))).unwrap();
+    let named = event["detail"]["object"]["key"]
+        .as_str()
+        .expect("the event's key")
+        .to_string();
     runtime.block_on(async {
-        for (recipient, sender, raw) in drops {
+        for (i, (recipient, sender, raw)) in drops.into_iter().enumerate() {
             let envelope = Envelope {
                 recipient: Some(recipient),
                 sender: Some(sender),
                 ..Default::default()
             };
-            drop_raw(&blobs, envelope.prepend(&raw)).await.expect("dropped");
+            let raw = envelope.prepend(&raw);
+            match i {
+                1 => blobs.put(&named, raw, "message/rfc822").await.expect("dropped"),
+                _ => drop_raw(&blobs, raw).await.map(drop).expect("dropped"),
+            }
         }
     });
     let complaint = Envelope {
@@ -1635,6 +1661,36 @@ fn deleted_mail_does_not_live_on_as_old_versions() {
     assert!(rule.contains("Status: Enabled"), "{rule}");
     assert!(rule.contains("NoncurrentVersionExpiration:"), "{rule}");
     assert!(rule.contains("ExpiredObjectDeleteMarker: true"), "{rule}");
+}
+
+/// A filed spool file is deleted, not copied (`poller`): the version the
+/// delete hides is the received file its row names, so the bucket keeps
+/// hidden versions under inbound/pending/ 30 days, and no rule over that
+/// prefix expires them sooner.
+#[test]
+fn a_filed_spool_files_hidden_version_is_kept_thirty_days() {
+    let template = std::fs::read_to_string(workspace().join("template.yaml")).unwrap();
+    let rules: Vec<&str> = template.split("- Id: ").skip(1).collect();
+    let prefix = |rule: &str| {
+        rule.lines()
+            .find_map(|l| l.trim().strip_prefix("Prefix: "))
+            .map(str::to_string)
+    };
+    let kept = rules
+        .iter()
+        .find(|r| prefix(r).as_deref() == Some("inbound/pending/"))
+        .expect("a lifecycle rule for inbound/pending/");
+    assert!(kept.contains("Status: Enabled"), "{kept}");
+    assert!(kept.contains("NoncurrentDays: 30"), "{kept}");
+    for rule in &rules {
+        let Some(p) = prefix(rule) else { continue };
+        if "inbound/pending/".starts_with(&p) && !std::ptr::eq(*rule, *kept) {
+            assert!(
+                !rule.contains("NoncurrentVersionExpiration") && !rule.contains("ExpirationInDays"),
+                "a rule over {p} would remove filed files sooner:\n{rule}"
+            );
+        }
+    }
 }
 
 /// docs/decisions.md, "Delivery status and suppression": in AWS customer mail

@@ -43,5 +43,6 @@ mod send;
 mod send_smtp;
 mod smtp_sink;
 mod spam;
+mod spool_s3;
 mod web;
 mod webhooks;

@@ -175,7 +175,9 @@ async fn received(State(h): State<Shared>) -> Json<Value> {
 /// Writes the mail-server export and acknowledges it, as a mail host would.
 async fn apply(State(h): State<Shared>) -> Json<Value> {
     let app = &h.app;
-    let summary = (common::jobs::MTA_EXPORT.run)(&app.ctx).await.unwrap();
+    let summary = (common::jobs::MTA_EXPORT.run)(&app.ctx, &serde_json::Value::Null)
+        .await
+        .unwrap();
     let version = summary["version"].as_i64().unwrap();
     common::service::operators::mta_export::acknowledge(&app.ctx, version)
         .await

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use aws_sdk_s3::error::DisplayErrorContext;
 use aws_sdk_s3::primitives::ByteStream;
 
-use super::{BlobError, BlobResult, BlobStore};
+use super::{BlobError, BlobResult, BlobStore, Versioned, split_version};
 
 pub struct S3BlobStore {
     client: aws_sdk_s3::Client,
@@ -51,13 +51,25 @@ impl BlobStore for S3BlobStore {
     }
 
     async fn get(&self, key: &str) -> BlobResult<Option<Vec<u8>>> {
-        let out = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
+        Ok(self.get_versioned(key).await?.map(|read| read.bytes))
+    }
+
+    async fn get_versioned(&self, key: &str) -> BlobResult<Option<Versioned>> {
+        let (key, version) = split_version(key);
+        let request = self.client.get_object().bucket(&self.bucket).key(key);
+        let out = match request.set_version_id(version.map(str::to_string)).send().await {
             Ok(out) => out,
             Err(e) if e.as_service_error().is_some_and(|e| e.is_no_such_key()) => return Ok(None),
             Err(e) => return Err(err(e)),
         };
+        // A bucket that never had versioning on names none; one where it is
+        // suspended names "null", which a delete does not keep.
+        let version = out.version_id().filter(|v| *v != "null").map(str::to_string);
         let body = out.body.collect().await.map_err(err)?;
-        Ok(Some(body.into_bytes().to_vec()))
+        Ok(Some(Versioned {
+            bytes: body.into_bytes().to_vec(),
+            version,
+        }))
     }
 
     async fn delete(&self, key: &str) -> BlobResult<()> {

@@ -74,6 +74,52 @@ async fn s3_blob_store_round_trip() {
     assert_eq!(store.list("inbound/").await.unwrap().len(), 4);
 }
 
+/// In a bucket with versioning on, a read names the blob's version, and
+/// that version is still read at `at_version` once the blob is deleted
+/// (listed no more); a bucket without versioning names none.
+#[tokio::test]
+async fn s3_keeps_a_deleted_blobs_version_where_versioning_is_on() {
+    let Some((_, conf)) = moto().await else {
+        return;
+    };
+    let client = client_for(&conf);
+    let (versioned, plain) = (unique("mailhost-versions"), unique("mailhost-plain"));
+    for bucket in [&versioned, &plain] {
+        client.create_bucket().bucket(bucket).send().await.unwrap();
+    }
+    let enabled = aws_sdk_s3::types::VersioningConfiguration::builder()
+        .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+        .build();
+    client
+        .put_bucket_versioning()
+        .bucket(&versioned)
+        .versioning_configuration(enabled)
+        .send()
+        .await
+        .unwrap();
+    let key = "inbound/pending/1-a.eml";
+
+    let store = S3BlobStore::new(client.clone(), versioned);
+    store.put(key, b"first".to_vec(), "message/rfc822").await.unwrap();
+    let read = store.get_versioned(key).await.unwrap().expect("the blob");
+    assert_eq!(read.bytes, b"first");
+    let version = read.version.expect("a version in a versioned bucket");
+    store.delete(key).await.unwrap();
+    assert_eq!(store.get(key).await.unwrap(), None);
+    assert!(store.list("inbound/").await.unwrap().is_empty());
+    let kept = common::blob::at_version(key, &version);
+    assert_eq!(store.get(&kept).await.unwrap().as_deref(), Some(&b"first"[..]));
+    // A later blob at the same key is another version; the kept one is unchanged.
+    store.put(key, b"second".to_vec(), "message/rfc822").await.unwrap();
+    assert_eq!(store.get(&kept).await.unwrap().as_deref(), Some(&b"first"[..]));
+    assert_eq!(store.get(key).await.unwrap().as_deref(), Some(&b"second"[..]));
+
+    let store = S3BlobStore::new(client, plain);
+    store.put(key, b"plain".to_vec(), "message/rfc822").await.unwrap();
+    let read = store.get_versioned(key).await.unwrap().expect("the blob");
+    assert_eq!((read.bytes.as_slice(), read.version), (&b"plain"[..], None));
+}
+
 #[tokio::test]
 async fn ses_transport_sends_raw_mail() {
     let Some((endpoint, conf)) = moto().await else {

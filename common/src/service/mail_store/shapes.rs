@@ -186,8 +186,10 @@ pub struct Row {
     /// never a scoped key, and it fires no webhook.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub owner_only: bool,
-    /// The received file in the spool (`inbound/done/<name>`, kept 30 days):
-    /// what a spam report teaches rspamd.
+    /// The received file in the spool, kept 30 days: the version of
+    /// `inbound/pending/<name>` a versioned bucket keeps
+    /// (`blob::at_version`), or `inbound/done/<name>`; what a spam report
+    /// teaches rspamd.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
     /// The display name written beside the sender's address.
@@ -425,7 +427,7 @@ pub struct NewMessage<'a> {
     pub authentication: Option<&'a Authentication>,
     /// rspamd's verdict on a received message's content, when there is one.
     pub spam: Option<&'a SpamVerdict>,
-    /// The received file in the spool once filed (`inbound/done/<name>`).
+    /// The received file in the spool once filed (see `Row::raw`).
     pub raw: Option<&'a str>,
     /// Keep it out of the inbox, for this reason (see [`Quarantine`]).
     pub quarantine: Option<Quarantine>,

@@ -4,8 +4,11 @@
 //! Each file is parsed, its recipient taken from its envelope (the one copy
 //! the mail host delivered), a copy filed into that mailbox when it stores
 //! mail (idempotent on mailbox and Message-ID),
-//! and only then is the raw file moved: to `inbound/done/`, or to
-//! `inbound/failed/` with a `.reason` text beside it.
+//! and only then is the raw file set aside: filed, it is deleted where the
+//! bucket keeps what a delete hides (a versioned S3 bucket, as deployed:
+//! the row names that version, kept 30 days), and moved to `inbound/done/`
+//! elsewhere; refused, it is moved to `inbound/failed/` with a `.reason`
+//! text beside it.
 
 use futures::StreamExt;
 
@@ -32,7 +35,7 @@ pub struct Outcome {
 }
 
 /// What a run did with its files, for the metrics: files found, files done
-/// (moved to `inbound/done/`) with the milliseconds each waited since its
+/// (filed and set aside) with the milliseconds each waited since its
 /// drop, and files refused.
 #[derive(Debug, Default)]
 struct Spool {
@@ -86,10 +89,33 @@ pub async fn run_quick(ctx: &Context) -> Result<Outcome, ApiError> {
     run(ctx, false).await
 }
 
+/// A run for one dropped file, named by S3's object-created event (in AWS,
+/// through EventBridge): that file alone, with no listing of the spool (a
+/// LIST costs what a PUT does). A file whose event was lost is filed by the
+/// next scheduled run, which lists the spool. Any other event, or a key
+/// outside `inbound/pending/`, runs [`run_once`].
+pub async fn run_for_event(ctx: &Context, event: &serde_json::Value) -> Result<Outcome, ApiError> {
+    match dropped_key(event) {
+        Some(key) => files(ctx, vec![key.to_string()], true).await,
+        None => run_once(ctx).await,
+    }
+}
+
+/// The spool file an EventBridge "Object Created" event names.
+fn dropped_key(event: &serde_json::Value) -> Option<&str> {
+    let created = event["source"] == "aws.s3" && event["detail-type"] == "Object Created";
+    let key = event["detail"]["object"]["key"].as_str()?;
+    (created && key.starts_with(PENDING) && key.len() > PENDING.len()).then_some(key)
+}
+
 async fn run(ctx: &Context, due_indexes: bool) -> Result<Outcome, ApiError> {
+    let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
+    files(ctx, pending, due_indexes).await
+}
+
+async fn files(ctx: &Context, pending: Vec<String>, due_indexes: bool) -> Result<Outcome, ApiError> {
     let _one_run = ctx.poller_runs.lock().await;
     let mut tally = Tally::default();
-    let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
     tally.spool.found = pending.len();
     let mut runs = futures::stream::iter(pending)
         .map(|key| async move {
@@ -110,7 +136,7 @@ async fn run(ctx: &Context, due_indexes: bool) -> Result<Outcome, ApiError> {
         tally.add(&key, result);
     }
     let Tally { outcome, spool, filed } = tally;
-    // Counted once the files are moved, before the webhooks, which may take
+    // Counted once the files are set aside, before the webhooks, which may take
     // seconds: every run records what it found, even nothing.
     spool.emit(ctx);
     // Only newly stored copies are announced, after filing: a receiver that is
@@ -177,30 +203,35 @@ fn blob_err(e: BlobError) -> ApiError {
     ApiError::internal(e.to_string())
 }
 
-/// Files one spool file and moves it; `None` when it is gone already.
+/// Files one spool file and sets it aside; `None` when it is gone already.
 async fn one(ctx: &Context, key: &str) -> Result<Option<File>, ApiError> {
-    let Some(raw) = ctx.blobs.get(key).await.map_err(blob_err)? else {
+    let Some(read) = ctx.blobs.get_versioned(key).await.map_err(blob_err)? else {
         return Ok(None);
     };
+    let (raw, version) = (read.bytes, read.version);
     let name = &key[PENDING.len()..];
+    // Where the received file stays once filed, which the row names: the
+    // version a delete keeps, so filing copies nothing, or `inbound/done/`.
+    let filed_as = match &version {
+        Some(version) => crate::blob::at_version(key, version),
+        None => format!("{DONE}{name}"),
+    };
     let result = match inbound::parse(&raw, &Limits::default()) {
         Err(refused) => Err(refused.0),
         // DMARC reports first: no mailbox, whoever holds the address, sees them.
         Ok(message) if to_dmarc(ctx, &message) => dmarc_report(ctx, &message, &raw).await?,
-        Ok(message) => {
-            let filed_as = format!("{DONE}{name}");
-            match report_to(ctx, &message) {
-                Some(return_path) => report(ctx, &message, &return_path, &raw, &filed_as).await?,
-                None => file(ctx, &message, &raw, &filed_as).await?,
-            }
-        }
+        Ok(message) => match report_to(ctx, &message) {
+            Some(return_path) => report(ctx, &message, &return_path, &raw, &filed_as).await?,
+            None => file(ctx, &message, &raw, &filed_as).await?,
+        },
     };
     match result {
         Ok((new, duplicates)) => {
-            ctx.blobs
-                .move_to(key, &format!("{DONE}{name}"), raw, "message/rfc822")
-                .await
-                .map_err(blob_err)?;
+            let set_aside = match version {
+                Some(_) => ctx.blobs.delete(key).await,
+                None => ctx.blobs.move_to(key, &filed_as, raw, "message/rfc822").await,
+            };
+            set_aside.map_err(blob_err)?;
             Ok(Some(File::Filed(new, duplicates)))
         }
         Err(reason) => {
@@ -274,8 +305,8 @@ async fn report(
 /// when nothing here receives it.
 type Filed = (Vec<(String, Row)>, usize);
 
-/// `raw_key` is where the raw file will be once filed (`inbound/done/`):
-/// what a spam report teaches rspamd.
+/// `raw_key` is where the raw file will be once filed (its version, or
+/// `inbound/done/`): what a spam report teaches rspamd.
 async fn file(ctx: &Context, message: &Inbound, raw: &[u8], raw_key: &str) -> Result<Result<Filed, String>, ApiError> {
     // The envelope's one recipient; only a bare message dropped by hand (no
     // envelope, no trace lines) is filed by its To and Cc.

@@ -53,7 +53,8 @@ pub struct Job {
     pub learn: Learn,
     /// The classifier's user: the mailbox's domain (an account's one domain).
     pub user: String,
-    /// The received file (`inbound/done/<name>`).
+    /// The received file (`Row::raw`: a spool file's kept version, or
+    /// `inbound/done/<name>`).
     pub raw: String,
     pub mailbox: String,
     pub message_id: String,
