@@ -55,16 +55,33 @@ def wait_drained(s3, bucket, seconds):
     return False
 
 
+def kept(s3, bucket):
+    """The spool files set aside in the versioned bucket: a delete marker
+    over a version that keeps the file."""
+    versions, deleted = set(), set()
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix="inbound/pending/"):
+        versions.update(v["Key"] for v in page.get("Versions", []))
+        deleted.update(m["Key"] for m in page.get("DeleteMarkers", []) if m["IsLatest"])
+    return versions & deleted
+
+
 def inbound(drops, s3, bucket, rows_by_mailbox):
-    """Every drop ends in done/ or failed/ (with its reason), never both and
-    never still pending; every generated message is listed exactly once in
-    its mailbox, however often it was dropped."""
+    """Every drop ends filed (deleted, its version kept: the bucket is
+    versioned, so no copy under done/) or in failed/ (with its reason),
+    never both and never still pending; every generated message is listed
+    exactly once in its mailbox, however often it was dropped."""
     bad = []
     keys = spool_state(s3, bucket)
+    copies = sorted(k for k in keys if k.startswith("inbound/done/"))
+    if copies:
+        bad.append(f"{len(copies)} filed files were copied to done/ in a versioned bucket, such as {copies[0]}")
+    set_aside = kept(s3, bucket)
     counts = {"done": 0, "failed": 0, "failed generated": 0}
     for drop in drops:
         name = drop["key"].rsplit("/", 1)[1]
-        done, failed = f"inbound/done/{name}" in keys, f"inbound/failed/{name}" in keys
+        failed = f"inbound/failed/{name}" in keys
+        # A refused file is moved: its pending key is deleted too.
+        done = drop["key"] in set_aside and not failed
         if drop["key"] in keys:
             bad.append(f"{drop['key']} is still pending")
         elif done == failed:

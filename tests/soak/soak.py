@@ -148,6 +148,9 @@ class Run:
                                aws_access_key_id="test", aws_secret_access_key="test",
                                config=BotoConfig(s3={"addressing_style": "path"}))
         self.s3.create_bucket(Bucket=self.bucket)
+        # Versioned, as template.yaml's bucket is: a filed spool file is
+        # deleted and its version kept (common/src/service/receiving/poller.rs).
+        self.s3.put_bucket_versioning(Bucket=self.bucket, VersioningConfiguration={"Status": "Enabled"})
         env = dict(os.environ, **aws_env(self.dynamo_proxy.url, self.s3_proxy.url))
         env.update({
             "MAILHOST_STORE": "dynamodb", "MAILHOST_TABLE": f"soak-{self.seed:x}", "MAILHOST_BUCKET": self.bucket,
