@@ -261,19 +261,35 @@ fn launch_blocking(venv: &Path, reject: bool, open: bool) -> SmtpSink {
     panic!("the SMTP sink found no free port in 5 tries");
 }
 
-/// A port of 127.0.0.1 that was free a moment ago (the sink retries if it is taken).
-/// A port free now and never handed out before in this run: a harness picks
-/// several before it starts what listens on them, and the kernel may offer a
-/// released port again (the IMAP port and a remote MX once got the same one).
+/// A port of 127.0.0.1 free now and never handed out before in this run: a
+/// harness picks several before it starts what listens on them, and the
+/// kernel may offer a released port again (the IMAP port and a remote MX once
+/// got the same one). It lies below the kernel's ephemeral range, so no
+/// connection's local end takes it in the seconds before its server binds it
+/// (Dovecot once found its IMAP port so taken while the suite ran).
 pub fn free_port() -> u16 {
     static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
         std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let below = 10_000..ephemeral;
     loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = match below.is_empty() {
+            true => std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port(),
+            false => {
+                let port = rand::random_range(below.clone());
+                match std::net::TcpListener::bind(("127.0.0.1", port)) {
+                    Ok(_) => port,
+                    Err(_) => continue,
+                }
+            }
+        };
         if GIVEN
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
