@@ -43,8 +43,11 @@ impl Application {
             SocketAddr::V4(_) => TcpSocket::new_v4()?,
             SocketAddr::V6(_) => TcpSocket::new_v6()?,
         };
-        // As TcpListener::bind does: a restart may take the port at once.
-        socket.set_reuseaddr(true)?;
+        // As TcpListener::bind does: a restart may take its port at once. Not
+        // for port 0: Linux may then hand one free port to two sockets that
+        // both set it, and the second's listen fails (two tests' servers
+        // once did, the context being built between the bind and the listen).
+        socket.set_reuseaddr(config.addr.port() != 0)?;
         socket.bind(config.addr)?;
         let addr = socket.local_addr()?;
         config.addr = addr;
