@@ -5,6 +5,8 @@
 //! then SMTP delivery. Nothing before the credit step spends a credit, and a
 //! failed delivery does not refund it.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +15,7 @@ use crate::keys;
 use crate::mail::attachments::{Attachment, Attachments};
 use crate::mail::message::{self, Draft};
 use crate::mail::people::{self, Person};
+use crate::mail::{MailError, Outgoing};
 use crate::service::accounts::payer::{self, Payer};
 use crate::service::delivery::dispatch::{self, Outbound};
 use crate::service::domains;
@@ -330,7 +333,7 @@ pub async fn send(
 
 /// A send read and built, nothing written yet.
 struct Staged {
-    plan: Plan,
+    plan: Arc<Plan>,
     from: String,
     domain: domains::Domain,
     message_id: String,
@@ -352,7 +355,7 @@ async fn stage(
     plan: impl std::future::Future<Output = Result<Plan, ApiError>>,
 ) -> Result<Staged, ApiError> {
     let (ctx, caller) = (call.ctx, call.caller);
-    let plan = plan.await?;
+    let plan = Arc::new(plan.await?);
     let recipients = plan.addressees.all();
     let balance_key = payer.credit_bucket().map(|bucket| keys::credits(&bucket));
     let ahead = owner_ahead(ctx, caller, plan.from.as_deref());
@@ -361,28 +364,12 @@ async fn stage(
         let recipients = &recipients;
         async move { dispatch::Looked::read(ctx, &owner, recipients, key).await }
     };
-    let draft = |from| Draft {
-        from,
-        to: &plan.addressees.to,
-        cc: &plan.addressees.cc,
-        bcc: &plan.addressees.bcc,
-        subject: &plan.subject,
-        text: &plan.text,
-        html: plan.html.as_deref(),
-        in_reply_to: plan.in_reply_to.as_deref(),
-        references: &plan.references,
-        attachments: &plan.attachments,
-    };
     // Signed as the caller's last sender while the reads are out; kept
     // only if the reads find that same sender.
     let guess = guessed_sender(ctx, caller, plan.from.as_deref());
     let signed_ahead = async {
         let guess = guess.as_ref()?;
-        // The reads' requests go out before the signing takes the thread.
-        tokio::task::yield_now().await;
-        let message_id = message::new_message_id(&guess.domain);
-        let built = message::build(&draft(&guess.from), &message_id, Some(guess.signer.as_ref()));
-        Some((message_id, built))
+        Some(sign(plan.clone(), &guess.from, &guess.domain, guess.signer.clone()).await)
     };
     let looked_ahead = async {
         match &ahead {
@@ -410,11 +397,7 @@ async fn stage(
     };
     let (message_id, built) = match (signed, &guess) {
         (Some(signed), Some(guess)) if guess.holds(&from, &domain) => signed,
-        _ => {
-            let message_id = message::new_message_id(&domain.name);
-            let built = message::build(&draft(&from), &message_id, Some(signer(ctx, &domain).await?.as_ref()));
-            (message_id, built)
-        }
+        _ => sign(plan.clone(), &from, &domain.name, signer(ctx, &domain).await?).await,
     };
     let outgoing = built.map_err(|e| error::MESSAGE_NOT_BUILT.with(e.0))?;
     let due_at = plan.timing.due_at(ctx.clock.now())?;
@@ -429,6 +412,40 @@ async fn stage(
         balance,
         wait,
     })
+}
+
+/// The message built and signed as `from` of `domain`, with its new
+/// Message-ID. On a blocking thread: a signature is most of a millisecond
+/// of CPU, and a send's reads need the async thread meanwhile to get their
+/// requests out and their answers in.
+async fn sign(
+    plan: Arc<Plan>,
+    from: &str,
+    domain: &str,
+    signer: Arc<message::Signer>,
+) -> (String, Result<Outgoing, MailError>) {
+    let (from, message_id) = (from.to_string(), message::new_message_id(domain));
+    let signing = tokio::task::spawn_blocking(move || {
+        let draft = Draft {
+            from: &from,
+            to: &plan.addressees.to,
+            cc: &plan.addressees.cc,
+            bcc: &plan.addressees.bcc,
+            subject: &plan.subject,
+            text: &plan.text,
+            html: plan.html.as_deref(),
+            in_reply_to: plan.in_reply_to.as_deref(),
+            references: &plan.references,
+            attachments: &plan.attachments,
+        };
+        let built = message::build(&draft, &message_id, Some(signer.as_ref()));
+        (message_id, built)
+    });
+    match signing.await {
+        Ok(signed) => signed,
+        // A panic while signing is the request's, as it was on its thread.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 /// Files what went out on its thread: (thread id, attachments stored).
