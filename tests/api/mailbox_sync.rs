@@ -455,6 +455,32 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
         1,
         "one copy: {copies:?}"
     );
+    // A copy this small rides in its mark: no blob was ever stored.
+    assert!(
+        app.ctx
+            .blobs
+            .list("mail/me@tom.example/sent-copies/")
+            .await
+            .unwrap()
+            .is_empty(),
+        "a small copy keeps no blob"
+    );
+
+    // A copy too large for its mark keeps its bytes in a blob until saved.
+    let long = "A longer letter.\n".repeat(300);
+    let large = app
+        .send_mail(
+            Auth::Bearer(key),
+            json!({"from": "me@tom.example", "to": "pal@elsewhere.test", "subject": "A long one", "text": long}),
+        )
+        .await;
+    assert_eq!(large.status, 200, "{}", large.body);
+    let large_id = large.body["messageId"].as_str().unwrap().to_string();
+    let copy = eventually("a large send is saved to Sent, read", || async {
+        imap.find("Sent", &large_id).await.filter(seen)
+    })
+    .await;
+    assert_eq!(copy["subject"], "A long one");
     // Its bytes are gone once saved.
     eventually("the saved copy's bytes are dropped", || async {
         let left = app.ctx.blobs.list("mail/me@tom.example/sent-copies/").await.unwrap();
@@ -462,12 +488,23 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
     })
     .await;
 
-    // A send's bytes are stored beside the transaction that writes its mark,
-    // so the mail host may read the mark first: it waits for the bytes.
+    // A large send's bytes are stored beside the transaction that writes its
+    // mark, so the mail host may read the mark first: it waits for the bytes.
     let late = "<stored-late@tom.example>";
-    let copy =
-        common::service::mail_store::sync_marks::sent_copy(&app.ctx, "api", "me@tom.example", late, "0000000000000aa1")
-            .expect("an API send from a hosted mailbox keeps a copy");
+    let raw = format!(
+        "From: me@tom.example\r\nTo: pal@elsewhere.test\r\nSubject: Stored late\r\nMessage-ID: {late}\r\n\r\n{}",
+        "Hello.\r\n".repeat(500)
+    );
+    let copy = common::service::mail_store::sync_marks::sent_copy(
+        &app.ctx,
+        "api",
+        "me@tom.example",
+        late,
+        "0000000000000aa1",
+        raw.as_bytes(),
+    )
+    .expect("an API send from a hosted mailbox keeps a copy");
+    assert!(!copy.inline(), "{} bytes are kept in a blob", raw.len());
     app.ctx.store.transact(vec![copy.mark.clone()]).await.unwrap();
     let after = app
         .send_mail(
@@ -486,9 +523,6 @@ async fn deletions_sent_copies_and_appends_agree(backend: Backend) {
         .await
         .unwrap();
     assert!(kept.is_some(), "a mark whose bytes are awaited is kept");
-    let raw = format!(
-        "From: me@tom.example\r\nTo: pal@elsewhere.test\r\nSubject: Stored late\r\nMessage-ID: {late}\r\n\r\nHello.\r\n"
-    );
     assert!(copy.store(&app.ctx, raw.as_bytes()).await);
     eventually("a copy whose bytes came late is saved to Sent", || async {
         imap.find("Sent", late).await

@@ -386,8 +386,12 @@ impl Recorded {
             &at,
         ));
         // A send from a hosted mailbox is saved to its IMAP Sent.
-        let copy = mail_store::sync_marks::sent_copy(ctx, out.source, out.from, out.message_id, &sent.id)
-            .map(|copy| (copy, false));
+        let copy = mail_store::sync_marks::sent_copy(ctx, out.source, out.from, out.message_id, &sent.id, out.raw).map(
+            |copy| {
+                let stored = copy.inline();
+                (copy, stored)
+            },
+        );
         Recorded { sent, writes, copy }
     }
 

@@ -54,6 +54,10 @@ pub struct Mark {
     /// A sent copy's bytes: this blob.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+    /// A small sent copy's bytes, kept in the mark itself instead of a blob
+    /// ([`INLINE_BYTES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<String>,
     /// The row a `Message` mark is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_id: Option<String>,
@@ -89,6 +93,7 @@ pub fn thread_mark(scope: &str, mailbox: &str, thread_id: &str, ms: i64) -> Writ
             message_id: None,
             direction: None,
             blob: None,
+            bytes: None,
             row_id: None,
             stamp: stamp(),
             ms,
@@ -119,6 +124,7 @@ pub fn gone_mark(scope: &str, row: &Row, ms: i64) -> Write {
             message_id: Some(row.message_id.clone()),
             direction: Some(row.direction),
             blob: None,
+            bytes: None,
             row_id: None,
             stamp: stamp(),
             ms,
@@ -138,6 +144,7 @@ pub fn message_mark(scope: &str, row: &Row, ms: i64) -> Write {
             message_id: Some(row.message_id.clone()),
             direction: Some(row.direction),
             blob: None,
+            bytes: None,
             row_id: Some(row.id.clone()),
             stamp: stamp(),
             ms,
@@ -146,7 +153,11 @@ pub fn message_mark(scope: &str, row: &Row, ms: i64) -> Write {
 }
 
 /// The mark of a message sent from a hosted mailbox, its bytes in `blob`.
-pub fn sent_mark(mailbox: &str, message_id: &str, delivery: &str, blob: &str, ms: i64) -> Write {
+fn sent_mark(mailbox: &str, message_id: &str, delivery: &str, copy: &Copy, ms: i64) -> Write {
+    let (blob, bytes) = match copy {
+        Copy::Blob(blob) => (Some(blob.clone()), None),
+        Copy::Inline(bytes) => (None, Some(bytes.clone())),
+    };
     put(
         format!("s#{delivery}"),
         &Mark {
@@ -156,7 +167,8 @@ pub fn sent_mark(mailbox: &str, message_id: &str, delivery: &str, blob: &str, ms
             thread_id: None,
             message_id: Some(message_id.to_string()),
             direction: Some(Direction::Outbound),
-            blob: Some(blob.to_string()),
+            blob,
+            bytes,
             row_id: None,
             stamp: stamp(),
             ms,
@@ -229,36 +241,75 @@ pub fn keeps_copy(ctx: &Context, source: &str, from: &str) -> bool {
     source == "api" && !domain.is_empty() && !domain.eq_ignore_ascii_case(ctx.config.service_domain.as_str())
 }
 
+/// The most bytes a sent copy keeps in its mark rather than in a blob.
+/// Up to about this size the mark's extra write units (2 a KB in the send's
+/// transaction, 1 a KB when the mail host clears it) cost less than the blob's
+/// S3 PUT and GET ($5.40 a million, `docs/deploy.md`), and the send waits for
+/// no second store beside its transaction (an S3 PUT is slower than it).
+pub const INLINE_BYTES: usize = 3 * 1024;
+
+/// Where a sent copy's bytes are kept.
+enum Copy {
+    Blob(String),
+    /// Text (a message as built is 7-bit or UTF-8), so the item stays JSON.
+    Inline(String),
+}
+
+impl Copy {
+    fn of(raw: &[u8], from: &str, delivery: &str) -> Copy {
+        match std::str::from_utf8(raw) {
+            Ok(text) if raw.len() <= INLINE_BYTES => Copy::Inline(text.to_string()),
+            _ => Copy::Blob(blob_key(from, delivery)),
+        }
+    }
+}
+
 /// A send's copy for IMAP's Sent: where its bytes go and the mark that
 /// tells the mail host, written with its delivery record.
 pub struct SentCopy {
-    blob: String,
+    copy: Copy,
     delivery: String,
     pub mark: Write,
 }
 
-/// The Sent copy a send keeps (none when it keeps none); nothing stored yet.
-pub fn sent_copy(ctx: &Context, source: &str, from: &str, message_id: &str, delivery: &str) -> Option<SentCopy> {
+/// The Sent copy a send of `raw` keeps (none when it keeps none); nothing
+/// stored yet but the mark's own bytes, for a small copy.
+pub fn sent_copy(
+    ctx: &Context,
+    source: &str,
+    from: &str,
+    message_id: &str,
+    delivery: &str,
+    raw: &[u8],
+) -> Option<SentCopy> {
     if !keeps_copy(ctx, source, from) {
         return None;
     }
-    let blob = blob_key(from, delivery);
+    let copy = Copy::of(raw, from, delivery);
     let ms = ctx.clock.now().timestamp_millis();
     Some(SentCopy {
-        mark: sent_mark(from, message_id, delivery, &blob, ms),
-        blob,
+        mark: sent_mark(from, message_id, delivery, &copy, ms),
+        copy,
         delivery: delivery.to_string(),
     })
 }
 
 impl SentCopy {
+    /// Whether the bytes ride in the mark: nothing to store beside it.
+    pub fn inline(&self) -> bool {
+        matches!(self.copy, Copy::Inline(_))
+    }
+
     /// Stores the bytes. Done beside the record's transaction, not before
     /// it, so a send waits for one storage round trip fewer; a mark whose
     /// bytes are not there yet is left for the mail host's next round
     /// (`src/mailbox_sync/down.rs`). Whether it was stored: the copy is the
     /// mail app's convenience, never a condition of the send.
     pub async fn store(&self, ctx: &Context, raw: &[u8]) -> bool {
-        match ctx.blobs.put(&self.blob, raw.to_vec(), "message/rfc822").await {
+        let Copy::Blob(blob) = &self.copy else {
+            return true;
+        };
+        match ctx.blobs.put(blob, raw.to_vec(), "message/rfc822").await {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!(error = %e, delivery = %self.delivery, "a send's IMAP Sent copy was not saved");
@@ -277,7 +328,9 @@ impl SentCopy {
 
     /// A send refused before its record was written: its stored bytes go.
     pub async fn discard(&self, ctx: &Context) {
-        let _ = ctx.blobs.delete(&self.blob).await;
+        if let Copy::Blob(blob) = &self.copy {
+            let _ = ctx.blobs.delete(blob).await;
+        }
     }
 }
 
@@ -291,4 +344,26 @@ pub async fn withdraw_sent(ctx: &Context, source: &str, from: &str, delivery: &s
         tracing::warn!(error = %e, delivery, "a refused send's Sent mark was not withdrawn");
     }
     let _ = ctx.blobs.delete(&blob_key(from, delivery)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_text_copy_rides_in_its_mark_and_any_other_in_a_blob() {
+        let kept = |raw: &[u8]| match Copy::of(raw, "me@x.org", "d1") {
+            Copy::Inline(text) => Some(text),
+            Copy::Blob(blob) => {
+                assert_eq!(blob, "mail/me@x.org/sent-copies/d1.eml");
+                None
+            }
+        };
+        let small = "Subject: Hi\r\n\r\nHello, é.\r\n";
+        assert_eq!(kept(small.as_bytes()).as_deref(), Some(small));
+        assert!(kept("x".repeat(INLINE_BYTES).as_bytes()).is_some());
+        assert!(kept("x".repeat(INLINE_BYTES + 1).as_bytes()).is_none());
+        // Bytes that are not UTF-8 would not survive the item's JSON.
+        assert!(kept(b"Subject: Hi\r\n\r\n\xff\r\n").is_none());
+    }
 }

@@ -25,13 +25,16 @@ crate::input! {
 pub async fn sent_copy(call: &Call<'_>, q: SentCopyQuery) -> Result<Download, ApiError> {
     let ctx = call.ctx;
     let mark = sync_marks::mark(ctx, &q.mark.0).await?.ok_or(error::NOT_FOUND)?;
-    let blob = mark.blob.ok_or(error::NOT_FOUND)?;
-    let bytes = ctx
-        .blobs
-        .get(&blob)
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?
-        .ok_or(error::NOT_FOUND)?;
+    let bytes = match (mark.bytes, mark.blob) {
+        (Some(inline), _) => inline.into_bytes(),
+        (None, Some(blob)) => ctx
+            .blobs
+            .get(&blob)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .ok_or(error::NOT_FOUND)?,
+        (None, None) => return Err(error::NOT_FOUND.into()),
+    };
     Ok(Download {
         content_type: "message/rfc822".into(),
         filename: "sent.eml".into(),
