@@ -252,6 +252,8 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     let mut calls: std::collections::BTreeMap<String, Vec<Duration>> = Default::default();
     let mut waiting = Vec::with_capacity(sends);
     let mut outside = Vec::with_capacity(sends);
+    // Where the server's own time sits, for the sends of 3 round trips.
+    let mut gaps: [Vec<Duration>; 4] = Default::default();
     let started = Instant::now();
     for i in 0..sends {
         if i % ROUND == 0 && i > 0 {
@@ -270,6 +272,12 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
         let busy = timed_proxy::busy(&made);
         waiting.push(busy);
         outside.push((to - from).saturating_sub(busy));
+        let idle = timed_proxy::idle(&made, from, to);
+        if idle.len() == gaps.len() {
+            for (n, gap) in idle.into_iter().enumerate() {
+                gaps[n].push(gap);
+            }
+        }
     }
     let elapsed = started.elapsed();
     report("sendMail, 1 client", &mut latencies, elapsed);
@@ -298,6 +306,20 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
         percentile(&waiting, 0.5),
         percentile(&outside, 0.5)
     );
+    if !gaps[0].is_empty() {
+        let n = gaps[0].len();
+        let p50s: Vec<String> = gaps
+            .iter_mut()
+            .map(|g| {
+                g.sort();
+                format!("{:.2?}", percentile(g, 0.5))
+            })
+            .collect();
+        println!(
+            "the server's own time between its waits, p50 of the {n} sends of 3 round trips: before the first {}, after it {}, after the second {}, after the third (the SMTP handoff in it) {}",
+            p50s[0], p50s[1], p50s[2], p50s[3]
+        );
+    }
     let sent_p50 = percentile(&latencies, 0.5);
 
     // The floor, the same run, through the same proxy.

@@ -88,6 +88,24 @@ pub fn busy(calls: &[Call]) -> std::time::Duration {
     total + span.map_or(std::time::Duration::ZERO, |(from, until)| until - from)
 }
 
+/// The stretches of `[from, to]` in which none of some calls was under way,
+/// in order: before the first, between each round trip and the next, after
+/// the last. Where a caller's own time sits between its waits.
+pub fn idle(calls: &[Call], from: Instant, to: Instant) -> Vec<std::time::Duration> {
+    let mut calls = calls.to_vec();
+    calls.sort_by_key(|c| c.start);
+    let mut gaps = Vec::new();
+    let mut free_from = from;
+    for call in calls {
+        if call.start >= free_from {
+            gaps.push(call.start - free_from);
+        }
+        free_from = free_from.max(call.end);
+    }
+    gaps.push(to.saturating_duration_since(free_from));
+    gaps
+}
+
 /// Reads one HTTP message's head (up to its blank line) and its body.
 fn message(reader: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> {
     let mut head = String::new();
