@@ -151,19 +151,16 @@ const SEND_DAY: Limit = Limit {
     period_secs: DAY,
 };
 
-/// The windows one send counts in: the account's two, and a scoped key's
-/// own day.
-fn windows(bucket: &str, cap: Option<&KeyCap>) -> Vec<(String, Limit)> {
-    let mut windows = vec![
-        (format!("send:{bucket}:{MINUTE}"), SEND_MINUTE),
-        (format!("send:{bucket}:{DAY}"), SEND_DAY),
-    ];
+/// The windows one send counts in: the account's minute and day, in one
+/// item (named as its day alone was), and a scoped key's own day.
+fn windows(bucket: &str, cap: Option<&KeyCap>) -> Vec<(String, Vec<Limit>)> {
+    let mut windows = vec![(format!("send:{bucket}:{DAY}"), vec![SEND_MINUTE, SEND_DAY])];
     if let Some(cap) = cap {
         let limit = Limit {
             max: cap.per_day,
             period_secs: DAY,
         };
-        windows.push((format!("send:key:{}:{DAY}", cap.key_id), limit));
+        windows.push((format!("send:key:{}:{DAY}", cap.key_id), vec![limit]));
     }
     windows
 }
@@ -174,9 +171,9 @@ fn windows(bucket: &str, cap: Option<&KeyCap>) -> Vec<(String, Limit)> {
 /// says why in the spec's order.
 pub fn gate_writes(ctx: &Context, payer: &Payer, cap: Option<&KeyCap>) -> Vec<Write> {
     let windows = windows(&payer.rate_bucket(), cap);
-    let named: Vec<(&str, Limit)> = windows
+    let named: Vec<(&str, &[Limit])> = windows
         .iter()
-        .map(|(bucket, limit)| (bucket.as_str(), *limit))
+        .map(|(bucket, limits)| (bucket.as_str(), limits.as_slice()))
         .collect();
     ratelimit::hits(&named, &switches(ctx, payer), ctx.clock.epoch())
 }
@@ -197,11 +194,11 @@ pub fn charge_write(payer: &Payer, seen: i64) -> Option<Write> {
 /// day), or in none. A full key window is named as such.
 async fn rate_limit(ctx: &Context, bucket: &str, cap: Option<KeyCap>, checks: &[(Key, Cond)]) -> Result<(), ApiError> {
     let windows = windows(bucket, cap.as_ref());
-    let named: Vec<(&str, Limit)> = windows
+    let named: Vec<(&str, &[Limit])> = windows
         .iter()
-        .map(|(bucket, limit)| (bucket.as_str(), *limit))
+        .map(|(bucket, limits)| (bucket.as_str(), limits.as_slice()))
         .collect();
-    let key_window = cap.is_some().then(|| windows[2].clone());
+    let key_window = cap.is_some().then(|| (windows[1].0.clone(), windows[1].1[0]));
     let now = ctx.clock.epoch();
     match ratelimit::hit_all(ctx.store.as_ref(), &named, checks, now).await {
         Err(refused) if refused.status == 429 => match &key_window {
