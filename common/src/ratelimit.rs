@@ -105,8 +105,13 @@ fn counted(bucket: &str, limits: &[Limit], now: i64) -> Counted {
 
 /// Counts one hit, or refuses with 429 and the seconds until the window ends.
 pub async fn hit(store: &dyn Store, bucket: &str, limit: Limit, now: i64) -> Result<(), ApiError> {
-    let Counted { key, update, under, .. } = counted(bucket, &[limit], now);
-    let (_, end) = window(bucket, limit, now);
+    let Counted {
+        key,
+        update,
+        under,
+        windows,
+    } = counted(bucket, &[limit], now);
+    let end = windows[0].1;
     match store.update(&key, update, Some(under)).await {
         Ok(_) => Ok(()),
         Err(StoreError::ConditionFailed) => Err(ApiError::rate_limited((end - now) as u64)),

@@ -152,7 +152,8 @@ pub fn message_mark(scope: &str, row: &Row, ms: i64) -> Write {
     )
 }
 
-/// The mark of a message sent from a hosted mailbox, its bytes in `blob`.
+/// The mark of a message sent from a hosted mailbox, its bytes in the mark
+/// itself or in `blob`.
 fn sent_mark(mailbox: &str, message_id: &str, delivery: &str, copy: &Copy, ms: i64) -> Write {
     let (blob, bytes) = match copy {
         Copy::Blob(blob) => (Some(blob.clone()), None),
