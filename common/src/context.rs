@@ -44,6 +44,10 @@ pub struct Context {
     pub agent_key_digest: String,
     pub agent_key_last4: String,
     pub sync_token_digest: String,
+    /// Each standard key's record as this process last read it, by its
+    /// digest: a send starts on it while the read that confirms it is out
+    /// (`http::preamble`).
+    pub known_keys: crate::hint::Hint<crate::auth::StandardKey>,
     pub clock: Clock,
     /// DKIM signers by the name of the secret holding their key.
     pub signers: std::sync::Mutex<std::collections::HashMap<String, Arc<crate::mail::message::Signer>>>,
@@ -123,6 +127,7 @@ impl Context {
             sync_token_digest: hasher.key_digest(&sync_token),
             hasher,
             identity,
+            known_keys: Default::default(),
             clock: Clock::default(),
             signers: Default::default(),
             summaries,

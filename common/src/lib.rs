@@ -9,6 +9,7 @@ pub mod config;
 pub mod context;
 pub mod dns;
 pub mod error;
+pub mod hint;
 pub mod http;
 pub mod jobs;
 pub mod keys;

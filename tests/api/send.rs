@@ -19,6 +19,7 @@ on_both_backends!(
     a_reply_is_filed_on_its_thread,
     bad_input_gets_a_precise_400_and_changes_nothing,
     a_send_that_goes_now_waits_for_few_store_round_trips,
+    a_send_started_on_its_key_as_last_read_answers_as_the_key_is_now,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
@@ -523,22 +524,31 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
     send(&key, mail("a@example.org")).await;
     send(&agent, mail("a@example.org")).await;
 
-    // Named: its key, one round of reads (the sender's three items, the
-    // recipients' suppressions and the balance in one batch, beside the
-    // send lists' Query), then the transaction, which holds the audit row
-    // too.
+    // A key this process has not read yet: its read, then the send's.
+    let digest = app.ctx.hasher.key_digest(&key);
+    app.ctx.known_keys.forget(&digest);
     let named = json!({"to": "b@example.org", "subject": "s", "text": "t", "from": "tia@tia.example"});
+    let (first, first_requests, _) = send(&key, named.clone()).await;
+    assert_eq!(first.round_trips, 3, "{first_requests:?}");
+    assert!(app.ctx.known_keys.get(&digest).is_some(), "kept for the next request");
+
+    // Named: one round of reads (its key's record, beside the sender's
+    // three items, the recipients' suppressions and the balance in one
+    // batch and the send lists' Query: the send started on the key as this
+    // process last read it), then the transaction, which holds the audit
+    // row too.
     let (named, named_requests, named_res) = send(&key, named).await;
     // The agent key: no key to read, its sender one item of the reads.
     let (agent, agent_requests, agent_res) = send(&agent, mail("c@example.org")).await;
     // Not named: the mailboxes of the domain it sent from before are read
-    // beside the account's domains (and again after them had it changed).
+    // beside the account's domains and its key (and again after them had
+    // it changed).
     let (default, default_requests, _) = send(&key, mail("d@example.org")).await;
     eprintln!("store round trips and write units of a send: named {named:?} {named_requests:?}");
     eprintln!("agent {agent:?} {agent_requests:?}; not named {default:?} {default_requests:?}");
     assert_eq!(
         (named.round_trips, agent.round_trips, default.round_trips),
-        (3, 2, 3),
+        (2, 2, 2),
         "{named_requests:?} {agent_requests:?} {default_requests:?}"
     );
     // DynamoDB's units by the meter's rule: 9 items of 2 units (the
@@ -571,12 +581,12 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
         log.body
     );
     assert_eq!(
-        named_res.body["creditsRemaining"], 98,
+        named_res.body["creditsRemaining"], 97,
         "the balance read, less this send"
     );
     assert_eq!(agent_res.body["creditsRemaining"], app.agent_credits().await);
     let credits = app.get("/credits", Auth::Bearer(&key)).await;
-    assert_eq!(credits.body["credits"]["remaining"], 97);
+    assert_eq!(credits.body["credits"]["remaining"], 96);
 
     // An SMTP submission the same: the mailbox that logged in; at once its
     // domain, the lists, the suppressions and the balance; the transaction.
@@ -593,7 +603,7 @@ async fn a_send_that_goes_now_waits_for_few_store_round_trips(app: TestApp) {
     eprintln!("a submission: {submitted:?} {submitted_requests:?}");
     assert_eq!(submitted.round_trips, 3, "{submitted_requests:?}");
     assert_eq!((submitted_requests.transactions, submitted_requests.updates), (1, 0));
-    assert_eq!(res.body["creditsRemaining"], 96);
+    assert_eq!(res.body["creditsRemaining"], 95);
 }
 
 /// One send, with the store round trips and requests it made.
@@ -611,4 +621,96 @@ async fn metered_send(
     let res = app.send_mail(Auth::Bearer(&key), body).await;
     assert_eq!(res.status, 200, "{}", res.body);
     (meter.cost().since(&before), meter.counts().since(&requests), res)
+}
+
+/// A send starts on its key's record as this process last read it, the
+/// read of the record beside its own. When the record changed meanwhile
+/// (a key revoked, its scope narrowed), nothing was written on the old
+/// record, and the answer is the one the key as stored gives.
+async fn a_send_started_on_its_key_as_last_read_answers_as_the_key_is_now(app: TestApp) {
+    use common::auth::{Permission, StandardKey};
+    let owner = app.acme().await;
+    let mail = |to: &str| json!({"from": "agent@acme.example", "to": to, "subject": "Hi", "text": "Hi"});
+    let mint = |body: Value| crate::guardrails::mint(&app, &owner, body);
+    let credits = || async { app.get("/credits", Auth::Bearer(&owner)).await.body["credits"]["remaining"].clone() };
+    let sends = || async {
+        let log = app.get("/audit?operation=sendMail", Auth::Bearer(&owner)).await;
+        log.body["changes"].as_array().unwrap().len()
+    };
+
+    // Revoked since its last send: refused as an unknown key, nothing spent.
+    let (key, view) = mint(json!({"name": "sender", "permissions": ["send"]})).await;
+    let res = app.send_mail(Auth::Bearer(&key), mail("one@partner.example")).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let digest = app.ctx.hasher.key_digest(&key);
+    assert!(app.ctx.known_keys.get(&digest).is_some());
+    let id = view["id"].as_str().unwrap();
+    let revoked = app
+        .delete(&format!("/keys?id={id}"), Auth::Bearer(&owner), json!({}))
+        .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    let (before, logged) = (credits().await, sends().await);
+    let mut retried = mail("two@partner.example");
+    retried["idempotencyKey"] = json!("retry-1");
+    let writes = || {
+        let c = app.ctx.store_meter.counts();
+        c.puts + c.updates + c.deletes + c.transactions
+    };
+    let written = writes();
+    let res = app.send_mail(Auth::Bearer(&key), retried).await;
+    assert_eq!((res.status, res.error()), (401, "Invalid API key"), "{}", res.body);
+    assert_eq!(writes(), written, "not even an Idempotency-Key's claim");
+    assert!(app.outbox_for("two@partner.example").is_empty());
+    assert_eq!((credits().await, sends().await), (before, logged));
+    assert!(app.ctx.known_keys.get(&digest).is_none(), "the process forgets it");
+
+    // Last read with the send permission, stored without it now: the send
+    // started as the record said, and stopped before its first write.
+    let (reader, _) = mint(json!({"name": "reader", "permissions": ["read"]})).await;
+    let digest = app.ctx.hasher.key_digest(&reader);
+    let res = app.get("/credits", Auth::Bearer(&reader)).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let stored: StandardKey = app.ctx.known_keys.get(&digest).expect("read once");
+    let mut stale = stored.clone();
+    stale.scope.as_mut().unwrap().permissions.push(Permission::Send);
+    app.ctx.known_keys.keep(&digest, stale);
+    let (before, logged) = (credits().await, sends().await);
+    let res = app
+        .send_mail(Auth::Bearer(&reader), mail("three@partner.example"))
+        .await;
+    assert_eq!(
+        (res.status, res.error()),
+        (403, "This API key lacks the send permission"),
+        "{}",
+        res.body
+    );
+    assert!(app.outbox_for("three@partner.example").is_empty());
+    assert_eq!(credits().await, before);
+    assert_eq!(
+        sends().await,
+        logged + 1,
+        "the refusal noted once, as the key is: {}",
+        res.body
+    );
+    assert_eq!(app.ctx.known_keys.get(&digest), Some(stored.clone()));
+
+    // Last read without it, stored with it: the refusal was the old
+    // record's, so the send goes, once.
+    let (sender, _) = mint(json!({"name": "sender2", "permissions": ["read", "send"]})).await;
+    let digest = app.ctx.hasher.key_digest(&sender);
+    assert_eq!(app.get("/credits", Auth::Bearer(&sender)).await.status, 200);
+    let stored = app.ctx.known_keys.get(&digest).expect("read once");
+    let mut stale = stored.clone();
+    stale
+        .scope
+        .as_mut()
+        .unwrap()
+        .permissions
+        .retain(|p| *p != Permission::Send);
+    app.ctx.known_keys.keep(&digest, stale);
+    let before = credits().await.as_i64().unwrap();
+    let res = app.send_mail(Auth::Bearer(&sender), mail("four@partner.example")).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(app.outbox_for("four@partner.example").len(), 1);
+    assert_eq!(credits().await, before - 1);
 }

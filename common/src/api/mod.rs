@@ -160,13 +160,21 @@ impl Operation {
     /// share. A customer route's account must have its setup complete before
     /// its input is even read (403 before 400, as the route matrix says).
     pub async fn execute(&self, call: &Call<'_>, fields: Result<Fields, ApiError>) -> Result<Output, ApiError> {
+        // Only a service that confirms the caller itself may start on a
+        // key as last read; nothing is written or answered before then.
+        if !self.rest.as_ref().is_some_and(|rest| rest.starts_on_known_key) {
+            call.confirmed().await?;
+        }
         if !self.audited() {
-            return self.run(call, fields).await;
+            let outcome = self.run(call, fields).await;
+            call.confirmed().await?;
+            return outcome;
         }
         use crate::service::guardrails::audit;
         let target = audit::target_of(fields.as_ref().ok());
         call.will_audit(self.id, target.clone());
         let outcome = self.run(call, fields).await;
+        call.confirmed().await?;
         match (call.audit_written(), &outcome) {
             // The service's transaction wrote the row as a success.
             (Some(_), Ok(_)) => {}

@@ -66,6 +66,15 @@ pub struct StandardKey {
     pub scope: Option<Scope>,
 }
 
+impl StandardKey {
+    /// A scoped key past its expiry at `now`.
+    pub fn is_expired(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        self.scope
+            .as_ref()
+            .is_some_and(|scope| scope.expired(&crate::clock::iso(now)))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {
     Public,

@@ -5,17 +5,85 @@ use axum::extract::{Query, Request};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::preamble::{Door, receive};
+use axum::http::request::Parts;
+
+use super::preamble::{Door, Received, receive, receive_known};
 use crate::api::{Download, Operation, Output, Rest, Source};
+use crate::auth::Authenticated;
+use crate::service::caller::Confirmation;
 use crate::validate::Fields;
 
 pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppState, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let max_body = (rest.source != Source::Query).then_some(rest.max_body);
-    let received = match receive(&ctx, Door::Rule(op.access), &parts, body, max_body).await {
+    let received = match rest.starts_on_known_key {
+        true => receive_known(&ctx, op.access, &parts, body, max_body).await,
+        false => receive(&ctx, Door::Rule(op.access), &parts, body, max_body)
+            .await
+            .map(|r| (r, None)),
+    };
+    let (mut received, check) = match received {
         Ok(received) => received,
         Err(e) => return e.into_response(),
     };
+    let Some(check) = check else {
+        return answer(op, rest, &ctx, &parts, &received).await;
+    };
+    let confirmation = check.confirmation();
+    let (answered, settled) = tokio::join!(
+        answer_confirming(op, rest, &ctx, &parts, &received, confirmation),
+        check.settle()
+    );
+    // The key's record changed since this process last read it: the call
+    // wrote nothing (it waits for the read before its first write), so it
+    // runs again as the caller the record says now, or is refused as it says.
+    let Err(now) = settled else { return answered };
+    let auth = now.and_then(|caller| {
+        let auth = Authenticated {
+            caller,
+            via: received.auth.via,
+        };
+        op.access.admit(&auth).map(|()| auth)
+    });
+    match auth {
+        Ok(auth) => received.auth = auth,
+        Err(e) => return e.into_response(),
+    }
+    answer(op, rest, &ctx, &parts, &received).await
+}
+
+/// [`answer`] for a call that started on its key as last read.
+async fn answer_confirming(
+    op: &'static Operation,
+    rest: &'static Rest,
+    ctx: &AppState,
+    parts: &Parts,
+    received: &Received,
+    confirmation: Confirmation,
+) -> Response {
+    let mut call = received.call(ctx, "rest");
+    call.confirmation = Some(confirmation);
+    run(op, rest, parts, received, call).await
+}
+
+/// The operation's answer for a caller let in.
+async fn answer(
+    op: &'static Operation,
+    rest: &'static Rest,
+    ctx: &AppState,
+    parts: &Parts,
+    received: &Received,
+) -> Response {
+    run(op, rest, parts, received, received.call(ctx, "rest")).await
+}
+
+async fn run(
+    op: &'static Operation,
+    rest: &'static Rest,
+    parts: &Parts,
+    received: &Received,
+    mut call: crate::service::caller::Call<'_>,
+) -> Response {
     let query = || {
         Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
             .map(|Query(pairs)| Fields::from_query(pairs))
@@ -39,7 +107,6 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
         }
         fields
     });
-    let mut call = received.call(&ctx, "rest");
     // HEAD answers as GET would, and changes nothing.
     call.peek = parts.method == axum::http::Method::HEAD;
     match op.execute(&call, fields).await {

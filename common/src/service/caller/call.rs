@@ -37,6 +37,30 @@ pub struct Call<'a> {
     /// The audit row's key once the service wrote it in its own transaction
     /// (a send that went at once): the execution path then writes none.
     audited_in: std::sync::Mutex<Option<crate::store::Key>>,
+    /// Set when `caller` is a standard key's record as this process last
+    /// read it, with the read that says whether it still is under way.
+    pub confirmation: Option<Confirmation>,
+}
+
+/// Whether a caller taken from a key's record as last read is the record
+/// as stored now: told once, by the read the transport made beside the call.
+#[derive(Clone)]
+pub struct Confirmation(tokio::sync::watch::Receiver<Option<bool>>);
+
+impl Confirmation {
+    /// A confirmation, and where its read tells whether the guess held.
+    pub fn new() -> (tokio::sync::watch::Sender<Option<bool>>, Confirmation) {
+        let (tell, told) = tokio::sync::watch::channel(None);
+        (tell, Confirmation(told))
+    }
+
+    /// Whether the guess held; false if the read was dropped untold.
+    async fn held(&self) -> bool {
+        let mut told = self.0.clone();
+        told.wait_for(Option::is_some)
+            .await
+            .is_ok_and(|held| *held == Some(true))
+    }
 }
 
 impl<'a> Call<'a> {
@@ -55,6 +79,22 @@ impl<'a> Call<'a> {
             concerns: Default::default(),
             audit: Default::default(),
             audited_in: Default::default(),
+            confirmation: None,
+        }
+    }
+
+    /// Waits until the caller is known to be its key's record as stored:
+    /// at once, unless the call started on the record as last read. A
+    /// service that starts so calls this before its first write; the
+    /// execution path before any other service and before answering. When
+    /// the record changed, the call is refused here, and the transport,
+    /// told by the same read, answers as the record now says instead.
+    pub async fn confirmed(&self) -> Result<(), ApiError> {
+        match &self.confirmation {
+            Some(confirmation) if !confirmation.held().await => Err(ApiError::internal(
+                "the key's record changed since this process read it",
+            )),
+            _ => Ok(()),
         }
     }
 

@@ -4,4 +4,4 @@ pub mod account;
 mod call;
 pub mod operation;
 
-pub use call::{Call, Download};
+pub use call::{Call, Confirmation, Download};

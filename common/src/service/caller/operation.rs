@@ -34,6 +34,10 @@ pub struct Rest {
     pub source: Source,
     /// The largest body accepted, refused with 413 before it is parsed.
     pub max_body: usize,
+    /// The service may start on a standard key's record as this process
+    /// last read it, its reads beside the key's: it confirms the caller
+    /// (`Call::confirmed`) before its first write (a send).
+    pub starts_on_known_key: bool,
 }
 
 /// Most bodies are a few small fields; only a send carries attachments.
@@ -47,6 +51,7 @@ pub const fn get(path: &'static str) -> Option<Rest> {
         path,
         source: Source::Query,
         max_body: SMALL_BODY,
+        starts_on_known_key: false,
     })
 }
 
@@ -56,6 +61,7 @@ pub const fn post(path: &'static str) -> Option<Rest> {
         path,
         source: Source::Body,
         max_body: SMALL_BODY,
+        starts_on_known_key: false,
     })
 }
 
@@ -70,6 +76,7 @@ pub const fn post_text(path: &'static str) -> Option<Rest> {
         path,
         source: Source::Body,
         max_body: TEXT_BODY,
+        starts_on_known_key: false,
     })
 }
 
@@ -80,6 +87,20 @@ pub const fn post_large(path: &'static str) -> Option<Rest> {
         path,
         source: Source::Body,
         max_body: SEND_BODY,
+        starts_on_known_key: false,
+    })
+}
+
+/// sendMail: a POST whose body may carry attachments, whose service starts
+/// on the caller's key as last read (its reads then go out beside the
+/// key's, one round trip fewer).
+pub const fn post_send(path: &'static str) -> Option<Rest> {
+    Some(Rest {
+        method: Method::POST,
+        path,
+        source: Source::Body,
+        max_body: SEND_BODY,
+        starts_on_known_key: true,
     })
 }
 
@@ -89,6 +110,7 @@ pub const fn delete(path: &'static str) -> Option<Rest> {
         path,
         source: Source::BodyOrQuery,
         max_body: SMALL_BODY,
+        starts_on_known_key: false,
     })
 }
 

@@ -10,7 +10,7 @@ use crate::auth::Access::*;
 use crate::auth::Permission;
 use crate::error::*;
 use crate::service::caller::operation::{
-    Hints, Operation, Rest, Section, Source, Tool, delete, get, io, post, post_large, tool,
+    Hints, Operation, Rest, Section, Source, Tool, delete, get, io, post, post_send, tool,
 };
 use crate::validate::{Later, NoInput};
 
@@ -18,7 +18,7 @@ pub static SEND: Section = Section {
     operations: &[
         Operation {
             id: "sendMail",
-            rest: post_large("/sendMail"),
+            rest: post_send("/sendMail"),
             tool: Some(Tool {
                 name: "send_mail",
                 hints: Hints::CREATE.open_world(),
@@ -108,6 +108,7 @@ pub static SEND: Section = Section {
                 path: "/mtaSubmission",
                 source: Source::Body,
                 max_body: submission::SUBMISSION_BODY,
+                starts_on_known_key: false,
             }),
             tool: None,
             access: Sync,

@@ -266,6 +266,9 @@ pub async fn send(
     let (ctx, caller) = (call.ctx, call.caller);
     let payer = Payer::of(caller);
     let staged = stage(call, &payer, plan).await;
+    // Read so far, nothing written: a send that started on its key as last
+    // read learns here whether that key is still the one stored.
+    call.confirmed().await?;
     // The gate's refusal comes before any other: taken here unless the
     // send goes at once, where the one transaction holds the gate's writes.
     if !matches!(&staged, Ok(s) if s.wait.is_none()) {

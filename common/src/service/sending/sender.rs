@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::auth::Caller;
 use crate::context::Context;
 use crate::error::{self, ApiError};
+use crate::hint::Hint;
 use crate::keys;
 use crate::mail::message::Signer;
 use crate::service::caller::account::{self as accounts, OPS_UID};
@@ -129,32 +130,6 @@ pub(super) async fn sender(
 /// mailboxes beside the account's domains rather than after them. Every
 /// send checks it against the domains it read, and reads again when wrong.
 static SENDING_DOMAINS: Hint<Vec<String>> = Hint::new();
-
-/// A guess kept per process, by a caller's name: at most [`Hint::KEPT`]
-/// names, then the guesses start again.
-struct Hint<V>(std::sync::Mutex<Option<std::collections::HashMap<String, V>>>);
-
-impl<V: Clone> Hint<V> {
-    const KEPT: usize = 10_000;
-
-    const fn new() -> Self {
-        Hint(std::sync::Mutex::new(None))
-    }
-
-    fn get(&self, name: &str) -> Option<V> {
-        let held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        held.as_ref()?.get(name).cloned()
-    }
-
-    fn keep(&self, name: &str, value: V) {
-        let mut held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let map = held.get_or_insert_with(Default::default);
-        if map.len() >= Self::KEPT && !map.contains_key(name) {
-            map.clear();
-        }
-        map.insert(name.to_string(), value);
-    }
-}
 
 /// The three items that let a standard key send from the address it named:
 /// its account, the address's domain in it, and the mailbox.

@@ -420,6 +420,7 @@ pub static INBOX: Section = Section {
                 path: "/mtaImapChanges",
                 source: Source::Body,
                 max_body: submission::SUBMISSION_BODY,
+                starts_on_known_key: false,
             }),
             tool: None,
             access: Sync,

@@ -40,6 +40,8 @@ impl Idempotency {
         let Some(requested) = key::of(input)? else {
             return Ok(Begun::Fresh(None));
         };
+        // The claim is a write, and it is the caller's.
+        call.confirmed().await?;
         let ctx = call.ctx;
         let fingerprint = key::fingerprint(input.fields(), operation);
         // Each key's own: another key of the account replays nothing of it.
