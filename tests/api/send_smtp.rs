@@ -320,3 +320,35 @@ async fn no_outbound_transport_is_500_outbound_host_not_configured() {
         .await;
     assert_eq!(bad.status, 400, "validation still comes first");
 }
+
+/// A send hands the relay its envelope while its transaction commits
+/// (`Transport::start`): the relay has taken MAIL and RCPT but delivers
+/// nothing before the data (`finish`); a message given up (`abandon`, its
+/// transaction refused) is never delivered, and its connection, reset,
+/// carries the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_started_message_is_delivered_at_finish_and_never_once_abandoned() {
+    use common::mail::{Outgoing, Transport, smtp::SmtpTransport};
+    let Some(sink) = SmtpSink::start().await else { return };
+    let relay = SmtpTransport::from_url_with_ca(&sink.url(), Some(&sink.ca_file())).unwrap();
+    let message = |to: &str, subject: &str| Outgoing {
+        envelope_from: "b-1@bounce.svc.test".into(),
+        recipients: vec![to.into()],
+        raw: format!("From: a@ann.example\r\nTo: {to}\r\nSubject: {subject}\r\n\r\nHello.\r\n").into_bytes(),
+    };
+
+    let started = relay.start(message("first@partner.example", "first")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(sink.messages().is_empty(), "nothing before the data");
+    started.finish().await.unwrap();
+    assert_eq!(sink.wait_for(1).await[0].rcpt_tos, ["first@partner.example"]);
+
+    let given_up = relay.start(message("never@partner.example", "never")).await;
+    given_up.abandon().await;
+    relay.send(&message("third@partner.example", "third")).await.unwrap();
+    let got = sink.wait_for(2).await;
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[1].rcpt_tos, ["third@partner.example"]);
+    assert!(got[1].text().contains("Subject: third"));
+    assert_eq!(got[1].peer, got[0].peer, "one connection, reset and used again");
+}

@@ -34,6 +34,43 @@ pub struct MailError(pub String);
 #[async_trait]
 pub trait Transport: Send + Sync {
     async fn send(&self, message: &Outgoing) -> Result<(), MailError>;
+
+    /// Hands the message's envelope over now (SMTP's MAIL and RCPT) and the
+    /// rest at [`Started::finish`]: a send starts while the transaction that
+    /// pays for it commits, so only the data waits for the commit. Nothing
+    /// is delivered before `finish`. A refusal of the envelope is answered
+    /// by `finish`. A transport without an envelope of its own does it all
+    /// at `finish`.
+    async fn start<'t>(&'t self, message: Outgoing) -> Box<dyn Started + 't> {
+        Box::new(Whole {
+            transport: self,
+            message,
+        })
+    }
+}
+
+/// A message [`Transport::start`] began.
+#[async_trait]
+pub trait Started: Send {
+    /// Sends the rest, or answers the refusal `start` met.
+    async fn finish(self: Box<Self>) -> Result<(), MailError>;
+    /// Gives the message up; nothing of it is delivered.
+    async fn abandon(self: Box<Self>);
+}
+
+/// A message not handed over at all until `finish`.
+struct Whole<'t, T: ?Sized> {
+    transport: &'t T,
+    message: Outgoing,
+}
+
+#[async_trait]
+impl<T: Transport + ?Sized> Started for Whole<'_, T> {
+    async fn finish(self: Box<Self>) -> Result<(), MailError> {
+        self.transport.send(&self.message).await
+    }
+
+    async fn abandon(self: Box<Self>) {}
 }
 
 /// Builds a plain-text message with lettre and returns it ready to send.

@@ -20,17 +20,19 @@ use lettre::address::Envelope;
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, Certificate, Tls, TlsParameters};
-use lettre::transport::smtp::extension::ClientId;
+use lettre::transport::smtp::commands::{Data, Mail, Rcpt, Rset};
+use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
-use super::{MailError, Outgoing, Transport};
+use super::{MailError, Outgoing, Started, Transport};
 
 /// Idle pooled connections kept at most, and for how long.
 const POOL_MAX_IDLE: usize = 10;
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// One message's MAIL, RCPT and DATA, answers included: well inside a
-/// request's 29 s, as a stalled relay must not hold a send past it.
+/// A message's envelope (MAIL and RCPT), and then its DATA, answers
+/// included: each well inside a request's 29 s, as a stalled relay must not
+/// hold a send past it.
 const SEND_TIMEOUT: Duration = Duration::from_secs(20);
 /// A pooled connection idle for less than this is reused without a NOOP.
 const TRUST_IDLE: Duration = Duration::from_secs(5);
@@ -220,22 +222,97 @@ impl Direct {
         }
     }
 
-    async fn send(&self, envelope: &Envelope, raw: &[u8]) -> Result<(), MailError> {
+    /// A pooled or new connection on which the relay took the envelope
+    /// (MAIL, with SMTPUTF8 and 8BITMIME as the envelope and bytes need, and
+    /// RCPT for each recipient), as lettre's own send begins.
+    async fn open(&self, envelope: &Envelope, raw: &[u8]) -> Result<AsyncSmtpConnection, MailError> {
+        let utf8 = envelope
+            .from()
+            .into_iter()
+            .chain(envelope.to())
+            .any(|a| !AsRef::<str>::as_ref(a).is_ascii());
+        let eight_bit = !raw.is_ascii();
         let mut conn = self.checkout().await?;
-        // lettre's connection sets no timeout of its own: a relay that stops
-        // answering would hold the request until the client gave up.
-        let sent = match tokio::time::timeout(SEND_TIMEOUT, conn.send(envelope, raw)).await {
-            Ok(sent) => sent.map_err(err),
-            Err(_) => Err(MailError(format!("the relay did not answer within {SEND_TIMEOUT:?}"))),
+        let lacks = |extension| !conn.server_info().supports_feature(extension);
+        let refusal = match () {
+            _ if utf8 && lacks(Extension::SmtpUtfEight) => Some("non-ASCII addresses but the relay lacks SMTPUTF8"),
+            _ if eight_bit && lacks(Extension::EightBitMime) => Some("non-ASCII bytes but the relay lacks 8BITMIME"),
+            _ => None,
         };
-        match sent {
-            Ok(_) => {
-                self.checkin(conn);
-                Ok(())
+        if let Some(refusal) = refusal {
+            self.checkin(conn);
+            return Err(MailError(format!("the message has {refusal}")));
+        }
+        let options = [
+            utf8.then_some(MailParameter::SmtpUtfEight),
+            eight_bit.then_some(MailParameter::Body(MailBodyParameter::EightBitMime)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let envelope_taken = async {
+            conn.command(Mail::new(envelope.from().cloned(), options)).await?;
+            for to in envelope.to() {
+                conn.command(Rcpt::new(to.clone(), vec![])).await?;
             }
-            // The connection is dropped: after a refusal mid-transaction it is
-            // in no known state.
-            Err(e) => Err(e),
+            Ok::<_, lettre::transport::smtp::Error>(())
+        };
+        // After a refusal mid-transaction the connection is in no known
+        // state: it is dropped.
+        within_send_timeout(envelope_taken).await?;
+        Ok(conn)
+    }
+
+    /// The data on a connection [`Direct::open`] readied; the connection
+    /// goes back to the pool once the relay took it.
+    async fn finish(&self, mut conn: AsyncSmtpConnection, raw: &[u8]) -> Result<(), MailError> {
+        let data = async {
+            conn.command(Data).await?;
+            conn.message(raw).await
+        };
+        within_send_timeout(data).await?;
+        self.checkin(conn);
+        Ok(())
+    }
+
+    /// Ends the transaction a connection [`Direct::open`] readied without
+    /// its data (RSET); the connection goes back to the pool.
+    async fn abandon(&self, mut conn: AsyncSmtpConnection) {
+        if within_send_timeout(conn.command(Rset)).await.is_ok() {
+            self.checkin(conn);
+        }
+    }
+}
+
+/// lettre's connection sets no timeout of its own: a relay that stops
+/// answering would hold the request until the client gave up.
+async fn within_send_timeout<T>(
+    step: impl std::future::Future<Output = Result<T, lettre::transport::smtp::Error>>,
+) -> Result<T, MailError> {
+    match tokio::time::timeout(SEND_TIMEOUT, step).await {
+        Ok(done) => done.map_err(err),
+        Err(_) => Err(MailError(format!("the relay did not answer within {SEND_TIMEOUT:?}"))),
+    }
+}
+
+/// A message whose envelope the relay took (or refused) on a connection of
+/// the pool, its data still to come.
+struct Opened<'t> {
+    direct: &'t Direct,
+    conn: Result<AsyncSmtpConnection, MailError>,
+    raw: Vec<u8>,
+}
+
+#[async_trait]
+impl Started for Opened<'_> {
+    async fn finish(self: Box<Self>) -> Result<(), MailError> {
+        let Opened { direct, conn, raw } = *self;
+        direct.finish(conn?, &raw).await
+    }
+
+    async fn abandon(self: Box<Self>) {
+        if let Ok(conn) = self.conn {
+            self.direct.abandon(conn).await;
         }
     }
 }
@@ -287,25 +364,51 @@ pub fn builder(url: &str, ca_pem: Option<&[u8]>) -> Result<AsyncSmtpTransportBui
     Ok(builder.tls(tls))
 }
 
+/// The SMTP envelope of a message: its return path (none: the null
+/// reverse-path of a bounce) and its recipients.
+fn envelope_of(message: &Outgoing) -> Result<Envelope, MailError> {
+    let parse = |a: &str| a.parse().map_err(|e| MailError(format!("address {a:?}: {e}")));
+    let from = match message.envelope_from.as_str() {
+        "" => None,
+        a => Some(parse(a)?),
+    };
+    let to = message
+        .recipients
+        .iter()
+        .map(|a| parse(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    Envelope::new(from, to).map_err(err)
+}
+
 #[async_trait]
 impl Transport for SmtpTransport {
     async fn send(&self, message: &Outgoing) -> Result<(), MailError> {
-        let parse = |a: &str| a.parse().map_err(|e| MailError(format!("address {a:?}: {e}")));
-        // An empty envelope sender is the null reverse-path used for bounces.
-        let from = match message.envelope_from.as_str() {
-            "" => None,
-            a => Some(parse(a)?),
-        };
-        let to = message
-            .recipients
-            .iter()
-            .map(|a| parse(a))
-            .collect::<Result<Vec<_>, _>>()?;
-        let envelope = Envelope::new(from, to).map_err(err)?;
+        let envelope = envelope_of(message)?;
         match &self.inner {
-            Inner::Direct(direct) => direct.send(&envelope, &message.raw).await,
+            Inner::Direct(direct) => {
+                let conn = direct.open(&envelope, &message.raw).await?;
+                direct.finish(conn, &message.raw).await
+            }
             Inner::Lettre(lettre) => lettre.send_raw(&envelope, &message.raw).await.map(drop).map_err(err),
         }
+    }
+
+    async fn start<'t>(&'t self, message: Outgoing) -> Box<dyn Started + 't> {
+        let Inner::Direct(direct) = &self.inner else {
+            return Box::new(super::Whole {
+                transport: self,
+                message,
+            });
+        };
+        let conn = match envelope_of(&message) {
+            Ok(envelope) => direct.open(&envelope, &message.raw).await,
+            Err(e) => Err(e),
+        };
+        Box::new(Opened {
+            direct,
+            conn,
+            raw: message.raw,
+        })
     }
 }
 

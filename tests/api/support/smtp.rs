@@ -40,6 +40,8 @@ pub struct Received {
     pub auth_user: Option<String>,
     /// Whether the session had done STARTTLS (always, since the sink requires it).
     pub tls: bool,
+    /// The client's address and port: the same for messages on one connection.
+    pub peer: String,
     /// The message bytes exactly as received (after dot-unstuffing).
     pub raw: Vec<u8>,
 }
@@ -372,6 +374,7 @@ fn read_received(path: &Path) -> Received {
         rcpt_tos: strings(&v["rcpt_tos"]),
         auth_user: v["auth_user"].as_str().map(str::to_string),
         tls: v["tls"].as_bool().unwrap(),
+        peer: v["peer"].as_str().unwrap().to_string(),
         raw,
     }
 }

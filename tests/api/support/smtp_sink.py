@@ -54,6 +54,8 @@ class Sink:
             "rcpt_tos": list(envelope.rcpt_tos),
             "auth_user": session.auth_data if session.authenticated else None,
             "tls": session.ssl is not None,
+            # The client's address and port: one per connection.
+            "peer": "%s:%s" % tuple(session.peer[:2]),
             "raw": envelope.original_content.decode("latin-1"),
         }
         with self.lock:

@@ -8,7 +8,7 @@ use super::sent::{SentMessage, Status};
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::mail::Outgoing;
+use crate::mail::{Outgoing, Started};
 use crate::metrics;
 use crate::service::accounts::payer::{self, Payer};
 use crate::service::{delivery::suppressions, guardrails::lists, mail_store};
@@ -149,7 +149,17 @@ pub async fn dispatch_recorded(
     };
     let mut recorded = recorded.unwrap_or_else(|| Recorded::prepare(ctx, out));
     recorded.commit(ctx, out, Vec::new()).await?;
-    deliver(ctx, transport, out, recorded.sent, &real, credits_remaining).await
+    deliver(ctx, transport, out, recorded.sent, &real, credits_remaining, None).await
+}
+
+/// What goes to the relay for recipient `n`: its own envelope (the return
+/// path that names it), the same bytes.
+fn copy_for(ctx: &Context, out: &Outbound<'_>, delivery: &str, n: usize) -> Outgoing {
+    Outgoing {
+        envelope_from: return_path::for_recipient(ctx, delivery, n),
+        recipients: vec![out.recipients[n].clone()],
+        raw: out.raw.to_vec(),
+    }
 }
 
 /// A send that goes now, whoever asked (sendMail and its kin, an SMTP
@@ -193,15 +203,18 @@ pub async fn go_now(
 /// record. The spec's order of checks holds because the transaction is all
 /// or nothing: refused (a window full, a switch off, the balance moved or
 /// short, the send taken by another), it wrote nothing, and the record comes
-/// back for the caller's long way, which says why.
-pub(crate) async fn take_at_once(
-    ctx: &Context,
+/// back for the caller's long way, which says why. The first recipient's
+/// envelope goes to the relay meanwhile ([`crate::mail::Transport::start`]);
+/// the relay delivers nothing until its data, sent once the transaction
+/// wrote, and a refused transaction gives the envelope up.
+pub(crate) async fn take_at_once<'c>(
+    ctx: &'c Context,
     payer: Option<&Payer>,
     writes: Vec<Write>,
     balance: Option<i64>,
     out: &Outbound<'_>,
     recorded: Recorded,
-) -> Result<Result<Taken, Recorded>, ApiError> {
+) -> Result<Result<Taken<'c>, Recorded>, ApiError> {
     let real = real_recipients(ctx, out);
     if !real.is_empty() && ctx.customer_mail.is_none() {
         return Ok(Err(recorded));
@@ -216,30 +229,56 @@ pub(crate) async fn take_at_once(
     let mut writes = writes;
     writes.extend(charge);
     let mut recorded = recorded;
-    match recorded.commit(ctx, out, writes).await {
-        Ok(()) => {}
-        Err(StoreError::ConditionFailed) => return Ok(Err(recorded)),
-        Err(e) => return Err(e.into()),
+    // The first recipient's envelope goes to the relay while the
+    // transaction commits; its data only once it has.
+    let delivery = recorded.sent.id.clone();
+    let starting = async {
+        match (transport(ctx, &real), real.first()) {
+            (Ok(Some(transport)), Some(&n)) => Some(transport.start(copy_for(ctx, out, &delivery, n)).await),
+            _ => None,
+        }
+    };
+    let (committed, started) = tokio::join!(recorded.commit(ctx, out, writes), starting);
+    if let Err(refused) = committed {
+        if let Some(started) = started {
+            started.abandon().await;
+        }
+        return match refused {
+            StoreError::ConditionFailed => Ok(Err(recorded)),
+            e => Err(e.into()),
+        };
     }
     Ok(Ok(Taken {
         sent: recorded.sent,
         real,
         credits_remaining,
+        started,
     }))
 }
 
-/// A send [`take_at_once`] took: paid for and recorded, not yet out.
-pub(crate) struct Taken {
+/// A send [`take_at_once`] took: paid for and recorded, not yet out (but
+/// for its first recipient's envelope).
+pub(crate) struct Taken<'t> {
     sent: SentMessage,
     real: Vec<usize>,
     credits_remaining: Option<i64>,
+    started: Option<Box<dyn Started + 't>>,
 }
 
-impl Taken {
+impl Taken<'_> {
     /// Out through the relay (and the simulator), as [`dispatch`] sends.
     pub(crate) async fn deliver(self, ctx: &Context, out: &Outbound<'_>) -> Result<Dispatched, ApiError> {
         let transport = transport(ctx, &self.real)?;
-        deliver(ctx, transport, out, self.sent, &self.real, self.credits_remaining).await
+        deliver(
+            ctx,
+            transport,
+            out,
+            self.sent,
+            &self.real,
+            self.credits_remaining,
+            self.started,
+        )
+        .await
     }
 }
 
@@ -272,17 +311,17 @@ async fn deliver(
     sent: SentMessage,
     real: &[usize],
     credits_remaining: Option<i64>,
+    first_started: Option<Box<dyn Started + '_>>,
 ) -> Result<Dispatched, ApiError> {
     let mut refusals = Vec::new();
+    let mut first_started = first_started;
     for &n in real {
-        let copy = Outgoing {
-            envelope_from: return_path::for_recipient(ctx, &sent.id, n),
-            recipients: vec![out.recipients[n].clone()],
-            raw: out.raw.to_vec(),
+        let Some(transport) = transport else { break };
+        let started = match first_started.take() {
+            Some(started) => started,
+            None => transport.start(copy_for(ctx, out, &sent.id, n)).await,
         };
-        if let Some(transport) = transport
-            && let Err(e) = transport.send(&copy).await
-        {
+        if let Err(e) = started.finish().await {
             tracing::warn!(error = %e, delivery = %sent.id, recipient = n, "the relay refused a recipient");
             refusals.push((n, e));
         }
