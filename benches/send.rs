@@ -252,8 +252,8 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     let mut calls: std::collections::BTreeMap<String, Vec<Duration>> = Default::default();
     let mut waiting = Vec::with_capacity(sends);
     let mut outside = Vec::with_capacity(sends);
-    // Where the server's own time sits, for the sends of 3 round trips.
-    let mut gaps: [Vec<Duration>; 4] = Default::default();
+    // Where the server's own time sits, by the sends' number of round trips.
+    let mut gaps: std::collections::BTreeMap<usize, Vec<Vec<Duration>>> = Default::default();
     let started = Instant::now();
     for i in 0..sends {
         if i % ROUND == 0 && i > 0 {
@@ -273,10 +273,11 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
         waiting.push(busy);
         outside.push((to - from).saturating_sub(busy));
         let idle = timed_proxy::idle(&made, from, to);
-        if idle.len() == gaps.len() {
-            for (n, gap) in idle.into_iter().enumerate() {
-                gaps[n].push(gap);
-            }
+        let by_stretch = gaps
+            .entry(idle.len() - 1)
+            .or_insert_with(|| vec![Vec::new(); idle.len()]);
+        for (n, gap) in idle.into_iter().enumerate() {
+            by_stretch[n].push(gap);
         }
     }
     let elapsed = started.elapsed();
@@ -306,18 +307,26 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
         percentile(&waiting, 0.5),
         percentile(&outside, 0.5)
     );
-    if !gaps[0].is_empty() {
-        let n = gaps[0].len();
-        let p50s: Vec<String> = gaps
+    // The commonest number of round trips: where its sends' own time sits.
+    if let Some((trips, stretches)) = gaps.iter_mut().max_by_key(|(_, stretches)| stretches[0].len()) {
+        let n = stretches[0].len();
+        let last = stretches.len() - 1;
+        let p50s: Vec<String> = stretches
             .iter_mut()
-            .map(|g| {
+            .enumerate()
+            .map(|(i, g)| {
                 g.sort();
-                format!("{:.2?}", percentile(g, 0.5))
+                let at = match i {
+                    0 => "before the first".to_string(),
+                    i if i == last => format!("after round trip {i} (the SMTP handoff in it)"),
+                    i => format!("after round trip {i}"),
+                };
+                format!("{at} {:.2?}", percentile(g, 0.5))
             })
             .collect();
         println!(
-            "the server's own time between its waits, p50 of the {n} sends of 3 round trips: before the first {}, after it {}, after the second {}, after the third (the SMTP handoff in it) {}",
-            p50s[0], p50s[1], p50s[2], p50s[3]
+            "the server's own time between its waits, p50 of the {n} sends of {trips} round trips: {}",
+            p50s.join(", ")
         );
     }
     let sent_p50 = percentile(&latencies, 0.5);

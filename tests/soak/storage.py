@@ -26,10 +26,11 @@ EXPECTED = {
     # A thread moved: its summary; the summary's version, the summary's
     # change, the rows, their pointers moved; then the answer's summary and rows.
     "POST /inbox (move)": {"GetItem": 4, "Query": 2, "BatchGetItem": 2, "TransactWriteItems": 2},
-    # KEY#; then at once the account, its domains, its one domain's
-    # mailboxes, the send lists, and one batch of the suppressions and the
-    # balance; then one transaction (the windows on condition of the
-    # switches, the credit, the delivery record, the audit row).
+    # KEY# (beside the rest once the server has read that key before); then
+    # at once the account, its domains, its one domain's mailboxes, the send
+    # lists, and one batch of the suppressions and the balance; then one
+    # transaction (the windows on condition of the switches, the credit, the
+    # delivery record, the audit row).
     "POST /sendMail": {"GetItem": 2, "BatchGetItem": 1, "TransactWriteItems": 1, "Query": 3},
 }
 

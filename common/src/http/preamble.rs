@@ -4,8 +4,7 @@
 //! caller's body drained unread, the body read within its limit, and the
 //! call made with the client's address and the request's id.
 
-use std::future::Future;
-use std::pin::Pin;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::request::Parts;
@@ -48,15 +47,16 @@ impl Received {
 
 /// The read of a key's record that confirms a caller taken from it as
 /// last read. Until it is done nothing is written or answered: the call
-/// waits for it (`Call::confirmed`).
-pub struct KeyCheck<'c> {
-    read: Pin<Box<dyn Future<Output = Result<Caller, ApiError>> + Send + 'c>>,
+/// waits for it (`Call::confirmed`). A task of its own, so its request goes
+/// out at once, not after the call's first steps.
+pub struct KeyCheck {
+    read: tokio::task::JoinHandle<Result<Caller, ApiError>>,
     guess: Caller,
     tell: tokio::sync::watch::Sender<Option<bool>>,
     confirmation: Confirmation,
 }
 
-impl KeyCheck<'_> {
+impl KeyCheck {
     /// What the call that started on the guess waits on.
     pub fn confirmation(&self) -> Confirmation {
         self.confirmation.clone()
@@ -66,7 +66,7 @@ impl KeyCheck<'_> {
     /// else who the key says the caller is now (or its refusal). Either way
     /// the call is told.
     pub async fn settle(self) -> Result<(), Result<Caller, ApiError>> {
-        let found = self.read.await;
+        let found = self.read.await.unwrap_or_else(|e| Err(ApiError::internal(e)));
         let held = found.as_ref().is_ok_and(|caller| *caller == self.guess);
         let _ = self.tell.send(Some(held));
         if held { Ok(()) } else { Err(found) }
@@ -108,13 +108,13 @@ pub async fn receive(
 /// As [`receive`] under `access`, but a standard key this process has read
 /// before is let in as that record (unexpired), with the read that confirms
 /// it to run beside the call.
-pub async fn receive_known<'c>(
-    ctx: &'c Context,
+pub async fn receive_known(
+    ctx: &Arc<Context>,
     access: Access,
     parts: &Parts,
     body: Body,
     max_body: Option<usize>,
-) -> Result<(Received, Option<KeyCheck<'c>>), ApiError> {
+) -> Result<(Received, Option<KeyCheck>), ApiError> {
     let presented = Presented::from_headers(&parts.headers);
     let (auth, check) = match admit_known(ctx, access, &presented).await {
         Ok(admitted) => admitted,
@@ -233,11 +233,11 @@ async fn look_up(ctx: &Context, digest: String) -> Result<Caller, ApiError> {
 /// As [`admit`], but a standard key this process has read before is let in
 /// as that record (unexpired), with the read that confirms it left to run
 /// beside the call.
-async fn admit_known<'c>(
-    ctx: &'c Context,
+async fn admit_known(
+    ctx: &Arc<Context>,
     access: Access,
     presented: &Presented,
-) -> Result<(Authenticated, Option<KeyCheck<'c>>), ApiError> {
+) -> Result<(Authenticated, Option<KeyCheck>), ApiError> {
     let (key, via) = match presented {
         Presented::ApiKeyHeader(key) => (key, Via::ApiKeyHeader),
         Presented::Bearer(key) if !Presented::is_identity_token(key) => (key, Via::Bearer),
@@ -257,7 +257,10 @@ async fn admit_known<'c>(
     };
     let (tell, confirmation) = Confirmation::new();
     let check = KeyCheck {
-        read: Box::pin(look_up(ctx, digest)),
+        read: tokio::spawn({
+            let ctx = ctx.clone();
+            async move { look_up(&ctx, digest).await }
+        }),
         guess: auth.caller.clone(),
         tell,
         confirmation,
