@@ -91,9 +91,9 @@ impl<'a> Call<'a> {
     /// told by the same read, answers as the record now says instead.
     pub async fn confirmed(&self) -> Result<(), ApiError> {
         match &self.confirmation {
-            Some(confirmation) if !confirmation.held().await => Err(ApiError::internal(
-                "the key's record changed since this process read it",
-            )),
+            // Never answered (the transport answers as the record says now)
+            // and no failure: nothing is logged.
+            Some(confirmation) if !confirmation.held().await => Err(error::INTERNAL.into()),
             _ => Ok(()),
         }
     }
