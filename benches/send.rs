@@ -21,12 +21,16 @@
 //! TransactWriteItems of the send's own size and the SMTP submission alone,
 //! each through the same proxy; and the round trips one send waited for one
 //! after another, counted at the proxy from when each call began and ended.
+//! `SMTP_DELAY_MS=x` puts the relay x ms away each way (a forwarder holding
+//! each chunk), for the send and its floor alike.
 
 #[path = "../tests/api/support/smtp.rs"]
 #[allow(dead_code)]
 mod smtp;
 #[path = "support/timed_proxy.rs"]
 mod timed_proxy;
+#[path = "support/far.rs"]
+mod far;
 // What smtp.rs calls as `super::standin` (in the tests, support's, which also
 // records the skip).
 use common::testing::standin;
@@ -214,7 +218,17 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     config.service_domain = "svc.test".parse().unwrap();
     config.store = common::config::StoreKind::Dynamodb;
     config.table = format!("mailhost-send-bench-{:x}", rand::random::<u32>());
-    config.smtp_url = Some(sink.url());
+    // SMTP_DELAY_MS: the relay that far away each way, as the mail host is
+    // from a Lambda function (the floor's submission goes the same way).
+    let relay_url = match std::env::var("SMTP_DELAY_MS").ok().and_then(|ms| ms.parse::<f64>().ok()) {
+        Some(ms) => {
+            let far = far::start(([127, 0, 0, 1], sink.port).into(), Duration::from_secs_f64(ms / 1000.0));
+            println!("the relay {ms} ms away each way");
+            sink.url().replace(&format!(":{}?", sink.port), &format!(":{}?", far.port()))
+        }
+        None => sink.url(),
+    };
+    config.smtp_url = Some(relay_url.clone());
     config.smtp_ca_file = Some(sink.ca_file());
     config.system_mail = common::config::SystemMailKind::Outbox;
     config.dns_server = Some(zone.addr.to_string());
@@ -364,7 +378,7 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     }
     floor_row("floor: one TransactWriteItems of 10 puts", &transactions);
     use common::mail::Transport;
-    let transport = common::mail::smtp::SmtpTransport::from_url_with_ca(&sink.url(), Some(&sink.ca_file())).unwrap();
+    let transport = common::mail::smtp::SmtpTransport::from_url_with_ca(&relay_url, Some(&sink.ca_file())).unwrap();
     let message = common::mail::plain_text(
         "me@bench.test",
         "bench@partner.example",
