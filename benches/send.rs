@@ -24,13 +24,13 @@
 //! `SMTP_DELAY_MS=x` puts the relay x ms away each way (a forwarder holding
 //! each chunk), for the send and its floor alike.
 
+#[path = "support/far.rs"]
+mod far;
 #[path = "../tests/api/support/smtp.rs"]
 #[allow(dead_code)]
 mod smtp;
 #[path = "support/timed_proxy.rs"]
 mod timed_proxy;
-#[path = "support/far.rs"]
-mod far;
 // What smtp.rs calls as `super::standin` (in the tests, support's, which also
 // records the skip).
 use common::testing::standin;
@@ -220,11 +220,15 @@ async fn on_dynamodb(proxy: &timed_proxy::TimedProxy, sink: &smtp::SmtpSink) {
     config.table = format!("mailhost-send-bench-{:x}", rand::random::<u32>());
     // SMTP_DELAY_MS: the relay that far away each way, as the mail host is
     // from a Lambda function (the floor's submission goes the same way).
-    let relay_url = match std::env::var("SMTP_DELAY_MS").ok().and_then(|ms| ms.parse::<f64>().ok()) {
+    let relay_url = match std::env::var("SMTP_DELAY_MS")
+        .ok()
+        .and_then(|ms| ms.parse::<f64>().ok())
+    {
         Some(ms) => {
             let far = far::start(([127, 0, 0, 1], sink.port).into(), Duration::from_secs_f64(ms / 1000.0));
             println!("the relay {ms} ms away each way");
-            sink.url().replace(&format!(":{}?", sink.port), &format!(":{}?", far.port()))
+            sink.url()
+                .replace(&format!(":{}?", sink.port), &format!(":{}?", far.port()))
         }
         None => sink.url(),
     };

@@ -13,7 +13,9 @@ pub fn start(upstream: SocketAddr, one_way: Duration) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
-            let Ok(server) = TcpStream::connect(upstream) else { continue };
+            let Ok(server) = TcpStream::connect(upstream) else {
+                continue;
+            };
             for (from, to) in [(&client, &server), (&server, &client)] {
                 let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
                 from.set_nodelay(true).ok();
