@@ -2,11 +2,10 @@
 //! the body or the query, run the operation, write its output as JSON.
 
 use axum::extract::{Query, Request};
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use axum::http::request::Parts;
-
 use super::preamble::{Door, Received, receive, receive_known};
 use crate::api::{Download, Operation, Output, Rest, Source};
 use crate::auth::Authenticated;
@@ -27,13 +26,10 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
         Err(e) => return e.into_response(),
     };
     let Some(check) = check else {
-        return answer(op, rest, &ctx, &parts, &received).await;
+        return answer(op, rest, &ctx, &parts, &received, None).await;
     };
-    let confirmation = check.confirmation();
-    let (answered, settled) = tokio::join!(
-        answer_confirming(op, rest, &ctx, &parts, &received, confirmation),
-        check.settle()
-    );
+    let confirmation = Some(check.confirmation());
+    let (answered, settled) = tokio::join!(answer(op, rest, &ctx, &parts, &received, confirmation), check.settle());
     // The key's record changed since this process last read it: the call
     // wrote nothing (it waits for the read before its first write), so it
     // runs again as the caller the record says now, or is refused as it says.
@@ -49,40 +45,18 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
         Ok(auth) => received.auth = auth,
         Err(e) => return e.into_response(),
     }
-    answer(op, rest, &ctx, &parts, &received).await
+    answer(op, rest, &ctx, &parts, &received, None).await
 }
 
-/// [`answer`] for a call that started on its key as last read.
-async fn answer_confirming(
-    op: &'static Operation,
-    rest: &'static Rest,
-    ctx: &AppState,
-    parts: &Parts,
-    received: &Received,
-    confirmation: Confirmation,
-) -> Response {
-    let mut call = received.call(ctx, "rest");
-    call.confirmation = Some(confirmation);
-    run(op, rest, parts, received, call).await
-}
-
-/// The operation's answer for a caller let in.
+/// The operation's answer for a caller let in; `confirmation` when the
+/// caller is its key's record as last read.
 async fn answer(
     op: &'static Operation,
     rest: &'static Rest,
     ctx: &AppState,
     parts: &Parts,
     received: &Received,
-) -> Response {
-    run(op, rest, parts, received, received.call(ctx, "rest")).await
-}
-
-async fn run(
-    op: &'static Operation,
-    rest: &'static Rest,
-    parts: &Parts,
-    received: &Received,
-    mut call: crate::service::caller::Call<'_>,
+    confirmation: Option<Confirmation>,
 ) -> Response {
     let query = || {
         Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
@@ -107,6 +81,8 @@ async fn run(
         }
         fields
     });
+    let mut call = received.call(ctx, "rest");
+    call.confirmation = confirmation;
     // HEAD answers as GET would, and changes nothing.
     call.peek = parts.method == axum::http::Method::HEAD;
     match op.execute(&call, fields).await {
