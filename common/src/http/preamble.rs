@@ -53,13 +53,12 @@ pub struct KeyCheck {
     read: tokio::task::JoinHandle<Result<Caller, ApiError>>,
     guess: Caller,
     tell: tokio::sync::watch::Sender<Option<bool>>,
-    confirmation: Confirmation,
 }
 
 impl KeyCheck {
     /// What the call that started on the guess waits on.
     pub fn confirmation(&self) -> Confirmation {
-        self.confirmation.clone()
+        self.tell.subscribe().into()
     }
 
     /// Reads the record: `Ok` when it is the caller the call started as,
@@ -68,7 +67,7 @@ impl KeyCheck {
     pub async fn settle(self) -> Result<(), Result<Caller, ApiError>> {
         let found = self.read.await.unwrap_or_else(|e| Err(ApiError::internal(e)));
         let held = found.as_ref().is_ok_and(|caller| *caller == self.guess);
-        let _ = self.tell.send(Some(held));
+        self.tell.send_replace(Some(held));
         if held { Ok(()) } else { Err(found) }
     }
 }
@@ -255,15 +254,13 @@ async fn admit_known(
         caller: Caller::Standard(known),
         via,
     };
-    let (tell, confirmation) = Confirmation::new();
     let check = KeyCheck {
         read: tokio::spawn({
             let ctx = ctx.clone();
             async move { look_up(&ctx, digest).await }
         }),
         guess: auth.caller.clone(),
-        tell,
-        confirmation,
+        tell: tokio::sync::watch::channel(None).0,
     };
     if let Err(refused) = access.admit(&auth) {
         // Refused as last read: the refusal stands only if the key still says it.

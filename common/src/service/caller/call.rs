@@ -47,13 +47,14 @@ pub struct Call<'a> {
 #[derive(Clone)]
 pub struct Confirmation(tokio::sync::watch::Receiver<Option<bool>>);
 
-impl Confirmation {
-    /// A confirmation, and where its read tells whether the guess held.
-    pub fn new() -> (tokio::sync::watch::Sender<Option<bool>>, Confirmation) {
-        let (tell, told) = tokio::sync::watch::channel(None);
-        (tell, Confirmation(told))
+impl From<tokio::sync::watch::Receiver<Option<bool>>> for Confirmation {
+    /// Where the read tells whether the guess held (`Some`), once.
+    fn from(told: tokio::sync::watch::Receiver<Option<bool>>) -> Self {
+        Confirmation(told)
     }
+}
 
+impl Confirmation {
     /// Whether the guess held; false if the read was dropped untold.
     async fn held(&self) -> bool {
         let mut told = self.0.clone();
