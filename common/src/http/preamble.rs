@@ -4,7 +4,8 @@
 //! caller's body drained unread, the body read within its limit, and the
 //! call made with the client's address and the request's id.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
 
 use axum::body::Body;
 use axum::http::request::Parts;
@@ -47,15 +48,17 @@ impl Received {
 
 /// The read of a key's record that confirms a caller taken from it as
 /// last read. Until it is done nothing is written or answered: the call
-/// waits for it (`Call::confirmed`). A task of its own, so its request goes
-/// out at once, not after the call's first steps.
-pub struct KeyCheck {
-    read: tokio::task::JoinHandle<Result<Caller, ApiError>>,
+/// waits for it (`Call::confirmed`). Driven beside the call, not as a task
+/// of its own: the store meter then sees the two as one round trip on either
+/// store, and a spawned read measured no faster on DynamoDB Local
+/// (docs/benchmarks/history.md, 2026-12-07 evening).
+pub struct KeyCheck<'c> {
+    read: Pin<Box<dyn Future<Output = Result<Caller, ApiError>> + Send + 'c>>,
     guess: Caller,
     tell: tokio::sync::watch::Sender<Option<bool>>,
 }
 
-impl KeyCheck {
+impl KeyCheck<'_> {
     /// What the call that started on the guess waits on.
     pub fn confirmation(&self) -> Confirmation {
         self.tell.subscribe().into()
@@ -65,7 +68,7 @@ impl KeyCheck {
     /// else who the key says the caller is now (or its refusal). Either way
     /// the call is told.
     pub async fn settle(self) -> Result<(), Result<Caller, ApiError>> {
-        let found = self.read.await.unwrap_or_else(|e| Err(ApiError::internal(e)));
+        let found = self.read.await;
         let held = found.as_ref().is_ok_and(|caller| *caller == self.guess);
         self.tell.send_replace(Some(held));
         if held { Ok(()) } else { Err(found) }
@@ -107,13 +110,13 @@ pub async fn receive(
 /// As [`receive`] under `access`, but a standard key this process has read
 /// before is let in as that record (unexpired), with the read that confirms
 /// it to run beside the call.
-pub async fn receive_known(
-    ctx: &Arc<Context>,
+pub async fn receive_known<'c>(
+    ctx: &'c Context,
     access: Access,
     parts: &Parts,
     body: Body,
     max_body: Option<usize>,
-) -> Result<(Received, Option<KeyCheck>), ApiError> {
+) -> Result<(Received, Option<KeyCheck<'c>>), ApiError> {
     let presented = Presented::from_headers(&parts.headers);
     let (auth, check) = match admit_known(ctx, access, &presented).await {
         Ok(admitted) => admitted,
@@ -232,11 +235,11 @@ async fn look_up(ctx: &Context, digest: String) -> Result<Caller, ApiError> {
 /// As [`admit`], but a standard key this process has read before is let in
 /// as that record (unexpired), with the read that confirms it left to run
 /// beside the call.
-async fn admit_known(
-    ctx: &Arc<Context>,
+async fn admit_known<'c>(
+    ctx: &'c Context,
     access: Access,
     presented: &Presented,
-) -> Result<(Authenticated, Option<KeyCheck>), ApiError> {
+) -> Result<(Authenticated, Option<KeyCheck<'c>>), ApiError> {
     let (key, via) = match presented {
         Presented::ApiKeyHeader(key) => (key, Via::ApiKeyHeader),
         Presented::Bearer(key) if !Presented::is_identity_token(key) => (key, Via::Bearer),
@@ -255,10 +258,7 @@ async fn admit_known(
         via,
     };
     let check = KeyCheck {
-        read: tokio::spawn({
-            let ctx = ctx.clone();
-            async move { look_up(&ctx, digest).await }
-        }),
+        read: Box::pin(look_up(ctx, digest)),
         guess: auth.caller.clone(),
         tell: tokio::sync::watch::channel(None).0,
     };

@@ -29,7 +29,7 @@ pub(super) async fn serve(op: &'static Operation, rest: &'static Rest, ctx: AppS
         return answer(op, rest, &ctx, &parts, &received, None).await;
     };
     let confirmation = Some(check.confirmation());
-    let (answered, settled) = tokio::join!(answer(op, rest, &ctx, &parts, &received, confirmation), check.settle());
+    let (settled, answered) = tokio::join!(check.settle(), answer(op, rest, &ctx, &parts, &received, confirmation));
     // The key's record changed since this process last read it: the call
     // wrote nothing (it waits for the read before its first write), so it
     // runs again as the caller the record says now, or is refused as it says.
