@@ -286,6 +286,47 @@ async fn a_refused_delivery_is_500_send_failed_and_the_credit_stays_spent() {
     );
 }
 
+/// A send from a hosted mailbox that the relay refuses whole went nowhere:
+/// its Sent copy is withdrawn, whether its bytes rode in its mark (a short
+/// message) or in a blob (a long one), so IMAP's Sent never shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_send_refused_whole_leaves_no_sent_copy() {
+    let Some(sink) = SmtpSink::start().await else { return };
+    let app = app_with(&sink).await;
+    let key = onboarded_with_mailbox(&app, &sink, "ann").await;
+    let sent_marks = || async {
+        let marks = common::service::mail_store::sync_marks::marks(&app.ctx, None, 100)
+            .await
+            .unwrap();
+        marks.into_iter().filter(|(sk, _)| sk.starts_with("s#")).count()
+    };
+    let copies = || async { app.ctx.blobs.list("mail/ann@ann.example/sent-copies/").await.unwrap() };
+    let kept = app
+        .send_mail(
+            Auth::Bearer(&key),
+            json!({"from": "ann@ann.example", "to": "bob@partner.example", "subject": "s", "text": "t"}),
+        )
+        .await;
+    assert_eq!(kept.status, 200, "{}", kept.body);
+    assert_eq!(sent_marks().await, 1, "a send that went keeps its copy");
+    for text in ["Short.".to_string(), "A longer letter.\n".repeat(300)] {
+        let res = app
+            .send_mail(
+                Auth::Bearer(&key),
+                json!({"from": "ann@ann.example", "to": "refuse@partner.example", "subject": "s", "text": text}),
+            )
+            .await;
+        assert_eq!((res.status, res.error()), (500, "Send failed"), "{}", res.body);
+        assert_eq!(
+            sent_marks().await,
+            1,
+            "no mark for the refused send of {} bytes",
+            text.len()
+        );
+        assert!(copies().await.is_empty(), "no bytes kept: {:?}", copies().await);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_wrong_smtp_password_is_500_send_failed() {
     let Some(sink) = SmtpSink::start().await else { return };

@@ -17,7 +17,8 @@ code point of the same value, so `bytes(ord(c) for c in raw)` (in Rust: each cha
 as u8) gives back the original bytes losslessly.
 
 With --reject every DATA is answered 554 and nothing is written: the client's
-"SMTP failed" path.
+"SMTP failed" path. Without it, a message whose every recipient's local part
+begins with "refuse" is answered so as well (a relay refusing one send whole).
 
 Prints "READY" on stdout once listening, then serves until killed, or until its
 stdin reaches end of file (the parent test process went away without killing it).
@@ -48,6 +49,8 @@ class Sink:
     async def handle_DATA(self, server, session, envelope):
         if self.reject:
             return "554 5.7.1 Message refused by the test sink (--reject)"
+        if all(to.startswith("refuse") for to in envelope.rcpt_tos):
+            return "554 5.7.1 Message refused by the test sink (a refuse... recipient)"
         record = {
             # aiosmtpd reports the null reverse-path as "<>"; "" here.
             "mail_from": "" if envelope.mail_from == "<>" else envelope.mail_from,

@@ -347,7 +347,7 @@ async fn deliver(
         simulator::play(ctx, &sent, n).await?;
     }
     if accepted == 0 {
-        mail_store::sync_marks::withdraw_sent(ctx, out.source, out.from, &sent.id).await;
+        mail_store::sync_marks::withdraw_sent(ctx, out.source, out.from, &sent.id, out.raw).await;
         return Err(error::SEND_FAILED.caused_by("the relay refused every recipient"));
     }
     Ok(Dispatched {

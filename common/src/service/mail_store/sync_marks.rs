@@ -335,8 +335,8 @@ impl SentCopy {
     }
 }
 
-/// A send the relay refused whole went nowhere: no Sent copy.
-pub async fn withdraw_sent(ctx: &Context, source: &str, from: &str, delivery: &str) {
+/// A send of `raw` the relay refused whole went nowhere: no Sent copy.
+pub async fn withdraw_sent(ctx: &Context, source: &str, from: &str, delivery: &str, raw: &[u8]) {
     if !keeps_copy(ctx, source, from) {
         return;
     }
@@ -344,7 +344,9 @@ pub async fn withdraw_sent(ctx: &Context, source: &str, from: &str, delivery: &s
     if let Err(e) = ctx.store.delete(&key, None).await {
         tracing::warn!(error = %e, delivery, "a refused send's Sent mark was not withdrawn");
     }
-    let _ = ctx.blobs.delete(&blob_key(from, delivery)).await;
+    if let Copy::Blob(blob) = Copy::of(raw, from, delivery) {
+        let _ = ctx.blobs.delete(&blob).await;
+    }
 }
 
 #[cfg(test)]
