@@ -176,6 +176,7 @@ catalogue! {
     HOSTED_ONLY = 400 "Only hosted mailboxes can be added on {}";
     DELETE_TARGET_REQUIRED = 400 "address, or domain and localPart, is required";
     DELETE_TARGET_MISMATCH = 400 "address does not match domain and localPart";
+    MAILBOX_ID_MISMATCH = 400 "mailboxId does not match domainId and localPart";
     ADDRESS_REQUIRED = 400 "address is required";
     FORWARD_ONLY_NO_LOGIN = 400 "Forward-only mailboxes have no IMAP/SMTP login";
 

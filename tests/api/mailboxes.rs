@@ -295,15 +295,60 @@ async fn mode_changes_and_deletes_follow_the_rules(app: TestApp) {
             .status,
         400
     );
+    // A mailboxId beside a localPart or domainId that names another mailbox
+    // is refused, and changes neither.
+    for body in [
+        json!({"domainId": "fay.example", "localPart": "keep", "mailboxId": "box", "mode": "both", "forwardTo": ["x@elsewhere.example"]}),
+        json!({"domainId": "other.example", "mailboxId": "box@fay.example", "mode": "both", "forwardTo": ["x@elsewhere.example"]}),
+        json!({"localPart": "keep", "mailboxId": "box@fay.example", "mode": "both", "forwardTo": ["x@elsewhere.example"]}),
+    ] {
+        let res = set(body.clone()).await;
+        assert_eq!(res.status, 400, "{body}: {}", res.body);
+        assert_eq!(res.body["error"], "mailboxId does not match domainId and localPart");
+    }
+    let agreeing =
+        set(json!({"domainId": "fay.example", "localPart": "box", "mailboxId": "box@fay.example", "mode": "hosted"}))
+            .await;
+    assert_eq!(agreeing.status, 200, "{}", agreeing.body);
+    let modes = app.get("/listDomains", Auth::Bearer(&key)).await.body["domains"][0]["mailboxes"].clone();
+    assert!(
+        modes.as_array().unwrap().iter().all(|m| m["mode"] == "hosted"),
+        "a refused change changed nothing: {modes}"
+    );
 
     let del = |body: Value| app.post("/deleteMailbox", Auth::Bearer(&key), body);
     assert_eq!(del(json!({})).await.status, 400);
     assert_eq!(del(json!({"address": "nonsense"})).await.status, 400);
+    // Every name given must say the same mailbox (spec 4.8: a mismatch is
+    // 400), whichever of them are given together; none is deleted.
+    let mailboxes = || async {
+        let domains = app.get("/listDomains", Auth::Bearer(&key)).await.body;
+        domains["domains"][0]["mailboxes"].as_array().map(Vec::len)
+    };
+    let before = mailboxes().await;
+    for body in [
+        json!({"address": "box@fay.example", "domain": "fay.example", "localPart": "keep"}),
+        json!({"address": "box@fay.example", "domain": "other.example"}),
+        json!({"address": "box@fay.example", "domainId": "other.example"}),
+        json!({"address": "box@fay.example", "localPart": "keep"}),
+        json!({"address": "box@fay.example", "mailboxId": "keep"}),
+        json!({"address": "box@fay.example", "mailboxId": "keep@fay.example"}),
+        json!({"mailboxId": "box@fay.example", "domain": "other.example"}),
+        json!({"domain": "fay.example", "localPart": "box", "mailboxId": "keep"}),
+        json!({"domain": "fay.example", "domainId": "other.example", "localPart": "box"}),
+    ] {
+        let res = del(body.clone()).await;
+        assert_eq!(res.status, 400, "{body}: {}", res.body);
+        assert_eq!(
+            res.body["error"], "address does not match domain and localPart",
+            "{body}"
+        );
+    }
+    assert_eq!(mailboxes().await, before, "nothing deleted");
     assert_eq!(
-        del(json!({"address": "box@fay.example", "domain": "fay.example", "localPart": "keep"}))
-            .await
-            .status,
-        400
+        del(json!({"domain": "fay.example"})).await.status,
+        400,
+        "a domain alone names no mailbox"
     );
     assert_eq!(del(json!({"address": "ghost@fay.example"})).await.status, 404);
     let other = app.onboard(&format!("gus@{ALLOWED_DOMAIN}")).await;

@@ -164,13 +164,14 @@ impl MailboxInput {
         }
     }
 
-    /// `mailboxId` fills the local part, and the domain when it has one.
+    /// `mailboxId` fills the local part, and the domain when it has one; a
+    /// `localPart` or `domainId` given beside it must say the same.
     fn by_mailbox_id(mut self, _: &Fields) -> Result<Self, ApiError> {
         if let Some(id) = self.mailbox_id.take() {
-            self.local_part.get_or_insert_with(|| id.local().clone());
-            if self.domain_id.is_none() {
-                self.domain_id = id.domain().cloned();
-            }
+            let local = agreeing([self.local_part.as_ref(), Some(id.local())], error::MAILBOX_ID_MISMATCH)?;
+            let domain = agreeing([self.domain_id.as_ref(), id.domain()], error::MAILBOX_ID_MISMATCH)?;
+            self.local_part = local.cloned();
+            self.domain_id = domain.cloned();
         }
         Ok(self)
     }
@@ -407,22 +408,52 @@ impl DeleteTarget {
     }
 
     /// The mailbox named: by address (or an address `mailboxId`), by domain
-    /// and local part (or a local-part `mailboxId`), or both when they agree.
+    /// and local part (or a local-part `mailboxId`); every name given must
+    /// say the same mailbox.
     fn named(&self) -> Result<(DomainName, String), ApiError> {
-        let (by_id, local_by_id) = match &self.mailbox_id {
+        let (address_by_id, local_by_id) = match &self.mailbox_id {
             Some(MailboxId::Address(l, d)) => (Some((l.as_str(), d)), None),
-            Some(MailboxId::Local(l)) => (None, Some(l)),
+            Some(MailboxId::Local(l)) => (None, Some(l.as_str())),
             None => (None, None),
         };
-        let address = self.address.as_ref().map(|a| (a.local(), a.domain())).or(by_id);
-        let local = self.local_part.as_ref().or(local_by_id);
-        let from_parts = self.domain.as_ref().zip(local);
-        match (address, from_parts) {
-            (Some((al, ad)), Some((d, l))) if (al, ad) != (l.as_str(), d) => Err(error::DELETE_TARGET_MISMATCH.into()),
-            (_, Some((d, l))) => Ok((d.clone(), l.to_string())),
-            (Some((l, d)), None) => Ok((d.clone(), l.to_string())),
-            (None, None) => Err(error::DELETE_TARGET_REQUIRED.into()),
+        let address = self.address.as_ref().map(|a| (a.local(), a.domain()));
+        let mismatch = error::DELETE_TARGET_MISMATCH;
+        let domain = agreeing(
+            [
+                address.map(|a| a.1),
+                address_by_id.map(|a| a.1),
+                self.domain.as_ref(),
+                self.domain_id.as_ref(),
+            ],
+            mismatch,
+        )?;
+        let local = agreeing(
+            [
+                address.map(|a| a.0),
+                address_by_id.map(|a| a.0),
+                self.local_part.as_ref().map(|l| l.as_str()),
+                local_by_id,
+            ],
+            mismatch,
+        )?;
+        match (domain, local) {
+            (Some(d), Some(l)) => Ok((d.clone(), l.to_string())),
+            _ => Err(error::DELETE_TARGET_REQUIRED.into()),
         }
+    }
+}
+
+/// The one value the given names agree on (None when none is given), or
+/// `mismatch` when two of them differ.
+fn agreeing<T: PartialEq + ?Sized, const N: usize>(
+    names: [Option<&T>; N],
+    mismatch: crate::error::Problem,
+) -> Result<Option<&T>, ApiError> {
+    let mut given = names.into_iter().flatten();
+    let first = given.next();
+    match first {
+        Some(f) if given.any(|other| other != f) => Err(mismatch.into()),
+        _ => Ok(first),
     }
 }
 
