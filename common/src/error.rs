@@ -97,6 +97,7 @@ catalogue! {
     ACCOUNT_FIELDS_TYPE = 400 "uid and email must be strings";
     REQUEST_ID_INVALID = 400 "requestId is not valid";
     CODE_NOT_VALID = 401 "That code is not valid";
+    CODE_NOT_A_STRING = 400 "code must be a string";
     /// Spec part 7 writes it in lower case.
     CODE_NO_LONGER_VALID = 401 "that code is no longer valid";
     CODE_EXPIRED = 410 "That code has expired";

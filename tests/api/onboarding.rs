@@ -179,11 +179,18 @@ async fn verify_answers_every_error_row(app: TestApp) {
         json!({"requestId": id}),
         json!({"requestId": 5, "code": code}),
         json!({"requestId": "nope", "code": code}),
+        json!({"requestId": id, "code": code.parse::<u64>().unwrap()}),
+        json!({"requestId": id, "code": [code]}),
     ] {
         let r = app.post("/verifyAccessRequest", Auth::None, body.clone()).await;
         assert_eq!(r.status, 400, "{body}: {}", r.body);
         assert_eq!(r.body["ok"], false);
     }
+    // The spec's body is strings: a code of another type is invalid input,
+    // not a wrong code, and spends none of the request's attempts.
+    let number = json!({"requestId": "ar_0123456789abcdef01234567", "code": 12345678});
+    let r = app.post("/verifyAccessRequest", Auth::None, number).await;
+    assert_eq!((r.status, r.error()), (400, "code must be a string"));
     let broken = app
         .send(
             app.client
@@ -203,8 +210,17 @@ async fn verify_answers_every_error_row(app: TestApp) {
     assert_eq!(unknown.status, 404);
     assert_eq!(unknown.error(), "Message not found");
 
+    for _ in 0..5 {
+        let number = json!({"requestId": id, "code": wrong.parse::<u64>().unwrap()});
+        let r = app.post("/verifyAccessRequest", Auth::None, number).await;
+        assert_eq!(r.status, 400);
+    }
     let r = app.verify(&id, wrong).await;
-    assert_eq!((r.status, r.error()), (401, "That code is not valid"));
+    assert_eq!(
+        (r.status, r.error()),
+        (401, "That code is not valid"),
+        "five codes of the wrong type did not lock it"
+    );
 
     app.ctx.clock.advance(86_400);
     let expired = app.verify(&id, &code).await;

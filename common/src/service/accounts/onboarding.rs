@@ -244,17 +244,21 @@ crate::input! {
     before both_given;
 }
 
-/// Both must be there before either is judged.
+/// Both must be there, the code a string, before either is judged.
 fn both_given(fields: &Fields) -> Result<(), ApiError> {
     let given = |name| match fields.get(name) {
         None | Some(serde_json::Value::Null) => false,
         Some(serde_json::Value::String(s)) => !s.trim().is_empty(),
         Some(_) => true,
     };
-    if given("requestId") && given("code") {
-        Ok(())
-    } else {
-        Err(error::VERIFY_FIELDS_REQUIRED.into())
+    if !(given("requestId") && given("code")) {
+        return Err(error::VERIFY_FIELDS_REQUIRED.into());
+    }
+    // A code of another type is invalid input (400), not a wrong code (401):
+    // the spec's body is strings.
+    match fields.get("code") {
+        Some(serde_json::Value::String(_)) => Ok(()),
+        _ => Err(error::CODE_NOT_A_STRING.into()),
     }
 }
 

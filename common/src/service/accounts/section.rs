@@ -51,6 +51,7 @@ pub static ONBOARDING: Section = Section {
                           per hour per IP.",
             errors: &[
                 VERIFY_FIELDS_REQUIRED,
+                CODE_NOT_A_STRING,
                 REQUEST_ID_INVALID,
                 CODE_NOT_VALID,
                 CODE_NO_LONGER_VALID,
