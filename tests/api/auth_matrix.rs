@@ -56,7 +56,11 @@ fn scoped_read(method: &str, path: &str) -> Option<(u16, &'static str)> {
     match (method, path) {
         ("POST", "/sendMail" | "/reply" | "/forward" | "/outbox/cancel") => Some((403, LACKS_SEND)),
         ("GET", "/getDnsInstructions" | "/listDomains" | "/dmarcReports" | "/suppressions" | "/lists") => None,
-        (_, "/getAccountStatus" | "/credits" | "/inbox" | "/attachment" | "/outbox" | "/mcp" | "/search") => None,
+        (
+            _,
+            "/getAccountStatus" | "/credits" | "/inbox" | "/attachment" | "/inbox/attachment" | "/outbox" | "/mcp"
+            | "/search",
+        ) => None,
         _ => Some((403, LACKS_MANAGE)),
     }
 }
@@ -135,7 +139,10 @@ fn expected(method: &str, path: &str, class: Class) -> Option<(u16, &'static str
             _ => Some((403, SETUP)),
         },
         ("POST", "/sendMail" | "/reply" | "/forward" | "/outbox/cancel")
-        | (_, "/inbox" | "/inbox/delete" | "/attachment" | "/outbox" | "/suppressions" | "/search") => match class {
+        | (
+            _,
+            "/inbox" | "/inbox/delete" | "/attachment" | "/inbox/attachment" | "/outbox" | "/suppressions" | "/search",
+        ) => match class {
             AgentBearer | AgentHeader | Standard | Operator => None,
             Identity => Some((403, "This mailbox requires an operator account")),
             _ => Some((401, INVALID_KEY)),
@@ -278,7 +285,10 @@ async fn a_bearer_with_three_segments_is_an_identity_token_and_anything_else_a_k
         (tampered.as_str(), INVALID_TOKEN),
         ("a.b", INVALID_KEY),
         ("a.b.c.d", INVALID_KEY),
-        ("a..c", INVALID_KEY),
+        // Three segments, one empty (an unsigned token's shape): still a token.
+        ("a..c", INVALID_TOKEN),
+        ("eyJhbGciOiJub25lIn0.eyJlbWFpbCI6InhAeS56In0.", INVALID_TOKEN),
+        ("a.b..", INVALID_KEY),
     ] {
         let res = app.get("/credits", Auth::Bearer(value)).await;
         assert_eq!((res.status, res.error()), (401, error), "{value}");

@@ -40,10 +40,10 @@ impl Presented {
         }
     }
 
-    /// A Bearer value of exactly three dot-separated segments is an identity token.
+    /// A Bearer value of exactly three dot-separated segments is an identity
+    /// token (spec 5.2.3), an empty one among them too: it is then a bad token.
     pub fn is_identity_token(value: &str) -> bool {
-        let parts: Vec<&str> = value.split('.').collect();
-        parts.len() == 3 && parts.iter().all(|p| !p.is_empty())
+        value.split('.').count() == 3
     }
 }
 
