@@ -103,7 +103,7 @@ async function inlineImages(m) {
   for (const a of m.attachments || []) {
     const id = (a.contentId || '').toLowerCase();
     if (!id || !/^image\//.test(a.contentType || '') || !html.includes(`cid:${id}`)) continue;
-    const file = await api.blob('/attachment', { id: m.id, index: a.index, box: m.box === 'outbound' ? 'outbound' : undefined, disposition: 'inline' });
+    const file = await api.blob('/inbox/attachment', { id: m.id, index: a.index, box: m.box === 'outbound' ? 'outbound' : undefined, disposition: 'inline' });
     found.set(id, await new Promise((resolve, reject) => {
       const reader = new FileReader();
       reader.onload = () => resolve(String(reader.result));
@@ -123,7 +123,7 @@ function attachmentList(message, inline = new Map()) {
   const items = files.map((a) => {
     const get = h('button', { type: 'button', class: 'quiet', text: `Download ${a.filename}` });
     get.addEventListener('click', () =>
-      busy(get, async () => download(await api.blob('/attachment', { id: message.id, index: a.index, box }), a.filename)),
+      busy(get, async () => download(await api.blob('/inbox/attachment', { id: message.id, index: a.index, box }), a.filename)),
     );
     const kind = a.contentType || '';
     const viewable = kind.startsWith('image/') || kind.startsWith('text/') || kind === 'application/pdf';
@@ -131,7 +131,7 @@ function attachmentList(message, inline = new Map()) {
     if (show) {
       show.addEventListener('click', () =>
         busy(show, async () => {
-          const file = await api.blob('/attachment', { id: message.id, index: a.index, box, disposition: 'inline' });
+          const file = await api.blob('/inbox/attachment', { id: message.id, index: a.index, box, disposition: 'inline' });
           preview.replaceChildren(previewOf(file, kind, a.filename));
         }),
       );

@@ -333,7 +333,8 @@ catalogue! {
     INBOX_MAILBOX_INVALID = 400 "mailbox must be an address at the service domain, and only the agent key or an operator may name one";
     INBOX_ID_INVALID = 400 "id must match ^[A-Za-z0-9_-]{1,128}$";
     UNREAD_TYPE = 400 "unread must be a boolean";
-    ATTACHMENT_INDEX_INVALID = 400 "index is required and must be an integer from 0 to 19";
+    ATTACHMENT_INDEX_INVALID = 400 "index is required and must be an integer from 0 to 2";
+    FILE_INDEX_INVALID = 400 "index is required and must be an integer from 0 to 19";
     INBOX_MESSAGE_ID_INVALID = 400 "messageId must be a Message-ID such as <id@example.com>";
     INBOX_THREAD_INVALID = 400 "thread must be 64 lowercase hex characters";
     INBOX_VIEW_INVALID = 400 "view must be threads, quarantine or spam";

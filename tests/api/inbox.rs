@@ -281,9 +281,9 @@ async fn received_mail_is_listed_read_marked_and_downloaded(app: TestApp) {
     assert_eq!(headers["content-security-policy"], "sandbox");
     for (query, status) in [
         (format!("?id={id}&index=1"), 404),
-        (format!("?id={id}&index=3"), 404),
-        (format!("?id={id}&index=19"), 404),
-        (format!("?id={id}&index=20"), 400),
+        (format!("?id={id}&index=2"), 404),
+        (format!("?id={id}&index=3"), 400),
+        (format!("?id={id}&index=19"), 400),
         (format!("?id={id}&index=-1"), 400),
         (format!("?id={id}"), 400),
         ("?index=0".to_string(), 400),

@@ -48,8 +48,18 @@ struct Download {
 }
 
 async fn download(app: &TestApp, key: &str, message: &Value, index: usize, inline: bool) -> Download {
+    // What a client does: follow the file's downloadPath; a file the
+    // message does not list is asked for where any index is served.
     let id = message["id"].as_str().unwrap();
-    let mut url = format!("{}/attachment?id={id}&index={index}", app.base);
+    let listed = message["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["index"] == index);
+    let mut url = match listed {
+        Some(a) => format!("{}{}", app.base, a["downloadPath"].as_str().unwrap()),
+        None => format!("{}/inbox/attachment?id={id}&index={index}", app.base),
+    };
     if inline {
         url.push_str("&disposition=inline");
     }
@@ -285,9 +295,30 @@ async fn every_stored_file_is_served_and_nothing_past_the_last(app: TestApp) {
         assert_eq!(got.status, 200, "advertised index {index}");
         assert_eq!(got.bytes, format!("file {index}").into_bytes());
     }
+    // GET /attachment serves the spec's 0 to 2; the later files are named
+    // by a downloadPath of GET /inbox/attachment, which serves 0 to 19.
     let id = message["id"].as_str().unwrap();
+    let paths: Vec<&str> = message["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["downloadPath"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths[2], format!("/attachment?id={id}&index=2"));
+    assert_eq!(paths[3], format!("/inbox/attachment?id={id}&index=3"));
+    let spec = app
+        .get(&format!("/attachment?id={id}&index=3"), Auth::Bearer(&key))
+        .await;
+    assert_eq!(
+        (spec.status, spec.error()),
+        (400, "index is required and must be an integer from 0 to 2")
+    );
+    let first = app
+        .get(&format!("/inbox/attachment?id={id}&index=0"), Auth::Bearer(&key))
+        .await;
+    assert_eq!(first.status, 200, "every index is served there");
     let past = app
-        .get(&format!("/attachment?id={id}&index=20"), Auth::Bearer(&key))
+        .get(&format!("/inbox/attachment?id={id}&index=20"), Auth::Bearer(&key))
         .await;
     assert_eq!(
         (past.status, past.error()),

@@ -128,6 +128,12 @@ impl<const MIN: i64, const MAX: i64> Bounded<MIN, MAX> {
     pub fn get(self) -> i64 {
         self.0
     }
+
+    /// The same number under bounds that hold these (checked at compile time).
+    pub fn widen<const LO: i64, const HI: i64>(self) -> Bounded<LO, HI> {
+        const { assert!(LO <= MIN && MAX <= HI) };
+        Bounded(self.0)
+    }
 }
 
 impl<const MIN: i64, const MAX: i64> Field for Bounded<MIN, MAX> {

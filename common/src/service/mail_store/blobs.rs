@@ -1,7 +1,7 @@
 //! A message's body: the preview and the head kept on the row, the blobs
 //! beside it under `mail/<mailbox>/`, and the body read back whole.
 
-use super::limits::{PREVIEW_CHARS, TEXT_ON_ROW};
+use super::limits::{MAX_SPEC_ATTACHMENT_INDEX, PREVIEW_CHARS, TEXT_ON_ROW};
 use super::shapes::{AttachmentInfo, NewMessage, Row};
 use crate::context::Context;
 use crate::error::ApiError;
@@ -83,9 +83,14 @@ pub(super) async fn put_blobs(
     })
 }
 
-/// Where GET /attachment serves an attachment of the row `id`.
+/// Where an attachment of the row `id` is served: GET /attachment for the
+/// spec's indexes, GET /inbox/attachment for a received message's later files.
 fn download_path(m: &NewMessage<'_>, id: &str, index: usize) -> String {
-    let mut path = format!("/attachment?id={id}&index={index}");
+    let route = match index <= MAX_SPEC_ATTACHMENT_INDEX {
+        true => "/attachment",
+        false => "/inbox/attachment",
+    };
+    let mut path = format!("{route}?id={id}&index={index}");
     if m.direction == super::shapes::Direction::Outbound {
         path.push_str("&box=outbound");
     }

@@ -9,6 +9,9 @@ pub const PREVIEW_CHARS: usize = 200;
 pub(super) const MAX_TO: usize = 50;
 /// Participants kept on a thread summary.
 pub(super) const MAX_PARTICIPANTS: usize = 20;
+/// The highest attachment index GET /attachment serves (spec 4.4: 0 to 2);
+/// GET /inbox/attachment serves a received message's later files.
+pub const MAX_SPEC_ATTACHMENT_INDEX: usize = 2;
 /// A folder move loads at most this many rows of each direction (spec 8).
 pub const MOVE_LIMIT: usize = 100;
 /// Retries of a write that lost a race on a thread summary.

@@ -52,7 +52,7 @@ pub use changes::{loaded_rows, move_thread, set_unread};
 pub use delete::{delete_row, delete_thread};
 pub use filing::file;
 pub use ids::{direction_of, new_id, root_of, thread_id, valid_id, valid_thread_id};
-pub use limits::{MOVE_LIMIT, PREVIEW_CHARS, TEXT_ON_ROW};
+pub use limits::{MAX_SPEC_ATTACHMENT_INDEX, MOVE_LIMIT, PREVIEW_CHARS, TEXT_ON_ROW};
 pub use pages::{
     FILTER_SCAN, all_thread_rows, by_id, by_message_id, covered, expired, folder_page_raw, in_spam, newest, page,
     page_raw, page_raw_where, quarantined, rows, summaries_of, thread, thread_rows,

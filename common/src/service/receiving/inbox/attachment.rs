@@ -1,4 +1,4 @@
-//! GET /attachment: one stored file of a message.
+//! GET /attachment and GET /inbox/attachment: one stored file of a message.
 
 use super::fields::*;
 use super::scope::*;
@@ -16,7 +16,8 @@ crate::input! {
         /// The message's id; wins over messageId.
         pub id: Option<RowId> = error::INBOX_ID_INVALID,
         pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
-        pub index: Bounded<0, MAX_ATTACHMENT_INDEX> = (error::ATTACHMENT_INDEX_INVALID, error::ATTACHMENT_INDEX_INVALID),
+        /// Spec 4.4: 0 to 2 (GET /inbox/attachment serves every file).
+        pub index: Bounded<0, MAX_SPEC_ATTACHMENT_INDEX> = (error::ATTACHMENT_INDEX_INVALID, error::ATTACHMENT_INDEX_INVALID),
         /// inbound (default), or outbound for a threaded send's files.
         pub r#box: Option<Direction> = error::ATTACHMENT_BOX_INVALID,
         /// `inline`: shown in the browser, for raster images, PDF and plain text.
@@ -27,12 +28,57 @@ crate::input! {
     check AttachmentQuery::named;
 }
 
+// ---------------------------------------------------- GET /inbox/attachment
+
+crate::input! {
+    /// GET /attachment's query, but any file a message keeps: a received
+    /// message keeps up to 20, where the spec's route bounds index at 2.
+    pub struct FileQuery {
+        /// The message's id; wins over messageId.
+        pub id: Option<RowId> = error::INBOX_ID_INVALID,
+        pub message_id: Option<StoredMessageId> = error::INBOX_MESSAGE_ID_INVALID,
+        pub index: Bounded<0, MAX_ATTACHMENT_INDEX> = (error::FILE_INDEX_INVALID, error::FILE_INDEX_INVALID),
+        /// inbound (default), or outbound for a threaded send's files.
+        pub r#box: Option<Direction> = error::ATTACHMENT_BOX_INVALID,
+        /// `inline`: shown in the browser, for raster images, PDF and plain text.
+        pub disposition: Option<Inline> = error::ATTACHMENT_DISPOSITION_INVALID,
+        /// Agent key and operators only: an address at the service domain.
+        pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
+    }
+    check FileQuery::named;
+}
+
 impl AttachmentQuery {
     fn named(self, _: &Fields) -> Result<Self, ApiError> {
-        if self.id.is_none() && self.message_id.is_none() {
-            return Err(error::MESSAGE_TARGET_REQUIRED.into());
-        }
+        named(&self.id, &self.message_id)?;
         Ok(self)
+    }
+}
+
+impl FileQuery {
+    fn named(self, _: &Fields) -> Result<Self, ApiError> {
+        named(&self.id, &self.message_id)?;
+        Ok(self)
+    }
+}
+
+fn named(id: &Option<RowId>, message_id: &Option<StoredMessageId>) -> Result<(), ApiError> {
+    match (id, message_id) {
+        (None, None) => Err(error::MESSAGE_TARGET_REQUIRED.into()),
+        _ => Ok(()),
+    }
+}
+
+impl From<AttachmentQuery> for FileQuery {
+    fn from(q: AttachmentQuery) -> Self {
+        FileQuery {
+            id: q.id,
+            message_id: q.message_id,
+            index: q.index.widen(),
+            r#box: q.r#box,
+            disposition: q.disposition,
+            mailbox: q.mailbox,
+        }
     }
 }
 
@@ -51,7 +97,13 @@ fn previewable(content_type: &str) -> bool {
     )
 }
 
+/// GET /attachment: files 0 to 2, as the spec bounds them.
 pub async fn attachment(call: &Call<'_>, input: AttachmentQuery) -> Result<Download, ApiError> {
+    file(call, input.into()).await
+}
+
+/// GET /inbox/attachment: any file a message keeps.
+pub async fn file(call: &Call<'_>, input: FileQuery) -> Result<Download, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let direction = input.r#box.unwrap_or(Direction::Inbound);
     let row = match (input.id, input.message_id) {

@@ -6,12 +6,15 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::service::mail_store;
 use crate::values::Bounded;
 
 pub const DEFAULT_LIMIT: i64 = 25;
 pub const MAX_LIMIT: i64 = 50;
-/// The highest attachment index GET /attachment serves: every file a
-/// received message keeps (spec 4.4's 0 to 2 bounds what a send carries).
+/// The highest attachment index GET /attachment serves (spec 4.4).
+pub const MAX_SPEC_ATTACHMENT_INDEX: i64 = mail_store::MAX_SPEC_ATTACHMENT_INDEX as i64;
+/// The highest GET /inbox/attachment serves: every file a received message
+/// keeps.
 pub const MAX_ATTACHMENT_INDEX: i64 = crate::mail::inbound::MAX_ATTACHMENTS as i64 - 1;
 /// Rows of each direction a search reads (spec 4.2 rule 5).
 pub const SEARCH_DEPTH: usize = 200;
