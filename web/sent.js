@@ -16,11 +16,14 @@ export async function sentPage(view, who) {
   await Promise.all(cards.map((c) => c.ready));
 }
 
+// The reply as the remote said it; its text is the whole line, codes first,
+// when the remote gave one (Postfix's own words carry none).
 function replyOf(r) {
   const reply = r.reply;
   if (!reply) return '';
   const code = [reply.smtpCode, reply.enhancedStatus].filter(Boolean).join(' ');
-  return [code, reply.text, reply.remoteHost ? `(${reply.remoteHost})` : ''].filter(Boolean).join(' ');
+  const said = reply.text && reply.text.startsWith(code) ? reply.text : [code, reply.text].filter(Boolean).join(' ');
+  return [said, reply.remoteHost ? `(${reply.remoteHost})` : ''].filter(Boolean).join(' ');
 }
 
 // Sends that have not left: the ones this tab scheduled or saw held, and the

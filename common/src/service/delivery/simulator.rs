@@ -72,7 +72,8 @@ impl Play<'_> {
         Reply {
             smtp_code: Some(code),
             enhanced_status: Some(status.into()),
-            text: Some(format!("{status} {text}")),
+            // The whole reply line, as the mail host's log records a remote's.
+            text: Some(format!("{code} {status} {text}")),
             remote_host: Some(self.host.clone()),
         }
     }
