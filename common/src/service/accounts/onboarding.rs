@@ -197,7 +197,8 @@ async fn withdraw_request(ctx: &Context, req: &AccessRequest) -> Result<(), ApiE
 
 async fn send_code(ctx: &Context, to: &str, code: &str) -> anyhow::Result<()> {
     let body = format!(
-        "Your access code is {code}\r\n\r\nEnter it with verifyAccessRequest within 24 hours. \
+        "Your access code is {code}\r\n\r\nEnter it on the page where you asked for access (an agent: \
+         POST /verifyAccessRequest, or the verify_access_request tool) within 24 hours. \
          If you did not ask for access, ignore this message.\r\n"
     );
     system_mail::send(ctx, Relay::System, to, "Your access code", &body).await
