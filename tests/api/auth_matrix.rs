@@ -334,6 +334,13 @@ async fn wrong_verbs_are_405_options_is_204_and_unknown_paths_404() {
     let res = app.get("/nope", Auth::None).await;
     assert_eq!(res.status, 404);
     assert_eq!(res.body["ok"], false);
+    // The web app's page answers other verbs as the API does.
+    let res = app.post("/", Auth::None, json!({})).await;
+    assert_eq!((res.status, res.error()), (405, "Method not allowed"));
+    let res = app
+        .send(app.client.request(reqwest::Method::OPTIONS, format!("{}/", app.base)))
+        .await;
+    assert_eq!(res.status, 204);
 }
 
 /// HEAD is served by a GET route's handler, so it must pass the same access

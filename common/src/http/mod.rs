@@ -169,7 +169,7 @@ async fn log_request(req: Request, next: Next) -> Response {
     response
 }
 
-async fn preflight() -> StatusCode {
+pub(crate) async fn preflight() -> StatusCode {
     StatusCode::NO_CONTENT
 }
 

@@ -57,9 +57,12 @@ pub const PATHS: [&str; 2] = ["/", "/app/{version}/{file}"];
 /// also serves the API description). `local_sign_in`: the page offers the
 /// local server's operator sign-in (`web_sign_in`).
 pub fn router(local_sign_in: bool) -> Router {
-    Router::new()
-        .route(PATHS[0], get(move || index(local_sign_in)))
-        .route(PATHS[1], get(asset))
+    // Another verb gets the API's JSON 405, OPTIONS its 204.
+    let page = get(move || index(local_sign_in))
+        .options(super::preflight)
+        .fallback(super::method_not_allowed);
+    let assets = get(asset).options(super::preflight).fallback(super::method_not_allowed);
+    Router::new().route(PATHS[0], page).route(PATHS[1], assets)
 }
 
 /// The hash of every asset's bytes, in hex (the first 12 characters).
