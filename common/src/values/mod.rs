@@ -38,7 +38,8 @@ pub const MAX_EMAIL: usize = 254;
 /// domain does; it also tells a name from an IPv4 address).
 pub fn hostname(input: &str) -> Option<String> {
     let trimmed = input.trim();
-    let name = trimmed.trim_end_matches('.').to_ascii_lowercase();
+    // One trailing dot is a fully qualified name; two are no name.
+    let name = trimmed.strip_suffix('.').unwrap_or(trimmed).to_ascii_lowercase();
     let labels: Vec<&str> = name.split('.').collect();
     let valid_label = |l: &&str| {
         !l.is_empty()
@@ -85,7 +86,7 @@ const TOP_LABEL: &str = r"[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 const LOCAL: &str = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*";
 
 pub(crate) fn hostname_pattern() -> String {
-    format!(r"(?:{LABEL}\.)+{TOP_LABEL}\.*")
+    format!(r"(?:{LABEL}\.)+{TOP_LABEL}\.?")
 }
 
 pub(crate) fn email_pattern() -> String {
@@ -604,6 +605,7 @@ mod tests {
             "localhost",
             "-a.com",
             "a..com",
+            "a.com..",
             "a_b.com",
             "exa mple.com",
             "1.2.3.4",
@@ -704,6 +706,7 @@ mod tests {
         agree::<DomainName>(&[
             "example.com",
             " Example.COM. ",
+            "example.com..",
             "a-b.example.co.uk",
             "xn--bcher-kva.example",
             "a.b",
@@ -726,6 +729,7 @@ mod tests {
             "Ann.Lee+x@Example.com",
             " a@b.co ",
             "a@b.co.",
+            "a@b.co..",
             ".a@x.com",
             "a.@x.com",
             "a..b@x.com",
