@@ -65,7 +65,7 @@ crate::input! {
 
 impl ReplyInput {
     fn named(self, _: &Fields) -> Result<Self, ApiError> {
-        named(&self.id, &self.message_id)?;
+        inbox::one_message_named(&self.id, &self.message_id)?;
         Ok(self)
     }
 }
@@ -105,15 +105,8 @@ crate::input! {
 
 impl ForwardInput {
     fn named(self, _: &Fields) -> Result<Self, ApiError> {
-        named(&self.id, &self.message_id)?;
+        inbox::one_message_named(&self.id, &self.message_id)?;
         Ok(self)
-    }
-}
-
-fn named(id: &Option<RowId>, message_id: &Option<StoredMessageId>) -> Result<(), ApiError> {
-    match (id, message_id) {
-        (None, None) => Err(error::MESSAGE_TARGET_REQUIRED.into()),
-        _ => Ok(()),
     }
 }
 

@@ -50,22 +50,15 @@ crate::input! {
 
 impl AttachmentQuery {
     fn named(self, _: &Fields) -> Result<Self, ApiError> {
-        named(&self.id, &self.message_id)?;
+        one_message_named(&self.id, &self.message_id)?;
         Ok(self)
     }
 }
 
 impl FileQuery {
     fn named(self, _: &Fields) -> Result<Self, ApiError> {
-        named(&self.id, &self.message_id)?;
+        one_message_named(&self.id, &self.message_id)?;
         Ok(self)
-    }
-}
-
-fn named(id: &Option<RowId>, message_id: &Option<StoredMessageId>) -> Result<(), ApiError> {
-    match (id, message_id) {
-        (None, None) => Err(error::MESSAGE_TARGET_REQUIRED.into()),
-        _ => Ok(()),
     }
 }
 

@@ -75,3 +75,14 @@ impl crate::values::Value for KeptView {
         }
     }
 }
+
+/// A message named by id or messageId (id wins when both are).
+pub fn one_message_named(
+    id: &Option<crate::values::RowId>,
+    message_id: &Option<crate::values::StoredMessageId>,
+) -> Result<(), crate::error::ApiError> {
+    match (id, message_id) {
+        (None, None) => Err(crate::error::MESSAGE_TARGET_REQUIRED.into()),
+        _ => Ok(()),
+    }
+}
