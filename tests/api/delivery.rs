@@ -142,7 +142,10 @@ async fn the_simulator_plays_each_outcome_free_of_credit(app: TestApp) {
     assert_eq!(history(bounced), ["sent", "bounced"]);
     // A reply's text is its whole line, as the mail host's log keeps a
     // remote's: the codes once, at its start.
-    assert_eq!(recipients[0]["reply"]["text"], "250 2.0.0 Ok: delivered by the simulator");
+    assert_eq!(
+        recipients[0]["reply"]["text"],
+        "250 2.0.0 Ok: delivered by the simulator"
+    );
     assert_eq!(history(&recipients[2]), ["sent", "deferred", "delivered"]);
     assert_eq!(recipients[2]["attempts"], 2);
     assert_eq!(history(&recipients[3]), ["sent", "delivered", "complained"]);
