@@ -188,8 +188,19 @@ export function composeView({ reply, draft, onDone, onCancel }) {
   const cancel = h('button', { type: 'button', class: 'quiet', text: 'Cancel' });
   cancel.addEventListener('click', onCancel);
   const controls = h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Send' }), cancel);
+  // A draft keeps To, Subject and the message (GET and POST /drafts have
+  // no Cc, Bcc or From): while any of those is set, Save draft is off and
+  // says why, rather than save a draft that silently drops them.
+  const lossNote = h('p', { class: 'hint draft-note', role: 'status' });
+  let keepsAll = () => {};
   if (api.isToken() && !reply) {
-    const save = h('button', { type: 'button', class: 'quiet', text: 'Save draft' });
+    const save = h('button', { type: 'button', class: 'quiet', text: 'Save draft', 'aria-describedby': 'draft-note' });
+    lossNote.id = 'draft-note';
+    keepsAll = () => {
+      const lost = [cc.value.trim() && 'Cc', bcc.value.trim() && 'Bcc', from.selectedIndex > 0 && 'another From address'].filter(Boolean);
+      save.disabled = lost.length > 0;
+      lossNote.textContent = lost.length ? `Drafts keep only To, Subject and the message: clear ${lost.join(' and ')} to save a draft.` : '';
+    };
     save.addEventListener('click', async () => {
       const saved = await busy(save, async () => {
         const res = await api.post('/drafts', { id: draftId || undefined, to: recipients(to.value), subject: subject.value, text: text.value, ...threading });
@@ -197,8 +208,9 @@ export function composeView({ reply, draft, onDone, onCancel }) {
         return true;
       }, controls);
       if (saved) save.textContent = 'Saved';
+      keepsAll();
     });
-    controls.append(save);
+    controls.append(save, lossNote);
   }
   const attached = (last && last.attachments) || [];
   const composed = form({ class: 'compose', 'aria-label': title }, [
@@ -254,6 +266,8 @@ export function composeView({ reply, draft, onDone, onCancel }) {
       composed.replaceWith(waitingView(res, onDone));
     } else await onDone(res.threadId);
   });
+  composed.addEventListener('input', keepsAll);
+  composed.addEventListener('change', keepsAll);
   return composed;
 }
 

@@ -62,9 +62,8 @@ async function mailboxAddresses() {
   return domain ? domain.mailboxes.map((m) => m.address) : [];
 }
 
-async function keysCard(panel, reload) {
-  const [res, addresses] = await Promise.all([api.get('/keys'), mailboxAddresses()]);
-  const rows = res.keys.map((k) => {
+function keyRows(keys, reload) {
+  return keys.map((k) => {
     const revoke = h('button', { type: 'button', class: 'danger', text: 'Revoke', 'aria-label': `Revoke ${k.name}` });
     revoke.addEventListener('click', () => busy(revoke, async () => {
       await api.del('/keys', undefined, { id: k.id });
@@ -79,21 +78,23 @@ async function keysCard(panel, reload) {
       h('td', {}, revoke),
     );
   });
+}
+
+function keysTable(keys, reload) {
+  return keys.length ? table(['Name', 'May', 'Last used', ''], keyRows(keys, reload), 'Scoped keys, newest first.') : h('p', { text: 'No scoped keys yet.' });
+}
+
+async function keysCard(panel, reload) {
+  const [res, addresses] = await Promise.all([api.get('/keys'), mailboxAddresses()]);
+  const listed = h('div', { class: 'keys-list' }, keysTable(res.keys, reload));
   const name = input({ name: 'name', placeholder: 'Support agent' });
   const cap = input({ type: 'number', name: 'dailySendCap', min: '1', max: '50' });
   const expires = input({ type: 'date', name: 'expiresAt' });
   const approval = h('select', { name: 'approval' }, APPROVALS.map(([v, label]) => h('option', { value: v, text: label })));
-  const create = form({ 'aria-label': 'New key' }, [
-    field('Name', name),
-    h('fieldset', {}, h('legend', { text: 'Permissions' }), checks('permissions', PERMISSIONS, ['read'])),
-    addresses.length
-      ? h('fieldset', {}, h('legend', { text: 'Mailboxes (none ticked: every mailbox)' }), checks('mailboxes', addresses.map((a) => [a, a]), []))
-      : null,
-    field('Sends a day (optional, 1 to 50)', cap),
-    field('Expires (optional)', expires),
-    field('Approval', approval),
-    h('button', { type: 'submit', text: 'Create key' }),
-  ], async (el) => {
+  // One fieldset holds the whole form: disabled at once, submit included
+  // (busy() re-enables the button itself when its work ends).
+  const controls = h('fieldset', { class: 'plain' });
+  const create = form({ 'aria-label': 'New key' }, [controls], async (el) => {
     const mailboxes = checked(el, 'mailboxes');
     const created = await api.post('/keys', {
       name: name.value.trim(),
@@ -104,11 +105,28 @@ async function keysCard(panel, reload) {
       approval: approval.value,
     });
     panel.replaceChildren(newKeyCard(created, reload));
+    // The secret is shown once: the form is emptied and closed until the
+    // person says they stored it (a second mint would replace the card).
+    el.reset();
+    controls.disabled = true;
+    controls.after(h('p', { class: 'hint', text: 'Store the new key below, then choose “I stored it: continue” to create another.' }));
+    listed.replaceChildren(keysTable((await api.get('/keys')).keys, reload));
   });
+  controls.append(
+    field('Name', name),
+    h('fieldset', {}, h('legend', { text: 'Permissions' }), checks('permissions', PERMISSIONS, ['read'])),
+    addresses.length
+      ? h('fieldset', {}, h('legend', { text: 'Mailboxes (none ticked: every mailbox)' }), checks('mailboxes', addresses.map((a) => [a, a]), []))
+      : null,
+    field('Sends a day (optional, 1 to 50)', cap),
+    field('Expires (optional)', expires),
+    field('Approval', approval),
+    h('button', { type: 'submit', text: 'Create key' }),
+  );
   return section(
     'Keys for agents',
     h('p', { class: 'hint', text: 'A scoped key does only what you allow here. Revoking one stops it at its next request.' }),
-    rows.length ? table(['Name', 'May', 'Last used', ''], rows, 'Scoped keys, newest first.') : h('p', { text: 'No scoped keys yet.' }),
+    listed,
     create,
   );
 }
@@ -214,6 +232,10 @@ function actorOf(a) {
 // The change in words: "agent-7 sent 'Invoice' to bob@…".
 const DID = {
   sendMail: (t) => `sent mail${t.to ? ` to ${[].concat(t.to).join(', ')}` : ''}`,
+  reply: (t) => `replied to the message ${t.id || t.messageId || ''}`,
+  forward: (t) => `forwarded the message ${t.id || t.messageId || ''}${t.to ? ` to ${[].concat(t.to).join(', ')}` : ''}`,
+  markSpam: (t) => `reported the message ${t.messageId || t.id || ''} as ${t.spam === false ? 'not spam' : 'spam'}`,
+  deleteMail: (t) => (t.thread ? `deleted a conversation for good` : `deleted ${t.id || t.messageId ? `the message ${t.id || t.messageId}` : 'the trash'} for good`),
   createKey: (t) => `created the key ${t.name ? `“${t.name}”` : t.id || ''}`,
   revokeKey: (t) => `revoked the key ${t.name ? `“${t.name}”` : t.id || ''}`,
   addDomain: (t) => `added the domain ${t.domain || t.domainId || ''}`,

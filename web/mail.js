@@ -1,8 +1,12 @@
 // Webmail: folders, the thread list (newest first, unread bold, more with the
 // cursor), one mailbox or all, search, a thread (its own link:
 // #/mail/thread/<id>), compose and reply below the thread; drafts for
-// signed-in people; and the mail kept out of the inbox (quarantine), each
-// message on its own. Keys: j/k, Enter, e, #, r, a, f, c, /, Escape.
+// signed-in people; and the mail kept out of the inbox (spam, quarantine),
+// each message on its own. Keys: j/k, Enter, e, #, r, a, f, c, /, Escape.
+//
+// The list shown (folder, search, mailbox) is in the address after "?"
+// (#/mail?folder=archive, #/mail/thread/<id>?q=lunch), so Back, Escape and
+// the browser's Back return to the list the thread was opened from.
 
 import * as api from './api.js';
 import { h, field, input, form, busy, shortDate } from './ui.js';
@@ -10,11 +14,31 @@ import { threadView, singleMessageView } from './message.js';
 import { composeView, draftsList, senders } from './compose.js';
 import { keyboard, arrowTabs } from './keyboard.js';
 
-// The three folders, then the quarantine: a view of its own, not a folder.
-const FOLDERS = ['inbox', 'archive', 'trash', 'quarantine'];
+// The three folders, then spam and the quarantine: views of their own
+// (each message read alone), not folders.
+const FOLDERS = ['inbox', 'archive', 'trash', 'spam', 'quarantine'];
+const KEPT_OUT = ['spam', 'quarantine'];
+
+// The list state the address names (after "?"), and the "?..." naming one.
+function stateOf(hash) {
+  const params = new URLSearchParams(hash.split('?')[1] || '');
+  const folder = params.get('folder');
+  return { folder: FOLDERS.includes(folder) ? folder : 'inbox', query: params.get('q') || '', mailbox: params.get('mailbox') || '' };
+}
+
+function suffixOf(state) {
+  const params = new URLSearchParams();
+  if (state.query) params.set('q', state.query);
+  else if (state.folder !== 'inbox') params.set('folder', state.folder);
+  if (state.mailbox) params.set('mailbox', state.mailbox);
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
 
 export async function mailPage(view, who, { path } = {}) {
-  const state = { folder: 'inbox', query: '', mailbox: '' };
+  const state = stateOf(location.hash);
+  // Deleting for good takes the manage permission.
+  const mayDelete = !(who && who.kind === 'scoped' && !who.may.manage);
   view.append(h('h1', { text: 'Mail' }));
   // A scoped key that may not read: writing is all there is.
   if (who && who.kind === 'scoped' && !who.may.read) {
@@ -28,12 +52,12 @@ export async function mailPage(view, who, { path } = {}) {
   }
   const pane = h('div', { class: 'mail-pane' });
   const tabs = h('div', { class: 'folders', role: 'tablist', 'aria-label': 'Folders' });
-  const search = input({ type: 'search', name: 'q', placeholder: 'Search mail' });
+  const search = input({ type: 'search', name: 'q', placeholder: 'Search mail', value: state.query });
   const writeButton = h('button', { type: 'button', text: 'Write' });
   const mailboxChoice = h('select', { name: 'mailbox' }, h('option', { value: '', text: 'All mailboxes' }));
   // The agent key has no mailboxes of its own to list.
   const own = who && who.kind === 'agent' ? [] : await senders();
-  for (const a of own) mailboxChoice.append(h('option', { value: a, text: a }));
+  for (const a of own) mailboxChoice.append(h('option', { value: a, text: a, selected: a === state.mailbox }));
   mailboxChoice.addEventListener('change', () => {
     state.mailbox = mailboxChoice.value;
     showList();
@@ -66,21 +90,24 @@ export async function mailPage(view, who, { path } = {}) {
     });
   let roving = () => {};
   const showList = async () => {
-    if (location.hash.startsWith('#/mail/')) history.pushState(null, '', '#/mail');
+    const at = `#/mail${suffixOf(state)}`;
+    if (location.hash !== at) history.pushState(null, '', at);
     for (const tab of tabs.children) tab.setAttribute('aria-selected', String(tab.dataset.folder === state.folder && !state.query));
     roving();
     const { folder, query, mailbox } = state;
+    const suffix = suffixOf(state);
     listKeys();
     await show(async () => {
-      if (query) return [await searchList(query, mailbox, own)];
-      if (folder === 'quarantine') return [await quarantineList(openMessage, mailbox)];
-      const list = await threadList(folder, mailbox, own);
+      if (query) return [await searchList(query, mailbox, own, openMessage, suffix)];
+      if (KEPT_OUT.includes(folder)) return [await keptOutList(folder, openMessage, mailbox)];
+      const list = await threadList(folder, mailbox, own, suffix);
       return api.isToken() && folder === 'inbox' ? [list, await draftsList(openCompose)] : [list];
     });
   };
   // A thread: its messages, and a reply written below them.
   const openThread = async (id, { push = true } = {}) => {
-    if (push && location.hash !== `#/mail/thread/${id}`) history.pushState(null, '', `#/mail/thread/${id}`);
+    const at = `#/mail/thread/${id}${suffixOf(state)}`;
+    if (push && location.hash !== at) history.pushState(null, '', at);
     let thread = null;
     const onReply = (t, last, mode) => {
       const slot = thread.querySelector('.reply-slot');
@@ -95,7 +122,7 @@ export async function mailPage(view, who, { path } = {}) {
       slot.querySelector('textarea')?.focus();
     };
     const opened = await show(async () => {
-      thread = await threadView(id, { onBack: showList, onReply, own });
+      thread = await threadView(id, { onBack: showList, onReply, own, mayDelete });
       return [thread];
     });
     if (!opened) return;
@@ -184,7 +211,7 @@ function people(list, own, given = {}) {
   return names.length ? names.join(', ') : 'me';
 }
 
-function row(item, own) {
+function row(item, own, suffix = '') {
   const unread = item.unreadCount > 0 || item.unread === true;
   // A thread's names by address; a message's: its sender's and the others'.
   const given = { ...(item.names || {}), ...(item.fromName ? { [item.from]: item.fromName } : {}) };
@@ -193,7 +220,7 @@ function row(item, own) {
   const at = item.lastActivity || item.date || item.ingestedAt;
   const link = h(
     'a',
-    { href: `#/mail/thread/${item.threadId}`, class: 'open' },
+    { href: `#/mail/thread/${item.threadId}${suffix}`, class: 'open' },
     h('span', { class: 'who', text: `${who}${count}` }),
     h('span', { class: 'subject', text: item.subject || '(no subject)' }),
     item.preview ? h('span', { class: 'preview', text: item.preview }) : null,
@@ -229,7 +256,7 @@ async function pagedList({ label, hint, load, render, empty }) {
   return wrap;
 }
 
-function threadList(folder, mailbox, own) {
+function threadList(folder, mailbox, own, suffix) {
   return pagedList({
     label: `Threads in ${folder}`,
     empty: `Nothing in ${folder}.`,
@@ -237,38 +264,59 @@ function threadList(folder, mailbox, own) {
       const res = await api.get('/inbox', { view: 'threads', folder, mailbox, limit: 25, cursor });
       return { items: res.threads, nextCursor: res.nextCursor };
     },
-    render: (t) => row(t, own),
+    render: (t) => row(t, own, suffix),
   });
 }
 
-async function searchList(query, mailbox, own) {
-  const res = await api.get('/inbox', { q: query, mailbox, limit: 50 });
-  const list = h('ul', { class: 'threads', 'aria-label': `Search results for ${query}` });
-  for (const m of res.messages) list.append(row(m, own));
-  if (!res.messages.length) list.append(h('li', { class: 'empty', text: 'No mail matches.' }));
-  return list;
+// The full search (GET /search): words in any order, phrases and Gmail's
+// operators (from:, has:attachment, in:trash...), each hit with the words
+// where it matched. Spam and quarantined hits have no thread: read alone.
+function searchList(query, mailbox, own, open, suffix) {
+  return pagedList({
+    label: `Search results for ${query}`,
+    hint: 'Words match in any order. Try from:, to:, subject:, has:attachment, is:unread or in:trash.',
+    empty: 'No mail matches.',
+    load: async (cursor) => {
+      const res = await api.get('/search', { q: query, mailbox, limit: 25, cursor });
+      return { items: res.messages, nextCursor: res.nextCursor };
+    },
+    render: (m) => (m.quarantine ? keptOutRow(m, open) : row({ ...m, preview: m.snippet || m.preview }, own, suffix)),
+  });
 }
 
-// Received mail kept out of the inbox (spoofed, or refused by the receive
-// lists), newest first, for 30 days; each is read on its own.
-function quarantineList(open, mailbox) {
-  return pagedList({
+const KEPT = {
+  spam: {
+    label: 'Spam',
+    hint: 'Mail judged to be spam, or that you reported. Kept 30 days; "Not spam" moves a message back to the inbox.',
+    empty: 'No spam.',
+  },
+  quarantine: {
     label: 'Mail kept out of the inbox',
     hint: 'Mail that failed its sender\'s DMARC policy or that your receive lists refuse. Kept 30 days; it fires no webhook.',
     empty: 'Nothing kept out of the inbox.',
+  },
+};
+
+// Received mail kept out of the inbox (spam; spoofed, or refused by the
+// receive lists), newest first, for 30 days; each is read on its own.
+function keptOutList(kind, open, mailbox) {
+  return pagedList({
+    ...KEPT[kind],
     load: async (cursor) => {
-      const res = await api.get('/inbox', { view: 'quarantine', mailbox, limit: 25, cursor });
+      const res = await api.get('/inbox', { view: kind, mailbox, limit: 25, cursor });
       return { items: res.messages, nextCursor: res.nextCursor };
     },
-    render: (m) => {
-      const link = h('a', { href: '#/mail', class: 'open' }, h('span', { class: 'who', text: m.fromName ? `${m.fromName} <${m.from}>` : m.from }), h('span', { class: 'subject', text: m.subject || '(no subject)' }));
-      link.addEventListener('click', (e) => {
-        e.preventDefault();
-        open(m.id);
-      });
-      const reason = ((m.quarantine && m.quarantine.reason) || '').replace(/_/g, ' ');
-      const at = m.ingestedAt || m.date;
-      return h('li', { 'data-message': m.id }, link, h('span', { class: 'preview', text: `Kept out: ${reason}` }), h('time', { datetime: at || '', text: shortDate(at) }));
-    },
+    render: (m) => keptOutRow(m, open),
   });
+}
+
+function keptOutRow(m, open) {
+  const link = h('a', { href: '#/mail', class: 'open' }, h('span', { class: 'who', text: m.fromName ? `${m.fromName} <${m.from}>` : m.from }), h('span', { class: 'subject', text: m.subject || '(no subject)' }));
+  link.addEventListener('click', (e) => {
+    e.preventDefault();
+    open(m.id);
+  });
+  const reason = ((m.quarantine && m.quarantine.reason) || '').replace(/_/g, ' ');
+  const at = m.ingestedAt || m.date;
+  return h('li', { 'data-message': m.id }, link, h('span', { class: 'preview', text: `Kept out: ${reason}` }), h('time', { datetime: at || '', text: shortDate(at) }));
 }

@@ -89,7 +89,10 @@ function renderNav(current) {
 }
 
 async function route() {
-  const name = location.hash.replace(/^#\//, '').split('/')[0];
+  // "#/mail/thread/<id>?folder=archive": the page, its path, and (after
+  // "?") the state the page reads itself.
+  const address = location.hash.split('?')[0];
+  const name = address.replace(/^#\//, '').split('/')[0];
   if (!api.signedIn()) {
     who = null;
     nav.hidden = true;
@@ -122,7 +125,7 @@ async function route() {
   const arrived = navigated;
   navigated = false;
   try {
-    await PAGES[page].render(view, who, { path: location.hash.replace(/^#\/[^/]*\/?/, '').split('/').filter(Boolean) });
+    await PAGES[page].render(view, who, { path: address.replace(/^#\/[^/]*\/?/, '').split('/').filter(Boolean) });
   } catch (e) {
     // Never a blank page: what went wrong, and a way to try again.
     if (!view.querySelector('h1')) view.prepend(h('h1', { text: PAGES[page].title }));

@@ -14,15 +14,54 @@ import { h, busy, when, download } from './ui.js';
 
 const REMOVE = 'script, noscript, meta, base, link, form, iframe, frame, frameset, object, embed, applet, input, button, select, textarea, template, svg script';
 const URL_ATTRS = ['href', 'src', 'action', 'formaction', 'background', 'poster', 'xlink:href', 'srcset'];
+const RESOURCE_ATTRS = ['src', 'srcset', 'background', 'poster', 'xlink:href'];
 
 function remote(value) {
   return /^\s*(https?:)?\/\//i.test(value);
 }
 
+// Where a resource may come from: a URL naming its host (http(s) or
+// //host), the mail's own image (cid:, a data: image). Anything else
+// (src="x") resolves against this page in a srcdoc frame and would ask the
+// app's own origin.
+function fetchable(value) {
+  return /^\s*((https?:)?\/\/|cid:|data:image\/)/i.test(value);
+}
+
+function fetchableSet(value) {
+  return value.split(',').every((each) => !each.trim() || fetchable(each.trim()));
+}
+
+// Event-handler attributes taken out of the markup before it is parsed:
+// Chromium checks each against this page's script-src as the parser sets it,
+// even in a DOMParser document that never runs it, and logs a CSP error.
+// Tags are read as the HTML tokenizer reads them (a name ends at a space,
+// "/", ">" or "="; a value is quoted or runs to a space or ">"); comments are
+// passed over. Whatever this misses, clean() still removes.
+const OPEN = /<!--[\s\S]*?(?:-->|$)|<[a-zA-Z][^\t\n\f\r />]*/g;
+const ATTRIBUTE = /[\t\n\f\r /]*([^\t\n\f\r />][^\t\n\f\r />=]*)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*"|'[^']*'|[^\t\n\f\r >]*))?/y;
+
+export function withoutHandlers(html) {
+  let out = '';
+  let from = 0;
+  OPEN.lastIndex = 0;
+  for (let tag; (tag = OPEN.exec(html)); ) {
+    if (tag[0].startsWith('<!--')) continue;
+    out += html.slice(from, OPEN.lastIndex);
+    ATTRIBUTE.lastIndex = OPEN.lastIndex;
+    for (let a; (a = ATTRIBUTE.exec(html)); ) {
+      if (!/^on/i.test(a[1])) out += a[0];
+      OPEN.lastIndex = ATTRIBUTE.lastIndex;
+    }
+    from = OPEN.lastIndex;
+  }
+  return out + html.slice(from);
+}
+
 // The cleaned HTML and whether it held remote images. `inline` maps a
 // Content-ID (lower case) to its image as a data: URL: `cid:` links show it.
 export function clean(html, showImages, inline = new Map()) {
-  const doc = new DOMParser().parseFromString(html, 'text/html');
+  const doc = new DOMParser().parseFromString(withoutHandlers(html), 'text/html');
   let blocked = 0;
   doc.querySelectorAll(REMOVE).forEach((el) => el.remove());
   for (const el of doc.querySelectorAll('*')) {
@@ -43,6 +82,12 @@ export function clean(html, showImages, inline = new Map()) {
       if (image) el.setAttribute('src', image);
       else el.removeAttribute('src');
     }
+    // A resource from anywhere but the web or the mail itself, never.
+    for (const name of RESOURCE_ATTRS) {
+      const value = el.getAttribute(name);
+      if (value !== null && !(name === 'srcset' ? fetchableSet(value) : fetchable(value))) el.removeAttribute(name);
+    }
+    if (!['A', 'AREA'].includes(el.tagName) && el.hasAttribute('href') && !fetchable(el.getAttribute('href'))) el.removeAttribute('href');
     if ((el.tagName === 'IMG' || el.tagName === 'SOURCE') && !showImages) {
       for (const name of ['src', 'srcset']) {
         if (el.hasAttribute(name) && remote(el.getAttribute(name))) {
@@ -56,16 +101,18 @@ export function clean(html, showImages, inline = new Map()) {
       el.setAttribute('rel', 'noopener noreferrer');
     }
   }
-  // Remote resources named in styles (backgrounds, fonts, imports).
+  // Remote resources named in styles (backgrounds, fonts, imports): none
+  // until asked, and then only images from the web; an import (a style
+  // sheet the frame's policy refuses anyway) never.
   const styled = /url\s*\(|@import/i;
   for (const el of doc.querySelectorAll('style, [style]')) {
     const text = el.tagName === 'STYLE' ? el.textContent : el.getAttribute('style');
-    if (!showImages && styled.test(text)) {
-      const cut = text.replace(/@import[^;]*;?/gi, '').replace(/url\s*\([^)]*\)/gi, 'none');
-      if (el.tagName === 'STYLE') el.textContent = cut;
-      else el.setAttribute('style', cut);
-      blocked++;
-    }
+    if (!styled.test(text)) continue;
+    const cut = text.replace(/@import[^;]*;?/gi, '').replace(/url\s*\(\s*(["']?)([^)]*?)\1\s*\)/gi, (url, quote, target) => (showImages && fetchable(target) && !/^\s*cid:/i.test(target) ? url : 'none'));
+    if (cut === text) continue;
+    if (el.tagName === 'STYLE') el.textContent = cut;
+    else el.setAttribute('style', cut);
+    if (!showImages) blocked++;
   }
   return { html: doc.body ? doc.body.innerHTML : '', blocked, head: [...doc.head.querySelectorAll('style')].map((s) => s.outerHTML).join('') };
 }
@@ -165,6 +212,7 @@ function deliveryOf(m) {
 }
 
 const QUARANTINE = {
+  spam: 'it was judged or reported to be spam',
   spoofed: 'it fails its sender domain\'s DMARC policy',
   blocked_sender: 'its sender is on your receive block list',
   sender_not_allowed: 'its sender is not on your receive allow list',
@@ -239,7 +287,15 @@ function answerButtons(m, answer) {
     button('Forward', 'forward', `Forward this message from ${who}`));
 }
 
-async function messageView(summary, answer) {
+// "Report spam" under a received message: `report(m)`.
+function reportButton(m, report) {
+  if (!report || m.box === 'outbound' || m.quarantine) return null;
+  const b = h('button', { type: 'button', class: 'quiet', text: 'Report spam', 'data-action': 'spam', 'aria-label': `Report spam: this message from ${m.fromName || m.from}` });
+  b.addEventListener('click', () => busy(b, () => report(m)));
+  return b;
+}
+
+async function messageView(summary, answer, report) {
   const read = await api.get('/inbox', { id: summary.id });
   const m = read.message;
   const inline = m.html ? await inlineImages(m) : new Map();
@@ -247,7 +303,7 @@ async function messageView(summary, answer) {
   const list = (label, addresses) => (addresses && addresses.length ? h('p', { class: label.toLowerCase(), text: `${label}: ${addresses.map((a) => person(m, a)).join(', ')}` }) : null);
   return h(
     'article',
-    { class: `message ${m.box === 'outbound' ? 'outbound' : 'inbound'}`, 'data-message': m.id, 'data-subject': m.subject || '' },
+    { class: `message ${m.box === 'outbound' ? 'outbound' : 'inbound'}`, 'data-message': m.id, 'data-subject': m.subject || '', 'data-kept': m.quarantine ? m.quarantine.reason : undefined },
     h('header', {}, h('strong', { class: 'from', text: person(m, m.from) }), h('span', { class: 'date', text: when(m.date || m.ingestedAt) })),
     h('p', { class: 'to', text: `To: ${(m.to || []).map((a) => person(m, a)).join(', ')}` }),
     list('Cc', m.cc),
@@ -257,21 +313,64 @@ async function messageView(summary, answer) {
     body,
     attachmentList(m, inline),
     answer ? answerButtons(m, answer) : null,
+    reportButton(m, report),
   );
 }
 
-// One message on its own: mail kept out of the inbox has no thread.
+// One message on its own: mail kept out of the inbox has no thread. Spam
+// offers "Not spam", which moves it back into the inbox (POST /inbox).
 export async function singleMessageView(id, { onBack }) {
   const back = h('button', { type: 'button', class: 'quiet', text: '← Back' });
   back.addEventListener('click', onBack);
   const article = await messageView({ id });
   const subject = article.dataset.subject;
-  return h('div', { class: 'thread single' }, h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Message actions' }, back), h('h2', { class: 'subject', tabindex: '-1', text: subject || 'Message' }), article);
+  const toolbar = h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Message actions' }, back);
+  if (article.dataset.kept === 'spam') {
+    const ham = h('button', { type: 'button', class: 'quiet', text: 'Not spam', 'data-action': 'not-spam' });
+    ham.addEventListener('click', () => busy(ham, async () => {
+      await api.post('/inbox', { id, spam: false });
+      await onBack();
+    }));
+    toolbar.append(ham);
+  }
+  return h('div', { class: 'thread single' }, toolbar, h('h2', { class: 'subject', tabindex: '-1', text: subject || 'Message' }), article);
+}
+
+// "Delete forever" on a thread in the trash: asked once more on the page
+// (POST /inbox/delete cannot be undone), then gone.
+function deleteForever(threadId, after) {
+  const ask = h('button', { type: 'button', class: 'danger', text: 'Delete forever', 'data-action': 'delete' });
+  ask.addEventListener('click', () => {
+    const sure = h('button', { type: 'button', class: 'danger', text: 'Delete for good' });
+    const keep = h('button', { type: 'button', class: 'quiet', text: 'Keep it' });
+    const confirm = h('div', { class: 'confirm', role: 'group', 'aria-label': 'Delete forever?' },
+      h('p', { text: 'Delete this conversation for good? It cannot be undone.' }), sure, keep);
+    keep.addEventListener('click', () => {
+      confirm.remove();
+      ask.focus();
+    });
+    sure.addEventListener('click', () => busy(sure, async () => {
+      await api.post('/inbox/delete', { thread: threadId });
+      await after();
+    }));
+    ask.closest('.toolbar').after(confirm);
+    keep.focus();
+  });
+  return ask;
+}
+
+// The folder moves a thread offers where it is: from the inbox, Archive and
+// Trash; from the archive, back to the inbox; from the trash, back to the
+// inbox or (with the manage permission) deleted for good.
+function folderActions(t, act, onBack, mayDelete) {
+  if (t.folder === 'trash') return [act('Move to inbox', { folder: 'inbox' }, onBack, 'inbox'), mayDelete ? deleteForever(t.threadId, onBack) : null];
+  if (t.folder === 'archive') return [act('Move to inbox', { folder: 'inbox' }, onBack, 'inbox'), act('Trash', { folder: 'trash' }, onBack, 'trash')];
+  return [act('Archive', { folder: 'archive' }, onBack, 'archive'), act('Trash', { folder: 'trash' }, onBack, 'trash')];
 }
 
 // The thread page: its messages oldest first, the folder and read actions,
 // and a reply written below the messages. `own`: the account's addresses.
-export async function threadView(threadId, { onBack, onReply, own = [] }) {
+export async function threadView(threadId, { onBack, onReply, own = [], mayDelete = true }) {
   const res = await api.get('/inbox', { thread: threadId });
   const t = res.thread;
   const view = h('div', { class: 'thread', 'data-thread': t.threadId });
@@ -300,13 +399,17 @@ export async function threadView(threadId, { onBack, onReply, own = [] }) {
       others > 1 ? answer('Reply all', 'reply-all') : null,
       answer('Forward', 'forward'),
       act('Mark unread', { unread: true }, onBack, 'unread'),
-      t.folder !== 'archive' ? act('Archive', { folder: 'archive' }, onBack, 'archive') : act('Move to inbox', { folder: 'inbox' }, onBack, 'inbox'),
-      t.folder !== 'trash' ? act('Trash', { folder: 'trash' }, onBack, 'trash') : null,
+      folderActions(t, act, onBack, mayDelete),
     ),
     h('h2', { class: 'subject', tabindex: '-1', text: t.subject || '(no subject)' }),
   );
   // Each message answers for itself too (the toolbar's answer the last).
-  for (const m of res.messages) view.append(await messageView(m, (read, mode) => onReply(t, read, mode)));
+  // Spam is reported one message at a time (it leaves its thread).
+  const report = async (m) => {
+    await api.post('/inbox', { id: m.id, spam: true });
+    await onBack();
+  };
+  for (const m of res.messages) view.append(await messageView(m, (read, mode) => onReply(t, read, mode), report));
   view.append(h('div', { class: 'reply-slot' }));
   return view;
 }

@@ -3,6 +3,7 @@
 // all, deciding a send an agent's key held, by the code its owner was mailed.
 
 import * as api from './api.js';
+import { forPeople } from './words.js';
 import { h, field, input, form, busy, copyButton, section, showError } from './ui.js';
 
 export function startPage({ onSignedIn, error }) {
@@ -137,7 +138,7 @@ function codeForm(requested, email, step, onSignedIn) {
 
 function outcome(res, onSignedIn) {
   if (res.status !== 'ready' || !res.apiKey) {
-    return h('p', { class: 'notice', role: 'status', text: res.message || `Your request is ${res.status}.` });
+    return h('p', { class: 'notice', role: 'status', text: res.message ? forPeople(res.message) : `Your request is ${res.status}.` });
   }
   const key = h('code', { class: 'secret', text: res.apiKey });
   const go = h('button', { type: 'button', text: 'I stored it: continue' });

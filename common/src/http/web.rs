@@ -148,6 +148,25 @@ mod tests {
         assert_eq!(version().len(), 12);
     }
 
+    /// words.js puts plain sentences in place of the API's; one it maps that
+    /// the service no longer says would silently show the API's again.
+    #[test]
+    fn every_sentence_the_page_rewords_is_one_the_service_says() {
+        let words = ASSETS.iter().find(|(n, _, _)| *n == "words.js").unwrap().2;
+        let said: Vec<&str> = crate::error::ALL
+            .iter()
+            .map(|p| p.sentence)
+            .chain(crate::messages::ALL.iter().map(|m| m.as_str()))
+            .collect();
+        let mut mapped = 0;
+        for line in words.lines().map(str::trim).filter(|l| l.starts_with("['")) {
+            let api = line[2..].split("', ").next().unwrap().replace("\\'", "'");
+            assert!(said.contains(&api.as_str()), "words.js rewords a sentence the service never says: {api}");
+            mapped += 1;
+        }
+        assert!(mapped > 10, "the sentences were read");
+    }
+
     #[test]
     fn every_module_imported_is_served() {
         for (_, _, body) in ASSETS {
