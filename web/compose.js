@@ -155,6 +155,8 @@ export function composeView({ reply, draft, onDone, onCancel }) {
   let threading = draft && draft.inReplyTo ? { inReplyTo: draft.inReplyTo, references: draft.references } : {};
   if (draft) {
     to.value = [].concat(draft.to || []).join(', ');
+    cc.value = [].concat(draft.cc || []).join(', ');
+    bcc.value = [].concat(draft.bcc || []).join(', ');
     subject.value = draft.subject || '';
     text.value = draft.text || '';
   }
@@ -183,34 +185,25 @@ export function composeView({ reply, draft, onDone, onCancel }) {
       if (!list.includes(last.mailbox)) from.append(h('option', { value: last.mailbox, text: last.mailbox }));
       from.value = last.mailbox;
       from.disabled = true;
-    }
+    } else if (draft && draft.from && list.includes(draft.from)) from.value = draft.from;
   });
   const cancel = h('button', { type: 'button', class: 'quiet', text: 'Cancel' });
   cancel.addEventListener('click', onCancel);
   const controls = h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Send' }), cancel);
-  // A draft keeps To, Subject and the message (GET and POST /drafts have
-  // no Cc, Bcc or From): while any of those is set, Save draft is off and
-  // says why, rather than save a draft that silently drops them.
-  const lossNote = h('p', { class: 'hint draft-note', role: 'status' });
-  let keepsAll = () => {};
+  // A draft keeps everything but the files: To, Cc, Bcc, From, Subject and
+  // the message.
   if (api.isToken() && !reply) {
-    const save = h('button', { type: 'button', class: 'quiet', text: 'Save draft', 'aria-describedby': 'draft-note' });
-    lossNote.id = 'draft-note';
-    keepsAll = () => {
-      const lost = [cc.value.trim() && 'Cc', bcc.value.trim() && 'Bcc', from.selectedIndex > 0 && 'another From address'].filter(Boolean);
-      save.disabled = lost.length > 0;
-      lossNote.textContent = lost.length ? `Drafts keep only To, Subject and the message: clear ${lost.join(' and ')} to save a draft.` : '';
-    };
+    const save = h('button', { type: 'button', class: 'quiet', text: 'Save draft' });
     save.addEventListener('click', async () => {
       const saved = await busy(save, async () => {
-        const res = await api.post('/drafts', { id: draftId || undefined, to: recipients(to.value), subject: subject.value, text: text.value, ...threading });
+        const copies = { cc: recipients(cc.value), bcc: recipients(bcc.value) };
+        const res = await api.post('/drafts', { id: draftId || undefined, to: recipients(to.value), ...copies, from: from.value || undefined, subject: subject.value, text: text.value, ...threading });
         draftId = res.draft.id;
         return true;
       }, controls);
       if (saved) save.textContent = 'Saved';
-      keepsAll();
     });
-    controls.append(save, lossNote);
+    controls.append(save);
   }
   const attached = (last && last.attachments) || [];
   const composed = form({ class: 'compose', 'aria-label': title }, [
@@ -266,8 +259,6 @@ export function composeView({ reply, draft, onDone, onCancel }) {
       composed.replaceWith(waitingView(res, onDone));
     } else await onDone(res.threadId);
   });
-  composed.addEventListener('input', keepsAll);
-  composed.addEventListener('change', keepsAll);
   return composed;
 }
 

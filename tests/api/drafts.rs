@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 on_both_backends!(
     an_operator_keeps_reads_updates_and_deletes_drafts,
+    a_draft_keeps_its_copies_and_sender_beside_the_spec_fields,
     the_cap_of_fifty_holds_under_concurrent_creates,
     only_signed_in_operators_have_drafts_and_only_their_own,
 );
@@ -108,6 +109,59 @@ async fn an_operator_keeps_reads_updates_and_deletes_drafts(app: TestApp) {
     assert_eq!(bad_get.status, 400);
     let no_id = app.delete("/drafts", op, json!({})).await;
     assert_eq!((no_id.status, no_id.error()), (400, "id is required"));
+}
+
+/// cc, bcc and from are kept as sendMail takes them, shown only when a draft
+/// has them (a spec client that never sends them reads what it always read),
+/// and to, cc and bcc hold 5 distinct addresses at most, as a send's do.
+async fn a_draft_keeps_its_copies_and_sender_beside_the_spec_fields(app: TestApp) {
+    let op = app.operator_token().await;
+    let op = Auth::Bearer(&op);
+    let created = app
+        .post(
+            "/drafts",
+            op,
+            json!({"to": "pal@partner.example", "cc": "ann@partner.example; bo@partner.example", "bcc": ["me@partner.example"], "from": "Inbox@svc.test", "subject": "Copies"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let draft = &created.body["draft"];
+    assert_eq!(draft["cc"], json!(["ann@partner.example", "bo@partner.example"]));
+    assert_eq!(draft["bcc"], json!(["me@partner.example"]));
+    assert_eq!(draft["from"], "inbox@svc.test");
+    let id = draft["id"].as_str().unwrap();
+    let read = app.get(&format!("/drafts?id={id}"), op).await;
+    assert_eq!(read.body, created.body);
+
+    let plain = app.post("/drafts", op, json!({"id": id, "subject": "No copies"})).await;
+    let keys: Vec<&String> = plain.body["draft"].as_object().unwrap().keys().collect();
+    for absent in ["cc", "bcc", "from"] {
+        assert!(
+            !keys.iter().any(|k| *k == absent),
+            "{absent} absent when not kept: {keys:?}"
+        );
+    }
+
+    let six = json!({"to": ["a@x.example", "b@x.example"], "cc": ["c@x.example", "b@x.example", "d@x.example"], "bcc": ["e@x.example", "f@x.example"]});
+    let five = json!({"to": ["a@x.example", "b@x.example"], "cc": ["c@x.example", "b@x.example", "d@x.example"], "bcc": ["e@x.example"]});
+    for (body, status, error) in [
+        (six, 400, "Max 5 recipients per request"),
+        (json!({"subject": "s", "cc": 5}), 400, ""),
+        (json!({"subject": "s", "bcc": [5]}), 400, ""),
+        (json!({"subject": "s", "from": "not an address"}), 400, ""),
+        (
+            json!({"cc": "c@x.example"}),
+            400,
+            "A draft needs at least one of to, subject, text or inReplyTo",
+        ),
+        (five, 200, ""),
+    ] {
+        let res = app.post("/drafts", op, body.clone()).await;
+        assert_eq!(res.status, status, "{body}: {}", res.body);
+        if !error.is_empty() {
+            assert_eq!(res.error(), error, "{body}");
+        }
+    }
 }
 
 async fn the_cap_of_fifty_holds_under_concurrent_creates(app: TestApp) {

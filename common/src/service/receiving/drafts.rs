@@ -15,7 +15,7 @@ use crate::keys;
 use crate::service::caller::Call;
 use crate::store::{Cond, Query, StoreError, StoreExt, Update, Write, item};
 use crate::validate::Fields;
-use crate::values::{DraftSubject, DraftText, MessageId, MessageIds, Recipients, RowId};
+use crate::values::{Copies, DraftSubject, DraftText, EmailAddress, MessageId, MessageIds, Recipients, RowId};
 
 pub const MAX_DRAFTS: i64 = 50;
 pub const LIST: usize = 25;
@@ -33,6 +33,15 @@ pub struct Draft {
     pub in_reply_to: Option<String>,
     /// At most 100 Message-IDs.
     pub references: Vec<String>,
+    /// Beside the spec's fields, each only when the draft has it: the copies
+    /// and the address to send from, as sendMail takes them (to, cc and bcc
+    /// at most 5 distinct addresses together).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cc: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bcc: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -121,6 +130,13 @@ crate::input! {
         pub to: Option<Recipients> = (),
         /// Message-IDs, as a string or an array; at most 100.
         pub references: Option<MessageIds> = (),
+        /// Cc, as sendMail takes it; to, cc and bcc hold at most 5 distinct
+        /// addresses together.
+        pub cc: Option<Copies> = (error::CC_TYPE, error::CC_ITEMS),
+        /// Bcc, as sendMail takes it.
+        pub bcc: Option<Copies> = (error::BCC_TYPE, error::BCC_ITEMS),
+        /// The address to send from, as sendMail takes it (checked when sent).
+        pub from: Option<EmailAddress> = error::FROM_INVALID,
     }
     check DraftInput::not_empty;
 }
@@ -135,6 +151,16 @@ impl DraftInput {
             && self.in_reply_to.is_none()
         {
             return Err(error::DRAFT_EMPTY.into());
+        }
+        // As a send counts them: each distinct address once.
+        let to = self.to.as_ref().map(|r| &r.0[..]).unwrap_or_default();
+        let cc = self.cc.as_ref().map(|c| &c.0[..]).unwrap_or_default();
+        let bcc = self.bcc.as_ref().map(|c| &c.0[..]).unwrap_or_default();
+        let mut everyone: Vec<&String> = to.iter().chain(cc).chain(bcc).collect();
+        everyone.sort();
+        everyone.dedup();
+        if everyone.len() > crate::values::MAX_RECIPIENTS {
+            return Err(error::TOO_MANY_RECIPIENTS.into());
         }
         Ok(self)
     }
@@ -173,6 +199,9 @@ pub async fn save(call: &Call<'_>, input: DraftInput) -> Result<DraftSaved, ApiE
         text: input.text.unwrap_or_default().0,
         in_reply_to: input.in_reply_to.map(MessageId::into_string),
         references: input.references.unwrap_or_default().0,
+        cc: input.cc.unwrap_or_default().0,
+        bcc: input.bcc.unwrap_or_default().0,
+        from: input.from.map(|a| a.to_string()),
         created_at,
         updated_at: now,
     };

@@ -28,9 +28,11 @@ pub static DRAFTS: Section = Section {
             permission: Some(Permission::Draft),
             summary: "Create a draft, or replace the content of one",
             description: "to (at most 5 addresses), subject (one line, at most 998 characters), text (at most 100KB), \
-                          inReplyTo, references (at most 100): at least one of to, subject, text or inReplyTo. Without \
-                          id creates one (at most 50 per user); with id replaces that draft's content. Returns {ok, \
-                          draft}. Send it with POST /sendMail, then delete it. No credits.",
+                          inReplyTo, references (at most 100): at least one of to, subject, text or inReplyTo; and, \
+                          kept when given, cc, bcc and from as sendMail takes them (to, cc and bcc at most 5 distinct \
+                          addresses together; from is checked when sent). Without id creates one (at most 50 per \
+                          user); with id replaces that draft's content. Returns {ok, draft}. Send it with POST \
+                          /sendMail, then delete it. No credits.",
             errors: &[
                 SUBJECT_TYPE,
                 TEXT_TYPE,
@@ -42,6 +44,11 @@ pub static DRAFTS: Section = Section {
                 RECIPIENT_INVALID,
                 TO_TYPE,
                 TO_ITEMS,
+                CC_TYPE,
+                CC_ITEMS,
+                BCC_TYPE,
+                BCC_ITEMS,
+                FROM_INVALID,
                 IN_REPLY_TO_INVALID,
                 REFERENCES_INVALID,
                 REFERENCES_TOO_MANY,
