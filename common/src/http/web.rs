@@ -161,7 +161,10 @@ mod tests {
         let mut mapped = 0;
         for line in words.lines().map(str::trim).filter(|l| l.starts_with("['")) {
             let api = line[2..].split("', ").next().unwrap().replace("\\'", "'");
-            assert!(said.contains(&api.as_str()), "words.js rewords a sentence the service never says: {api}");
+            assert!(
+                said.contains(&api.as_str()),
+                "words.js rewords a sentence the service never says: {api}"
+            );
             mapped += 1;
         }
         assert!(mapped > 10, "the sentences were read");
