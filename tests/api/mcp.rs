@@ -14,6 +14,7 @@ on_both_backends!(
     tool_failures_map_to_results_or_json_rpc_errors_as_the_spec_says,
     each_tool_answers_what_its_rest_route_answers,
     a_browser_page_of_another_origin_is_refused_and_batches_are_bounded,
+    a_batch_runs_its_calls_at_once,
 );
 
 fn rpc(id: Value, method: &str, params: Value) -> Value {
@@ -419,6 +420,28 @@ async fn a_browser_page_of_another_origin_is_refused_and_batches_are_bounded(app
     assert_eq!(over.status, 400, "{}", over.body);
     assert_eq!(over.body["error"]["code"], -32600);
     assert_eq!(over.body["error"]["message"], "A batch holds at most 20 messages");
+}
+
+/// A batch's calls run at once: six waits for mail from one key find five
+/// slots (a key holds at most 5 waits), which six calls one after another
+/// never would; the answers keep the batch's order.
+async fn a_batch_runs_its_calls_at_once(app: TestApp) {
+    let key = app.agent_key.clone();
+    let batch = Value::Array(
+        (0..6)
+            .map(|i| tool(i, "wait_for_message", json!({ "wait": 2 })))
+            .collect(),
+    );
+    let res = mcp(&app, Auth::Bearer(&key), batch).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let answers = res.body.as_array().unwrap();
+    let ids: Vec<i64> = answers.iter().map(|a| a["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [0, 1, 2, 3, 4, 5], "in the batch's order");
+    let busy = answers
+        .iter()
+        .filter(|a| a["result"]["structuredContent"]["status"] == 429)
+        .count();
+    assert_eq!(busy, 1, "five waits at once, the sixth refused: {}", res.body);
 }
 
 async fn each_tool_answers_what_its_rest_route_answers(app: TestApp) {
