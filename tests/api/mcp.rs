@@ -646,6 +646,18 @@ async fn each_tool_answers_what_its_rest_route_answers(app: TestApp) {
             json!({ "requestId": "ar_000000000000000000000000", "code": "12345678" }),
             "/verifyAccessRequest",
         ),
+        (
+            "operator_decide_request",
+            operator,
+            json!({ "id": "ar_000000000000000000000000", "decision": "approve" }),
+            "/admin/requestDecision",
+        ),
+        (
+            "control_sending",
+            agent,
+            json!({ "disabled": false, "frozenUntil": null }),
+            "/credits",
+        ),
     ];
     for (i, (name, auth, args, path)) in fresh.into_iter().enumerate() {
         let rest = app.post(path, auth, args.clone()).await;
@@ -674,6 +686,21 @@ async fn each_tool_answers_what_its_rest_route_answers(app: TestApp) {
     )
     .await;
     assert_eq!(structured(&via_mcp), &removed.body);
+    let duplicates = app
+        .get("/admin/requestDuplicates?email=parity@people.test", operator)
+        .await;
+    assert_eq!(duplicates.status, 200, "{}", duplicates.body);
+    let via_mcp = mcp(
+        &app,
+        operator,
+        tool(
+            401,
+            "operator_find_duplicate_requests",
+            json!({ "email": "parity@people.test" }),
+        ),
+    )
+    .await;
+    assert_eq!(structured(&via_mcp), &duplicates.body);
 
     // get_credits is MCP's own shape: the balance GET /credits reports.
     let rest = app.get("/credits", Auth::Bearer(&agent_key)).await;

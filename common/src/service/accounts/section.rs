@@ -121,7 +121,7 @@ pub static CREDITS: Section = Section {
         Operation {
             id: "controlCredits",
             rest: post("/credits"),
-            tool: None,
+            tool: tool("control_sending", Hints::SET),
             access: CreditsControl,
             permission: None,
             summary: "Freeze or unfreeze the agent key, or pause all sending",

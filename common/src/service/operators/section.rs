@@ -15,7 +15,7 @@ pub static ADMIN: Section = Section {
         Operation {
             id: "requestDecision",
             rest: post("/admin/requestDecision"),
-            tool: None,
+            tool: tool("operator_decide_request", Hints::SET),
             access: Operator,
             permission: None,
             summary: "Approve or deny a verified access request's account",
@@ -91,7 +91,7 @@ pub static ADMIN: Section = Section {
         Operation {
             id: "requestDuplicates",
             rest: get("/admin/requestDuplicates"),
-            tool: None,
+            tool: tool("operator_find_duplicate_requests", Hints::READ),
             access: Operator,
             permission: None,
             summary: "Preview access requests sharing an email or a domain",
