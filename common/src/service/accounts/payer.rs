@@ -133,6 +133,15 @@ pub async fn charge(ctx: &Context, payer: &Payer) -> Result<Option<i64>, ApiErro
     }
 }
 
+/// The balance a send's answer reports when it spends nothing (None for a
+/// person, who has none).
+pub async fn balance(ctx: &Context, payer: &Payer) -> Result<Option<i64>, ApiError> {
+    match payer.credit_bucket() {
+        Some(bucket) => Ok(Some(credits::remaining(ctx, &bucket).await?)),
+        None => Ok(None),
+    }
+}
+
 /// Gives a credit back: a scheduled send cancelled or refused when due.
 pub async fn refund(ctx: &Context, payer: &Payer) -> Result<(), ApiError> {
     if let Some(bucket) = payer.credit_bucket() {

@@ -132,10 +132,12 @@ pub async fn dispatch_recorded(
     let real = real_recipients(ctx, out);
     let charged = async {
         let transport = transport(ctx, &real)?;
-        // Mail that never leaves the service costs nothing.
+        // Mail that never leaves the service costs nothing; its answer
+        // still says the balance (spec 2.2: only people get none).
         let credits_remaining = match (real.is_empty(), payer) {
             (false, Some(payer)) => payer::charge(ctx, payer).await?,
-            _ => None,
+            (true, Some(payer)) => payer::balance(ctx, payer).await?,
+            (_, None) => None,
         };
         Ok::<_, ApiError>((transport, credits_remaining))
     };
@@ -221,7 +223,9 @@ pub(crate) async fn take_at_once<'c>(
     }
     let paying = payer.filter(|p| p.credit_bucket().is_some());
     let (charge, credits_remaining) = match (real.is_empty(), paying, balance) {
-        (true, _, _) | (false, None, _) => (None, None),
+        // Free (simulator mail): the balance as read, unchanged.
+        (true, Some(_), seen) => (None, seen),
+        (true, None, _) | (false, None, _) => (None, None),
         (false, Some(payer), Some(seen)) if seen >= 1 => (payer::charge_write(payer, seen), Some(seen - 1)),
         // No balance, or none left: the long way refuses it in its turn.
         (false, Some(_), _) => return Ok(Err(recorded)),
