@@ -756,4 +756,32 @@ async fn every_list_and_wait_an_agent_reads_keeps_strangers_inside_the_envelope(
         .collect();
     assert_eq!(links, ["https://pay.attacker.test/verify?token=1"]);
     assert_eq!(inside(&waited["message"]["subject"], d), subject);
+
+    // The tools that change mail answer with it, wrapped as well: mark_read
+    // (the thread), mark_spam (the message), and reply_to_message and
+    // forward_message (the subject they went with, the sender's words).
+    let id = waited["message"]["id"].as_str().unwrap().to_string();
+    let marked = tool(&app, &key, "mark_read", json!({"id": id})).await;
+    let d = marked["envelope"]["delimiter"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{marked}"));
+    assert_eq!(inside(&marked["thread"]["subject"], d), subject);
+    assert_eq!(inside(&marked["messages"][0]["subject"], d), subject);
+    let spam = tool(&app, &key, "mark_spam", json!({"id": id})).await;
+    let d = spam["envelope"]["delimiter"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{spam}"));
+    assert_eq!(inside(&spam["message"]["subject"], d), subject);
+    tool(&app, &key, "mark_spam", json!({"id": id, "spam": false})).await;
+    let replied = tool(&app, &key, "reply_to_message", json!({"id": id, "text": "No."})).await;
+    let d = replied["envelope"]["delimiter"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{replied}"));
+    assert_eq!(inside(&replied["subject"], d), format!("Re: {subject}"));
+    // REST's answers keep their shapes.
+    let rest = app
+        .post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": false}))
+        .await;
+    assert_eq!(rest.body["thread"]["subject"], subject);
+    assert!(rest.body.get("envelope").is_none());
 }

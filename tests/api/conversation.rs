@@ -783,7 +783,9 @@ async fn the_tools_reply_and_forward_as_the_routes_do(app: TestApp) {
     )
     .await;
     assert!(!failed, "{got}");
-    assert_eq!(got["subject"], "Fwd: Plans");
+    // The subject carries the original sender's words: wrapped.
+    let d = got["envelope"]["delimiter"].as_str().unwrap();
+    assert_eq!(got["subject"], format!("<{d}>Fwd: Plans</{d}>"));
     assert_eq!(copies_to(&app, "boss@tom-corp.example").len(), 1);
     let (failed, got) = tool(
         &app,

@@ -511,7 +511,7 @@ async fn the_tools_answer_what_the_routes_answer(app: TestApp) {
     let again = app
         .post("/inbox", Auth::Bearer(&key), json!({"id": id, "unread": true}))
         .await;
-    assert_eq!(again.body, marked);
+    assert_eq!(again.body, as_rest(marked), "the tool's answer is the route's, wrapped");
     // The agent key's tools read the service inbox.
     let agent = app.agent_key.clone();
     assert_eq!(

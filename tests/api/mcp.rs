@@ -878,10 +878,17 @@ async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
     assert!(calls.iter().all(|c| c["isError"] == false), "{answered}");
     let replied = &calls[0]["structured"];
     assert_eq!(replied["to"], json!(["no-reply@acme.example"]), "{answered}");
-    assert_eq!(replied["subject"], "Re: Confirm your Acme account", "{answered}");
-    assert_eq!(replied["threadId"], thread.as_str(), "{answered}");
+    let d = replied["envelope"]["delimiter"].as_str().unwrap();
     assert_eq!(
-        calls[1]["structured"]["subject"], "Fwd: Confirm your Acme account",
+        replied["subject"],
+        format!("<{d}>Re: Confirm your Acme account</{d}>"),
+        "{answered}"
+    );
+    assert_eq!(replied["threadId"], thread.as_str(), "{answered}");
+    let d = calls[1]["structured"]["envelope"]["delimiter"].as_str().unwrap();
+    assert_eq!(
+        calls[1]["structured"]["subject"],
+        format!("<{d}>Fwd: Confirm your Acme account</{d}>"),
         "{answered}"
     );
     assert_eq!(calls[2]["structured"]["thread"]["messageCount"], 3, "{answered}");

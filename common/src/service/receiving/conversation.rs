@@ -19,6 +19,7 @@ use crate::mail::html;
 use crate::mail::people::Person;
 use crate::mail::quote::Original;
 use crate::service::caller::Call;
+use crate::service::delivery::boundary::Boundary;
 use crate::service::mail_store::{self, Row};
 use crate::service::receiving::inbox;
 use crate::service::sending::idempotency::{Begun, Idempotency};
@@ -114,20 +115,36 @@ impl ForwardInput {
 pub async fn reply(call: &Call<'_>, input: Later<ReplyInput>) -> Result<SendOutput, ApiError> {
     call.caller.permits(Permission::Read)?;
     let claim = match Idempotency::begin(call, &input, Some("reply")).await? {
-        Begun::Replay(first) => return Ok(first),
+        Begun::Replay(first) => return Ok(for_tool(call, first)),
         Begun::Fresh(claim) => claim,
     };
-    settled(call, claim, send::send(call, reply_plan(call, input)).await).await
+    let sent = settled(call, claim, send::send(call, reply_plan(call, input)).await).await?;
+    Ok(for_tool(call, sent))
 }
 
 /// Forwards a stored message.
 pub async fn forward(call: &Call<'_>, input: Later<ForwardInput>) -> Result<SendOutput, ApiError> {
     call.caller.permits(Permission::Read)?;
     let claim = match Idempotency::begin(call, &input, Some("forward")).await? {
-        Begun::Replay(first) => return Ok(first),
+        Begun::Replay(first) => return Ok(for_tool(call, first)),
         Begun::Fresh(claim) => claim,
     };
-    settled(call, claim, send::send(call, forward_plan(call, input)).await).await
+    let sent = settled(call, claim, send::send(call, forward_plan(call, input)).await).await?;
+    Ok(for_tool(call, sent))
+}
+
+/// A tool's answer: the subject, the original sender's words behind
+/// `Re: ` or `Fwd: `, wrapped in the response's envelope (REST's keeps its
+/// shape).
+fn for_tool(call: &Call<'_>, sent: SendOutput) -> SendOutput {
+    match (Boundary::for_tool(call), &sent.subject) {
+        (Some(b), Some(subject)) => SendOutput {
+            subject: Some(b.wrap(subject)),
+            envelope: Some(b.describe(None)),
+            ..sent
+        },
+        _ => sent,
+    }
 }
 
 /// The outcome, kept under its Idempotency-Key (as sendMail's is).

@@ -222,6 +222,11 @@ pub struct SendOutput {
     /// A reply or a forward: the subject it went with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// The reply and forward tools: the subject (the original sender's
+    /// words) wrapped in this response's random delimiter (see notice).
+    /// Never kept under an Idempotency-Key: each answer draws its own.
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<crate::service::delivery::boundary::Envelope>,
 }
 
 impl SendOutput {
@@ -307,6 +312,7 @@ pub async fn send(
         to: plan.echo.then(|| Addressees::addresses(&plan.addressees.to)),
         cc: plan.echo.then(|| Addressees::addresses(&plan.addressees.cc)),
         subject: plan.echo.then(|| plan.subject.clone()),
+        envelope: None,
     };
     if let Some(wait) = wait {
         let kind = wait.kind;

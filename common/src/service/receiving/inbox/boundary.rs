@@ -4,7 +4,8 @@
 //! names written beside addresses; the sender and
 //! the service's verdicts outside it, as provenance.
 
-use super::shapes::{InboxList, MessageView, Summary, ThreadList};
+use super::report::Reported;
+use super::shapes::{InboxList, MessageView, Summary, ThreadList, ThreadView};
 use crate::error::ApiError;
 use crate::service::delivery::boundary::{Boundary, Envelope, Provenance};
 use crate::service::mail_store::{Quarantine, Thread};
@@ -59,6 +60,27 @@ impl Boundary {
             threads: list.threads.into_iter().map(|t| self.thread(t)).collect(),
             envelope: Some(self.describe(None)),
             ..list
+        }
+    }
+
+    /// A thread read (get_thread) or changed (mark_read): its summary and
+    /// each row wrapped, and the envelope described.
+    pub fn thread_view(&self, view: ThreadView) -> ThreadView {
+        ThreadView {
+            thread: self.thread(view.thread),
+            messages: view.messages.into_iter().map(|s| self.summary(s)).collect(),
+            envelope: Some(self.describe(None)),
+            ..view
+        }
+    }
+
+    /// A spam report's answer (mark_spam, mark_read with spam): the message
+    /// as it now is, wrapped.
+    pub fn reported(&self, reported: Reported) -> Reported {
+        Reported {
+            message: self.summary(reported.message),
+            envelope: Some(self.describe(None)),
+            ..reported
         }
     }
 

@@ -8,6 +8,7 @@ use super::scope::*;
 use super::shapes::*;
 use crate::error::{self, ApiError};
 use crate::service::caller::Call;
+use crate::service::delivery::boundary::Boundary;
 use crate::service::mail_store::{self, Folder};
 use crate::validate::{Fields, Origin};
 use crate::values::Page;
@@ -67,8 +68,14 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
     let ctx = call.ctx;
     let scope = scope(call, input.mailbox.as_deref())?;
     let target = target(input.id, input.message_id, input.thread).ok_or(error::INBOX_TARGET_REQUIRED)?;
+    // The tool's answer wraps what the sender wrote; REST's keeps its shape.
+    let boundary = Boundary::for_tool(call);
     if let Some(spam) = input.spam {
         let reported = super::report::report(call, &scope, &target, spam).await?;
+        let reported = match &boundary {
+            Some(b) => b.reported(reported),
+            None => reported,
+        };
         return Ok(MarkOutput::Reported(Box::new(reported)));
     }
     let (thread_id, row) = match &target {
@@ -108,12 +115,16 @@ pub async fn mark(call: &Call<'_>, input: MarkInput) -> Result<MarkOutput, ApiEr
         items: rows,
         next_cursor,
     } = page?;
-    Ok(MarkOutput::Thread(Box::new(ThreadView {
+    let view = ThreadView {
         ok: true,
         thread: summary?.ok_or(error::NOT_FOUND)?,
         messages: rows.iter().map(Summary::from).collect(),
         next_cursor,
         envelope: None,
+    };
+    Ok(MarkOutput::Thread(Box::new(match &boundary {
+        Some(b) => b.thread_view(view),
+        None => view,
     })))
 }
 

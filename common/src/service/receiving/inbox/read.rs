@@ -202,12 +202,7 @@ pub(super) async fn read_thread(
     let view = read_thread_rows(call, scope, thread, cursor).await?;
     Ok(match boundary {
         None => view,
-        Some(b) => ThreadView {
-            thread: b.thread(view.thread),
-            messages: view.messages.into_iter().map(|s| b.summary(s)).collect(),
-            envelope: Some(b.describe(None)),
-            ..view
-        },
+        Some(b) => b.thread_view(view),
     })
 }
 

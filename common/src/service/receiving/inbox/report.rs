@@ -8,6 +8,7 @@ use super::scope::*;
 use super::shapes::*;
 use crate::error::{self, ApiError};
 use crate::service::caller::Call;
+use crate::service::delivery::boundary::Boundary;
 use crate::service::receiving::spam::report;
 use crate::validate::Fields;
 use crate::values::{EmailAddress, RowId, StoredMessageId};
@@ -26,6 +27,10 @@ pub struct Reported {
     /// The mail host's rspamd will learn from it (a move of a message whose
     /// received file the spool still keeps).
     pub learning: bool,
+    /// The tools: the message's subject, preview and names wrapped in this
+    /// response's random delimiter (see notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<super::Envelope>,
 }
 
 /// Reports the message `target` names (404 when the caller cannot read it).
@@ -37,6 +42,7 @@ pub(super) async fn report(call: &Call<'_>, scope: &str, target: &Target, spam: 
         message: Summary::from(&done.row),
         moved: done.moved,
         learning: done.learning,
+        envelope: None,
     })
 }
 
@@ -71,5 +77,9 @@ impl SpamInput {
 pub async fn mark_spam(call: &Call<'_>, input: SpamInput) -> Result<Reported, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let target = target(input.id, input.message_id, None).ok_or(error::MESSAGE_TARGET_REQUIRED)?;
-    report(call, &scope, &target, input.spam.unwrap_or(true)).await
+    let reported = report(call, &scope, &target, input.spam.unwrap_or(true)).await?;
+    Ok(match Boundary::for_tool(call) {
+        Some(b) => b.reported(reported),
+        None => reported,
+    })
 }
