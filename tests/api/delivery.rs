@@ -113,7 +113,10 @@ async fn the_simulator_plays_each_outcome_free_of_credit(app: TestApp) {
         format!("nobody+r1@{SIM}"),
     ]);
     let sent = send(&app, &key, to).await;
-    assert_eq!(sent["creditsRemaining"], before, "the balance, unspent (spec 2.2): {sent}");
+    assert_eq!(
+        sent["creditsRemaining"], before,
+        "the balance, unspent (spec 2.2): {sent}"
+    );
     assert_eq!(credits(&app, &key).await, before, "simulator mail is free");
     assert!(
         app.outbox().iter().all(|m| !m.contains(SIM)),
