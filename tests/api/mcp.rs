@@ -782,6 +782,8 @@ async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
             { "tool": "send_mail", "args": { "to": "friend@example.org", "subject": "From MCP", "text": "Sent by an agent", "from": "hello@sdk.test" } },
             { "tool": "get_credits" },
             { "tool": "send_mail", "args": { "to": "friend@example.org" } },
+            // The domain named as `domain`, which the schema says it takes.
+            { "tool": "add_mailbox", "args": { "domain": "sdk.test", "localPart": "desk", "mode": "hosted" } },
         ]),
     )
     .await;
@@ -795,6 +797,7 @@ async fn the_official_sdk_onboards_adds_a_domain_and_a_mailbox_and_sends() {
     assert_eq!(calls[4]["structured"], json!({ "ok": true, "remaining": 99 }));
     assert_eq!(calls[5]["rpcError"]["code"], -32000, "{done}");
     assert_eq!(calls[5]["rpcError"]["data"]["status"], 400, "{done}");
+    assert_eq!(calls[6]["structured"]["mailbox"]["mode"], "hosted", "{done}");
     let message = app.outbox_for("friend@example.org");
     assert_eq!(message.len(), 1);
     assert!(message[0].contains("Subject: From MCP"));
@@ -926,7 +929,24 @@ pub(crate) fn sdk_client(venv: &str, url: &str, key: Option<&str>, steps: &Value
         "mcp_client.py failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let answered: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // A client that validates arguments against the advertised inputSchema
+    // before calling must be able to make every call the tool accepts.
+    for (call, step) in answered["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(steps.as_array().unwrap())
+    {
+        if call.get("rpcError").is_none() && call["isError"] == false {
+            assert_eq!(
+                call["schemaErrors"],
+                json!([]),
+                "{step}: the tool took it, its inputSchema refuses it"
+            );
+        }
+    }
+    answered
 }
 
 /// The official MCP Inspector (npm `@modelcontextprotocol/inspector`, on Node

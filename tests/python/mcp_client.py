@@ -5,12 +5,16 @@ Usage: mcp_client.py URL [KEY]  (steps as JSON on stdin: [{"tool": name, "args":
 Initializes a session over the streamable HTTP transport, lists the tools,
 pings, then calls each step's tool in order. Prints one JSON object: the
 server's info, the tools, and each call's outcome (the structured result,
-or the JSON-RPC error the SDK raised).
+or the JSON-RPC error the SDK raised), with what the tool's advertised
+inputSchema says of the call's arguments (`schemaErrors`, as a client that
+validates before calling would find them).
 """
 
 import asyncio
 import json
 import sys
+
+import jsonschema
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -40,16 +44,19 @@ async def main(url, key, steps):
                 ]
                 await session.send_ping()
                 out["ping"] = True
+                schemas = {t.name: t.input_schema for t in listed.tools}
                 for step in steps:
+                    args = step.get("args", {})
+                    schema = schemas.get(step["tool"]) or {}
+                    validator = jsonschema.validators.validator_for(schema)(schema)
+                    said = sorted(e.message for e in validator.iter_errors(args))
                     try:
-                        result = await session.call_tool(step["tool"], step.get("args", {}))
-                        out["calls"].append(
-                            {"isError": result.is_error, "structured": result.structured_content}
-                        )
+                        result = await session.call_tool(step["tool"], args)
+                        call = {"isError": result.is_error, "structured": result.structured_content}
                     except MCPError as e:
-                        out["calls"].append(
-                            {"rpcError": {"code": e.code, "message": e.message, "data": e.data}}
-                        )
+                        call = {"rpcError": {"code": e.code, "message": e.message, "data": e.data}}
+                    call["schemaErrors"] = said
+                    out["calls"].append(call)
     print(json.dumps(out))
 
 

@@ -112,6 +112,7 @@ crate::input! {
         "allOf" = [
             {"anyOf": [
                 {"required": ["domainId"], "properties": {"domainId": {"type": "string"}}},
+                {"required": ["domain"], "properties": {"domain": {"type": "string"}}},
                 {"required": ["mailboxId"], "properties": {"mailboxId": {"type": "string", "pattern": "@"}}}
             ]},
             {"anyOf": [
