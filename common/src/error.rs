@@ -338,6 +338,8 @@ catalogue! {
     INBOX_MESSAGE_ID_INVALID = 400 "messageId must be a Message-ID such as <id@example.com>";
     INBOX_THREAD_INVALID = 400 "thread must be 64 lowercase hex characters";
     INBOX_VIEW_INVALID = 400 "view must be threads, quarantine or spam";
+    /// list_inbox's: its threads are another tool's.
+    LIST_VIEW_INVALID = 400 "view must be quarantine or spam (threads: list_threads)";
     INBOX_ENVELOPE_INVALID = 400 "envelope must be true or false";
     INBOX_QUERY_INVALID = 400 "q must be 2 to 200 characters";
     INBOX_FOLDER_INVALID = 400 "folder must be inbox, archive or trash";

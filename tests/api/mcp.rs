@@ -285,6 +285,20 @@ async fn tool_failures_map_to_results_or_json_rpc_errors_as_the_spec_says(app: T
     assert_eq!(res.body["error"]["data"]["status"], 400);
     assert_eq!(res.body["error"]["message"], "to, subject, and text are required");
     assert_eq!(res.body["error"]["data"]["error"], "to, subject, and text are required");
+    // Each refusal names what is wrong, in the tool's own terms.
+    let res = mcp(&app, agent, tool(3, "list_inbox", json!({ "view": "threads" }))).await;
+    assert_eq!(
+        res.body["error"]["message"],
+        "view must be quarantine or spam (threads: list_threads)"
+    );
+    let res = mcp(
+        &app,
+        agent,
+        rpc(json!(4), "tools/call", json!({ "name": 5, "arguments": {} })),
+    )
+    .await;
+    assert_eq!(res.body["error"]["code"], -32602, "{}", res.body);
+    assert_eq!(res.body["error"]["message"], "Invalid params: name must be a string");
     // Attachments are a REST-only field.
     let res = mcp(
         &app,

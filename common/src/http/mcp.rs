@@ -374,8 +374,10 @@ async fn call_tool(call: &Call<'_>, auth: &Authenticated, params: Value) -> Resu
             "Invalid params: expected an object with name and arguments",
         ));
     };
-    let Some(name) = params.get("name").and_then(Value::as_str) else {
-        return Err(Failure::params("Invalid params: name is required"));
+    let name = match params.get("name") {
+        Some(Value::String(name)) => name.as_str(),
+        None | Some(Value::Null) => return Err(Failure::params("Invalid params: name is required")),
+        Some(_) => return Err(Failure::params("Invalid params: name must be a string")),
     };
     let Some(op) = Operation::by_tool(name) else {
         return Err(Failure::params(format!("Unknown tool: {name}")));

@@ -30,7 +30,7 @@ crate::input! {
         /// or refused by a sender list); `spam`: the mail whose content is
         /// spam; each newest first, instead of the inbox. (`threads` is
         /// list_threads.)
-        pub view: Option<KeptView> = error::INBOX_VIEW_INVALID,
+        pub view: Option<KeptView> = error::LIST_VIEW_INVALID,
     }
 }
 

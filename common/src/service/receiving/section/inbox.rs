@@ -80,7 +80,7 @@ pub static INBOX: Section = Section {
                 INBOX_MAILBOX_INVALID,
                 INBOX_FOLDER_INVALID,
                 CURSOR_INVALID,
-                INBOX_VIEW_INVALID,
+                LIST_VIEW_INVALID,
             ],
             io: io!(inbox::list, inbox::ListQuery, inbox::InboxList),
         },
