@@ -12,7 +12,7 @@ const PEOPLE = new Map([
   ['Add a hosted mailbox on your verified domain with POST /addMailbox.', 'Add a mailbox on the Mailboxes page.'],
   ['Your account is being set up. Check back with getRequestStatus.', 'Your account is being set up. Come back once it is approved.'],
   // A verified request for a domain not yet approved: a person reviews it.
-  ['Your account is being set up. Check back with getRequestStatus; no key is issued yet.', SETTING_UP],
+  ['Your account is being set up; no key is issued yet. Check back with getRequestStatus: once it says ready, ask again with requestAccess and verify the new code to get your key.', SETTING_UP],
   ['contactEmail, domain, agentName, and intendedUse are required', 'Fill in your email, your organization\'s domain, the agent\'s name and what you will use it for.'],
   ['contactEmail is not a valid email address', 'Enter your email address, such as ann@example.com.'],
   ['domain is not a valid hostname', 'Enter your organization\'s domain, such as example.com.'],

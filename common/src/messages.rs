@@ -30,7 +30,7 @@ messages! {
     // ------------------------------------------------------------------- onboarding
     CODE_SENT = "If that address can receive mail, an 8-digit code is on its way. It expires in 24 hours.";
     KEY_SHOWN_ONCE = "Your key is shown once. Store it now; send it as Authorization: Bearer <key>.";
-    REQUEST_SETTING_UP = "Your account is being set up. Check back with getRequestStatus; no key is issued yet.";
+    REQUEST_SETTING_UP = "Your account is being set up; no key is issued yet. Check back with getRequestStatus: once it says ready, ask again with requestAccess and verify the new code to get your key.";
     REQUEST_UNAVAILABLE = "This request cannot be completed. No key was issued.";
 
     // ------------------------------------------------------- an account's next step

@@ -102,6 +102,10 @@ async fn a_new_account_waits_for_an_operator_then_gets_a_key_with_a_fresh_reques
     assert_eq!(verified.status, 200);
     assert_eq!(verified.body["status"], "setting_up");
     assert!(verified.body.get("apiKey").is_none());
+    // It says how the key comes: this request never gives one (verifying it
+    // again is 409 already_complete); a fresh one, once ready, does (below).
+    let says = verified.body["message"].as_str().unwrap();
+    assert!(says.contains("ask again with requestAccess"), "{says}");
     let polled = app.poll(&id, email).await;
     assert_eq!(
         polled.body,
