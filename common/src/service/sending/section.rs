@@ -35,8 +35,9 @@ pub static SEND: Section = Section {
                           keys; 5 per minute and 50 per UTC day. Attachments are REST only. With an \
                           idempotencyKey (REST: the Idempotency-Key header) a retry within 24 hours returns the \
                           first answer without sending or charging again. sendAt (up to 30 days ahead) and \
-                          undoSeconds (0 to 600) answer 202 {status: scheduled, sendAt}: the credit is taken now \
-                          and POST /outbox/cancel gives it back until it leaves. A scoped key whose approval rule \
+                          undoSeconds (0 to 600) answer 202 {status: scheduled, sendAt} (the tool: the same body): \
+                          the credit is taken now and POST /outbox/cancel (tool cancel_send) gives it back until it \
+                          leaves. A scoped key whose approval rule \
                           holds the send answers 202 {status: held, holdId}: the owner is mailed a code, and the \
                           mail goes out (and is charged) only when they approve it.",
             errors: &[
@@ -244,8 +245,8 @@ pub static HOLDS: Section = Section {
             summary: "Every send not yet gone out: held for approval or scheduled",
             description: "{ok, sends, nextCursor?}: newest first, every send of the account still waiting, by any of \
                           its keys, each {id, kind (held, scheduled), status, messageId, from, to, subject, preview, \
-                          requestedBy, createdAt, dueAt?, expiresAt?}. Cancel one with POST /outbox/cancel and its \
-                          messageId. limit 1 to 100 (default 50). A scheduled send that sending being paused kept \
+                          requestedBy, createdAt, dueAt?, expiresAt?}. Cancel one with POST /outbox/cancel (tool cancel_send) \
+                          and its messageId. limit 1 to 100 (default 50). A scheduled send that sending being paused kept \
                           from going expires 24 hours past its dueAt. The account key or an operator only.",
             errors: &[LIMIT_TO_100_INVALID, CURSOR_INVALID, SETUP_INCOMPLETE],
             io: io!(pending::list_waiting, pending::WaitingQuery, pending::WaitingSends),
