@@ -377,6 +377,7 @@ catalogue! {
     // ------------------------------------------------------------------------ webhooks
     WEBHOOK_URL_HTTPS = 400 "url must be https";
     WEBHOOK_HOST = 400 "url host is not allowed";
+    WEBHOOK_HOST_UNRESOLVED = 400 "url host did not resolve to an address";
     ENABLED_TYPE = 400 "enabled must be a boolean";
     ROTATE_SECRET_TYPE = 400 "rotateSecret must be a boolean";
     WEBHOOK_URL_REQUIRED = 400 "url is required to register a webhook";

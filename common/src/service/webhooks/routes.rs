@@ -134,6 +134,7 @@ fn url_problem(refused: Refused) -> ApiError {
     match refused {
         Refused::NotHttps => error::WEBHOOK_URL_HTTPS.into(),
         Refused::HostNotAllowed => error::WEBHOOK_HOST.into(),
+        Refused::Unresolved => error::WEBHOOK_HOST_UNRESOLVED.into(),
     }
 }
 

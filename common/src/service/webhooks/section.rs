@@ -40,6 +40,7 @@ pub static WEBHOOKS: Section = Section {
             errors: &[
                 WEBHOOK_URL_HTTPS,
                 WEBHOOK_HOST,
+                WEBHOOK_HOST_UNRESOLVED,
                 WEBHOOK_URL_REQUIRED,
                 ENABLED_TYPE,
                 ROTATE_SECRET_TYPE,
