@@ -8,7 +8,7 @@ use super::scope::*;
 use super::shapes::*;
 use crate::error::{self, ApiError};
 use crate::service::caller::Call;
-use crate::service::delivery::boundary::Boundary;
+use crate::service::delivery::boundary::{Boundary, Envelope};
 use crate::service::receiving::spam::report;
 use crate::validate::Fields;
 use crate::values::{EmailAddress, RowId, StoredMessageId};
@@ -30,7 +30,7 @@ pub struct Reported {
     /// The tools: the message's subject, preview and names wrapped in this
     /// response's random delimiter (see notice).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub envelope: Option<super::Envelope>,
+    pub envelope: Option<Envelope>,
 }
 
 /// Reports the message `target` names (404 when the caller cannot read it).
