@@ -306,7 +306,7 @@ export function waitingView(res, onDone) {
     : `Scheduled: it goes out at ${new Date(res.sendAt).toLocaleString()}. Sent mail lists it until then.`;
   const cancel = h('button', { type: 'button', class: 'danger', text: 'Cancel this send' });
   const back = h('button', { type: 'button', class: 'quiet', text: 'Back to mail' });
-  back.addEventListener('click', () => onDone());
+  back.addEventListener('click', () => onDone(undefined, { waiting: true }));
   const view = h('div', { class: 'compose waiting', 'data-waiting': res.status },
     h('h2', { text: res.status === 'held' ? 'Waiting for approval' : 'Scheduled' }),
     h('p', { role: 'status', text: sentence }),

@@ -89,7 +89,8 @@ export async function mailPage(view, who, { path } = {}) {
       '#': () => actOnSelected(pane, { folder: 'trash' }, showList),
     });
   let roving = () => {};
-  const showList = async () => {
+  // `notice`: a sentence shown above the list (a new message sent).
+  const showList = async ({ notice } = {}) => {
     const at = `#/mail${suffixOf(state)}`;
     if (location.hash !== at) history.pushState(null, '', at);
     for (const tab of tabs.children) tab.setAttribute('aria-selected', String(tab.dataset.folder === state.folder && !state.query));
@@ -97,11 +98,12 @@ export async function mailPage(view, who, { path } = {}) {
     const { folder, query, mailbox } = state;
     const suffix = suffixOf(state);
     listKeys();
+    const said = typeof notice === 'string' ? [h('p', { class: 'notice', role: 'status', text: notice })] : [];
     await show(async () => {
-      if (query) return [await searchList(query, mailbox, own, openMessage, suffix)];
-      if (KEPT_OUT.includes(folder)) return [await keptOutList(folder, openMessage, mailbox)];
+      if (query) return [...said, await searchList(query, mailbox, own, openMessage, suffix)];
+      if (KEPT_OUT.includes(folder)) return [...said, await keptOutList(folder, openMessage, mailbox)];
       const list = await threadList(folder, mailbox, own, suffix);
-      return api.isToken() && folder === 'inbox' ? [list, await draftsList(openCompose)] : [list];
+      return api.isToken() && folder === 'inbox' ? [...said, list, await draftsList(openCompose)] : [...said, list];
     });
   };
   // A thread: its messages, and a reply written below them.
@@ -150,7 +152,10 @@ export async function mailPage(view, who, { path } = {}) {
   };
   const openCompose = (options) => {
     shown++;
-    pane.replaceChildren(composeView({ ...options, onDone: async (threadId) => (threadId ? openThread(threadId) : showList()), onCancel: showList }));
+    // A new message on no thread of this mailbox's: back to the list, saying it went.
+    const sent = 'Sent. Sent mail shows what happens to it, recipient by recipient.';
+    const onDone = async (threadId, { waiting } = {}) => (threadId ? openThread(threadId) : showList(waiting ? {} : { notice: sent }));
+    pane.replaceChildren(composeView({ ...options, onDone, onCancel: showList }));
     pane.querySelector('input, textarea, select')?.focus();
     keyboard.page({ Escape: showList });
   };

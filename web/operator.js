@@ -42,9 +42,12 @@ function requestTable(requests, refresh) {
       h('td', { 'data-label': 'Email', text: r.contactEmail || r.email || '' }),
       h('td', { 'data-label': 'Status', class: 'status', text: r.status || '' }),
       h('td', { 'data-label': 'When', text: when(r.createdAt) }),
+      // A decision is for a verified request (pending is not yet): approve
+      // what is not ready, deny what is not unavailable (a ready account's
+      // key is revoked).
       h('td', { class: 'actions' },
-        act('Approve', () => api.post('/admin/requestDecision', { id: r.id, decision: 'approve' }), 'ok'),
-        act('Deny', () => api.post('/admin/requestDecision', { id: r.id, decision: 'deny' })),
+        ['setting_up', 'unavailable'].includes(r.status) ? act('Approve', () => api.post('/admin/requestDecision', { id: r.id, decision: 'approve' }), 'ok') : null,
+        ['setting_up', 'ready'].includes(r.status) ? act('Deny', () => api.post('/admin/requestDecision', { id: r.id, decision: 'deny' })) : null,
         act('Delete', () => api.post('/admin/requestDelete', { id: r.id }), 'danger')),
     );
   });

@@ -299,6 +299,9 @@ def operator_approves(browser):
     expect(row).to_be_visible()
     row.get_by_role("button", name="Approve").click()
     expect(row.locator(".status")).to_have_text(re.compile("ready|approved"))
+    # Ready: nothing left to approve; it may still be denied (its key revoked).
+    expect(row.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(row.get_by_role("button", name="Deny")).to_be_visible()
     shot(page, "operator")
     watch.check()
     return page, watch
@@ -678,6 +681,8 @@ def conversation(page, watch):
         page.get_by_role("button", name="Send now").click()))
     assert body["cc"] == ["lee@partner.example"] and body["bcc"] == ["boss@partner.example"], body
     expect(page.get_by_role("form", name="New message")).to_have_count(0)
+    # Back at the list, the page says it went.
+    expect(page.locator(".mail-pane .notice[role=status]")).to_contain_text("Sent.")
     watch.check()
 
 
