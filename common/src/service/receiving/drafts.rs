@@ -12,7 +12,9 @@ use crate::auth::Caller;
 use crate::clock::iso;
 use crate::error::{self, ApiError};
 use crate::keys;
+use crate::mail::people::Person;
 use crate::service::caller::Call;
+use crate::service::sending::send::Addressees;
 use crate::store::{Cond, Query, StoreError, StoreExt, Update, Write, item};
 use crate::validate::Fields;
 use crate::values::{Copies, DraftSubject, DraftText, EmailAddress, MessageId, MessageIds, Recipients, RowId};
@@ -152,16 +154,14 @@ impl DraftInput {
         {
             return Err(error::DRAFT_EMPTY.into());
         }
-        // As a send counts them: each distinct address once.
-        let to = self.to.as_ref().map(|r| &r.0[..]).unwrap_or_default();
-        let cc = self.cc.as_ref().map(|c| &c.0[..]).unwrap_or_default();
-        let bcc = self.bcc.as_ref().map(|c| &c.0[..]).unwrap_or_default();
-        let mut everyone: Vec<&String> = to.iter().chain(cc).chain(bcc).collect();
-        everyone.sort();
-        everyone.dedup();
-        if everyone.len() > crate::values::MAX_RECIPIENTS {
-            return Err(error::TOO_MANY_RECIPIENTS.into());
-        }
+        // Counted as a send counts them (each distinct address once).
+        let list = |l: Option<&Vec<String>>| l.cloned().unwrap_or_default();
+        let bare = |l: Vec<String>| l.into_iter().map(Person::bare).collect();
+        Addressees::new(
+            bare(list(self.to.as_ref().map(|r| &r.0))),
+            bare(list(self.cc.as_ref().map(|c| &c.0))),
+            list(self.bcc.as_ref().map(|c| &c.0)),
+        )?;
         Ok(self)
     }
 }
