@@ -7,10 +7,10 @@ const SETTING_UP = 'Your email is confirmed. Before a new account gets its key, 
   + 'and enter the new code: your key is shown then.';
 
 const PEOPLE = new Map([
-  ['Publish the DNS records from GET /getDnsInstructions, then call POST /verifyDomain.', 'Publish the DNS records shown on the Domain page, then check them there.'],
-  ['Add your domain with POST /addDomain.', 'Add your domain on the Domain page.'],
-  ['Add a hosted mailbox on your verified domain with POST /addMailbox.', 'Add a mailbox on the Mailboxes page.'],
-  ['Your account is being set up. Check back with getRequestStatus.', 'Your account is being set up. Come back once it is approved.'],
+  ['Publish the DNS records from GET /getDnsInstructions, then call POST /verifyDomain (MCP: get_dns_instructions, verify_domain).', 'Publish the DNS records shown on the Domain page, then check them there.'],
+  ['Add your domain with POST /addDomain (MCP: add_domain).', 'Add your domain on the Domain page.'],
+  ['Add a hosted mailbox on your verified domain with POST /addMailbox (MCP: add_mailbox).', 'Add a mailbox on the Mailboxes page.'],
+  ['Your account is being set up. Check back with getRequestStatus (MCP: get_request_status).', 'Your account is being set up. Come back once it is approved.'],
   // A verified request for a domain not yet approved: a person reviews it.
   ['Your account is being set up; no key is issued yet. Check back with getRequestStatus: once it says ready, ask again with requestAccess and verify the new code to get your key.', SETTING_UP],
   ['contactEmail, domain, agentName, and intendedUse are required', 'Fill in your email, your organization\'s domain, the agent\'s name and what you will use it for.'],

@@ -34,11 +34,11 @@ messages! {
     REQUEST_UNAVAILABLE = "This request cannot be completed. No key was issued.";
 
     // ------------------------------------------------------- an account's next step
-    NEXT_SETTING_UP = "Your account is being set up. Check back with getRequestStatus.";
+    NEXT_SETTING_UP = "Your account is being set up. Check back with getRequestStatus (MCP: get_request_status).";
     NEXT_UNAVAILABLE = "This account is not available. Contact support.";
-    NEXT_ADD_DOMAIN = "Add your domain with POST /addDomain.";
-    NEXT_VERIFY_DOMAIN = "Publish the DNS records from GET /getDnsInstructions, then call POST /verifyDomain.";
-    NEXT_ADD_MAILBOX = "Add a hosted mailbox on your verified domain with POST /addMailbox.";
+    NEXT_ADD_DOMAIN = "Add your domain with POST /addDomain (MCP: add_domain).";
+    NEXT_VERIFY_DOMAIN = "Publish the DNS records from GET /getDnsInstructions, then call POST /verifyDomain (MCP: get_dns_instructions, verify_domain).";
+    NEXT_ADD_MAILBOX = "Add a hosted mailbox on your verified domain with POST /addMailbox (MCP: add_mailbox).";
 
     // -------------------------------------------------------------------- mailboxes
     PASSWORD_SHOWN_ONCE = "The password is shown once. It works once the mail server applies the next export.";

@@ -263,6 +263,56 @@ mod tests {
         );
     }
 
+    /// Each route ("POST /addDomain", or a bare "getRequestStatus") and each
+    /// MCP tool ("(MCP: add_domain, ...)") an account's next step names is
+    /// one the catalogue serves, so an agent following it finds the door.
+    #[test]
+    fn every_route_and_tool_a_next_step_names_exists() {
+        let routes: Vec<String> = operations()
+            .filter_map(|op| op.rest.as_ref().map(|r| format!("{} {}", r.method, r.path)))
+            .collect();
+        let named_routes = |text: &str| -> Vec<String> {
+            let words: Vec<&str> = text
+                .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+                .map(|w| w.trim_end_matches(['.', ':']))
+                .collect();
+            let mut found = Vec::new();
+            for (i, w) in words.iter().enumerate() {
+                if let Some(path) = w.strip_prefix('/') {
+                    found.push(format!("{} /{path}", words[i - 1]));
+                }
+            }
+            found
+        };
+        let mut checked = 0;
+        for next in [
+            crate::messages::NEXT_SETTING_UP,
+            crate::messages::NEXT_ADD_DOMAIN,
+            crate::messages::NEXT_VERIFY_DOMAIN,
+            crate::messages::NEXT_ADD_MAILBOX,
+        ] {
+            let text = next.as_str();
+            for route in named_routes(text) {
+                assert!(routes.contains(&route), "{text:?} names {route}, which nothing serves");
+                checked += 1;
+            }
+            let tools = text.split("(MCP: ").nth(1).and_then(|t| t.split(')').next());
+            let tools = tools.unwrap_or_else(|| panic!("{text:?} names no MCP tool"));
+            for tool in tools.split(", ") {
+                assert!(
+                    Operation::by_tool(tool).is_some(),
+                    "{text:?} names the tool {tool}, which is not one"
+                );
+                checked += 1;
+            }
+        }
+        assert!(
+            routes.contains(&"POST /getRequestStatus".to_string()),
+            "the setting-up step names getRequestStatus"
+        );
+        assert_eq!(checked, 9, "every step's routes and tools were read");
+    }
+
     /// Each section of the catalogue is served by exactly one route family's
     /// function, and each function serves only catalogued sections.
     #[test]
