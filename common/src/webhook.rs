@@ -96,7 +96,7 @@ fn v6_allowed(ip: Ipv6Addr) -> bool {
 /// host named in `allow_hosts`, which tests use for their loopback receiver).
 pub async fn check(dns: &Dns, allow_hosts: &[String], raw: &str) -> Result<Target, Refused> {
     let mut url = reqwest::Url::parse(raw.trim()).map_err(|_| Refused::NotHttps)?;
-    if url.scheme() != "https" || raw.len() > MAX_URL {
+    if url.scheme() != "https" || raw.chars().count() > MAX_URL {
         return Err(Refused::NotHttps);
     }
     if !url.username().is_empty() || url.password().is_some() {
@@ -272,13 +272,17 @@ impl Failure {
             chain.push('\n');
             source = s.source();
         }
+        let tls = chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake");
         if chain.contains("dns error") || chain.contains("is not the checked host") {
             Failure::Dns
-        } else if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake") {
+        } else if e.is_connect() && tls {
             Failure::Tls
         } else if e.is_connect() {
             Failure::Refused
         } else {
+            // Connected and sent: a receiver that closes without answering
+            // (rustls names the missing close_notify) failed the request,
+            // not the handshake.
             Failure::Other
         }
     }

@@ -17,6 +17,7 @@ on_both_stores!(
     the_agent_key_and_accounts_each_have_their_own,
     a_replay_answers_within_the_gateways_limit_however_slow_the_receiver,
     spoofed_mail_is_never_announced_and_the_event_carries_the_verdicts,
+    changes_at_once_all_land_and_a_range_replays_what_is_asked_for,
 );
 
 async fn app_with_receiver_ca(backend: Backend, ca: &std::path::Path) -> Option<TestApp> {
@@ -589,4 +590,117 @@ async fn spoofed_mail_is_never_announced_and_the_event_carries_the_verdicts(back
     // The first spoof stays where it was.
     let kept = app.get("/inbox?view=quarantine", Auth::Bearer(&key)).await.body;
     assert_eq!(kept["messages"].as_array().unwrap().len(), 1);
+}
+
+/// Registration changes sent at once each land (none overwrites another);
+/// a blank URL is refused, a long one counted in characters; a range replay
+/// sends only the types the registration asks for now; a receiver that reads
+/// and hangs up is logged as a failed request, not a failed handshake.
+async fn changes_at_once_all_land_and_a_range_replays_what_is_asked_for(backend: Backend) {
+    let (port, dir) = Receiver::prepare();
+    let Some(app) = app_with_receiver_ca(backend, &Receiver::ca_file(&dir)).await else {
+        return;
+    };
+    let key = app.sender("una@una.example", "una.example", "me").await;
+    let url = format!("https://localhost:{port}/hook");
+    let first = app
+        .post(
+            "/webhooks",
+            Auth::Bearer(&key),
+            json!({"url": url, "events": ["inbound.received", "suppression.added"]}),
+        )
+        .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let secret = first.body["webhook"]["secret"].as_str().unwrap().to_string();
+
+    for blank in ["", "   "] {
+        let res = app.post("/webhooks", Auth::Bearer(&key), json!({ "url": blank })).await;
+        assert_eq!((res.status, res.error()), (400, "url must be https"), "{blank:?}");
+    }
+    // 1 100 characters of path, 2 200 bytes: under the 2 048 characters.
+    let long = format!("https://localhost:{port}/{}", "é".repeat(1_100));
+    let res = app.post("/webhooks", Auth::Bearer(&key), json!({ "url": long })).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let res = app
+        .post(
+            "/webhooks",
+            Auth::Bearer(&key),
+            json!({ "url": format!("https://localhost/{}", "a".repeat(2_048)) }),
+        )
+        .await;
+    assert_eq!((res.status, res.error()), (400, "url must be https"));
+
+    // Eight changes at once: the URL back, off, and six new secrets.
+    let mut changes = vec![json!({"url": url}), json!({"enabled": false})];
+    changes.extend((0..6).map(|_| json!({"rotateSecret": true})));
+    let answers = futures::future::join_all(
+        changes
+            .iter()
+            .map(|body| app.post("/webhooks", Auth::Bearer(&key), body.clone())),
+    )
+    .await;
+    let mut secrets = Vec::new();
+    for answer in &answers {
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        secrets.push(answer.body["webhook"]["secret"].as_str().unwrap().to_string());
+    }
+    let stored = app.get("/webhooks", Auth::Bearer(&key)).await.body["webhook"].clone();
+    assert_eq!(stored["url"], url.as_str(), "the URL change landed");
+    assert_eq!(stored["enabled"], false, "the switch landed too");
+    let last = stored["secret"].as_str().unwrap();
+    assert_ne!(last, secret, "a rotation landed");
+    assert!(
+        secrets.iter().any(|s| s == last),
+        "the stored secret is one an answer gave"
+    );
+
+    // Back on, with the secret the receiver checks; one of each type.
+    let on = app
+        .post(
+            "/webhooks",
+            Auth::Bearer(&key),
+            json!({"enabled": true, "rotateSecret": true}),
+        )
+        .await;
+    let secret = on.body["webhook"]["secret"].as_str().unwrap().to_string();
+    let receiver = receiver!(port, dir, &secret, "0,200");
+    assert_eq!(deliver(&app, "me@una.example", "<u1@example.org>").await.filed, 1);
+    let log = app.get("/webhooks/deliveries", Auth::Bearer(&key)).await;
+    let attempts = log.body["deliveries"].as_array().unwrap();
+    assert_eq!(attempts[1]["error"], "request failed", "{}", log.body);
+    assert_eq!(attempts[0]["status"], 200, "{}", log.body);
+    let added = app
+        .post(
+            "/suppressions",
+            Auth::Bearer(&key),
+            json!({"address": "gone@example.org"}),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    assert_eq!(receiver.wait_for(3).await.len(), 3);
+
+    // The registration now asks for inbound mail alone: a range replays that.
+    let res = app
+        .post("/webhooks", Auth::Bearer(&key), json!({"events": ["inbound.received"]}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let replayed = app
+        .post(
+            "/webhooks/replay",
+            Auth::Bearer(&key),
+            json!({"from": "2000-01-01T00:00:00Z", "to": "2000-01-01T23:00:00Z"}),
+        )
+        .await;
+    assert_eq!(replayed.body["replayed"], 0, "{}", replayed.body);
+    let now = chrono::Utc::now();
+    let range = json!({
+        "from": (now - chrono::Duration::hours(1)).to_rfc3339(),
+        "to": (now + chrono::Duration::hours(1)).to_rfc3339(),
+    });
+    let replayed = app.post("/webhooks/replay", Auth::Bearer(&key), range).await;
+    assert_eq!(replayed.status, 200, "{}", replayed.body);
+    assert_eq!(replayed.body["replayed"], 1, "{}", replayed.body);
+    let got = receiver.wait_for(4).await;
+    let body: Value = serde_json::from_str(got[3]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["type"], "inbound.received");
 }

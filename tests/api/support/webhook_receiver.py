@@ -5,7 +5,8 @@ usage: webhook_receiver.py --port P --cert server.pem --key server.key \
            --secret whsec_... --out deliveries.jsonl [--statuses 500,200]
 
 Each POST is answered with the next status of --statuses (the last one
-repeats; default 200) and appended to --out as one JSON line: the headers,
+repeats; default 200; 0 closes the connection without an answer) and
+appended to --out as one JSON line: the headers,
 the body, the status given, and whether the signatures verified: the Standard
 Webhooks one with the `standardwebhooks` library from PyPI, and the X-SVC one
 (`sha256=` + hex HMAC-SHA256 of "<X-SVC-Timestamp>.<body>" keyed with the
@@ -60,6 +61,10 @@ def main():
                         "path": self.path, "headers": headers, "body": body.decode(), "status": status,
                         "standardOk": standard_ok, "svcOk": svc_ok,
                     }) + "\n")
+            if status == 0:
+                # Read and recorded, then the connection closed unanswered.
+                self.close_connection = True
+                return
             self.send_response(status)
             self.send_header("content-length", "0")
             self.end_headers()

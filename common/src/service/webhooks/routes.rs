@@ -23,11 +23,11 @@ use crate::keys;
 use crate::ratelimit::{self, Limit, MINUTE};
 use crate::service::caller::Call;
 use crate::service::mail_store::{self, Row};
-use crate::store::{StoreExt, TTL, item};
+use crate::store::{Cond, StoreError, StoreExt, TTL, item};
 use crate::validate::Fields;
 use crate::values::Page;
 use crate::values::page;
-use crate::values::{Cursor, EventId, IsoTime, List, WEBHOOK_EVENTS, WebhookEvent};
+use crate::values::{Cursor, EventId, IsoTime, Line, List, WEBHOOK_EVENTS, WebhookEvent};
 use crate::webhook::{self, Refused};
 
 /// How long events and attempts are kept for the log and replay.
@@ -104,6 +104,14 @@ struct Event {
     created_at: String,
 }
 
+impl Event {
+    /// The event's type, as its body names it.
+    fn kind(&self) -> Option<String> {
+        let body: serde_json::Value = serde_json::from_str(&self.body).ok()?;
+        body.get("type")?.as_str().map(str::to_string)
+    }
+}
+
 fn owner(call: &Call<'_>) -> Result<String, ApiError> {
     // One registration per account announces every mailbox's mail: a key
     // held to some mailboxes would read the others' through it.
@@ -151,8 +159,8 @@ pub async fn get(call: &Call<'_>, _: crate::validate::NoInput) -> Result<Webhook
 crate::input! {
     pub struct WebhookInput {
         /// An https URL whose host is public; required to register.
-        #[schemars(url, length(max = 2048))]
-        pub url: Option<String> = error::WEBHOOK_URL_HTTPS,
+        #[schemars(url)]
+        pub url: Option<Line<{ webhook::MAX_URL }>> = error::WEBHOOK_URL_HTTPS,
         /// false keeps the registration and skips delivery.
         pub enabled: Option<bool> = error::ENABLED_TYPE,
         /// true issues a new secret.
@@ -184,7 +192,7 @@ pub async fn set(call: &Call<'_>, input: WebhookInput) -> Result<WebhookView, Ap
     // Stored as checked: a host's one spelling (`name.` is kept as `name`).
     let url = match &input.url {
         Some(url) => Some(
-            webhook::check(&ctx.dns, &ctx.config.webhook_allow_hosts, url)
+            webhook::check(&ctx.dns, &ctx.config.webhook_allow_hosts, url.as_str())
                 .await
                 .map_err(url_problem)?
                 .url
@@ -192,35 +200,74 @@ pub async fn set(call: &Call<'_>, input: WebhookInput) -> Result<WebhookView, Ap
         ),
         None => None,
     };
-    let now = iso(ctx.clock.now());
-    let current = registration(ctx, &owner).await?;
-    let webhook = match current {
-        Some(w) => Webhook {
-            url: url.unwrap_or(w.url),
-            secret: if input.rotate_secret == Some(true) {
-                webhook::new_secret()
-            } else {
-                w.secret
-            },
-            enabled: input.enabled.unwrap_or(w.enabled),
-            events: input.events().unwrap_or(w.events),
-            created_at: w.created_at,
-            updated_at: now,
-        },
-        None => Webhook {
-            url: url.ok_or(error::WEBHOOK_URL_REQUIRED)?,
-            secret: webhook::new_secret(),
-            enabled: input.enabled.unwrap_or(true),
-            events: input.events().unwrap_or_else(default_events),
-            created_at: now.clone(),
-            updated_at: now,
-        },
-    };
-    ctx.store.put(item(&keys::webhook(&owner), &webhook), None).await?;
-    Ok(WebhookView {
-        ok: true,
-        webhook: Some(webhook),
-    })
+    // Read, changed and written on condition that no other change landed
+    // between: two changes at once both apply, one on top of the other.
+    for _ in 0..CHANGE_ATTEMPTS {
+        let current: Option<Versioned> = ctx.store.read(&keys::webhook(&owner)).await?;
+        let now = iso(ctx.clock.now());
+        let (webhook, version) = match current {
+            Some(Versioned { webhook: w, version }) => (
+                Webhook {
+                    url: url.clone().unwrap_or(w.url),
+                    secret: if input.rotate_secret == Some(true) {
+                        webhook::new_secret()
+                    } else {
+                        w.secret
+                    },
+                    enabled: input.enabled.unwrap_or(w.enabled),
+                    events: input.events().unwrap_or(w.events),
+                    created_at: w.created_at,
+                    updated_at: now,
+                },
+                Some(version),
+            ),
+            None => (
+                Webhook {
+                    url: url.clone().ok_or(error::WEBHOOK_URL_REQUIRED)?,
+                    secret: webhook::new_secret(),
+                    enabled: input.enabled.unwrap_or(true),
+                    events: input.events().unwrap_or_else(default_events),
+                    created_at: now.clone(),
+                    updated_at: now,
+                },
+                None,
+            ),
+        };
+        let cond = match version {
+            None => Cond::NotExists,
+            // Written before registrations carried a version.
+            Some(0) => Cond::And(vec![Cond::Exists, Cond::Missing(VERSION.into())]),
+            Some(v) => Cond::eq(VERSION, v),
+        };
+        let mut stored = item(&keys::webhook(&owner), &webhook);
+        stored.insert(VERSION.into(), (version.unwrap_or(0) + 1).into());
+        match ctx.store.put(stored, Some(cond)).await {
+            Ok(()) => {
+                return Ok(WebhookView {
+                    ok: true,
+                    webhook: Some(webhook),
+                });
+            }
+            Err(StoreError::ConditionFailed) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(error::STORE_UNAVAILABLE.into())
+}
+
+/// How many times a change is tried against changes landing at once.
+const CHANGE_ATTEMPTS: usize = 8;
+/// The stored registration's count of changes, for conditional writes.
+const VERSION: &str = "version";
+
+/// The registration as stored, with its count of changes (0: written before
+/// there was one).
+#[derive(Deserialize)]
+struct Versioned {
+    #[serde(flatten)]
+    webhook: Webhook,
+    #[serde(default)]
+    version: u64,
 }
 
 pub async fn remove(call: &Call<'_>, _: crate::validate::NoInput) -> Result<WebhookView, ApiError> {
@@ -550,8 +597,17 @@ pub async fn replay(call: &Call<'_>, input: ReplayInput) -> Result<Replayed, Api
                 .await?
                 .items
                 .into_iter()
-                .map(crate::store::record)
-                .collect::<Result<_, _>>()?
+                .map(crate::store::record::<Event>)
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                // A range sends again what the registration asks for now;
+                // an event named by its id is sent whatever its type.
+                .filter(|event| {
+                    hook.events
+                        .iter()
+                        .any(|kind| Some(kind.as_str()) == event.kind().as_deref())
+                })
+                .collect()
         }
     };
     // Every event at once: the answer comes within one event's worst case
