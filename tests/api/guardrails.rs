@@ -17,6 +17,8 @@ on_both_backends!(
     an_approval_code_never_lands_where_a_key_reads_mail,
     a_scoped_key_never_reads_the_access_code_that_would_replace_the_account_key,
     a_scheduled_send_goes_out_once_and_undo_returns_the_credit,
+    simulator_mail_waits_free_as_it_goes_free,
+    a_hold_left_unanswered_shows_as_expired_once_it_lapses,
     a_reply_that_waited_is_filed_on_its_thread_when_it_goes,
     waiting_sends_wait_while_sending_is_paused_or_the_agent_key_frozen,
     a_revoked_keys_waiting_sends_are_cancelled_and_the_owner_lists_every_one,
@@ -91,6 +93,18 @@ async fn a_key_scoped_to_one_mailbox_sees_only_that_mailbox(app: TestApp) {
     .await;
     assert_eq!(view["scope"]["mailboxes"], json!(["agent@acme.example"]));
     assert_eq!(view["scope"]["permissions"], json!(["read", "send"]));
+    // Each mailbox once, however often and wherever it is named.
+    let (_, twice) = mint(
+        &app,
+        &owner,
+        json!({"name": "both", "permissions": ["read"],
+               "mailboxes": ["boss@acme.example", "agent@acme.example", "Boss@acme.example"]}),
+    )
+    .await;
+    assert_eq!(
+        twice["scope"]["mailboxes"],
+        json!(["boss@acme.example", "agent@acme.example"])
+    );
     // The account's one webhook announces every mailbox: a key held to some
     // neither reads nor sets it, even with the manage permission.
     let (manager, _) = mint(
@@ -1517,4 +1531,91 @@ async fn approving_and_cancelling_a_hold_for_later_at_once_loses_no_credit(app: 
         credits(&app.get("/credits", Auth::Bearer(&owner)).await),
         before - still_scheduled
     );
+}
+
+/// Mail to the simulator costs no credit when it goes now, so none when it
+/// waits: a scheduled send and an approved hold to it leave the balance as
+/// it was, released and delivered all the same.
+async fn simulator_mail_waits_free_as_it_goes_free(app: TestApp) {
+    use common::service::sending::pending;
+    let owner = app.acme().await;
+    let before = credits(&app.get("/credits", Auth::Bearer(&owner)).await);
+    let to = "delivered+later@simulator.svc.test";
+    let res = app
+        .send_mail(
+            Auth::Bearer(&owner),
+            json!({"from": "agent@acme.example", "to": to, "subject": "Later", "text": "Later", "undoSeconds": 5}),
+        )
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    assert_eq!(res.body["creditsRemaining"], before, "{}", res.body);
+    app.ctx.clock.advance(10);
+    assert_eq!(pending::run_due(&app.ctx).await.unwrap().sent, 1);
+    let outbox = app.get("/outbox", Auth::Bearer(&owner)).await;
+    assert_eq!(
+        outbox.body["messages"][0]["recipients"][0]["address"], to,
+        "{}",
+        outbox.body
+    );
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before);
+
+    let (agent, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
+    )
+    .await;
+    let held = app
+        .send_mail(
+            Auth::Bearer(&agent),
+            json!({"from": "agent@acme.example", "to": "delivered@simulator.svc.test", "subject": "Held", "text": "Held"}),
+        )
+        .await;
+    assert_eq!(held.status, 202, "{}", held.body);
+    let hold = held.body["holdId"].as_str().unwrap().to_string();
+    let approved = app
+        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before);
+    // The same to a real address is charged, once.
+    let res = app
+        .send_mail(
+            Auth::Bearer(&owner),
+            json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Later", "text": "Later", "undoSeconds": 5}),
+        )
+        .await;
+    assert_eq!(res.body["creditsRemaining"], before - 1, "{}", res.body);
+}
+
+/// A hold nobody answers lapses after 24 hours: the lists say so at once,
+/// before anything has touched it, and deciding it then is 410.
+async fn a_hold_left_unanswered_shows_as_expired_once_it_lapses(app: TestApp) {
+    let owner = app.acme().await;
+    let (agent, _) = mint(
+        &app,
+        &owner,
+        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
+    )
+    .await;
+    let held = app
+        .send_mail(
+            Auth::Bearer(&agent),
+            json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Held", "text": "Held"}),
+        )
+        .await;
+    assert_eq!(held.status, 202, "{}", held.body);
+    let hold = held.body["holdId"].as_str().unwrap().to_string();
+    let listed = app.get("/holds", Auth::Bearer(&owner)).await;
+    assert_eq!(listed.body["holds"][0]["status"], "waiting", "{}", listed.body);
+    app.ctx.clock.advance(25 * 3600);
+    let listed = app.get("/holds", Auth::Bearer(&owner)).await;
+    assert_eq!(listed.body["holds"][0]["id"], hold.as_str(), "{}", listed.body);
+    assert_eq!(listed.body["holds"][0]["status"], "expired", "{}", listed.body);
+    let waiting = app.get("/outbox/waiting", Auth::Bearer(&owner)).await;
+    assert_eq!(waiting.body["sends"], json!([]), "{}", waiting.body);
+    let late = app
+        .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
+        .await;
+    assert_eq!(late.status, 410, "{}", late.body);
 }

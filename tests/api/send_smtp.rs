@@ -349,6 +349,8 @@ async fn no_outbound_transport_is_500_outbound_host_not_configured() {
     })
     .await
     .unwrap();
+    let credits = || app.get("/credits", Auth::Bearer(&app.agent_key));
+    let before = credits().await.body["credits"]["remaining"].clone();
     let res = app
         .send_mail(
             Auth::Bearer(&app.agent_key),
@@ -356,6 +358,8 @@ async fn no_outbound_transport_is_500_outbound_host_not_configured() {
         )
         .await;
     assert_eq!((res.status, res.error()), (500, "outbound host not configured"));
+    // Nothing was tried, so nothing is charged (docs/decisions/sending.md).
+    assert_eq!(credits().await.body["credits"]["remaining"], before);
     let bad = app
         .send_mail(Auth::Bearer(&app.agent_key), json!({"to": "x@partner.example"}))
         .await;

@@ -286,6 +286,12 @@ impl Taken<'_> {
     }
 }
 
+/// Whether mail to `recipients` costs a credit: some leave the service
+/// (simulator mail is free, spec'd beside the simulator in delivery.md).
+pub fn costs_credit(ctx: &Context, recipients: &[String]) -> bool {
+    recipients.iter().any(|r| simulator::scenario(ctx, r).is_none())
+}
+
 /// The recipients that leave the service (not the simulator's), by index.
 fn real_recipients(ctx: &Context, out: &Outbound<'_>) -> Vec<usize> {
     (0..out.recipients.len())

@@ -187,8 +187,13 @@ async fn scope_of(
     let mailboxes = match mailboxes {
         None => None,
         Some(List(list)) => {
-            let mut addresses: Vec<String> = list.into_iter().map(EmailAddress::into_string).collect();
-            addresses.dedup();
+            // Each once, in the order first given.
+            let mut addresses: Vec<String> = Vec::new();
+            for address in list.into_iter().map(EmailAddress::into_string) {
+                if !addresses.contains(&address) {
+                    addresses.push(address);
+                }
+            }
             let mut unknown = Vec::new();
             for address in &addresses {
                 let mine = crate::service::mailboxes::mailbox::by_address(call.ctx, address)

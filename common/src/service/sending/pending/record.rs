@@ -9,9 +9,9 @@ use crate::clock::iso;
 use crate::context::Context;
 use crate::error::{self, ApiError};
 use crate::keys;
-use crate::service::accounts::payer::Payer;
+use crate::service::accounts::payer::{self, Payer};
 use crate::service::caller::Call;
-use crate::service::delivery::dispatch::Outbound;
+use crate::service::delivery::dispatch::{self, Outbound};
 use crate::service::guardrails::audit::Actor;
 use crate::service::system_mail::{self, Relay};
 use crate::store::{Cond, StoreError, TTL, Write, item};
@@ -122,6 +122,23 @@ pub struct Hold {
     pub error: Option<String>,
 }
 
+impl Hold {
+    /// The send as it stands at `now`: one still waiting past its expiry has
+    /// lapsed, though nothing has touched it since to write so (it is
+    /// written when next decided, or by the scheduled-sends job).
+    pub fn as_of(mut self, now: chrono::DateTime<chrono::Utc>) -> Hold {
+        let lapsed = self
+            .expires_at
+            .as_deref()
+            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+            .is_some_and(|at| at < now);
+        if self.status == PendingStatus::Waiting && lapsed {
+            self.status = PendingStatus::Expired;
+        }
+        self
+    }
+}
+
 /// What a send asks to wait for.
 pub struct Wait {
     pub kind: Kind,
@@ -191,11 +208,13 @@ pub async fn accept(
         .put(&blob(&id), out.raw.to_vec(), "message/rfc822")
         .await
         .map_err(ApiError::internal)?;
+    // Simulator mail waits free, as it goes free: its answer says the balance.
     let credits_remaining = match wait.kind {
-        Kind::Scheduled => {
+        Kind::Scheduled if dispatch::costs_credit(ctx, out.recipients) => {
             pending.charged = true;
-            crate::service::accounts::payer::charge(ctx, &pending.payer).await?
+            payer::charge(ctx, &pending.payer).await?
         }
+        Kind::Scheduled => payer::balance(ctx, &pending.payer).await?,
         Kind::Held => None,
     };
     if let Err(e) = ctx.store.transact(accept_writes(&pending, now.timestamp())).await {

@@ -53,7 +53,7 @@ pub async fn list_holds(call: &Call<'_>, _: crate::validate::NoInput) -> Result<
         .await?
         .into_iter()
         .flatten()
-        .map(|item| crate::store::record::<Pending>(item).map(|p| p.hold))
+        .map(|item| crate::store::record::<Pending>(item).map(|p| p.hold.as_of(call.ctx.clock.now())))
         .collect::<Result<_, _>>()?;
     Ok(HoldList { ok: true, holds })
 }
@@ -117,7 +117,11 @@ async fn reschedule(
             .map(|at| at.with_timezone(&chrono::Utc))
             .ok_or_else(|| ApiError::internal("a hold approved for later has no time"))?,
     };
-    let credit = crate::service::accounts::payer::charge(ctx, &waiting.payer).await?;
+    // Simulator mail is never charged (its release pays nothing either).
+    let credit = match crate::service::delivery::dispatch::costs_credit(ctx, &waiting.hold.to) {
+        true => crate::service::accounts::payer::charge(ctx, &waiting.payer).await?,
+        false => None,
+    };
     let scheduled = Pending {
         hold: Hold {
             kind: Kind::Scheduled,
@@ -323,9 +327,11 @@ pub async fn list_waiting(call: &Call<'_>, input: WaitingQuery) -> Result<Waitin
     for chunk in ids.chunks(100) {
         for found in call.ctx.store.get_many(chunk).await?.into_iter().flatten() {
             let p: Pending = crate::store::record(found)?;
-            // A row outlives its send only when a run was cut short.
-            if p.hold.status == PendingStatus::Waiting {
-                sends.push(p.hold);
+            // A row outlives its send only when a run was cut short, or
+            // while a lapsed one waits to be written so.
+            let hold = p.hold.as_of(call.ctx.clock.now());
+            if hold.status == PendingStatus::Waiting {
+                sends.push(hold);
             }
         }
     }
