@@ -363,13 +363,15 @@ impl Agent {
 
 /// The deletion an expunge stands for, given where the message's copies
 /// are now; `None` when a copy elsewhere keeps it (an inbound message in
-/// any folder but Sent and Drafts, a sent one in Sent).
+/// any folder but Sent and Drafts; a sent one anywhere but Drafts: moved
+/// out of Sent, to the Trash as a mail app deletes, it was moved, not
+/// deleted, and the API, which has no trash for sent mail, keeps it sent).
 fn deletion(e: &Expunged, copies: &[Copy]) -> Option<Change> {
     let mut copies = copies
         .iter()
         .filter(|c| dovecot::same_message_id(&e.message_id, &c.message_id));
     let kept = match e.sent {
-        true => copies.any(|c| c.folder == SENT),
+        true => copies.any(|c| place_of(&c.folder) != "drafts"),
         false => copies.any(|c| !app_own(place_of(&c.folder))),
     };
     (!kept).then(|| Change {
@@ -627,13 +629,19 @@ mod tests {
             (gone.place.as_deref(), gone.direction.as_deref()),
             (Some("gone"), Some("inbound"))
         );
-        // A sent copy is kept by a copy in Sent alone.
-        assert_eq!(
-            deletion(&expunged("<s@x>", true), &[copy("Sent", 4, true, "<s@x>")]),
-            None
-        );
-        let gone = deletion(&expunged("<s@x>", true), &[copy("Archive", 4, true, "<s@x>")]).unwrap();
+        // A sent copy moved out of Sent (to the Trash, as an app deletes,
+        // or anywhere else) is kept; only one left nowhere, or in the app's
+        // own Drafts, is gone.
+        for folder in ["Sent", "Trash", "Archive", "Reçus"] {
+            assert_eq!(
+                deletion(&expunged("<s@x>", true), &[copy(folder, 4, true, "<s@x>")]),
+                None,
+                "{folder}"
+            );
+        }
+        let gone = deletion(&expunged("<s@x>", true), &[copy("Drafts", 4, true, "<s@x>")]).unwrap();
         assert_eq!(gone.direction.as_deref(), Some("outbound"));
+        assert!(deletion(&expunged("<s@x>", true), &[]).is_some());
         // A Message-ID cut by the log finds its copy.
         let long = format!("<{}@x>", "l".repeat(90));
         let cut = format!("{}...", &long[..80]);

@@ -1036,6 +1036,23 @@ async fn a_move_that_expunges_before_it_appends_loses_nothing(backend: Backend) 
     let (app, key) = (&rig.app, &rig.key);
     let imap = Imap::of(&rig, "me@tom.example");
     let m = receive(&rig, &imap, "me@tom.example", "Mike", "<sync-m@example.org>").await;
+    // A sent message the app deletes, as apps do, by moving it to the Trash.
+    let sent = app
+        .send_mail(
+            Auth::Bearer(key),
+            json!({"from": "me@tom.example", "to": "pal@elsewhere.test", "subject": "Re: Mike", "text": "Hi.",
+                   "inReplyTo": "<sync-m@example.org>"}),
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let sent_id = sent.body["messageId"].as_str().unwrap().to_string();
+    let sent_thread = format!("/inbox?thread={}", sent.body["threadId"].as_str().unwrap());
+    eventually("the send is saved to Sent", || async {
+        imap.find("Sent", &sent_id).await
+    })
+    .await;
+    imap.one(json!({"op": "move", "box": "Sent", "messageId": sent_id, "to": "Trash"}))
+        .await;
     // Long enough for the agent to read the expunge alone.
     imap.one(
         json!({"op": "move_by_append", "box": "INBOX", "messageId": "<sync-m@example.org>",
@@ -1065,6 +1082,17 @@ async fn a_move_that_expunges_before_it_appends_loses_nothing(backend: Backend) 
         .collect();
     assert_eq!(in_trash.len(), 1, "one copy in Trash: {in_trash:?}");
     assert!(imap.find("INBOX", "<sync-m@example.org>").await.is_none());
+    // The sent reply was moved, not deleted: the API's thread still has it.
+    let thread = app.get(&sent_thread, Auth::Bearer(key)).await;
+    assert_eq!(thread.status, 200, "{}", thread.body);
+    let ids: Vec<&Value> = thread.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["messageId"])
+        .collect();
+    assert!(ids.contains(&&json!(sent_id)), "{}", thread.body);
+    assert!(imap.find("Trash", &sent_id).await.is_some());
 }
 
 /// The report an IMAP change made of a message, as audited (the mailbox
