@@ -56,6 +56,10 @@ pub struct Context {
     /// Held by the inbound poller's run: runs of one process take turns
     /// (the local server's quick tick and its job interval both run it).
     pub poller_runs: tokio::sync::Mutex<()>,
+    /// Set when this process queued a webhook event, so the local server's
+    /// quick poller runs deliver it at once rather than read the queue ten
+    /// times a second (scheduled runs always read it).
+    pub webhooks_queued: std::sync::atomic::AtomicBool,
 }
 
 /// What a build produced besides the context: a key created on this start,
@@ -132,6 +136,7 @@ impl Context {
             signers: Default::default(),
             summaries,
             poller_runs: Default::default(),
+            webhooks_queued: Default::default(),
         });
         Ok(Built { context, new_agent_key })
     }

@@ -317,6 +317,14 @@ pub fn webhook_event(owner: &str, sk: &str) -> Key {
     Key::new(webhook_events(owner), sk)
 }
 
+/// `WHPENDING/<ms><hex>#<owner>`: an event still to deliver, which the
+/// poller's next run claims (one partition: every owner's, oldest first).
+pub const WEBHOOK_PENDING: &str = "WHPENDING";
+
+pub fn webhook_pending(event_sk: &str, owner: &str) -> Key {
+    Key::new(WEBHOOK_PENDING, format!("{event_sk}#{owner}"))
+}
+
 /// `WHLOG#<owner>/<ms>-<event>-<attempt>`: one delivery attempt.
 pub fn webhook_deliveries(owner: &str) -> String {
     format!("WHLOG#{owner}")

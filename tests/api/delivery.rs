@@ -824,6 +824,12 @@ async fn outbound_events_are_signed_and_sent_as_registered() {
             json!([format!("bounced+w@{SIM}"), format!("deferred+w@{SIM}")]),
         )
         .await;
+        // The send waited on no receiver: its events are queued, and the
+        // poller's next run delivers them.
+        let log = app.get("/webhooks/deliveries", Auth::Bearer(&key)).await;
+        assert_eq!(log.body["deliveries"], json!([]), "{}", log.body);
+        assert!(receiver.deliveries().is_empty());
+        common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
         let got = receiver.wait_for(4).await;
         let mut kinds: Vec<(String, String)> = got
             .iter()
@@ -852,6 +858,10 @@ async fn outbound_events_are_signed_and_sent_as_registered() {
                 ("suppression.added".to_string(), format!("bounced+w@{SIM}")),
             ]
         );
+        let log = app.get("/webhooks/deliveries", Auth::Bearer(&key)).await;
+        assert_eq!(log.body["deliveries"].as_array().map(Vec::len), Some(4), "{}", log.body);
+        // Claimed once: a second run delivers nothing again.
+        common::service::receiving::poller::run_once(&app.ctx).await.unwrap();
         let log = app.get("/webhooks/deliveries", Auth::Bearer(&key)).await;
         assert_eq!(log.body["deliveries"].as_array().map(Vec::len), Some(4), "{}", log.body);
     }

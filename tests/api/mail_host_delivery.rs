@@ -321,7 +321,9 @@ async fn bounced_deferred_and_delivered_through_postfix_reach_the_outbox_suppres
     assert_eq!(refused.body["addresses"], json!([bounce]));
     assert_eq!(credits(app, key).await, spent, "nothing spent");
 
-    // 4. The webhook: each change once, signed both ways.
+    // 4. The webhook: each change once, signed both ways, queued by the
+    // reports and delivered by the poller's run.
+    poller::run_once(&app.ctx).await.unwrap();
     let got = receiver.wait_for(5).await;
     let mut kinds: Vec<(String, String)> = got
         .iter()

@@ -677,6 +677,7 @@ async fn changes_at_once_all_land_and_a_range_replays_what_is_asked_for(backend:
         )
         .await;
     assert_eq!(added.status, 200, "{}", added.body);
+    poller::run_once(&app.ctx).await.unwrap();
     assert_eq!(receiver.wait_for(3).await.len(), 3);
 
     // The registration now asks for inbound mail alone: a range replays that.

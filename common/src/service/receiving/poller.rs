@@ -85,8 +85,14 @@ pub async fn run_once(ctx: &Context) -> Result<Outcome, ApiError> {
 /// A run for the local server's quick tick (every 100 ms): as `run_once`,
 /// but the search indexes flagged due wait for the scheduled run, so an idle
 /// server asks the store nothing ten times a second.
-pub async fn run_quick(ctx: &Context) -> Result<Outcome, ApiError> {
-    run(ctx, false).await
+/// Its announcements go on in a task of their own: a slow webhook receiver
+/// holds up no later run's filing.
+pub async fn run_quick(ctx: &std::sync::Arc<Context>) -> Result<Outcome, ApiError> {
+    let pending = ctx.blobs.list(PENDING).await.map_err(blob_err)?;
+    let (outcome, filed) = file_all(ctx, pending, false).await?;
+    let ctx = ctx.clone();
+    tokio::spawn(async move { announce_all(&ctx, &filed, false).await });
+    Ok(outcome)
 }
 
 /// A run for one dropped file, named by S3's object-created event (in AWS,
@@ -114,6 +120,29 @@ async fn run(ctx: &Context, due_indexes: bool) -> Result<Outcome, ApiError> {
 }
 
 async fn files(ctx: &Context, pending: Vec<String>, due_indexes: bool) -> Result<Outcome, ApiError> {
+    let (outcome, filed) = file_all(ctx, pending, due_indexes).await?;
+    announce_all(ctx, &filed, due_indexes).await;
+    Ok(outcome)
+}
+
+/// Announces what a run filed (inbound.received, message.spam), then
+/// delivers the events queued since the last run (a scheduled run always,
+/// a quick one when this process queued some): after filing, so a receiver
+/// that is down or slow delays no message's filing.
+async fn announce_all(ctx: &Context, filed: &[(String, Row)], scheduled: bool) {
+    webhooks::announce(ctx, filed).await;
+    if scheduled || ctx.webhooks_queued.swap(false, std::sync::atomic::Ordering::AcqRel) {
+        webhooks::deliver_pending(ctx).await;
+    }
+}
+
+/// Files the spool files one run at a time: the outcome and the new copies
+/// with their scopes, to announce.
+async fn file_all(
+    ctx: &Context,
+    pending: Vec<String>,
+    due_indexes: bool,
+) -> Result<(Outcome, Vec<(String, Row)>), ApiError> {
     let _one_run = ctx.poller_runs.lock().await;
     let mut tally = Tally::default();
     tally.spool.found = pending.len();
@@ -139,13 +168,10 @@ async fn files(ctx: &Context, pending: Vec<String>, due_indexes: bool) -> Result
     // Counted once the files are set aside, before the webhooks, which may take
     // seconds: every run records what it found, even nothing.
     spool.emit(ctx);
-    // Only newly stored copies are announced, after filing: a receiver that is
-    // down or slow delays no message's filing.
-    webhooks::announce(ctx, &filed).await;
     // The search index of each scope filed into, written into a segment
     // when enough waits (and any index flagged due): a failure here files
     // nothing less, and the next run tries again.
-    let scopes: Vec<String> = filed.into_iter().map(|(scope, _)| scope).collect();
+    let scopes: Vec<String> = filed.iter().map(|(scope, _)| scope.clone()).collect();
     let now = ctx.clock.now().timestamp_millis();
     match crate::search::maintain(&*ctx.store, &*ctx.blobs, now, &scopes, due_indexes).await {
         // Mail filed before the index existed, indexed a page at a time.
@@ -158,7 +184,7 @@ async fn files(ctx: &Context, pending: Vec<String>, due_indexes: bool) -> Result
         }
         Err(e) => tracing::error!(error = %e, "the search index could not be compacted"),
     }
-    Ok(outcome)
+    Ok((outcome, filed))
 }
 
 /// What a run did so far.

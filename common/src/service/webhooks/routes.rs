@@ -336,8 +336,12 @@ async fn received(ctx: &Context, scope: &str, row: &Row) -> Result<(), ApiError>
     emit(ctx, &owner_of_scope(scope), kind, &row.id, &row.message_id, body).await
 }
 
-/// Sends one event of `kind` to the owner's registration when it is enabled
-/// and asks for that kind; a failure is logged (what it announces is done).
+/// Queues one event of `kind` for the owner's registration when it is
+/// enabled and asks for that kind: the poller's next run delivers it
+/// ([`deliver_pending`]), so no request (a send to the simulator, a
+/// suppression, the mail host's delivery report) waits on a receiver, which
+/// may take two attempts of 5 seconds. A failure is logged (what it
+/// announces is done).
 pub async fn publish(
     ctx: &Context,
     owner: &str,
@@ -346,12 +350,29 @@ pub async fn publish(
     message_id: Option<&str>,
     body: serde_json::Value,
 ) {
-    if let Err(e) = emit(ctx, owner, kind, id, message_id.unwrap_or_default(), body).await {
-        tracing::error!(error = %e, kind, id, "webhook delivery failed");
+    let queued = async {
+        let Some((_, event_sk, _)) = keep(ctx, owner, kind, id, message_id.unwrap_or_default(), body).await? else {
+            return Ok(());
+        };
+        let mut pending = item(
+            &keys::webhook_pending(&event_sk, owner),
+            &Queued {
+                owner: owner.to_string(),
+                event_sk,
+            },
+        );
+        pending.insert(TTL.into(), expiry(ctx).into());
+        ctx.store.put(pending, None).await?;
+        ctx.webhooks_queued.store(true, std::sync::atomic::Ordering::Release);
+        Ok::<_, ApiError>(())
+    };
+    if let Err(e) = queued.await {
+        tracing::error!(error = %e, kind, id, "a webhook event could not be queued");
     }
 }
 
-/// Keeps the event for the log and replay, then delivers it.
+/// Keeps the event for the log and replay, then delivers it (the poller's
+/// own announcements: it is no request anyone waits on).
 async fn emit(
     ctx: &Context,
     owner: &str,
@@ -360,11 +381,27 @@ async fn emit(
     message_id: &str,
     body: serde_json::Value,
 ) -> Result<(), ApiError> {
+    if let Some((hook, _, event)) = keep(ctx, owner, kind, id, message_id, body).await? {
+        deliver(ctx, owner, &hook, &event, false).await?;
+    }
+    Ok(())
+}
+
+/// The event kept for the log and replay, with its registration and its
+/// key; `None` when no enabled registration asks for `kind`.
+async fn keep(
+    ctx: &Context,
+    owner: &str,
+    kind: &str,
+    id: &str,
+    message_id: &str,
+    body: serde_json::Value,
+) -> Result<Option<(Webhook, String, Event)>, ApiError> {
     let Some(hook) = registration(ctx, owner)
         .await?
         .filter(|w| w.enabled && w.events.iter().any(|e| e == kind))
     else {
-        return Ok(());
+        return Ok(None);
     };
     let now = ctx.clock.now();
     let event_sk = format!(
@@ -382,7 +419,67 @@ async fn emit(
     let mut stored = item(&keys::webhook_event(owner, &event_sk), &event);
     stored.insert(TTL.into(), expiry(ctx).into());
     ctx.store.put(stored, None).await?;
-    deliver(ctx, owner, &hook, &event, false).await?;
+    Ok(Some((hook, event_sk, event)))
+}
+
+/// An event [`publish`] queued: whose, and which.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Queued {
+    owner: String,
+    event_sk: String,
+}
+
+/// The most queued events one run delivers; the rest wait for the next.
+const PENDING_PER_RUN: usize = 200;
+
+/// Delivers the queued events, oldest first, [`CONCURRENCY`] at a time, each
+/// to its registration as it is now (one switched off or no longer asking
+/// for the kind gets nothing). Each is claimed by deleting its queue entry
+/// first, so of two runs at once one delivers it; a run that dies after its
+/// claim leaves the event in the log, to replay.
+pub async fn deliver_pending(ctx: &Context) {
+    let query = crate::store::Query::partition(keys::WEBHOOK_PENDING.to_string())
+        .between("0", "~")
+        .limit(PENDING_PER_RUN);
+    let queued = match ctx.store.query(&query).await {
+        Ok(page) => page.items,
+        Err(e) => {
+            tracing::error!(error = %e, "the queued webhook events could not be read");
+            return;
+        }
+    };
+    futures::stream::iter(queued)
+        .for_each_concurrent(CONCURRENCY, |entry| async move {
+            if let Err(e) = deliver_queued(ctx, entry).await {
+                tracing::error!(error = %e, "a queued webhook event was not delivered");
+            }
+        })
+        .await;
+}
+
+async fn deliver_queued(ctx: &Context, entry: crate::store::Item) -> Result<(), ApiError> {
+    let Queued { owner, event_sk } = crate::store::record(entry)?;
+    match ctx
+        .store
+        .delete(&keys::webhook_pending(&event_sk, &owner), Some(Cond::Exists))
+        .await
+    {
+        Ok(_) => {}
+        Err(StoreError::ConditionFailed) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    }
+    let Some(event) = ctx.store.read::<Event>(&keys::webhook_event(&owner, &event_sk)).await? else {
+        return Ok(());
+    };
+    let kind = event.kind();
+    let Some(hook) = registration(ctx, &owner)
+        .await?
+        .filter(|w| w.enabled && w.events.iter().any(|e| Some(e.as_str()) == kind.as_deref()))
+    else {
+        return Ok(());
+    };
+    deliver(ctx, &owner, &hook, &event, false).await?;
     Ok(())
 }
 
