@@ -90,8 +90,9 @@ impl Kind {
         })
     }
 
-    /// What the bytes are, judged by their content alone.
-    fn sniff(bytes: &[u8]) -> Option<Kind> {
+    /// What the bytes are, judged by their content alone (text in `charset`
+    /// when the declared type names one and the bytes are not UTF-8).
+    fn sniff(bytes: &[u8], charset: Option<&str>) -> Option<Kind> {
         let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
         Some(match bytes {
             [0xFF, 0xD8, 0xFF, ..] => Kind::Jpeg,
@@ -111,7 +112,7 @@ impl Kind {
                     return None;
                 }
             }
-            _ if looks_like_text(bytes) => Kind::Text,
+            _ if looks_like_text(bytes, charset) => Kind::Text,
             _ => return None,
         })
     }
@@ -122,12 +123,41 @@ impl Kind {
     }
 }
 
-fn looks_like_text(bytes: &[u8]) -> bool {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => !text
-            .chars()
-            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\u{c}')),
-        Err(_) => false,
+fn looks_like_text(bytes: &[u8], charset: Option<&str>) -> bool {
+    let text = match (std::str::from_utf8(bytes), charset.and_then(decoder)) {
+        (Ok(text), _) => std::borrow::Cow::Borrowed(text),
+        (Err(_), Some(decode)) => std::borrow::Cow::Owned(decode(bytes)),
+        (Err(_), None) => return false,
+    };
+    !text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\u{c}'))
+}
+
+/// The decoder of a charset mail-parser reads (ISO-8859-*, Windows-125*,
+/// Shift_JIS, GB18030, ...): text files in mail come in them.
+fn decoder(charset: &str) -> Option<mail_parser::decoders::charsets::DecoderFnc> {
+    mail_parser::decoders::charsets::map::charset_decoder(charset.as_bytes())
+}
+
+/// The `charset` parameter of a declared type, when mail-parser reads it.
+fn charset_of(declared: Option<&str>) -> Option<String> {
+    let params = declared?.split(';').skip(1);
+    params
+        .filter_map(|p| p.split_once('='))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("charset"))
+        .map(|(_, value)| value.trim().trim_matches('"').to_ascii_lowercase())
+        .filter(|c| !c.is_empty() && c.len() <= 40 && decoder(c).is_some())
+}
+
+/// The type a file goes out with: its kind's, and a text file's charset
+/// when its bytes are not UTF-8 (so the recipient reads them as written).
+fn sent_type(kind: Kind, charset: Option<String>, bytes: &[u8]) -> String {
+    match (kind, charset) {
+        (Kind::Text | Kind::Csv, Some(c)) if std::str::from_utf8(bytes).is_err() => {
+            format!("{}; charset={c}", kind.mime())
+        }
+        _ => kind.mime().to_string(),
     }
 }
 
@@ -224,10 +254,11 @@ pub fn carried(files: Vec<(String, String, Vec<u8>)>) -> Result<Vec<Attachment>,
             return Err(error::ATTACHMENT_FILENAME_INVALID.with(n));
         }
         let declared = Kind::from_mime(&content_type).map(|_| content_type);
+        let charset = charset_of(declared.as_deref());
         let kind = kind_of(n, &filename, declared, &bytes)?;
         out.push(Attachment {
             filename,
-            content_type: kind.mime().to_string(),
+            content_type: sent_type(kind, charset, &bytes),
             bytes,
         });
     }
@@ -256,10 +287,12 @@ fn parse_one(n: usize, entry: &Value) -> Result<Attachment, ApiError> {
         _ => return Err(error::ATTACHMENT_CONTENT_MISSING.with(n)),
     };
     let (url_type, bytes) = decode(n, raw)?;
-    let kind = kind_of(n, &filename, declared_type.or(url_type), &bytes)?;
+    let declared = declared_type.or(url_type);
+    let charset = charset_of(declared.as_deref());
+    let kind = kind_of(n, &filename, declared, &bytes)?;
     Ok(Attachment {
         filename,
-        content_type: kind.mime().to_string(),
+        content_type: sent_type(kind, charset, &bytes),
         bytes,
     })
 }
@@ -301,7 +334,8 @@ fn decode(n: usize, raw: &str) -> Result<(Option<String>, Vec<u8>), ApiError> {
 /// The kind the bytes are, which the name's extension and the declared type
 /// (when given) must be allowed and agree with; the declared one wins.
 fn kind_of(n: usize, filename: &str, declared_type: Option<String>, bytes: &[u8]) -> Result<Kind, ApiError> {
-    let sniffed = Kind::sniff(bytes).ok_or_else(|| error::ATTACHMENT_KIND_NOT_ALLOWED.with(n))?;
+    let charset = charset_of(declared_type.as_deref());
+    let sniffed = Kind::sniff(bytes, charset.as_deref()).ok_or_else(|| error::ATTACHMENT_KIND_NOT_ALLOWED.with(n))?;
     let extension = filename.rsplit_once('.').map(|(_, ext)| ext);
     let by_name = match extension {
         Some(ext) => Some(
@@ -375,6 +409,20 @@ mod tests {
             ok.iter().map(|a| a.content_type.as_str()).collect::<Vec<_>>(),
             ["image/png", "text/plain"]
         );
+        // Text in the charset its type names (here Latin-1's "café") goes
+        // out with that charset; not UTF-8 and naming none, it is no text.
+        let latin = carried(vec![file(
+            "menu.txt",
+            "text/plain; charset=\"ISO-8859-1\"",
+            b"caf\xe9\n",
+        )])
+        .unwrap();
+        assert_eq!(latin[0].content_type, "text/plain; charset=iso-8859-1");
+        assert_eq!(latin[0].bytes, b"caf\xe9\n");
+        let err = carried(vec![file("menu.txt", "text/plain", b"caf\xe9\n")]).unwrap_err();
+        assert!(err.is(error::ATTACHMENT_KIND_NOT_ALLOWED), "{}", err.error);
+        let err = carried(vec![file("menu.txt", "text/plain; charset=no-such", b"caf\xe9\n")]).unwrap_err();
+        assert!(err.is(error::ATTACHMENT_KIND_NOT_ALLOWED), "{}", err.error);
         let err = carried(vec![file("run.exe", "application/x-msdownload", b"MZ\x90\0")]).unwrap_err();
         assert!(err.error.contains("Attachment 1"), "{}", err.error);
         let four = vec![file("a.txt", "text/plain", b"a"); 4];
