@@ -30,6 +30,7 @@ on_both_backends!(
     a_thread_list_skips_and_deletes_a_place_its_summary_left,
     copies_of_one_message_filed_at_once_leave_one_row_and_one_pointer_each,
     a_message_id_filed_in_two_mailboxes_is_read_where_the_key_may_read,
+    a_threads_last_activity_never_goes_back,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -1678,4 +1679,36 @@ async fn a_message_id_filed_in_two_mailboxes_is_read_where_the_key_may_read(app:
     .await;
     let res = app.get(&format!("/inbox?messageId={mid}"), Auth::Bearer(&other)).await;
     assert_eq!((res.status, res.error()), (404, "Message not found"));
+}
+
+async fn a_threads_last_activity_never_goes_back(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    deliver(
+        &app,
+        in_thread("me@tom.example", "<first@p.example>", None, &[], "first"),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 1);
+    let first = list(&app, &key, "").await["messages"][0].clone();
+    // The reply is filed by a function whose clock is an hour behind.
+    app.ctx.clock.advance(-3600);
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<second@p.example>",
+            Some("<first@p.example>"),
+            &["<first@p.example>"],
+            "second",
+        ),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 1);
+    app.ctx.clock.advance(3600);
+    let thread = first["threadId"].as_str().unwrap();
+    let view = list(&app, &key, &format!("?thread={thread}")).await;
+    assert_eq!(view["thread"]["messageCount"], 2, "{view}");
+    assert_eq!(view["thread"]["lastActivity"], first["ingestedAt"], "{view}");
+    let threads = list(&app, &key, "?view=threads").await;
+    assert_eq!(threads["threads"][0]["lastActivity"], first["ingestedAt"], "{threads}");
 }
