@@ -867,6 +867,24 @@ async fn a_query_that_cannot_be_read_is_400_naming_the_part(app: TestApp) {
             "/search?q=a&cursor=a%2Fb",
             "cursor must be the nextCursor of a search in the same order",
         ),
+        // Tokens a cursor's field takes that no search gives: each order
+        // refuses what is not one of its own.
+        (
+            "/search?q=a&cursor=garbage",
+            "cursor must be the nextCursor of a search in the same order",
+        ),
+        (
+            "/search?q=a&cursor=0",
+            "cursor must be the nextCursor of a search in the same order",
+        ),
+        (
+            "/search?q=a&sort=relevance&cursor=r3f800000-garbage",
+            "cursor must be the nextCursor of a search in the same order",
+        ),
+        (
+            "/search?q=a&sort=relevance&cursor=rzz-1800000000000abc",
+            "cursor must be the nextCursor of a search in the same order",
+        ),
     ] {
         let res = app.get(path, Auth::Bearer(&key)).await;
         assert_eq!((res.status, res.error()), (400, error), "{path}");
