@@ -1033,6 +1033,25 @@ async fn waiting_returns_on_arrival_or_at_the_deadline(app: TestApp) {
         .map(|m| m["messageId"].as_str().unwrap())
         .collect();
     assert_eq!(listed, ["<after@example.org>"]);
+    // A wait's page holds `limit` rows, newest first, and says where the
+    // list goes on.
+    for n in 0..3 {
+        deliver(&app, note("me@tom.example", &format!("<more-{n}@example.org>"))).await;
+        assert_eq!(poll(&app).await.filed, 1);
+    }
+    let newer = list(&app, &key, &format!("?wait=2&after={id}&limit=2")).await;
+    let page = newer["messages"].as_array().unwrap();
+    assert_eq!(page.len(), 2, "{newer}");
+    assert_eq!(newer["nextCursor"], page[1]["id"], "{newer}");
+    let rest = list(&app, &key, &format!("?cursor={}", page[1]["id"].as_str().unwrap())).await;
+    assert_eq!(
+        rest["messages"].as_array().unwrap().len(),
+        3,
+        "the other two and the first: {rest}"
+    );
+    let all = list(&app, &key, &format!("?wait=2&after={id}")).await;
+    assert_eq!(all["messages"].as_array().unwrap().len(), 4, "{all}");
+    assert!(all.get("nextCursor").is_none(), "{all}");
     // get_message cuts long text when asked.
     let cut = tool(&app, &key, "get_message", json!({"id": id, "maxChars": 100})).await;
     assert_eq!(cut["truncated"], true);
