@@ -29,6 +29,8 @@ on_both_backends!(
     an_inline_image_carries_the_content_id_its_html_links,
     a_thread_list_skips_and_deletes_a_place_its_summary_left,
     copies_of_one_message_filed_at_once_leave_one_row_and_one_pointer_each,
+    a_message_id_filed_in_two_mailboxes_is_read_where_the_key_may_read,
+    a_threads_last_activity_never_goes_back,
 );
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
@@ -1031,6 +1033,25 @@ async fn waiting_returns_on_arrival_or_at_the_deadline(app: TestApp) {
         .map(|m| m["messageId"].as_str().unwrap())
         .collect();
     assert_eq!(listed, ["<after@example.org>"]);
+    // A wait's page holds `limit` rows, newest first, and says where the
+    // list goes on.
+    for n in 0..3 {
+        deliver(&app, note("me@tom.example", &format!("<more-{n}@example.org>"))).await;
+        assert_eq!(poll(&app).await.filed, 1);
+    }
+    let newer = list(&app, &key, &format!("?wait=2&after={id}&limit=2")).await;
+    let page = newer["messages"].as_array().unwrap();
+    assert_eq!(page.len(), 2, "{newer}");
+    assert_eq!(newer["nextCursor"], page[1]["id"], "{newer}");
+    let rest = list(&app, &key, &format!("?cursor={}", page[1]["id"].as_str().unwrap())).await;
+    assert_eq!(
+        rest["messages"].as_array().unwrap().len(),
+        3,
+        "the other two and the first: {rest}"
+    );
+    let all = list(&app, &key, &format!("?wait=2&after={id}")).await;
+    assert_eq!(all["messages"].as_array().unwrap().len(), 4, "{all}");
+    assert!(all.get("nextCursor").is_none(), "{all}");
     // get_message cuts long text when asked.
     let cut = tool(&app, &key, "get_message", json!({"id": id, "maxChars": 100})).await;
     assert_eq!(cut["truncated"], true);
@@ -1627,4 +1648,86 @@ async fn copies_of_one_message_filed_at_once_leave_one_row_and_one_pointer_each(
             .items;
         assert_eq!(items.len(), 1, "{pk}: {items:?}");
     }
+}
+
+async fn a_message_id_filed_in_two_mailboxes_is_read_where_the_key_may_read(app: TestApp) {
+    let tom = app.sender("tom@tom.example", "tom.example", "me").await;
+    let added = app.add_mailbox(&tom, "tom.example", "sales", "hosted", json!([])).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    deliver(
+        &app,
+        report("me@tom.example, sales@tom.example", "<chart-2@example.org>"),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 2);
+    let mid = "%3Cchart-2%40example.org%3E";
+    // me@ sorts first among the copies' pointers: sales@ is the one a
+    // reader that takes the first copy gets wrong.
+    for mailbox in ["sales@tom.example", "me@tom.example"] {
+        let (key, _) = crate::guardrails::mint(
+            &app,
+            &tom,
+            json!({"name": mailbox, "permissions": ["read", "send"], "mailboxes": [mailbox]}),
+        )
+        .await;
+        let read = list(&app, &key, &format!("?messageId={mid}")).await;
+        assert_eq!(read["message"]["mailbox"], mailbox, "{read}");
+        let read = tool(&app, &key, "get_message", json!({"messageId": "<chart-2@example.org>"})).await;
+        assert_eq!(read["message"]["mailbox"], mailbox, "{read}");
+        let file = app
+            .get(&format!("/attachment?messageId={mid}&index=0"), Auth::Bearer(&key))
+            .await;
+        assert_eq!(file.status, 200, "{mailbox}: {}", file.body);
+        let reply = app
+            .post(
+                "/reply",
+                Auth::Bearer(&key),
+                json!({"messageId": "<chart-2@example.org>", "text": "Thanks."}),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{mailbox}: {}", reply.body);
+    }
+    // A key held to neither mailbox reads neither copy.
+    let added = app.add_mailbox(&tom, "tom.example", "ops", "hosted", json!([])).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let (other, _) = crate::guardrails::mint(
+        &app,
+        &tom,
+        json!({"name": "ops", "permissions": ["read"], "mailboxes": ["ops@tom.example"]}),
+    )
+    .await;
+    let res = app.get(&format!("/inbox?messageId={mid}"), Auth::Bearer(&other)).await;
+    assert_eq!((res.status, res.error()), (404, "Message not found"));
+}
+
+async fn a_threads_last_activity_never_goes_back(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    deliver(
+        &app,
+        in_thread("me@tom.example", "<first@p.example>", None, &[], "first"),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 1);
+    let first = list(&app, &key, "").await["messages"][0].clone();
+    // The reply is filed by a function whose clock is an hour behind.
+    app.ctx.clock.advance(-3600);
+    deliver(
+        &app,
+        in_thread(
+            "me@tom.example",
+            "<second@p.example>",
+            Some("<first@p.example>"),
+            &["<first@p.example>"],
+            "second",
+        ),
+    )
+    .await;
+    assert_eq!(poll(&app).await.filed, 1);
+    app.ctx.clock.advance(3600);
+    let thread = first["threadId"].as_str().unwrap();
+    let view = list(&app, &key, &format!("?thread={thread}")).await;
+    assert_eq!(view["thread"]["messageCount"], 2, "{view}");
+    assert_eq!(view["thread"]["lastActivity"], first["ingestedAt"], "{view}");
+    let threads = list(&app, &key, "?view=threads").await;
+    assert_eq!(threads["threads"][0]["lastActivity"], first["ingestedAt"], "{threads}");
 }

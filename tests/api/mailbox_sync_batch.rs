@@ -53,7 +53,7 @@ async fn scope(app: &TestApp) -> String {
 /// agreeing with its copy by Message-ID.
 async fn row(app: &TestApp, message_id: &str) -> Row {
     let scope = scope(app).await;
-    let by_mid = mail_store::by_message_id(&app.ctx, &scope, message_id, None)
+    let by_mid = mail_store::by_message_id(&app.ctx, &scope, message_id, None, |p| p.mailbox == ME)
         .await
         .unwrap()
         .unwrap();

@@ -24,6 +24,7 @@ on_both_backends!(
     compactions_racing_each_other_filings_and_marks_lose_nothing,
     a_merge_that_cascades_reads_the_segments_it_just_wrote,
     deletions_and_spam_keep_every_answer_and_its_total_exact,
+    html_only_mail_keeps_the_word_breaks_between_its_blocks,
 );
 
 const DAY: i64 = 86_400;
@@ -866,6 +867,24 @@ async fn a_query_that_cannot_be_read_is_400_naming_the_part(app: TestApp) {
             "/search?q=a&cursor=a%2Fb",
             "cursor must be the nextCursor of a search in the same order",
         ),
+        // Tokens a cursor's field takes that no search gives: each order
+        // refuses what is not one of its own.
+        (
+            "/search?q=a&cursor=garbage",
+            "cursor must be the nextCursor of a search in the same order",
+        ),
+        (
+            "/search?q=a&cursor=0",
+            "cursor must be the nextCursor of a search in the same order",
+        ),
+        (
+            "/search?q=a&sort=relevance&cursor=r3f800000-garbage",
+            "cursor must be the nextCursor of a search in the same order",
+        ),
+        (
+            "/search?q=a&sort=relevance&cursor=rzz-1800000000000abc",
+            "cursor must be the nextCursor of a search in the same order",
+        ),
     ] {
         let res = app.get(path, Auth::Bearer(&key)).await;
         assert_eq!((res.status, res.error()), (400, error), "{path}");
@@ -1360,5 +1379,27 @@ async fn deletions_and_spam_keep_every_answer_and_its_total_exact(app: TestApp) 
         "OR binds tighter",
     ] {
         assert!(described.contains(part), "{part} in {described}");
+    }
+}
+
+async fn html_only_mail_keeps_the_word_breaks_between_its_blocks(app: TestApp) {
+    let key = app.sender("tom@tom.example", "tom.example", "me").await;
+    let raw = "From: news@gazette.example\r\nTo: me@tom.example\r\nSubject: This week\r\n\
+        Message-ID: <weekly-1@gazette.example>\r\nContent-Type: text/html; charset=utf-8\r\n\r\n\
+        <html><body><h1>Weekly Gazette</h1><p>The aubergine won the county fair.</p>\
+        <ul><li>Marrows</li><li>Leeks</li></ul></body></html>\r\n";
+    let id = file_one(&app, &key, raw.as_bytes()).await.expect("filed");
+    let read = app.get(&format!("/inbox?id={id}"), Auth::Bearer(&key)).await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    let preview = read.body["message"]["preview"].as_str().unwrap();
+    assert!(
+        preview.starts_with("Weekly Gazette The aubergine won the county fair. Marrows Leeks"),
+        "{preview}"
+    );
+    for word in ["gazette", "aubergine", "marrows", "leeks"] {
+        let found = search(&app, &key, word, "").await;
+        assert_eq!(found["total"], 1, "{word}: {found}");
+        let snippet = found["messages"][0]["snippet"].as_str().unwrap();
+        assert!(snippet.contains("Weekly Gazette"), "{word}: {snippet}");
     }
 }

@@ -76,7 +76,7 @@ const MAX_IDS: usize = 100;
 
 use super::authors::Authors;
 pub use super::received::Attachment;
-use super::{people, received, shown};
+use super::{html, people, received, shown};
 
 /// The SMTP envelope of one delivered copy, as the mail host saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -322,7 +322,7 @@ pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {
         _ => synthesized_from(&digest),
     };
     let attachments = received::files(&message, body, limits.max_attachments);
-    let text = message.body_text(0).map(|t| cut(&t, MAX_TEXT)).unwrap_or_default();
+    let text = html::body_text(&message).map(|t| cut(&t, MAX_TEXT)).unwrap_or_default();
     // mail-parser lists a plain-text body as the HTML body too when there is
     // no HTML part (and would render one): only a real text/html part counts.
     let has_html = message

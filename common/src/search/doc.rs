@@ -113,7 +113,7 @@ pub fn texts(m: &Message<'_>) -> [String; 6] {
     if let Some(html) = m.html {
         // An HTML alternative usually says what the text says: read it only
         // when its words differ.
-        let rendered = mail_parser::decoders::html::html_to_text(html);
+        let rendered = crate::mail::html::to_text(html);
         if text::normalize(&rendered) != text::normalize(m.text) {
             body.push('\n');
             body.push_str(&rendered);

@@ -412,12 +412,22 @@ fn read_relevance_cursor(cursor: &str) -> Option<(f32, &str)> {
     Some((f32::from_bits(u32::from_str_radix(bits, 16).ok()?), id))
 }
 
-/// Whether a cursor can be read for this order.
+/// Whether a cursor can be read for this order: a hit's id newest first,
+/// a score and a hit's id by relevance. Anything else would page from a
+/// place no page ended at (a page 1 again, or nothing at all).
 pub fn cursor_fits(cursor: &str, sort: Sort) -> bool {
     match sort {
-        Sort::Newest => !cursor.starts_with('r'),
-        Sort::Relevance => read_relevance_cursor(cursor).is_some(),
+        Sort::Newest => hit_id(cursor),
+        Sort::Relevance => read_relevance_cursor(cursor).is_some_and(|(score, id)| score.is_finite() && hit_id(id)),
     }
+}
+
+/// Whether `id` can be a hit's id: a row id, its filing time's 13 digits
+/// first ([`super::doc::filed_ms`]) and letters and digits after them.
+fn hit_id(id: &str) -> bool {
+    id.len() > 13
+        && id.bytes().take(13).all(|b| b.is_ascii_digit())
+        && id.bytes().skip(13).all(|b| b.is_ascii_alphanumeric())
 }
 
 /// Runs a query over the loaded segments: a page of at most `limit` hits
@@ -564,11 +574,23 @@ mod tests {
     }
 
     #[test]
-    fn a_relevance_cursor_reads_back() {
+    fn a_cursor_fits_the_order_whose_page_ended_there() {
         let c = relevance_cursor(2.5, "1800000000000abc");
         assert_eq!(read_relevance_cursor(&c), Some((2.5, "1800000000000abc")));
         assert!(cursor_fits(&c, Sort::Relevance));
         assert!(!cursor_fits(&c, Sort::Newest));
         assert!(!cursor_fits("1800000000000abc", Sort::Relevance));
+        assert!(cursor_fits("1800000000000abc", Sort::Newest));
+        assert!(cursor_fits("1800000000000o0123456789abcdef", Sort::Newest));
+        for not_a_page_end in ["garbage", "0", "1800000000000", "18000000000x0abc", "1800000000000ab_c"] {
+            assert!(!cursor_fits(not_a_page_end, Sort::Newest), "{not_a_page_end}");
+        }
+        for not_a_page_end in [
+            "r3f800000-garbage",
+            "rzz-1800000000000abc",
+            "r7fc00000-1800000000000abc",
+        ] {
+            assert!(!cursor_fits(not_a_page_end, Sort::Relevance), "{not_a_page_end}");
+        }
     }
 }

@@ -92,11 +92,14 @@ pub async fn file(ctx: &Context, m: &NewMessage<'_>) -> Result<Option<Row>, ApiE
     if m.only_on_existing_thread && existing.is_none() {
         return Ok(None);
     }
-    let ms = ctx.clock.now().timestamp_millis();
+    // One reading of the clock: the row's id, its ingestedAt and its
+    // thread's lastActivity name the same millisecond.
+    let now = ctx.clock.now();
+    let ms = now.timestamp_millis();
     let id = new_id(ms, m.direction);
     let prefix = blobs_of(m);
     let body = put_blobs(ctx, m, &id, &prefix).await?;
-    let row = new_row(ctx, m, thread_id, id, prefix, body, conflict);
+    let row = new_row(ctx, m, now, thread_id, id, prefix, body, conflict);
     index(ctx, m, row, existing, ms).await
 }
 
@@ -115,9 +118,11 @@ fn blobs_of(m: &NewMessage<'_>) -> String {
 }
 
 /// The row a message is filed as, its blobs already stored.
+#[allow(clippy::too_many_arguments)]
 fn new_row(
     ctx: &Context,
     m: &NewMessage<'_>,
+    now: chrono::DateTime<chrono::Utc>,
     thread_id: String,
     id: String,
     blob_prefix: String,
@@ -125,7 +130,6 @@ fn new_row(
     conflict: bool,
 ) -> Row {
     let outbound = m.direction == Direction::Outbound;
-    let now = ctx.clock.now();
     let quarantine = m.quarantine.map(|reason| Quarantined { reason, at: iso(now) });
     let kept = quarantine.is_some();
     Row {
@@ -337,8 +341,13 @@ pub(super) fn rekeyed(item: &crate::store::Item, key: &crate::store::Key) -> cra
     copy
 }
 
-/// The thread's summary with the row filed on it (a new thread's first).
+/// The thread's summary with the row filed on it at `ms` (a new thread's
+/// first). Its last activity is the later of the summary's and this filing's
+/// (a row back from spam, or a function whose clock is behind, files one
+/// older than the thread's), one value for the time shown and the list's order.
 fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
+    let last_ms = existing.map_or(ms, |t| ms.max(t.last_ms));
+    let last_activity = iso(chrono::DateTime::from_timestamp_millis(last_ms).unwrap_or_default());
     let mut participants = existing.map(|t| t.participants.clone()).unwrap_or_default();
     let mut names = existing.map(|t| t.names.clone()).unwrap_or_default();
     for who in std::iter::once(&row.from).chain(row.to.iter()).chain(row.cc.iter()) {
@@ -358,7 +367,7 @@ fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
         Some(t) => Thread {
             participants,
             names,
-            last_activity: row.ingested_at.clone(),
+            last_activity,
             message_count: t.message_count + 1,
             inbound_count: t.inbound_count + inbound,
             outbound_count: t.outbound_count + outbound,
@@ -366,7 +375,7 @@ fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
             // New inbound mail brings an archived or trashed thread back.
             folder: if row.outbound() { t.folder } else { Folder::Inbox },
             version: t.version + 1,
-            last_ms: ms.max(t.last_ms),
+            last_ms,
             ..t.clone()
         },
         None => Thread {
@@ -375,7 +384,7 @@ fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
             subject: row.subject.clone(),
             participants,
             names,
-            last_activity: row.ingested_at.clone(),
+            last_activity,
             message_count: 1,
             inbound_count: inbound,
             outbound_count: outbound,
@@ -383,7 +392,7 @@ fn summary_with(row: &Row, existing: Option<&Thread>, ms: i64) -> Thread {
             folder: Folder::Inbox,
             owner_only: row.owner_only,
             version: 1,
-            last_ms: ms,
+            last_ms,
         },
     }
 }

@@ -2,7 +2,7 @@
 //! rows its pointers name, and cursor pages of a partition.
 
 use super::ids::direction_of;
-use super::shapes::{Direction, Folder, Row, RowRef, Thread};
+use super::shapes::{Direction, Folder, Row, RowRef, Thread, readable};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::keys;
@@ -79,25 +79,21 @@ async fn kept_page(
     Ok(rows)
 }
 
-/// A row by Message-ID, of one direction, or the inbound copy before the
-/// outbound one.
+/// A row by Message-ID among the copies `wanted` keeps (one Message-ID may
+/// be filed in several mailboxes of a scope, and a caller may read some
+/// alone), of one direction, or the inbound copy before the outbound one.
 pub async fn by_message_id(
     ctx: &Context,
     scope: &str,
     message_id: &str,
     direction: Option<Direction>,
+    wanted: impl Fn(&RowRef) -> bool,
 ) -> Result<Option<Row>, ApiError> {
-    let query = Query::partition(keys::message_ids_of(scope))
-        .prefix(keys::message_id_prefix(message_id, None))
-        .limit(10);
-    let pointers: Vec<RowRef> = ctx
-        .store
-        .query(&query)
-        .await?
-        .items
-        .into_iter()
-        .map(record)
-        .collect::<Result<_, _>>()?;
+    // Every copy's pointer, not the first few: the copy wanted may be in
+    // any mailbox, and the first few may all be in mailboxes it is not.
+    let query = Query::partition(keys::message_ids_of(scope)).prefix(keys::message_id_prefix(message_id, None));
+    let mut pointers: Vec<RowRef> = ctx.store.all_records(query).await?;
+    pointers.retain(|p| wanted(p));
     let rows = rows(ctx, scope, pointers).await?;
     let want = direction.unwrap_or(Direction::Inbound);
     let preferred = rows.iter().position(|r| r.direction == want);
@@ -311,7 +307,7 @@ pub fn covered<'c>(caller: &'c crate::auth::Caller, field: &'static str) -> impl
                 .ok()
                 .and_then(|v| {
                     let owner_only = v.get("ownerOnly").and_then(serde_json::Value::as_bool) == Some(true);
-                    v.get(field)?.as_str().map(|m| caller.covers(m) && !owner_only)
+                    v.get(field)?.as_str().map(|m| readable(caller, m, owner_only))
                 })
                 .unwrap_or(false)
     }

@@ -212,11 +212,16 @@ pub struct Row {
     pub references: Vec<String>,
 }
 
+/// Whether `caller` may read what `mailbox` keeps: the mailbox is in the
+/// caller's scope, and owner-only mail goes to no scoped key. A row, its
+/// pointers and its thread's summary all answer by this one rule.
+pub(super) fn readable(caller: &crate::auth::Caller, mailbox: &str, owner_only: bool) -> bool {
+    caller.covers(mailbox) && (!owner_only || caller.scope().is_none())
+}
+
 impl Row {
-    /// Whether `caller` may read this row: its mailbox is in the caller's
-    /// scope, and owner-only mail goes to no scoped key.
     pub fn readable_by(&self, caller: &crate::auth::Caller) -> bool {
-        caller.covers(&self.mailbox) && (!self.owner_only || caller.scope().is_none())
+        readable(caller, &self.mailbox, self.owner_only)
     }
 
     pub fn outbound(&self) -> bool {
@@ -312,6 +317,12 @@ pub struct RowRef {
     pub owner_only: bool,
 }
 
+impl RowRef {
+    pub fn readable_by(&self, caller: &crate::auth::Caller) -> bool {
+        readable(caller, &self.mailbox, self.owner_only)
+    }
+}
+
 /// A thread's summary (sort key `#` of its partition, and copied into its
 /// folder's thread list).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -361,7 +372,7 @@ struct StoredThread<'a> {
 impl Thread {
     /// Whether `caller` may see this thread, as [`Row::readable_by`].
     pub fn readable_by(&self, caller: &crate::auth::Caller) -> bool {
-        caller.covers(&self.mailbox) && (!self.owner_only || caller.scope().is_none())
+        readable(caller, &self.mailbox, self.owner_only)
     }
 
     pub(super) fn stored_item(&self, key: &Key) -> crate::store::Item {

@@ -170,7 +170,9 @@ async fn original(
     let scope = inbox::scope(call, mailbox)?;
     let row = match (id, message_id) {
         (Some(id), _) => mail_store::by_id(call.ctx, &scope, &id).await?,
-        (None, Some(mid)) => mail_store::by_message_id(call.ctx, &scope, &mid, None).await?,
+        (None, Some(mid)) => {
+            mail_store::by_message_id(call.ctx, &scope, &mid, None, |p| p.readable_by(call.caller)).await?
+        }
         (None, None) => None,
     };
     row.filter(|r| r.readable_by(call.caller))

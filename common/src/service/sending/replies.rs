@@ -79,7 +79,7 @@ pub(crate) async fn file_bytes_on_thread(
         .filter(|a| !to_addresses.contains(a) && !cc_addresses.contains(a))
         .cloned()
         .collect();
-    let text = parsed.body_text(0).unwrap_or_default();
+    let text = crate::mail::html::body_text(parsed).unwrap_or_default();
     let has_html = parsed.html_body.iter().any(|id| {
         parsed
             .part(*id)

@@ -204,7 +204,7 @@ pub async fn submit(call: &Call<'_>, input: Later<SubmissionInput>) -> Result<Su
     };
     if let (Some(wait), Some(key)) = (wait, &issuer) {
         let as_key = Call::new(ctx, key, call.via, call.ip);
-        let text = parsed.body_text(0).unwrap_or_default();
+        let text = crate::mail::html::body_text(&parsed).unwrap_or_default();
         let kind = wait.kind;
         let accepted = pending::accept(&as_key, wait, payer, &outbound, &text).await?;
         return Ok(SubmissionOutput {

@@ -101,7 +101,9 @@ pub async fn file(call: &Call<'_>, input: FileQuery) -> Result<Download, ApiErro
     let direction = input.r#box.unwrap_or(Direction::Inbound);
     let row = match (input.id, input.message_id) {
         (Some(id), _) => mail_store::by_id(call.ctx, &scope, &id).await?,
-        (None, Some(mid)) => mail_store::by_message_id(call.ctx, &scope, &mid, Some(direction)).await?,
+        (None, Some(mid)) => {
+            mail_store::by_message_id(call.ctx, &scope, &mid, Some(direction), |p| p.readable_by(call.caller)).await?
+        }
         (None, None) => None,
     };
     let row = row

@@ -101,8 +101,8 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
             from: q.from,
             subject: q.subject,
         };
-        let rows = wait_rows(call, &scope, &filter, seconds.get()).await?;
-        return Ok(InboxOutput::List(InboxList::of(&rows, None)?));
+        let Page { items, next_cursor } = wait_rows(call, &scope, &filter, seconds.get(), limit).await?;
+        return Ok(InboxOutput::List(InboxList::of(&items, next_cursor)?));
     }
     Ok(InboxOutput::List(
         flat_page(call, &scope, q.folder, q.cursor.as_deref(), limit).await?,

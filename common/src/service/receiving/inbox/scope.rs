@@ -32,7 +32,9 @@ pub(crate) fn scope(call: &Call<'_>, mailbox: Option<&str>) -> Result<String, Ap
 pub(super) async fn find(call: &Call<'_>, scope: &str, target: &Target) -> Result<Row, ApiError> {
     let row = match target {
         Target::Id(id) => mail_store::by_id(call.ctx, scope, id).await?,
-        Target::MessageId(mid) => mail_store::by_message_id(call.ctx, scope, mid, None).await?,
+        Target::MessageId(mid) => {
+            mail_store::by_message_id(call.ctx, scope, mid, None, |p| p.readable_by(call.caller)).await?
+        }
         Target::Thread(_) => None,
     };
     row.filter(|r| r.readable_by(call.caller))

@@ -39,21 +39,30 @@ impl WaitFilter {
 }
 
 /// Matching inbound rows, newest first, as soon as there are any, or none at
-/// the deadline. Looks every half second: the poller may run in another
-/// process (another Lambda function), so the store is what they share.
+/// the deadline: at most `limit`, with the last one's id as the next cursor
+/// when more matched, as a list's page. Looks every half second: the poller
+/// may run in another process (another Lambda function), so the store is
+/// what they share.
 pub(super) async fn wait_rows(
     call: &Call<'_>,
     scope: &str,
     filter: &WaitFilter,
     seconds: i64,
-) -> Result<Vec<Row>, ApiError> {
+    limit: usize,
+) -> Result<Page<Row>, ApiError> {
     let slot = waits::claim(call.ctx, call.caller, seconds).await?;
-    let found = watch(call, scope, filter, seconds).await;
+    let found = watch(call, scope, filter, seconds, limit).await;
     slot.release(call.ctx).await;
     found
 }
 
-async fn watch(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) -> Result<Vec<Row>, ApiError> {
+async fn watch(
+    call: &Call<'_>,
+    scope: &str,
+    filter: &WaitFilter,
+    seconds: i64,
+    limit: usize,
+) -> Result<Page<Row>, ApiError> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds as u64);
     loop {
         let Page { items: rows, .. } = match &filter.after {
@@ -69,11 +78,19 @@ async fn watch(call: &Call<'_>, scope: &str, filter: &WaitFilter, seconds: i64) 
             .collect();
         if !hits.is_empty() {
             hits.sort_by(|a, b| b.id.cmp(&a.id));
-            return Ok(hits);
+            let next_cursor = (hits.len() > limit).then(|| hits[limit - 1].id.clone());
+            hits.truncate(limit);
+            return Ok(Page {
+                items: hits,
+                next_cursor,
+            });
         }
         let now = tokio::time::Instant::now();
         if now >= deadline {
-            return Ok(Vec::new());
+            return Ok(Page {
+                items: Vec::new(),
+                next_cursor: None,
+            });
         }
         tokio::time::sleep(WAIT_POLL.min(deadline - now)).await;
     }

@@ -61,8 +61,13 @@ pub async fn wait_for_message(call: &Call<'_>, input: WaitQuery) -> Result<WaitR
         from: input.from,
         subject: input.subject,
     };
-    let rows = wait_rows(call, &scope, &filter, input.wait.map_or(MAX_WAIT_SECONDS, Bounded::get)).await?;
-    let Some(newest) = rows.into_iter().next() else {
+    let seconds = input.wait.map_or(MAX_WAIT_SECONDS, Bounded::get);
+    let Some(newest) = wait_rows(call, &scope, &filter, seconds, 1)
+        .await?
+        .items
+        .into_iter()
+        .next()
+    else {
         return Ok(WaitResult {
             ok: true,
             message: None,

@@ -168,8 +168,7 @@ async fn row_of(ctx: &Context, scope: &str, mailbox: &str, change: &ImapChange) 
             _ => None,
         });
     }
-    let row = mail_store::by_message_id(ctx, scope, message_id, Some(direction)).await?;
-    Ok(row.filter(|r| r.mailbox == mailbox))
+    mail_store::by_message_id(ctx, scope, message_id, Some(direction), |p| p.mailbox == mailbox).await
 }
 
 async fn apply(call: &Call<'_>, scope: &str, mailbox: &str, change: &ImapChange) -> Result<Outcome, ApiError> {
@@ -278,6 +277,8 @@ async fn appended(ctx: &Context, scope: &str, mailbox: &str, raw: &str) -> Resul
         return Ok(Some(row));
     }
     // Already there (the same Message-ID): the change applies to that row.
-    let row = mail_store::by_message_id(ctx, scope, &parsed.message_id, Some(Direction::Inbound)).await?;
-    Ok(row.filter(|r| r.mailbox == mailbox))
+    mail_store::by_message_id(ctx, scope, &parsed.message_id, Some(Direction::Inbound), |p| {
+        p.mailbox == mailbox
+    })
+    .await
 }

@@ -106,7 +106,7 @@ pub(super) async fn of(
                 return Ok((around(&text, at), Some(Field::Body)));
             }
             if let Some(html) = html {
-                let rendered = mail_parser::decoders::html::html_to_text(&html);
+                let rendered = crate::mail::html::to_text(&html);
                 if let Some(at) = first_match(&rendered, Field::Body, wanted) {
                     return Ok((around(&rendered, at), Some(Field::Body)));
                 }
