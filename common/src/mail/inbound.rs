@@ -290,7 +290,16 @@ pub fn synthesized_id(body: &[u8]) -> String {
 }
 
 fn synthesized_from(digest: &str) -> String {
-    format!("<{}@synthesized.invalid>", &digest[..40])
+    format!("<{}{SYNTHESIZED}>", &digest[..40])
+}
+
+/// How a synthesized id ends: `.invalid` (RFC 2606) is no one's domain.
+const SYNTHESIZED: &str = "@synthesized.invalid";
+
+/// Whether a Message-ID is one this service made for a message that came
+/// without one: no one else ever saw it, so no header sent out names it.
+pub fn is_synthesized(message_id: &str) -> bool {
+    message_id.trim_end_matches('>').ends_with(SYNTHESIZED)
 }
 
 pub fn parse(raw: &[u8], limits: &Limits) -> Result<Inbound, Refused> {

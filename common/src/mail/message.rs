@@ -226,11 +226,16 @@ pub fn build(draft: &Draft<'_>, message_id: &str, signer: Option<&Signer>) -> Re
     for cc in draft.cc {
         builder = builder.cc(mailbox(cc)?);
     }
-    if let Some(id) = draft.in_reply_to {
+    // An id this service synthesized for mail that came without one was
+    // never seen outside it: no header names it (the sent row still files
+    // on its thread by it).
+    let seen = |id: &&str| !super::inbound::is_synthesized(id);
+    if let Some(id) = draft.in_reply_to.filter(seen) {
         builder = builder.in_reply_to(id.to_string());
     }
-    if !draft.references.is_empty() {
-        builder = builder.references(draft.references.join(" "));
+    let references: Vec<&str> = draft.references.iter().map(String::as_str).filter(seen).collect();
+    if !references.is_empty() {
+        builder = builder.references(references.join(" "));
     }
     // SMTP carries CRLF line ends; the DKIM body hash must be taken over the
     // same bytes the recipient gets, so bare LFs become CRLF before signing.
@@ -307,6 +312,17 @@ mod tests {
         assert!(raw.contains(&format!("Message-ID: {id}")));
         assert!(raw.contains("In-Reply-To: <r2@x.org>"));
         assert!(raw.contains("References: <r1@x.org> <r2@x.org>"));
+        // A reply to mail that came with no Message-ID names none.
+        let made = super::super::inbound::synthesized_id(b"no id");
+        let refs = vec!["<r1@x.org>".to_string(), made.clone()];
+        let draft = Draft {
+            in_reply_to: Some(&made),
+            references: &refs,
+            ..draft
+        };
+        let raw = String::from_utf8_lossy(&build(&draft, &id, None).unwrap().raw).to_string();
+        assert!(!raw.contains("In-Reply-To") && !raw.contains("synthesized"), "{raw}");
+        assert!(raw.contains("References: <r1@x.org>\r\n"), "{raw}");
         assert!(raw.contains("multipart/mixed"));
         assert!(raw.contains("filename=\"n.txt\""));
         assert_eq!(out.recipients, ["a@x.org", "b@y.org"]);
