@@ -290,7 +290,12 @@ async fn count_refusal(
     let Some(sk) = pointer.as_ref().and_then(|p| p.get("row")).and_then(Value::as_str) else {
         return Err(StoreError::Backend("a refusal's row is not named".into()));
     };
-    let counted = Update::new().add("count", 1).set("lastAt", change.at.clone());
+    // The time of this count, read now that the row exists: a refusal that
+    // began before the one that wrote the row, and counts after it, would
+    // otherwise put lastAt before the row's at.
+    let counted = Update::new()
+        .add("count", 1)
+        .set("lastAt", crate::clock::iso(ctx.clock.now()));
     ctx.store
         .update(&keys::audit_change(owner, sk), counted, Some(Cond::Exists))
         .await
