@@ -1559,20 +1559,7 @@ async fn simulator_mail_waits_free_as_it_goes_free(app: TestApp) {
     );
     assert_eq!(credits(&app.get("/credits", Auth::Bearer(&owner)).await), before);
 
-    let (agent, _) = mint(
-        &app,
-        &owner,
-        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
-    )
-    .await;
-    let held = app
-        .send_mail(
-            Auth::Bearer(&agent),
-            json!({"from": "agent@acme.example", "to": "delivered@simulator.svc.test", "subject": "Held", "text": "Held"}),
-        )
-        .await;
-    assert_eq!(held.status, 202, "{}", held.body);
-    let hold = held.body["holdId"].as_str().unwrap().to_string();
+    let hold = held_by_a_careful_key(&app, &owner, "delivered@simulator.svc.test").await;
     let approved = app
         .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
         .await;
@@ -1592,20 +1579,7 @@ async fn simulator_mail_waits_free_as_it_goes_free(app: TestApp) {
 /// before anything has touched it, and deciding it then is 410.
 async fn a_hold_left_unanswered_shows_as_expired_once_it_lapses(app: TestApp) {
     let owner = app.acme().await;
-    let (agent, _) = mint(
-        &app,
-        &owner,
-        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
-    )
-    .await;
-    let held = app
-        .send_mail(
-            Auth::Bearer(&agent),
-            json!({"from": "agent@acme.example", "to": "pal@partner.example", "subject": "Held", "text": "Held"}),
-        )
-        .await;
-    assert_eq!(held.status, 202, "{}", held.body);
-    let hold = held.body["holdId"].as_str().unwrap().to_string();
+    let hold = held_by_a_careful_key(&app, &owner, "pal@partner.example").await;
     let listed = app.get("/holds", Auth::Bearer(&owner)).await;
     assert_eq!(listed.body["holds"][0]["status"], "waiting", "{}", listed.body);
     app.ctx.clock.advance(25 * 3600);
@@ -1618,4 +1592,23 @@ async fn a_hold_left_unanswered_shows_as_expired_once_it_lapses(app: TestApp) {
         .post("/holds/approve", Auth::Bearer(&owner), json!({"holdId": hold}))
         .await;
     assert_eq!(late.status, 410, "{}", late.body);
+}
+
+/// A send to `to` by a new key of the owner's that sends only with approval:
+/// its hold's id.
+async fn held_by_a_careful_key(app: &TestApp, owner: &str, to: &str) -> String {
+    let (agent, _) = mint(
+        app,
+        owner,
+        json!({"name": "careful", "permissions": ["send"], "approval": "always"}),
+    )
+    .await;
+    let held = app
+        .send_mail(
+            Auth::Bearer(&agent),
+            json!({"from": "agent@acme.example", "to": to, "subject": "Held", "text": "Held"}),
+        )
+        .await;
+    assert_eq!(held.status, 202, "{}", held.body);
+    held.body["holdId"].as_str().unwrap().to_string()
 }
