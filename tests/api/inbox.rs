@@ -939,6 +939,39 @@ async fn search_reads_subject_sender_and_body_without_marking(app: TestApp) {
             .len(),
         1
     );
+    // Pages as a list does: newest first, a cursor while more matched, and
+    // each match on one page alone.
+    for n in 1..=3 {
+        let raw = String::from_utf8(note("me@tom.example", &format!("<paged{n}@example.org>")))
+            .unwrap()
+            .replace("Subject: Hi", &format!("Subject: Paged {n}"));
+        deliver(&app, raw.into_bytes()).await;
+    }
+    assert_eq!(poll(&app).await.filed, 3);
+    let subjects = |page: &Value| -> Vec<String> {
+        page["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["subject"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = list(&app, &key, "?q=paged&limit=2").await;
+    let cursor = first["nextCursor"].as_str().expect("more matched").to_string();
+    let second = list(&app, &key, &format!("?q=paged&limit=2&cursor={cursor}")).await;
+    assert!(second.get("nextCursor").is_none_or(Value::is_null), "{second}");
+    let mut seen = [subjects(&first), subjects(&second)].concat();
+    assert_eq!((subjects(&first).len(), seen.len()), (2, 3), "{first} {second}");
+    seen.sort();
+    assert_eq!(seen, ["Paged 1", "Paged 2", "Paged 3"]);
+    let tool_page = tool(
+        &app,
+        &key,
+        "search_inbox",
+        json!({"q": "paged", "limit": 2, "cursor": cursor}),
+    )
+    .await;
+    assert_eq!(tool_page["messages"].as_array().map(Vec::len), Some(1), "{tool_page}");
     // q wins over view; id wins over everything.
     let both = list(&app, &key, "?q=chart&view=threads").await;
     assert!(both["messages"].is_array(), "{both}");

@@ -76,7 +76,7 @@ pub async fn inbox(call: &Call<'_>, q: InboxQuery) -> Result<InboxOutput, ApiErr
     let scope = scope(call, q.mailbox.as_deref())?;
     if let Some(text) = q.q {
         return Ok(InboxOutput::List(
-            search_scope(call, &scope, &text, q.folder, limit).await?,
+            search_scope(call, &scope, &text, q.folder, q.cursor.as_deref(), limit).await?,
         ));
     }
     if q.view == Some(View::Quarantine) {
@@ -265,6 +265,7 @@ pub(super) async fn search_scope(
     scope: &str,
     text: &str,
     folder: Option<Folder>,
+    cursor: Option<&str>,
     limit: usize,
 ) -> Result<InboxList, ApiError> {
     let (inbound, outbound) = tokio::join!(
@@ -290,8 +291,12 @@ pub(super) async fn search_scope(
         hits.extend(found?);
     }
     hits.sort_by(|a, b| b.id.cmp(&a.id));
+    // Pages as a list's: newest first, after the cursor (the last id of
+    // the page before), a cursor when more matched.
+    hits.retain(|r| cursor.is_none_or(|c| r.id.as_str() < c));
+    let next_cursor = (hits.len() > limit).then(|| hits[limit - 1].id.clone());
     hits.truncate(limit);
-    InboxList::of_summaries(&summaries(call.ctx, &hits).await?, None)
+    InboxList::of_summaries(&summaries(call.ctx, &hits).await?, next_cursor)
 }
 
 /// A message with its body, marked read; the text cut at `max_chars` when

@@ -132,6 +132,8 @@ crate::input! {
         pub q: Chars<2, 200> = (error::INBOX_QUERY_INVALID, error::INBOX_QUERY_INVALID),
         pub folder: Option<Folder> = error::INBOX_FOLDER_INVALID,
         pub limit: Option<Limit>,
+        /// The nextCursor of the previous page.
+        pub cursor: Option<Cursor> = error::CURSOR_INVALID,
         pub mailbox: Option<EmailAddress> = error::INBOX_MAILBOX_INVALID,
     }
 }
@@ -139,5 +141,6 @@ crate::input! {
 pub async fn search(call: &Call<'_>, input: SearchQuery) -> Result<InboxList, ApiError> {
     let scope = scope(call, input.mailbox.as_deref())?;
     let limit = Limit::rows(input.limit, DEFAULT_LIMIT);
-    Boundary::new().list(search_scope(call, &scope, &input.q, input.folder, limit).await?)
+    let cursor = input.cursor.as_deref();
+    Boundary::new().list(search_scope(call, &scope, &input.q, input.folder, cursor, limit).await?)
 }

@@ -159,6 +159,7 @@ pub static INBOX: Section = Section {
                 INBOX_QUERY_INVALID,
                 INBOX_FOLDER_INVALID,
                 LIMIT_TO_50_INVALID,
+                CURSOR_INVALID,
                 INBOX_MAILBOX_INVALID,
             ],
             io: io!(inbox::search, inbox::SearchQuery, inbox::InboxList),
