@@ -73,6 +73,15 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
+    /// The first `limit` of `items` (already in the list's order), and the
+    /// last one's cursor when more were there.
+    pub fn first(mut items: Vec<T>, limit: usize, cursor_of: impl Fn(&T) -> String) -> Page<T> {
+        let more = items.len() > limit;
+        items.truncate(limit);
+        let next_cursor = items.last().filter(|_| more).map(cursor_of);
+        Page { items, next_cursor }
+    }
+
     /// The same page, each row turned into what the route answers.
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
         Page {
@@ -93,6 +102,16 @@ impl<T> Page<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_page_names_its_last_row_only_when_more_follow() {
+        let page = Page::first(vec![5, 4, 3], 2, |n| n.to_string());
+        assert_eq!((page.items, page.next_cursor), (vec![5, 4], Some("4".into())));
+        let page = Page::first(vec![5, 4], 2, |n| n.to_string());
+        assert_eq!((page.items, page.next_cursor), (vec![5, 4], None));
+        let page = Page::first(vec![5], 0, |n: &i32| n.to_string());
+        assert_eq!((page.items, page.next_cursor), (Vec::new(), None));
+    }
 
     #[test]
     fn a_limit_names_its_own_range() {

@@ -61,6 +61,13 @@ pub struct Webhook {
     pub updated_at: String,
 }
 
+impl Webhook {
+    /// Whether an event of `kind` goes to it: switched on and asking for it.
+    fn sends(&self, kind: Option<&str>) -> bool {
+        self.enabled && kind.is_some_and(|kind| self.events.iter().any(|e| e == kind))
+    }
+}
+
 /// What a registration that names no events receives: what every
 /// registration received before there were other kinds.
 fn default_events() -> Vec<String> {
@@ -397,10 +404,7 @@ async fn keep(
     message_id: &str,
     body: serde_json::Value,
 ) -> Result<Option<(Webhook, String, Event)>, ApiError> {
-    let Some(hook) = registration(ctx, owner)
-        .await?
-        .filter(|w| w.enabled && w.events.iter().any(|e| e == kind))
-    else {
+    let Some(hook) = registration(ctx, owner).await?.filter(|w| w.sends(Some(kind))) else {
         return Ok(None);
     };
     let now = ctx.clock.now();
@@ -472,10 +476,9 @@ async fn deliver_queued(ctx: &Context, entry: crate::store::Item) -> Result<(), 
     let Some(event) = ctx.store.read::<Event>(&keys::webhook_event(&owner, &event_sk)).await? else {
         return Ok(());
     };
-    let kind = event.kind();
     let Some(hook) = registration(ctx, &owner)
         .await?
-        .filter(|w| w.enabled && w.events.iter().any(|e| Some(e.as_str()) == kind.as_deref()))
+        .filter(|w| w.sends(event.kind().as_deref()))
     else {
         return Ok(());
     };
@@ -699,11 +702,7 @@ pub async fn replay(call: &Call<'_>, input: ReplayInput) -> Result<Replayed, Api
                 .into_iter()
                 // A range sends again what the registration asks for now;
                 // an event named by its id is sent whatever its type.
-                .filter(|event| {
-                    hook.events
-                        .iter()
-                        .any(|kind| Some(kind.as_str()) == event.kind().as_deref())
-                })
+                .filter(|event| hook.sends(event.kind().as_deref()))
                 .collect()
         }
     };

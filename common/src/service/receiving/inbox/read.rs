@@ -294,9 +294,8 @@ pub(super) async fn search_scope(
     // Pages as a list's: newest first, after the cursor (the last id of
     // the page before), a cursor when more matched.
     hits.retain(|r| cursor.is_none_or(|c| r.id.as_str() < c));
-    let next_cursor = (hits.len() > limit).then(|| hits[limit - 1].id.clone());
-    hits.truncate(limit);
-    InboxList::of_summaries(&summaries(call.ctx, &hits).await?, next_cursor)
+    let page = Page::first(hits, limit, |r| r.id.clone());
+    InboxList::of_summaries(&summaries(call.ctx, &page.items).await?, page.next_cursor)
 }
 
 /// A message with its body, marked read; the text cut at `max_chars` when

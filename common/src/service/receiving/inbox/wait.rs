@@ -78,12 +78,7 @@ async fn watch(
             .collect();
         if !hits.is_empty() {
             hits.sort_by(|a, b| b.id.cmp(&a.id));
-            let next_cursor = (hits.len() > limit).then(|| hits[limit - 1].id.clone());
-            hits.truncate(limit);
-            return Ok(Page {
-                items: hits,
-                next_cursor,
-            });
+            return Ok(Page::first(hits, limit, |r| r.id.clone()));
         }
         let now = tokio::time::Instant::now();
         if now >= deadline {
